@@ -1,0 +1,47 @@
+# Thin driver over CMake. `make run` and `make test` work on a fresh Debian 12 machine.
+BUILD   ?= build
+JOBS    ?= 2
+CMAKEFLAGS ?=
+DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev pkg-config cmake gcc make
+# Only the tests need these: a real Erlang checks our term encodings.
+TEST_PKGS = erlang-nox
+
+.PHONY: all deps test-deps configure build run test bench estone clean
+
+all: build
+
+# Install the Debian packages that are missing (only as root; silent when all are there).
+deps:
+	@$(MAKE) --no-print-directory install-pkgs PKGS="$(DEB_PKGS)"
+
+test-deps:
+	@$(MAKE) --no-print-directory install-pkgs PKGS="$(DEB_PKGS) $(TEST_PKGS)"
+
+install-pkgs:
+	@missing=$$(for p in $(PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:" $$missing; \
+	    (apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+	     (apt-get update >/dev/null && apt-get install -y --no-install-recommends $$missing >/dev/null)) || exit 1; \
+	  else echo "missing Debian packages: $$missing (run as root, or install them)"; exit 1; fi; \
+	fi
+
+configure: deps
+	@cmake -S . -B $(BUILD) $(CMAKEFLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	@if [ -x $(BUILD)/vm/lpvm ]; then $(BUILD)/vm/lpvm examples/boot.lua; \
+	else $(BUILD)/examples/xmpldemo; fi
+
+test: test-deps build
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
+
+bench: build
+	@for b in $(BUILD)/estone/bench_*; do [ -x $$b ] && $$b; done; true
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

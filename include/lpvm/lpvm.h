@@ -1,0 +1,82 @@
+/*
+** lpvm.h -- start, stop and embed an lpvm virtual machine.
+**
+** One VM per OS process. A C program starts it, spawns tasks (task.h), waits for
+** them to finish and stops it. Every function returns 0 (or a count) on success and
+** a negative LPVM_E* code on a caller's mistake; none of them aborts.
+*/
+#ifndef LPVM_H
+#define LPVM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LPVM_VERSION "0.1.0"
+
+/* Error codes: always negative. */
+#define LPVM_OK          0
+#define LPVM_ENOPROC    (-1)   /* no such task (dead id, unknown name) */
+#define LPVM_EINVAL     (-2)   /* bad argument */
+#define LPVM_ENOMEM     (-3)   /* out of memory */
+#define LPVM_ELIMIT     (-4)   /* process table full */
+#define LPVM_EEXIST     (-5)   /* name taken, or task already has a name */
+#define LPVM_ECANTSCHED (-6)   /* a CANT_SCHEDULE task may not run on workers */
+#define LPVM_EPRIO      (-7)   /* priority change forbidden by CANT_*_PRIO */
+#define LPVM_ESTATE     (-8)   /* VM not running, or already running */
+#define LPVM_EBADTERM   (-9)   /* malformed external term */
+#define LPVM_ETIMEDOUT  (-10)  /* a wait ran out of time */
+#define LPVM_ESYS       (-11)  /* an OS call failed (errno is set) */
+
+const char *lpvm_strerror(int err);
+
+typedef struct lpvm_config {
+  int workers;          /* worker threads; 0 = one per online CPU */
+  int worker_cache;     /* 1 = thesis 5.2.8 worker cache on (default), 0 = off */
+  uint32_t max_tasks;   /* process table capacity; 0 = default (8M) */
+  int spin;             /* idle spin rounds before a worker sleeps; <0 = default */
+} lpvm_config;
+
+void lpvm_config_init(lpvm_config *cfg);
+
+/* Start the VM: workers and timer thread. cfg may be NULL for the defaults. */
+int lpvm_start(const lpvm_config *cfg);
+
+/* Block until no task is left, or lpvm_halt() was called. Returns the halt code
+** (0 when the last task ended). */
+int lpvm_wait(void);
+
+/* Ask lpvm_wait() to return `code` now. Safe from any thread and from tasks. */
+void lpvm_halt(int code);
+
+/* Kill every remaining task (reason `killed`), wait for them to terminate, join
+** every thread and free everything. lpvm_start() may then be called again. */
+int lpvm_stop(void);
+
+/* Number of live tasks. */
+size_t lpvm_task_count(void);
+
+/* Monotonic milliseconds since an arbitrary origin (the timer wheel's clock). */
+uint64_t lpvm_now_ms(void);
+
+/* Scheduler statistics. */
+typedef struct lpvm_worker_stats {
+  uint64_t runs;          /* task steps run */
+  uint64_t switches;      /* steps that ran a different task than the previous step */
+  uint64_t steals;        /* tasks taken from another worker's queue or cache */
+  uint64_t cache_hits;    /* steps that ran a task from the worker cache */
+  uint64_t sleeps;        /* times the worker went to sleep */
+  uint32_t queue_len;     /* tasks in its run queue now */
+} lpvm_worker_stats;
+
+typedef struct lpvm_vmstats {
+  int workers;
+  lpvm_worker_stats worker[64];   /* the first `workers` entries are valid */
+  uint64_t tasks_spawned;
+  uint64_t tasks_exited;
+  uint64_t tasks_live;
+  uint64_t threads_live;          /* private threads running a task */
+} lpvm_vmstats;
+
+int lpvm_stats(lpvm_vmstats *out);
+
+#endif

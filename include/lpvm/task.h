@@ -1,0 +1,251 @@
+/*
+** task.h -- the TaskDefinition API: write, spawn and talk to tasks in C.
+**
+** A task is the one schedulable thing of lpvm (Hedqvist 1998, section 5.2.3): a Lua
+** process, a port and a C task are all a `lpvm_task` record driven through the
+** callbacks of a `lpvm_task_def`. Extend the record by embedding it as the FIRST
+** member of your own struct, as the thesis's XmplTask does:
+**
+**     typedef struct { lpvm_task task; int counter; } xmpl_task;
+**
+** Callbacks run on one thread at a time for a given task (a worker or its private
+** thread); a task's own data needs no lock. Everything a task does to another task
+** is an asynchronous signal. docs/c-tasks.md walks through a complete example.
+*/
+#ifndef LPVM_TASK_H
+#define LPVM_TASK_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lpvm.h"
+
+/* A task id: slot in the process table (low 32 bits) + generation (bits 32..62) +
+** port flag (bit 63). 0 is never a valid id. A dead id is never reused for a long
+** time: a slot's generation only comes back after 2^31 reuses. */
+typedef uint64_t lpvm_id;
+#define LPVM_ID_PORT_BIT  (UINT64_C(1) << 63)
+#define lpvm_id_is_port(id) (((id) & LPVM_ID_PORT_BIT) != 0)
+
+/* Task states, returned by the callbacks. */
+enum {
+  LPVM_SETUP = 0,   /* call `setup` next (only returned by `init`) */
+  LPVM_WAIT  = 1,   /* wait for a message (handle_event) or a timeout (handle_timeout) */
+  LPVM_IDLE  = 2,   /* runnable: call `idle` again when the task's turn comes */
+  LPVM_EXIT  = 3    /* terminate with the reason set by lpvm_set_reason (default normal) */
+};
+
+/* Priorities: 0 highest .. 31 lowest. */
+#define LPVM_PRIO_MAX      0
+#define LPVM_PRIO_MIN      31
+#define LPVM_PRIO_SYSTEM   0
+#define LPVM_PRIO_PORT     10
+#define LPVM_PRIO_HIGH     15
+#define LPVM_PRIO_NORMAL   20
+#define LPVM_PRIO_LOW      30
+
+/* TaskDefinition flags. */
+#define LPVM_TASK_PORT_TYPE       0x01u  /* gets a port id instead of a process id */
+#define LPVM_TASK_START_THREAD    0x02u  /* starts on a private thread */
+#define LPVM_TASK_CANT_SCHEDULE   0x04u  /* may never run on the workers */
+#define LPVM_TASK_CANT_LOWER_PRIO 0x08u
+#define LPVM_TASK_CANT_RAISE_PRIO 0x10u
+
+typedef struct lpvm_task lpvm_task;
+typedef struct lpvm_task_def lpvm_task_def;
+typedef struct lpvm_sig lpvm_msg;     /* a message: an owned buffer of term bytes */
+typedef struct lpvm_tbuf lpvm_tbuf;   /* a term builder (term.h) */
+
+/*
+** The callback table. Any callback may be NULL:
+**   allocate        calloc(1, size) (or sizeof(lpvm_task) when size is 0)
+**   free            free()
+**   init            return LPVM_SETUP
+**   terminate       nothing
+**   setup           return LPVM_WAIT
+**   idle            return LPVM_WAIT
+**   handle_event    drop every queued message, return LPVM_WAIT
+**   handle_timeout  return LPVM_WAIT
+**   handle_info     add nothing to the info reply
+*/
+struct lpvm_task_def {
+  const char *type;       /* type name, e.g. "xmpltask" */
+  int prio;               /* default priority 0..31 */
+  unsigned flags;         /* LPVM_TASK_* */
+  size_t size;            /* bytes of the record for the default `allocate` */
+  /* Allocate the record (zeroed). `arg` is the spawn argument. */
+  lpvm_task *(*allocate)(const lpvm_task_def *def, void *arg);
+  /* Free a record from `allocate`. May run on any thread. */
+  void (*free)(lpvm_task *t);
+  /* The task has its id; set up task data. Return the first state (LPVM_SETUP,
+  ** LPVM_WAIT or LPVM_IDLE) or a negative LPVM_E* code to abort the spawn. */
+  int (*init)(lpvm_task *t, void *arg);
+  /* The task is exiting with `reason` (external term bytes): release resources.
+  ** Links and monitors are notified by the runtime after this returns. */
+  void (*terminate)(lpvm_task *t, const uint8_t *reason, size_t len);
+  /* The task is visible to others: it may now send and be sent to. */
+  int (*setup)(lpvm_task *t);
+  /* Scheduled with no event: do a slice of work. Return LPVM_IDLE for more. */
+  int (*idle)(lpvm_task *t);
+  /* A message is queued (lpvm_recv / lpvm_mbox_*). Called again while messages
+  ** remain, as long as each call takes at least one or new ones arrive. */
+  int (*handle_event)(lpvm_task *t);
+  /* The timer set by lpvm_set_timer fired while waiting with no message. */
+  int (*handle_timeout)(lpvm_task *t);
+  /* Append `key, value` pairs to the reply of an INFO signal; return how many. */
+  int (*handle_info)(lpvm_task *t, lpvm_tbuf *map);
+};
+
+/* A signal. Messages are signals of kind MESSAGE whose payload (term bytes)
+** follows the header in the same allocation. */
+struct lpvm_sig {
+  struct lpvm_sig *_Atomic next;   /* signal queue link, then message queue link */
+  struct lpvm_sig *prev;           /* message queue back link */
+  lpvm_id from;
+  uint64_t ref;                    /* monitor reference, timer sequence, ... */
+  uint32_t kind;
+  uint32_t len;                    /* payload bytes */
+};
+
+/*
+** The Task record (thesis: pq, sq, id, prio, links, sig, msg, state, flags, fs).
+** Its fields belong to the runtime: read them through the functions below.
+*/
+struct lpvm_task {
+  struct lpvm_task *rq_next;         /* run queue link */
+  _Atomic uint32_t sched_word;       /* who may schedule it: see tasks/task_state.h */
+  uint8_t prio;
+  uint8_t state;                     /* LPVM_SETUP/WAIT/IDLE/EXIT */
+  uint8_t tflags;                    /* trap_exit, suspended, timeout fired, ... */
+  int8_t worker;                     /* last worker it ran on */
+  uint32_t suspended;                /* SUSPEND count not yet RESUMEd */
+  lpvm_id id;
+  const lpvm_task_def *def;
+  /* signal queue: multi-producer, single-consumer (Vyukov) */
+  struct lpvm_sig *_Atomic sq_tail;
+  struct lpvm_sig *sq_head;
+  struct lpvm_sig sq_stub;
+  /* message queue: only the task touches it */
+  struct lpvm_sig *mq_first, *mq_last;
+  uint32_t mq_len;
+  uint32_t mq_gen;                   /* bumped by every take: did handle_event take? */
+  struct task_rel *rel;              /* links and monitors: allocated on first use */
+  char *reg_name;                    /* registered name; guarded by the name table */
+  uint64_t timer_seq;                /* the current lpvm_set_timer, 0 = none */
+  struct lpvm_timer *timer;
+  uint8_t *reason;                   /* exit reason (term bytes), NULL = normal */
+  uint32_t reason_len;
+  uint32_t exit_sigs;                /* signals handled since it last ran (stats) */
+  uint64_t reductions;               /* steps run, or what the task counts itself */
+  void *user;                        /* free for the task type's own use */
+};
+
+/* ---- spawning ---------------------------------------------------------------- */
+
+typedef struct lpvm_spawn_opts {
+  int prio;           /* -1 = the definition's default */
+  int thread;         /* 1 = private thread, 0 = workers, -1 = as the definition says */
+  int link;           /* link creator and new task */
+} lpvm_spawn_opts;
+
+#define LPVM_SPAWN_OPTS_INIT { -1, -1, 0 }
+
+/* SpawnTask: create a task of type `def`, call `init(t, arg)`, make it visible,
+** then run `setup`. `creator` may be NULL (spawned from outside any task); with
+** `link` the creator and the new task are linked before the new one can run. */
+int lpvm_spawn_task(lpvm_task *creator, const lpvm_task_def *def, void *arg,
+                    int link, lpvm_id *id);
+int lpvm_spawn_task_opt(lpvm_task *creator, const lpvm_task_def *def, void *arg,
+                        const lpvm_spawn_opts *opts, lpvm_id *id);
+
+/* ---- the running task's own business (call only from its callbacks) ----------- */
+
+lpvm_id lpvm_self(const lpvm_task *self);
+int lpvm_prio(const lpvm_task *self);
+/* Change own priority, within CANT_LOWER_PRIO / CANT_RAISE_PRIO. */
+int lpvm_set_prio(lpvm_task *self, int prio);
+/* Trap exits: exit signals arrive as {'EXIT', From, Reason} messages. Returns the
+** previous setting. */
+int lpvm_trap_exit(lpvm_task *self, int on);
+/* Set the reason used when a callback returns LPVM_EXIT (term bytes, copied). */
+int lpvm_set_reason(lpvm_task *self, const uint8_t *term, size_t len);
+int lpvm_set_reason_atom(lpvm_task *self, const char *atom);
+/* The task's private thread mode: 1 on a private thread, 0 on workers. */
+int lpvm_on_thread(const lpvm_task *self);
+/* 1 when a higher-priority task waits for this worker: a task that runs long
+** (counting reductions) should return LPVM_IDLE soon. */
+int lpvm_should_yield(const lpvm_task *self);
+
+/* Mailbox. */
+lpvm_msg *lpvm_recv(lpvm_task *self);                    /* oldest, or NULL */
+lpvm_msg *lpvm_mbox_next(lpvm_task *self, lpvm_msg *m);  /* m = NULL: oldest */
+void lpvm_mbox_take(lpvm_task *self, lpvm_msg *m);       /* unlink m; caller frees */
+size_t lpvm_mbox_len(const lpvm_task *self);
+
+/* ---- messages ------------------------------------------------------------------ */
+
+lpvm_msg *lpvm_msg_new(size_t len);        /* uninitialised payload of len bytes */
+uint8_t *lpvm_msg_data(lpvm_msg *m);
+size_t lpvm_msg_len(const lpvm_msg *m);
+lpvm_id lpvm_msg_from(const lpvm_msg *m);  /* sender, 0 from outside any task */
+void lpvm_msg_free(lpvm_msg *m);
+
+/* Send a message; never blocks. `self` is the sending task or NULL. send_msg takes
+** ownership of m in every case. Sending to a dead id is a harmless no-op that
+** returns LPVM_ENOPROC. */
+int lpvm_send(lpvm_task *self, lpvm_id to, const void *term, size_t len);
+int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m);
+int lpvm_send_name(lpvm_task *self, const char *name, const void *term, size_t len);
+
+/* ---- links, monitors, exits --------------------------------------------------- */
+
+/* Bidirectional link. Linking a dead id delivers an exit signal with reason noproc. */
+int lpvm_link(lpvm_task *self, lpvm_id other);
+int lpvm_unlink(lpvm_task *self, lpvm_id other);
+/* Monitor `target`: exactly one {'DOWN', Ref, process, Id, Reason} message follows
+** (reason noproc for a dead id), unless demonitored first. */
+int lpvm_monitor(lpvm_task *self, lpvm_id target, uint64_t *ref);
+int lpvm_demonitor(lpvm_task *self, uint64_t ref);
+/* Erlang's exit/2: send an exit signal. Reason `kill` cannot be trapped; the
+** target then exits with `killed`. `self` may be NULL. */
+int lpvm_exit(lpvm_task *self, lpvm_id target, const uint8_t *reason, size_t len);
+int lpvm_exit_atom(lpvm_task *self, lpvm_id target, const char *atom);
+int lpvm_kill(lpvm_task *self, lpvm_id target);
+
+/* ---- names -------------------------------------------------------------------- */
+
+int lpvm_register(const char *name, lpvm_id id);   /* one name per task */
+int lpvm_unregister(const char *name);
+lpvm_id lpvm_whereis(const char *name);            /* 0 if none */
+
+/* ---- other signals -------------------------------------------------------------- */
+
+int lpvm_suspend(lpvm_task *self, lpvm_id target);
+int lpvm_resume(lpvm_task *self, lpvm_id target);
+/* Ask `target` for information: a map #{id, type, priority, status, mode,
+** message_queue_len, reductions, ...} arrives as a message {info, Ref, Map}. */
+int lpvm_request_info(lpvm_task *self, lpvm_id target, uint64_t *ref);
+int lpvm_set_prio_of(lpvm_task *self, lpvm_id target, int prio);
+/* Move `target` to a private thread (to_thread=1) or back to the workers (0). */
+int lpvm_migrate(lpvm_task *self, lpvm_id target, int to_thread);
+
+/* A new unique reference (monitors, timers, requests). Never 0. */
+uint64_t lpvm_make_ref(void);
+
+/* ---- timers (timers/) ------------------------------------------------------------ */
+
+/* The thesis's SetTimer: handle_timeout runs after `ms` unless a message comes
+** first and the task cancels or resets the timer. One timer per task: setting a new
+** one replaces the old. */
+int lpvm_set_timer(lpvm_task *self, uint64_t ms);
+/* 1 if a pending timer was cancelled, 0 if there was none or it already fired. */
+int lpvm_cancel_timer(lpvm_task *self);
+
+/* send-after: deliver `term` to `to` after `ms`. *ref identifies it for cancel. */
+int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const void *term,
+                    size_t len, uint64_t *ref);
+/* 1 if cancelled before it fired, 0 if it already fired or is unknown. */
+int lpvm_cancel_send_after(uint64_t ref);
+
+#endif

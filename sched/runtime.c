@@ -1,0 +1,154 @@
+/*
+** runtime.c -- the VM's lifecycle: start, wait, halt, stop; counts and statistics.
+*/
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lpvm/lpvm.h"
+#include "sched/sched.h"
+#include "tasks/task_int.h"
+#include "timers/timer.h"
+
+#define DEFAULT_MAX_TASKS (8u << 20)
+#define DEFAULT_SPIN 2000
+
+static struct {
+  int running;
+  int halted, halt_code;
+  _Atomic uint64_t live, spawned, exited;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} R = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+const char *lpvm_strerror(int err) {
+  switch (err) {
+    case LPVM_OK: return "ok";
+    case LPVM_ENOPROC: return "no such task";
+    case LPVM_EINVAL: return "invalid argument";
+    case LPVM_ENOMEM: return "out of memory";
+    case LPVM_ELIMIT: return "process table full";
+    case LPVM_EEXIST: return "name already registered";
+    case LPVM_ECANTSCHED: return "task type cannot run on worker threads";
+    case LPVM_EPRIO: return "priority change not allowed for this task type";
+    case LPVM_ESTATE: return "VM not running (or already running)";
+    case LPVM_EBADTERM: return "malformed external term";
+    case LPVM_ETIMEDOUT: return "timed out";
+    case LPVM_ESYS: return "system call failed";
+    default: return "unknown error";
+  }
+}
+
+void lpvm_config_init(lpvm_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->worker_cache = 1;
+  cfg->spin = -1;
+}
+
+static int online_cpus(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+int lpvm_start(const lpvm_config *cfg) {
+  lpvm_config c;
+  if (cfg) c = *cfg;
+  else lpvm_config_init(&c);
+  if (R.running) return LPVM_ESTATE;
+  if (c.workers < 0 || c.workers > 64) return LPVM_EINVAL;
+  int rc = ptab_init(c.max_tasks ? c.max_tasks : DEFAULT_MAX_TASKS);
+  if (rc) return rc;
+  if ((rc = names_init()) != 0) goto fail_names;
+  if ((rc = timer_service_start(NULL)) != 0) goto fail_timer;
+  R.halted = 0;
+  R.halt_code = 0;
+  if ((rc = sched_start(c.workers ? c.workers : online_cpus(), c.worker_cache != 0,
+                        c.spin >= 0 ? c.spin : DEFAULT_SPIN)) != 0)
+    goto fail_sched;
+  R.running = 1;
+  return 0;
+fail_sched:
+  timer_service_stop();
+fail_timer:
+  names_fini();
+fail_names:
+  ptab_fini();
+  return rc;
+}
+
+void rt_task_born(void) {
+  atomic_fetch_add(&R.live, 1);
+  atomic_fetch_add_explicit(&R.spawned, 1, memory_order_relaxed);
+}
+
+void rt_task_died(void) {
+  atomic_fetch_add_explicit(&R.exited, 1, memory_order_relaxed);
+  if (atomic_fetch_sub(&R.live, 1) == 1) {
+    pthread_mutex_lock(&R.mu);
+    pthread_cond_broadcast(&R.cv);
+    pthread_mutex_unlock(&R.mu);
+  }
+}
+
+int lpvm_wait(void) {
+  pthread_mutex_lock(&R.mu);
+  while (!R.halted && atomic_load(&R.live) > 0) pthread_cond_wait(&R.cv, &R.mu);
+  int code = R.halted ? R.halt_code : 0;
+  pthread_mutex_unlock(&R.mu);
+  return code;
+}
+
+void lpvm_halt(int code) {
+  pthread_mutex_lock(&R.mu);
+  if (!R.halted) {
+    R.halted = 1;
+    R.halt_code = code;
+  }
+  pthread_cond_broadcast(&R.cv);
+  pthread_mutex_unlock(&R.mu);
+}
+
+static void kill_one(lpvm_task *t, void *ud) {
+  (void)ud;
+  struct lpvm_sig *s = sig_new(SIG_EXIT, 0, 0, term_kill, term_kill_len);
+  if (s) sig_push(t, s);
+}
+
+int lpvm_stop(void) {
+  if (!R.running) return LPVM_ESTATE;
+  /* Kill until none is left: a task may spawn another while we sweep. */
+  while (atomic_load(&R.live) > 0) {
+    ptab_foreach(kill_one, NULL);
+    pthread_mutex_lock(&R.mu);
+    if (atomic_load(&R.live) > 0) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 50 * 1000000;
+      if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+      pthread_cond_timedwait(&R.cv, &R.mu, &ts);
+    }
+    pthread_mutex_unlock(&R.mu);
+  }
+  thread_join_all();
+  sched_stop();
+  timer_service_stop();
+  names_fini();
+  ptab_fini();
+  R.running = 0;
+  return 0;
+}
+
+size_t lpvm_task_count(void) { return (size_t)atomic_load(&R.live); }
+
+uint64_t lpvm_now_ms(void) { return timer_now_ms(); }
+
+int lpvm_stats(lpvm_vmstats *out) {
+  if (!out) return LPVM_EINVAL;
+  memset(out, 0, sizeof *out);
+  if (R.running) sched_fill_stats(out);
+  out->tasks_spawned = atomic_load(&R.spawned);
+  out->tasks_exited = atomic_load(&R.exited);
+  out->tasks_live = atomic_load(&R.live);
+  out->threads_live = thread_live();
+  return 0;
+}

@@ -1,0 +1,332 @@
+/*
+** sched.c -- worker threads, their run queues, the worker cache, stealing, sleep.
+**
+** Each worker owns a run queue of 32 FIFO levels with a bitmap of the non-empty
+** ones, under its own short mutex. The bitmap is also published in an atomic so
+** that any worker can see, with one load per worker and no lock, whether some other
+** queue holds a higher level than its own: it then steals that task first, which
+** keeps "a higher level is always served first" true across workers without a
+** global queue or lock on the send -> wake -> run path.
+**
+** The worker cache (Hedqvist 5.2.8): when a running task wakes another and its
+** worker has nothing else queued, the woken task goes to the worker's one-slot
+** cache and runs next on the same worker: a chain of message passing stays on one
+** core with no thread switch. Idle workers may take a cached task.
+**
+** An idle worker spins for a short bounded time, then sleeps on its condition
+** variable. Whoever queues work checks for sleepers after publishing the bitmap,
+** and a sleeper re-checks every queue after announcing itself (both sequentially
+** consistent), so work is never left queued while every worker sleeps.
+*/
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched.h"
+#include "tasks/task_int.h"
+
+#define LEVELS 32
+#define NO_LEVEL LEVELS
+
+typedef struct level {
+  lpvm_task *head, *tail;
+} level;
+
+typedef struct worker {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  level lv[LEVELS];
+  _Atomic uint32_t bitmap;        /* non-empty levels, bit i = priority i */
+  _Atomic uint32_t qlen;
+  _Atomic(lpvm_task *) cache;
+  _Atomic int sleeping;
+  _Atomic int preempt;
+  _Atomic int running_prio;       /* NO_LEVEL when not running a task */
+  int kick;                       /* under mu */
+  int index;
+  pthread_t th;
+  lpvm_task *last;
+  _Atomic uint64_t runs, switches, steals, cache_hits, sleeps;
+} __attribute__((aligned(64))) worker;
+
+static struct {
+  worker *w;
+  int n;
+  int cache_on;
+  int spin;
+  _Atomic int stop;
+  _Atomic int sleepers;
+  _Atomic uint32_t rr;
+} S;
+
+static _Thread_local worker *self_w;
+
+static inline void bump(_Atomic uint64_t *c) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+static inline int top_level(uint32_t bitmap) {
+  return bitmap ? __builtin_ctz(bitmap) : NO_LEVEL;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* ---- run queues ------------------------------------------------------------------- */
+
+static void push_locked(worker *w, lpvm_task *t) {
+  level *l = &w->lv[t->prio];
+  t->rq_next = NULL;
+  if (l->tail) l->tail->rq_next = t;
+  else l->head = t;
+  l->tail = t;
+  atomic_fetch_or(&w->bitmap, 1u << t->prio);
+  atomic_fetch_add_explicit(&w->qlen, 1, memory_order_relaxed);
+}
+
+static lpvm_task *pop_locked(worker *w, int lvl) {
+  level *l = &w->lv[lvl];
+  lpvm_task *t = l->head;
+  if (!t) return NULL;
+  l->head = t->rq_next;
+  if (!l->head) {
+    l->tail = NULL;
+    atomic_fetch_and(&w->bitmap, ~(1u << lvl));
+  }
+  atomic_fetch_sub_explicit(&w->qlen, 1, memory_order_relaxed);
+  return t;
+}
+
+static void kick(worker *v) {
+  pthread_mutex_lock(&v->mu);
+  v->kick = 1;
+  pthread_cond_signal(&v->cv);
+  pthread_mutex_unlock(&v->mu);
+}
+
+/* Wake one sleeping worker (not `except`) so it can steal new work. */
+static void kick_sleeper(worker *except) {
+  if (atomic_load(&S.sleepers) == 0) return;
+  for (int i = 0; i < S.n; i++) {
+    worker *v = &S.w[i];
+    if (v != except && atomic_load(&v->sleeping)) {
+      kick(v);
+      return;
+    }
+  }
+}
+
+static void enqueue(worker *w, lpvm_task *t) {
+  int prio = t->prio;  /* once queued, t may run elsewhere: read it first */
+  pthread_mutex_lock(&w->mu);
+  push_locked(w, t);
+  int wake = atomic_load(&w->sleeping);
+  if (wake) {
+    w->kick = 1;
+    pthread_cond_signal(&w->cv);
+  }
+  pthread_mutex_unlock(&w->mu);
+  if (prio < atomic_load_explicit(&w->running_prio, memory_order_relaxed))
+    atomic_store_explicit(&w->preempt, 1, memory_order_relaxed);
+  if (!wake && (w != self_w || atomic_load_explicit(&w->qlen, memory_order_relaxed) > 1))
+    kick_sleeper(w);
+}
+
+static worker *home_of(lpvm_task *t) {
+  if (t->worker >= 0 && t->worker < S.n) return &S.w[t->worker];
+  return &S.w[atomic_fetch_add_explicit(&S.rr, 1, memory_order_relaxed) % (uint32_t)S.n];
+}
+
+void sched_make_runnable(lpvm_task *t) {
+  worker *w = self_w;
+  if (w && S.cache_on && atomic_load_explicit(&w->bitmap, memory_order_relaxed) == 0) {
+    lpvm_task *empty = NULL;
+    if (atomic_compare_exchange_strong(&w->cache, &empty, t)) return;
+  }
+  enqueue(w ? w : home_of(t), t);
+}
+
+/* ---- choosing the next task ------------------------------------------------------------ */
+
+/* Take the first task of level `lvl` (or the highest, with NO_LEVEL) from v. */
+static lpvm_task *take_from(worker *v, int lvl) {
+  pthread_mutex_lock(&v->mu);
+  if (lvl == NO_LEVEL) lvl = top_level(atomic_load(&v->bitmap));
+  lpvm_task *t = lvl < NO_LEVEL ? pop_locked(v, lvl) : NULL;
+  pthread_mutex_unlock(&v->mu);
+  return t;
+}
+
+/* The other worker with the highest queued level, or NULL. */
+static worker *best_other(worker *w, int *lvl) {
+  worker *best = NULL;
+  int bl = NO_LEVEL;
+  for (int i = 0; i < S.n; i++) {
+    worker *v = &S.w[i];
+    if (v == w) continue;
+    int l = top_level(atomic_load(&v->bitmap));
+    if (l < bl) bl = l, best = v;
+  }
+  *lvl = bl;
+  return best;
+}
+
+static lpvm_task *steal_cache(worker *w) {
+  for (int i = 0; i < S.n; i++) {
+    worker *v = &S.w[i];
+    if (v == w || atomic_load_explicit(&v->cache, memory_order_relaxed) == NULL) continue;
+    lpvm_task *t = atomic_exchange(&v->cache, NULL);
+    if (t) return t;
+  }
+  return NULL;
+}
+
+static lpvm_task *next_task(worker *w) {
+  int own = top_level(atomic_load(&w->bitmap));
+  int other;
+  worker *v = best_other(w, &other);
+  lpvm_task *t = atomic_exchange(&w->cache, NULL);
+  if (t) {
+    if (t->prio <= own && t->prio <= other) {
+      bump(&w->cache_hits);
+      return t;
+    }
+    enqueue(w, t);  /* something more urgent is queued: the cache waits its turn */
+    own = top_level(atomic_load(&w->bitmap));
+  }
+  if (v && other < own && (t = take_from(v, other)) != NULL) {
+    bump(&w->steals);
+    return t;
+  }
+  if (own < NO_LEVEL && (t = take_from(w, NO_LEVEL)) != NULL) return t;
+  if (v && (t = take_from(v, NO_LEVEL)) != NULL) {
+    bump(&w->steals);
+    return t;
+  }
+  if ((t = steal_cache(w)) != NULL) bump(&w->steals);
+  return t;
+}
+
+static int work_visible(worker *w) {
+  for (int i = 0; i < S.n; i++) {
+    worker *v = &S.w[i];
+    if (atomic_load(&v->bitmap) || atomic_load(&v->cache)) return 1;
+  }
+  (void)w;
+  return 0;
+}
+
+/* Nothing to run: spin a little, then sleep until kicked. */
+static void idle(worker *w) {
+  for (int i = 0; i < S.spin; i++) {
+    if (work_visible(w) || atomic_load_explicit(&S.stop, memory_order_relaxed)) return;
+    cpu_relax();
+  }
+  pthread_mutex_lock(&w->mu);
+  atomic_store(&w->sleeping, 1);
+  atomic_fetch_add(&S.sleepers, 1);
+  while (!w->kick && !atomic_load(&S.stop) && !work_visible(w)) {
+    bump(&w->sleeps);
+    pthread_cond_wait(&w->cv, &w->mu);
+  }
+  w->kick = 0;
+  atomic_fetch_sub(&S.sleepers, 1);
+  atomic_store(&w->sleeping, 0);
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void run(worker *w, lpvm_task *t) {
+  t->worker = (int8_t)w->index;
+  atomic_store_explicit(&w->running_prio, t->prio, memory_order_relaxed);
+  atomic_store_explicit(&w->preempt, 0, memory_order_relaxed);
+  bump(&w->runs);
+  if (t != w->last) bump(&w->switches);
+  w->last = t;
+  int r = task_step(t);
+  atomic_store_explicit(&w->running_prio, NO_LEVEL, memory_order_relaxed);
+  if (r == STEP_REQUEUE) enqueue(w, t);
+  else if (r != STEP_WAIT) w->last = NULL;  /* dead or moved: don't compare later */
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  self_w = w;
+  while (!atomic_load_explicit(&S.stop, memory_order_acquire)) {
+    lpvm_task *t = next_task(w);
+    if (t) run(w, t);
+    else idle(w);
+  }
+  self_w = NULL;
+  return NULL;
+}
+
+/* ---- start, stop, introspection ---------------------------------------------------------- */
+
+int sched_start(int workers, int worker_cache, int spin) {
+  if (workers < 1 || workers > 64) return LPVM_EINVAL;
+  S.w = aligned_alloc(64, sizeof(worker) * (size_t)workers);
+  if (!S.w) return LPVM_ENOMEM;
+  memset(S.w, 0, sizeof(worker) * (size_t)workers);
+  S.n = workers;
+  S.cache_on = worker_cache;
+  S.spin = spin;
+  atomic_store(&S.stop, 0);
+  atomic_store(&S.sleepers, 0);
+  for (int i = 0; i < workers; i++) {
+    worker *w = &S.w[i];
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->index = i;
+    atomic_store(&w->running_prio, NO_LEVEL);
+  }
+  for (int i = 0; i < workers; i++) {
+    if (pthread_create(&S.w[i].th, NULL, worker_main, &S.w[i]) != 0) {
+      S.n = i;  /* stop the ones that started */
+      sched_stop();
+      return LPVM_ESYS;
+    }
+  }
+  return 0;
+}
+
+void sched_stop(void) {
+  if (!S.w) return;
+  atomic_store(&S.stop, 1);
+  for (int i = 0; i < S.n; i++) kick(&S.w[i]);
+  for (int i = 0; i < S.n; i++) pthread_join(S.w[i].th, NULL);
+  for (int i = 0; i < S.n; i++) {
+    pthread_mutex_destroy(&S.w[i].mu);
+    pthread_cond_destroy(&S.w[i].cv);
+  }
+  free(S.w);
+  S.w = NULL;
+  S.n = 0;
+}
+
+int sched_workers(void) { return S.n; }
+
+int sched_should_yield(void) {
+  worker *w = self_w;
+  return w && atomic_load_explicit(&w->preempt, memory_order_relaxed);
+}
+
+int sched_worker_index(void) { return self_w ? self_w->index : -1; }
+
+void sched_fill_stats(lpvm_vmstats *out) {
+  out->workers = S.n;
+  for (int i = 0; i < S.n && i < 64; i++) {
+    worker *w = &S.w[i];
+    lpvm_worker_stats *o = &out->worker[i];
+    o->runs = atomic_load_explicit(&w->runs, memory_order_relaxed);
+    o->switches = atomic_load_explicit(&w->switches, memory_order_relaxed);
+    o->steals = atomic_load_explicit(&w->steals, memory_order_relaxed);
+    o->cache_hits = atomic_load_explicit(&w->cache_hits, memory_order_relaxed);
+    o->sleeps = atomic_load_explicit(&w->sleeps, memory_order_relaxed);
+    o->queue_len = atomic_load_explicit(&w->qlen, memory_order_relaxed);
+  }
+}

@@ -1,0 +1,125 @@
+/*
+** links.c -- a task's relations: links, monitors it holds, monitors on it.
+**
+** Only the task itself touches these (other tasks reach them through signals), so
+** there is no lock. Most tasks have none at all: the record is allocated on first
+** use and the arrays grow by doubling.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "lpvm/term.h"
+#include "tasks/task_int.h"
+
+typedef struct mon {
+  uint64_t ref;
+  lpvm_id id;
+} mon;
+
+struct task_rel {
+  lpvm_id *links;
+  mon *mons;        /* monitors this task holds: ref -> target */
+  mon *watch;       /* monitors on this task: ref -> watcher */
+  uint32_t nlinks, clinks, nmons, cmons, nwatch, cwatch;
+};
+
+static struct task_rel *rel_get(lpvm_task *t) {
+  if (!t->rel) t->rel = calloc(1, sizeof(struct task_rel));
+  return t->rel;
+}
+
+static int grow(void **arr, uint32_t *cap, size_t elem) {
+  uint32_t n = *cap ? *cap * 2 : 4;
+  void *p = realloc(*arr, n * elem);
+  if (!p) return LPVM_ENOMEM;
+  *arr = p;
+  *cap = n;
+  return 0;
+}
+
+int rel_link_add(lpvm_task *t, lpvm_id other) {
+  struct task_rel *r = rel_get(t);
+  if (!r) return LPVM_ENOMEM;
+  for (uint32_t i = 0; i < r->nlinks; i++)
+    if (r->links[i] == other) return 0;
+  if (r->nlinks == r->clinks && grow((void **)&r->links, &r->clinks, sizeof(lpvm_id)))
+    return LPVM_ENOMEM;
+  r->links[r->nlinks++] = other;
+  return 1;
+}
+
+int rel_link_del(lpvm_task *t, lpvm_id other) {
+  struct task_rel *r = t->rel;
+  if (!r) return 0;
+  for (uint32_t i = 0; i < r->nlinks; i++)
+    if (r->links[i] == other) {
+      r->links[i] = r->links[--r->nlinks];
+      return 1;
+    }
+  return 0;
+}
+
+static int mon_add(mon **arr, uint32_t *n, uint32_t *cap, uint64_t ref, lpvm_id id) {
+  if (*n == *cap && grow((void **)arr, cap, sizeof(mon))) return LPVM_ENOMEM;
+  (*arr)[(*n)++] = (mon){ref, id};
+  return 0;
+}
+
+static int mon_del(mon *arr, uint32_t *n, uint64_t ref, lpvm_id *id) {
+  for (uint32_t i = 0; i < *n; i++)
+    if (arr[i].ref == ref) {
+      if (id) *id = arr[i].id;
+      arr[i] = arr[--*n];
+      return 1;
+    }
+  return 0;
+}
+
+int rel_mon_add(lpvm_task *t, uint64_t ref, lpvm_id target) {
+  struct task_rel *r = rel_get(t);
+  return r ? mon_add(&r->mons, &r->nmons, &r->cmons, ref, target) : LPVM_ENOMEM;
+}
+
+int rel_mon_del(lpvm_task *t, uint64_t ref, lpvm_id *target) {
+  return t->rel ? mon_del(t->rel->mons, &t->rel->nmons, ref, target) : 0;
+}
+
+int rel_watch_add(lpvm_task *t, uint64_t ref, lpvm_id watcher) {
+  struct task_rel *r = rel_get(t);
+  return r ? mon_add(&r->watch, &r->nwatch, &r->cwatch, ref, watcher) : LPVM_ENOMEM;
+}
+
+int rel_watch_del(lpvm_task *t, uint64_t ref) {
+  return t->rel ? mon_del(t->rel->watch, &t->rel->nwatch, ref, NULL) : 0;
+}
+
+/* The task is dying: tell everyone who holds a relation with it. */
+void rel_notify_exit(lpvm_task *t, const uint8_t *reason, size_t len) {
+  struct task_rel *r = t->rel;
+  if (!r) return;
+  for (uint32_t i = 0; i < r->nlinks; i++) {
+    struct lpvm_sig *s = sig_new(SIG_EXIT_LINK, t->id, 0, reason, len);
+    if (s && sig_send(r->links[i], s) != 0) free(s);
+  }
+  r->nlinks = 0;
+  for (uint32_t i = 0; i < r->nwatch; i++) {
+    struct lpvm_sig *s = sig_new(SIG_DOWN, t->id, r->watch[i].ref, reason, len);
+    if (s && sig_send(r->watch[i].id, s) != 0) free(s);
+  }
+  r->nwatch = 0;
+  for (uint32_t i = 0; i < r->nmons; i++) {
+    struct lpvm_sig *s = sig_new(SIG_DEMONITOR, t->id, r->mons[i].ref, NULL, 0);
+    if (s && sig_send(r->mons[i].id, s) != 0) free(s);
+  }
+  r->nmons = 0;
+}
+
+void rel_free(lpvm_task *t) {
+  struct task_rel *r = t->rel;
+  if (!r) return;
+  free(r->links);
+  free(r->mons);
+  free(r->watch);
+  free(r);
+  t->rel = NULL;
+}

@@ -1,0 +1,68 @@
+/*
+** mailbox.c -- messages and the message queue.
+**
+** A message is a signal of kind MESSAGE with its term bytes in the same allocation,
+** built by the sender and handed over whole (the thesis's "temporary heap"): one
+** malloc and no copy between send and receive. Only the owning task touches its
+** message queue, a doubly-linked list so selective receive can take from the middle.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/task_int.h"
+
+lpvm_msg *lpvm_msg_new(size_t len) {
+  if (len > UINT32_MAX) return NULL;
+  lpvm_msg *m = malloc(sizeof(lpvm_msg) + len);
+  if (!m) return NULL;
+  m->prev = NULL;
+  m->from = 0;
+  m->ref = 0;
+  m->kind = SIG_MESSAGE;
+  m->len = (uint32_t)len;
+  return m;
+}
+
+uint8_t *lpvm_msg_data(lpvm_msg *m) { return (uint8_t *)(m + 1); }
+size_t lpvm_msg_len(const lpvm_msg *m) { return m->len; }
+lpvm_id lpvm_msg_from(const lpvm_msg *m) { return m->from; }
+void lpvm_msg_free(lpvm_msg *m) { free(m); }
+
+void mbox_append(lpvm_task *t, struct lpvm_sig *m) {
+  atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
+  m->prev = t->mq_last;
+  if (t->mq_last) atomic_store_explicit(&t->mq_last->next, m, memory_order_relaxed);
+  else t->mq_first = m;
+  t->mq_last = m;
+  t->mq_len++;
+  t->tflags &= ~TF_DECLINED;
+}
+
+void lpvm_mbox_take(lpvm_task *t, lpvm_msg *m) {
+  lpvm_msg *next = atomic_load_explicit(&m->next, memory_order_relaxed);
+  if (m->prev) atomic_store_explicit(&m->prev->next, next, memory_order_relaxed);
+  else t->mq_first = next;
+  if (next) next->prev = m->prev;
+  else t->mq_last = m->prev;
+  m->prev = NULL;
+  atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
+  t->mq_len--;
+  t->mq_gen++;
+}
+
+lpvm_msg *lpvm_recv(lpvm_task *t) {
+  lpvm_msg *m = t->mq_first;
+  if (m) lpvm_mbox_take(t, m);
+  return m;
+}
+
+lpvm_msg *lpvm_mbox_next(lpvm_task *t, lpvm_msg *m) {
+  return m ? atomic_load_explicit(&m->next, memory_order_relaxed) : t->mq_first;
+}
+
+size_t lpvm_mbox_len(const lpvm_task *t) { return t->mq_len; }
+
+void mbox_free_all(lpvm_task *t) {
+  lpvm_msg *m;
+  while ((m = lpvm_recv(t)) != NULL) free(m);
+}

@@ -1,0 +1,168 @@
+/*
+** names.c -- registered names: name -> id, one name per task (Erlang's register/2).
+**
+** A chained hash table under one rwlock: lookups (send to a name, whereis) share
+** the lock, register and unregister are rare. The task's own record remembers its
+** name so that its death removes it.
+*/
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/task_int.h"
+
+typedef struct entry {
+  struct entry *next;
+  lpvm_id id;
+  uint32_t hash;
+  char name[];
+} entry;
+
+static struct {
+  entry **b;
+  uint32_t nb, n;
+  pthread_rwlock_t lock;
+} N;
+
+static uint32_t hash_str(const char *s) {
+  uint32_t h = 2166136261u;  /* FNV-1a */
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+  return h;
+}
+
+int names_init(void) {
+  N.nb = 256;
+  N.n = 0;
+  N.b = calloc(N.nb, sizeof(entry *));
+  if (!N.b) return LPVM_ENOMEM;
+  pthread_rwlock_init(&N.lock, NULL);
+  return 0;
+}
+
+void names_fini(void) {
+  if (!N.b) return;
+  for (uint32_t i = 0; i < N.nb; i++)
+    for (entry *e = N.b[i], *nx; e; e = nx) {
+      nx = e->next;
+      free(e);
+    }
+  free(N.b);
+  N.b = NULL;
+  pthread_rwlock_destroy(&N.lock);
+}
+
+static entry **find(const char *name, uint32_t h) {
+  entry **pe = &N.b[h & (N.nb - 1)];
+  for (; *pe; pe = &(*pe)->next)
+    if ((*pe)->hash == h && strcmp((*pe)->name, name) == 0) break;
+  return pe;
+}
+
+static void rehash(void) {
+  uint32_t nb = N.nb * 2;
+  entry **b = calloc(nb, sizeof(entry *));
+  if (!b) return;  /* keep the old table: longer chains, still correct */
+  for (uint32_t i = 0; i < N.nb; i++)
+    for (entry *e = N.b[i], *nx; e; e = nx) {
+      nx = e->next;
+      e->next = b[e->hash & (nb - 1)];
+      b[e->hash & (nb - 1)] = e;
+    }
+  free(N.b);
+  N.b = b;
+  N.nb = nb;
+}
+
+static int name_ok(const char *name) {
+  return name && *name && strlen(name) < 256;
+}
+
+/* The task's own record is updated through a pin so that a task dying at the same
+** moment either sees its name (and removes it) or the registration fails. */
+int lpvm_register(const char *name, lpvm_id id) {
+  if (!name_ok(name)) return LPVM_EINVAL;
+  lpvm_task *t = ptab_pin(id);
+  if (!t) return LPVM_ENOPROC;
+  uint32_t h = hash_str(name);
+  int rc = 0;
+  pthread_rwlock_wrlock(&N.lock);
+  entry **pe = find(name, h);
+  if (*pe || t->reg_name) {
+    rc = LPVM_EEXIST;
+  } else if (ts_status(atomic_load(&t->sched_word)) == TS_DEAD) {
+    rc = LPVM_ENOPROC;
+  } else {
+    size_t len = strlen(name);
+    entry *e = malloc(sizeof(entry) + len + 1);
+    char *own = strdup(name);
+    if (!e || !own) {
+      free(e);
+      free(own);
+      rc = LPVM_ENOMEM;
+    } else {
+      t->reg_name = own;
+      memcpy(e->name, name, len + 1);
+      e->id = id;
+      e->hash = h;
+      e->next = NULL;
+      *pe = e;
+      if (++N.n > N.nb) rehash();
+    }
+  }
+  pthread_rwlock_unlock(&N.lock);
+  ptab_unpin(t);
+  return rc;
+}
+
+/* Remove `name`; with `only` nonzero, only if it maps to that id. */
+static lpvm_id remove_name(const char *name, lpvm_id only) {
+  uint32_t h = hash_str(name);
+  lpvm_id id = 0;
+  pthread_rwlock_wrlock(&N.lock);
+  entry **pe = find(name, h);
+  if (*pe && (!only || (*pe)->id == only)) {
+    entry *e = *pe;
+    id = e->id;
+    *pe = e->next;
+    free(e);
+    N.n--;
+  }
+  pthread_rwlock_unlock(&N.lock);
+  return id;
+}
+
+int lpvm_unregister(const char *name) {
+  if (!name_ok(name)) return LPVM_EINVAL;
+  lpvm_id id = remove_name(name, 0);
+  if (!id) return LPVM_ENOPROC;
+  lpvm_task *t = ptab_pin(id);
+  if (t) {
+    pthread_rwlock_wrlock(&N.lock);
+    if (t->reg_name && strcmp(t->reg_name, name) == 0) {
+      free(t->reg_name);
+      t->reg_name = NULL;
+    }
+    pthread_rwlock_unlock(&N.lock);
+    ptab_unpin(t);
+  }
+  return 0;
+}
+
+lpvm_id lpvm_whereis(const char *name) {
+  if (!name_ok(name)) return 0;
+  uint32_t h = hash_str(name);
+  pthread_rwlock_rdlock(&N.lock);
+  entry **pe = find(name, h);
+  lpvm_id id = *pe ? (*pe)->id : 0;
+  pthread_rwlock_unlock(&N.lock);
+  return id;
+}
+
+void names_drop_task(lpvm_task *t) {
+  pthread_rwlock_wrlock(&N.lock);
+  char *name = t->reg_name;
+  t->reg_name = NULL;
+  pthread_rwlock_unlock(&N.lock);
+  if (name) remove_name(name, t->id);
+  free(name);
+}

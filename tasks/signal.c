@@ -1,0 +1,347 @@
+/*
+** signal.c -- sending signals, and a task handling the ones it receives.
+**
+** Every interaction between tasks is a signal pushed on the receiver's MPSC queue
+** (Hedqvist 5.2.1): the sender pins the receiver, pushes, raises PENDING and, if the
+** receiver was waiting, schedules it. Only the receiver acts on a signal, so links,
+** monitors and the mailbox need no lock, and the sender never waits for it.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "lpvm/term.h"
+#include "sched/sched.h"
+#include "tasks/mpsc.h"
+#include "tasks/task_int.h"
+
+/* Signals a task handles per step before it yields to others: a flood of
+** messages can't keep one task draining forever. */
+#define SIG_BATCH 4096
+
+struct lpvm_sig *sig_new(uint32_t kind, lpvm_id from, uint64_t ref, const void *data,
+                         size_t len) {
+  struct lpvm_sig *s = malloc(sizeof(struct lpvm_sig) + len);
+  if (!s) return NULL;
+  s->prev = NULL;
+  s->from = from;
+  s->ref = ref;
+  s->kind = kind;
+  s->len = (uint32_t)len;
+  if (len) memcpy(s + 1, data, len);
+  return s;
+}
+
+static const uint8_t *sig_data(const struct lpvm_sig *s) {
+  return (const uint8_t *)(s + 1);
+}
+
+/* Raise PENDING; the sender whose CAS takes the task out of WAITING schedules it. */
+static void notify(lpvm_task *t) {
+  uint32_t cur = atomic_fetch_or_explicit(&t->sched_word, TS_PENDING,
+                                          memory_order_acq_rel) | TS_PENDING;
+  while (ts_status(cur) == TS_WAITING) {
+    uint32_t next = (cur & ~TS_STATUS) | TS_QUEUED;
+    if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
+                                              memory_order_acq_rel,
+                                              memory_order_acquire)) {
+      if (next & TS_THREAD) thread_wake(t);
+      else sched_make_runnable(t);
+      return;
+    }
+  }
+}
+
+void sig_push(lpvm_task *t, struct lpvm_sig *s) {
+  mpsc_push(t, s);
+  notify(t);
+}
+
+int sig_send(lpvm_id to, struct lpvm_sig *s) {
+  lpvm_task *t = ptab_pin(to);
+  if (!t) return LPVM_ENOPROC;
+  sig_push(t, s);
+  ptab_unpin(t);
+  return 0;
+}
+
+/* Send a signal built here; a dead receiver just loses it. */
+static int send_new(lpvm_id to, uint32_t kind, lpvm_id from, uint64_t ref,
+                    const void *data, size_t len) {
+  struct lpvm_sig *s = sig_new(kind, from, ref, data, len);
+  if (!s) return LPVM_ENOMEM;
+  int rc = sig_send(to, s);
+  if (rc) free(s);
+  return rc;
+}
+
+/* ---- receiving ------------------------------------------------------------------ */
+
+static void deliver(lpvm_task *t, lpvm_tbuf *b, lpvm_id from) {
+  lpvm_msg *m = lpvm_tbuf_to_msg(b);
+  lpvm_tbuf_free(b);
+  if (!m) return;  /* out of memory: the notice is lost, the task lives on */
+  m->from = from;
+  mbox_append(t, m);
+}
+
+static void die(lpvm_task *t, const uint8_t *reason, size_t len) {
+  lpvm_set_reason(t, reason, len);
+  t->state = LPVM_EXIT;
+}
+
+/* Erlang's exit-signal rules. `linked`: the signal comes from a dying link. */
+static void on_exit_sig(lpvm_task *t, struct lpvm_sig *s, int linked) {
+  const uint8_t *reason = sig_data(s);
+  if (linked && !rel_link_del(t, s->from)) return;  /* unlinked meanwhile */
+  if (!linked && term_is(reason, s->len, term_kill, term_kill_len)) {
+    die(t, term_killed, term_killed_len);
+  } else if (t->tflags & TF_TRAP_EXIT) {
+    lpvm_tbuf b;
+    lpvm_tbuf_init(&b);
+    lpvm_put_tuple(&b, 3);
+    lpvm_put_atom(&b, "EXIT");
+    lpvm_put_pid(&b, s->from);
+    lpvm_put_term(&b, reason, s->len);
+    deliver(t, &b, s->from);
+  } else if (lpvm_term_is_atom(reason, s->len, "normal")) {
+    if (!linked && s->from == t->id) die(t, reason, s->len);
+  } else {
+    die(t, reason, s->len);
+  }
+}
+
+static void on_down(lpvm_task *t, struct lpvm_sig *s) {
+  if (!rel_mon_del(t, s->ref, NULL)) return;  /* demonitored: no DOWN */
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 5);
+  lpvm_put_atom(&b, "DOWN");
+  lpvm_put_ref(&b, s->ref);
+  lpvm_put_atom(&b, lpvm_id_is_port(s->from) ? "port" : "process");
+  lpvm_put_pid(&b, s->from);
+  lpvm_put_term(&b, sig_data(s), s->len);
+  deliver(t, &b, s->from);
+}
+
+static const char *status_name(const lpvm_task *t) {
+  if (t->suspended) return "suspended";
+  switch (t->state) {
+    case LPVM_WAIT: return "waiting";
+    case LPVM_EXIT: return "exiting";
+    default: return "runnable";
+  }
+}
+
+static void on_info(lpvm_task *t, struct lpvm_sig *s) {
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 3);
+  lpvm_put_atom(&b, "info");
+  lpvm_put_ref(&b, s->ref);
+  size_t mark = lpvm_put_map_open(&b);
+  lpvm_put_atom(&b, "id"), lpvm_put_pid(&b, t->id);
+  lpvm_put_atom(&b, "type"), lpvm_put_binary(&b, t->def->type, strlen(t->def->type));
+  lpvm_put_atom(&b, "priority"), lpvm_put_int(&b, t->prio);
+  lpvm_put_atom(&b, "status"), lpvm_put_atom(&b, status_name(t));
+  lpvm_put_atom(&b, "mode"), lpvm_put_atom(&b, lpvm_on_thread(t) ? "thread" : "worker");
+  lpvm_put_atom(&b, "message_queue_len"), lpvm_put_int(&b, t->mq_len);
+  lpvm_put_atom(&b, "reductions"), lpvm_put_int(&b, (int64_t)t->reductions);
+  lpvm_put_atom(&b, "trap_exit");
+  lpvm_put_atom(&b, (t->tflags & TF_TRAP_EXIT) ? "true" : "false");
+  uint32_t pairs = 8;
+  if (t->def->handle_info) {
+    int extra = t->def->handle_info(t, &b);
+    if (extra > 0) pairs += (uint32_t)extra;
+  }
+  lpvm_patch_map(&b, mark, pairs);
+  lpvm_msg *m = lpvm_tbuf_to_msg(&b);
+  lpvm_tbuf_free(&b);
+  if (m && lpvm_send_msg(t, s->from, m) != 0) { /* asker gone: nothing to do */ }
+}
+
+static void on_priority(lpvm_task *t, int prio) {
+  (void)lpvm_set_prio(t, prio);  /* a forbidden change is silently refused */
+}
+
+static void on_migrate(lpvm_task *t, int to_thread) {
+  t->tflags &= ~(TF_TO_THREAD | TF_TO_WORKER);
+  int on_thread = lpvm_on_thread(t);
+  if (to_thread && !on_thread) t->tflags |= TF_TO_THREAD;
+  else if (!to_thread && on_thread && !(t->def->flags & LPVM_TASK_CANT_SCHEDULE))
+    t->tflags |= TF_TO_WORKER;
+}
+
+/* Handle one signal; returns 1 when it must not be freed (it became a message). */
+static int handle_one(lpvm_task *t, struct lpvm_sig *s) {
+  switch (s->kind) {
+    case SIG_MESSAGE: mbox_append(t, s); return 1;
+    case SIG_LINK: rel_link_add(t, s->from); break;
+    case SIG_UNLINK: rel_link_del(t, s->from); break;
+    case SIG_EXIT: on_exit_sig(t, s, 0); break;
+    case SIG_EXIT_LINK: on_exit_sig(t, s, 1); break;
+    case SIG_MONITOR: rel_watch_add(t, s->ref, s->from); break;
+    case SIG_DEMONITOR: rel_watch_del(t, s->ref); break;
+    case SIG_DOWN: on_down(t, s); break;
+    case SIG_SUSPEND: t->suspended++; break;
+    case SIG_RESUME: if (t->suspended) t->suspended--; break;
+    case SIG_INFO: on_info(t, s); break;
+    case SIG_PRIORITY: on_priority(t, (int)s->ref); break;
+    case SIG_MIGRATE: on_migrate(t, (int)s->ref); break;
+    case SIG_TIMEOUT: task_timer_fired(t, s->ref); break;
+    default: break;
+  }
+  return 0;
+}
+
+/* HandleSignals. Returns 1 if signals are left over (batch full). */
+int sig_handle_all(lpvm_task *t) {
+  for (int n = 0; n < SIG_BATCH; n++) {
+    if (t->state == LPVM_EXIT) return 0;
+    struct lpvm_sig *s = mpsc_pop(t);
+    if (!s) return 0;
+    if (!handle_one(t, s)) free(s);
+  }
+  return 1;
+}
+
+/* A dead task's leftovers: a LINK or MONITOR that came too late gets noproc. */
+void sig_drain_dead(lpvm_task *t) {
+  struct lpvm_sig *s;
+  while ((s = mpsc_pop(t)) != NULL) {
+    if (s->kind == SIG_LINK)
+      send_new(s->from, SIG_EXIT_LINK, t->id, 0, term_noproc, term_noproc_len);
+    else if (s->kind == SIG_MONITOR)
+      send_new(s->from, SIG_DOWN, t->id, s->ref, term_noproc, term_noproc_len);
+    free(s);
+  }
+}
+
+/* ---- the public signal API --------------------------------------------------------- */
+
+static lpvm_id self_id(const lpvm_task *self) { return self ? self->id : 0; }
+
+int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m) {
+  if (!m) return LPVM_EINVAL;
+  m->kind = SIG_MESSAGE;
+  m->from = self_id(self);
+  int rc = sig_send(to, m);
+  if (rc) free(m);
+  return rc;
+}
+
+int lpvm_send(lpvm_task *self, lpvm_id to, const void *term, size_t len) {
+  if (!term && len) return LPVM_EINVAL;
+  lpvm_msg *m = lpvm_msg_new(len);
+  if (!m) return LPVM_ENOMEM;
+  if (len) memcpy(lpvm_msg_data(m), term, len);
+  return lpvm_send_msg(self, to, m);
+}
+
+int lpvm_send_name(lpvm_task *self, const char *name, const void *term, size_t len) {
+  lpvm_id to = lpvm_whereis(name);
+  return to ? lpvm_send(self, to, term, len) : LPVM_ENOPROC;
+}
+
+/* An answer the runtime gives a task on behalf of a dead id. */
+static void self_notice(lpvm_task *self, uint32_t kind, lpvm_id from, uint64_t ref) {
+  struct lpvm_sig *s = sig_new(kind, from, ref, term_noproc, term_noproc_len);
+  if (s) sig_push(self, s);
+}
+
+int lpvm_link(lpvm_task *self, lpvm_id other) {
+  if (!self || !other) return LPVM_EINVAL;
+  if (other == self->id) return 0;
+  int rc = rel_link_add(self, other);
+  if (rc <= 0) return rc;  /* already linked, or out of memory */
+  if (send_new(other, SIG_LINK, self->id, 0, NULL, 0) == LPVM_ENOPROC)
+    self_notice(self, SIG_EXIT_LINK, other, 0);
+  return 0;
+}
+
+int lpvm_unlink(lpvm_task *self, lpvm_id other) {
+  if (!self || !other) return LPVM_EINVAL;
+  if (rel_link_del(self, other)) send_new(other, SIG_UNLINK, self->id, 0, NULL, 0);
+  return 0;
+}
+
+int lpvm_monitor(lpvm_task *self, lpvm_id target, uint64_t *ref) {
+  if (!self || !target || !ref) return LPVM_EINVAL;
+  uint64_t r = lpvm_make_ref();
+  int rc = rel_mon_add(self, r, target);
+  if (rc) return rc;
+  *ref = r;
+  if (send_new(target, SIG_MONITOR, self->id, r, NULL, 0) == LPVM_ENOPROC)
+    self_notice(self, SIG_DOWN, target, r);
+  return 0;
+}
+
+int lpvm_demonitor(lpvm_task *self, uint64_t ref) {
+  lpvm_id target;
+  if (!self) return LPVM_EINVAL;
+  if (rel_mon_del(self, ref, &target))
+    send_new(target, SIG_DEMONITOR, self->id, ref, NULL, 0);
+  return 0;
+}
+
+int lpvm_exit(lpvm_task *self, lpvm_id target, const uint8_t *reason, size_t len) {
+  if (!reason || lpvm_term_check(reason, len) != 0) return LPVM_EBADTERM;
+  return send_new(target, SIG_EXIT, self_id(self), 0, reason, len);
+}
+
+int lpvm_exit_atom(lpvm_task *self, lpvm_id target, const char *atom) {
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_atom(&b, atom);
+  int rc = b.err ? b.err : lpvm_exit(self, target, b.data, b.len);
+  lpvm_tbuf_free(&b);
+  return rc;
+}
+
+int lpvm_kill(lpvm_task *self, lpvm_id target) {
+  return send_new(target, SIG_EXIT, self_id(self), 0, term_kill, term_kill_len);
+}
+
+int lpvm_suspend(lpvm_task *self, lpvm_id target) {
+  return send_new(target, SIG_SUSPEND, self_id(self), 0, NULL, 0);
+}
+
+int lpvm_resume(lpvm_task *self, lpvm_id target) {
+  return send_new(target, SIG_RESUME, self_id(self), 0, NULL, 0);
+}
+
+int lpvm_request_info(lpvm_task *self, lpvm_id target, uint64_t *ref) {
+  if (!self || !ref) return LPVM_EINVAL;
+  *ref = lpvm_make_ref();
+  return send_new(target, SIG_INFO, self->id, *ref, NULL, 0);
+}
+
+int lpvm_set_prio_of(lpvm_task *self, lpvm_id target, int prio) {
+  if (prio < LPVM_PRIO_MAX || prio > LPVM_PRIO_MIN) return LPVM_EINVAL;
+  return send_new(target, SIG_PRIORITY, self_id(self), (uint64_t)prio, NULL, 0);
+}
+
+int lpvm_migrate(lpvm_task *self, lpvm_id target, int to_thread) {
+  lpvm_task *t = ptab_pin(target);
+  if (!t) return LPVM_ENOPROC;
+  int rc = 0;
+  if (!to_thread && (t->def->flags & LPVM_TASK_CANT_SCHEDULE)) rc = LPVM_ECANTSCHED;
+  else {
+    struct lpvm_sig *s = sig_new(SIG_MIGRATE, self_id(self), to_thread ? 1 : 0, NULL, 0);
+    if (s) sig_push(t, s);
+    else rc = LPVM_ENOMEM;
+  }
+  ptab_unpin(t);
+  return rc;
+}
+
+/* References come from a global counter, taken in blocks per thread so that
+** making one is a thread-local increment. */
+uint64_t lpvm_make_ref(void) {
+  static _Atomic uint64_t next_block = 1;
+  static _Thread_local uint64_t cur, end;
+  if (cur == end) {
+    cur = atomic_fetch_add_explicit(&next_block, 1024, memory_order_relaxed);
+    end = cur + 1024;
+  }
+  return cur++;
+}

@@ -1,0 +1,305 @@
+/*
+** test_core.c -- spawning, RunTask, messages, names, info, suspend, errors.
+*/
+#include <stdatomic.h>
+
+#include "testvm.h"
+#include "xmpltask.h"
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* ---- spawn and the callback order ------------------------------------------------- */
+
+static _Atomic int order_log[16];
+static _Atomic int order_n;
+static void log_cb(int what) { order_log[atomic_fetch_add(&order_n, 1) % 16] = what; }
+
+enum { C_INIT = 1, C_SETUP, C_EVENT, C_TERM };
+
+static int ord_init(lpvm_task *t, void *arg) {
+  (void)arg;
+  cr_assert_neq(lpvm_self(t), 0);
+  log_cb(C_INIT);
+  return LPVM_SETUP;
+}
+static int ord_setup(lpvm_task *t) {
+  (void)t;
+  log_cb(C_SETUP);
+  return LPVM_WAIT;
+}
+static int ord_event(lpvm_task *t) {
+  lpvm_msg_free(lpvm_recv(t));
+  log_cb(C_EVENT);
+  return LPVM_EXIT;
+}
+static void ord_term(lpvm_task *t, const uint8_t *r, size_t len) {
+  (void)t;
+  cr_assert(lpvm_term_is_atom(r, len, "normal"));
+  log_cb(C_TERM);
+}
+static const lpvm_task_def ord_def = {.type = "ord", .prio = 20, .init = ord_init,
+                                      .setup = ord_setup, .handle_event = ord_event,
+                                      .terminate = ord_term};
+
+Test(core, callbacks_run_in_order) {
+  vm_start_n(2, 1);
+  lpvm_id id;
+  cr_assert_eq(lpvm_spawn_task(NULL, &ord_def, NULL, 0, &id), 0);
+  cr_assert_eq(lpvm_send_msg(NULL, id, atom_msg("go")), 0);
+  cr_assert(wait_no_tasks(5000));
+  cr_assert_eq(atomic_load(&order_n), 4);
+  cr_assert_eq(order_log[0], C_INIT);
+  cr_assert_eq(order_log[1], C_SETUP);
+  cr_assert_eq(order_log[2], C_EVENT);
+  cr_assert_eq(order_log[3], C_TERM);
+  cr_assert_eq(lpvm_send_msg(NULL, id, atom_msg("late")), LPVM_ENOPROC);
+  vm_stop();
+}
+
+static int fail_init(lpvm_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  return LPVM_ENOMEM;
+}
+static const lpvm_task_def fail_def = {.type = "fail", .prio = 20, .init = fail_init};
+static const lpvm_task_def nosched_def = {.type = "nosched", .prio = 20,
+                                          .flags = LPVM_TASK_CANT_SCHEDULE};
+
+Test(core, spawn_errors) {
+  vm_start_n(1, 1);
+  lpvm_id id = 0;
+  cr_assert_eq(lpvm_spawn_task(NULL, NULL, NULL, 0, &id), LPVM_EINVAL);
+  cr_assert_eq(lpvm_spawn_task(NULL, &fail_def, NULL, 0, &id), LPVM_ENOMEM);
+  cr_assert_eq(lpvm_spawn_task(NULL, &ord_def, NULL, 1, &id), LPVM_EINVAL, "link w/o creator");
+  lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
+  o.prio = 32;
+  cr_assert_eq(lpvm_spawn_task_opt(NULL, &ord_def, NULL, &o, &id), LPVM_EINVAL);
+  o.prio = -1;
+  o.thread = 0;
+  cr_assert_eq(lpvm_spawn_task_opt(NULL, &nosched_def, NULL, &o, &id), LPVM_ECANTSCHED);
+  cr_assert_eq(lpvm_task_count(), 0);
+  cr_assert_eq(lpvm_send(NULL, 0, "x", 1), LPVM_ENOPROC);
+  cr_assert_eq(lpvm_send(NULL, UINT64_C(0x123456789), "x", 1), LPVM_ENOPROC);
+  vm_stop();
+}
+
+/* ---- the thesis's counter ---------------------------------------------------------- */
+
+static void send_incr(lpvm_id to, int64_t n) {
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 2);
+  lpvm_put_atom(&b, "incr");
+  lpvm_put_int(&b, n);
+  cr_assert_eq(lpvm_send_msg(NULL, to, lpvm_tbuf_to_msg(&b)), 0);
+  lpvm_tbuf_free(&b);
+}
+
+static void send_get(lpvm_id to, lpvm_id reply) {
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 2);
+  lpvm_put_atom(&b, "get");
+  lpvm_put_pid(&b, reply);
+  cr_assert_eq(lpvm_send_msg(NULL, to, lpvm_tbuf_to_msg(&b)), 0);
+  lpvm_tbuf_free(&b);
+}
+
+static void counter_roundtrip(int thread) {
+  vm_start_n(2, 1);
+  lpvm_id coll_id = coll_spawn();
+  lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
+  o.thread = thread;
+  int64_t start = 5;
+  lpvm_id x;
+  cr_assert_eq(lpvm_spawn_task_opt(NULL, &xmpl_def, &start, &o, &x), 0);
+  for (int i = 0; i < 1000; i++) send_incr(x, 2);
+  send_get(x, coll_id);
+  char buf[256];
+  lpvm_msg *m = coll_next(5000);
+  cr_assert_not_null(m);
+  cr_assert(ends_with(fmt_msg(m, buf, sizeof buf), ",2005}"), "got %s", buf);
+  lpvm_msg_free(m);
+  cr_assert_eq(lpvm_send_msg(NULL, x, atom_msg("stop")), 0);
+  lpvm_kill(NULL, coll_id);
+  cr_assert(wait_no_tasks(5000));
+  vm_stop();
+}
+
+Test(core, xmpltask_on_workers) { counter_roundtrip(0); }
+Test(core, xmpltask_on_private_thread) { counter_roundtrip(1); }
+
+/* ---- names ----------------------------------------------------------------------------- */
+
+Test(core, register_whereis_send_by_name) {
+  vm_start_n(2, 1);
+  lpvm_id c = coll_spawn();
+  cr_assert_eq(lpvm_register("sink", c), 0);
+  cr_assert_eq(lpvm_whereis("sink"), c);
+  cr_assert_eq(lpvm_register("sink", c), LPVM_EEXIST);
+  cr_assert_eq(lpvm_register("other", c), LPVM_EEXIST, "one name per task");
+  cr_assert_eq(lpvm_register("", c), LPVM_EINVAL);
+  cr_assert_eq(lpvm_register("ghost", UINT64_C(0x100000063)), LPVM_ENOPROC);
+  cr_assert_eq(lpvm_send_name(NULL, "sink", "\x83\x61\x07", 3), 0);
+  expect_msg("7", 5000);
+  cr_assert_eq(lpvm_send_name(NULL, "nobody", "\x83\x61\x07", 3), LPVM_ENOPROC);
+  cr_assert_eq(lpvm_unregister("sink"), 0);
+  cr_assert_eq(lpvm_whereis("sink"), 0);
+  cr_assert_eq(lpvm_unregister("sink"), LPVM_ENOPROC);
+  cr_assert_eq(lpvm_register("again", c), 0);
+  lpvm_kill(NULL, c);
+  cr_assert(wait_no_tasks(5000));
+  cr_assert_eq(lpvm_whereis("again"), 0, "a dead task's name is removed");
+  vm_stop();
+}
+
+/* ---- info, suspend, resume ------------------------------------------------------------ */
+
+static lpvm_id asker_target;
+static int asker_setup(lpvm_task *t) {
+  uint64_t ref;
+  cr_assert_eq(lpvm_request_info(t, asker_target, &ref), 0);
+  return LPVM_WAIT;
+}
+static int asker_event(lpvm_task *t) {
+  lpvm_msg *m = lpvm_recv(t);
+  lpvm_send_msg(t, lpvm_whereis("sink"), m);  /* forward the reply */
+  return LPVM_EXIT;
+}
+static const lpvm_task_def asker_def = {.type = "asker", .prio = 20,
+                                        .setup = asker_setup, .handle_event = asker_event};
+
+Test(core, info_reply_has_generic_and_task_fields) {
+  vm_start_n(2, 1);
+  lpvm_id c = coll_spawn();
+  lpvm_register("sink", c);
+  lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
+  o.thread = 0;
+  cr_assert_eq(lpvm_spawn_task_opt(NULL, &xmpl_def, NULL, &o, &asker_target), 0);
+  send_incr(asker_target, 42);
+  cr_assert_eq(lpvm_spawn_task(NULL, &asker_def, NULL, 0, NULL), 0);
+  char buf[512];
+  lpvm_msg *m = coll_next(5000);
+  cr_assert_not_null(m);
+  fmt_msg(m, buf, sizeof buf);
+  lpvm_msg_free(m);
+  cr_assert(strstr(buf, "{info,#Ref<") == buf, "got %s", buf);
+  cr_assert(strstr(buf, "type => <<\"xmpltask\">>"), "got %s", buf);
+  cr_assert(strstr(buf, "priority => 10"), "got %s", buf);
+  cr_assert(strstr(buf, "mode => worker"), "got %s", buf);
+  cr_assert(strstr(buf, "counter => 42"), "got %s", buf);
+  cr_assert(strstr(buf, "message_queue_len => 0"), "got %s", buf);
+  vm_stop();
+}
+
+Test(core, suspended_task_handles_no_messages_until_resumed) {
+  vm_start_n(2, 1);
+  lpvm_id c = coll_spawn();
+  lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
+  o.thread = 0;
+  lpvm_id x;
+  cr_assert_eq(lpvm_spawn_task_opt(NULL, &xmpl_def, NULL, &o, &x), 0);
+  cr_assert_eq(lpvm_suspend(NULL, x), 0);
+  send_incr(x, 1);
+  send_get(x, c);
+  expect_no_msg(100);
+  cr_assert_eq(lpvm_resume(NULL, x), 0);
+  expect_msg("{count,", 5000);
+  vm_stop();
+}
+
+/* ---- handle_event has precedence over handle_timeout -------------------------------- */
+
+static char prec_log[8];
+static _Atomic int prec_n;
+static int prec_setup(lpvm_task *t) {
+  cr_assert_eq(lpvm_set_timer(t, 1), 0);
+  sleep_ms(30);                            /* the timer fires meanwhile */
+  lpvm_send(t, lpvm_self(t), "\x83\x61\x01", 3);  /* and a message arrives */
+  return LPVM_WAIT;
+}
+static int prec_event(lpvm_task *t) {
+  lpvm_msg_free(lpvm_recv(t));
+  prec_log[atomic_fetch_add(&prec_n, 1)] = 'E';
+  return LPVM_WAIT;
+}
+static int prec_timeout(lpvm_task *t) {
+  (void)t;
+  prec_log[atomic_fetch_add(&prec_n, 1)] = 'T';
+  return LPVM_EXIT;
+}
+static const lpvm_task_def prec_def = {.type = "prec", .prio = 20, .setup = prec_setup,
+                                       .handle_event = prec_event,
+                                       .handle_timeout = prec_timeout};
+
+Test(core, handle_event_before_handle_timeout) {
+  vm_start_n(1, 1);
+  cr_assert_eq(lpvm_spawn_task(NULL, &prec_def, NULL, 0, NULL), 0);
+  cr_assert(wait_no_tasks(5000));
+  cr_assert_eq(atomic_load(&prec_n), 2);
+  cr_assert_eq(prec_log[0], 'E');
+  cr_assert_eq(prec_log[1], 'T');
+  vm_stop();
+}
+
+/* A cancelled timer never runs handle_timeout; a replaced one runs once. */
+static _Atomic int tmo_count;
+static int tmo_setup(lpvm_task *t) {
+  lpvm_set_timer(t, 5);
+  cr_assert_eq(lpvm_cancel_timer(t), 1);
+  lpvm_set_timer(t, 1000000);
+  lpvm_set_timer(t, 10);  /* replaces the long one */
+  return LPVM_WAIT;
+}
+static int tmo_timeout(lpvm_task *t) {
+  (void)t;
+  atomic_fetch_add(&tmo_count, 1);
+  return LPVM_EXIT;
+}
+static const lpvm_task_def tmo_def = {.type = "tmo", .prio = 20, .setup = tmo_setup,
+                                      .handle_timeout = tmo_timeout};
+
+Test(core, set_timer_cancel_and_replace) {
+  vm_start_n(2, 1);
+  cr_assert_eq(lpvm_spawn_task(NULL, &tmo_def, NULL, 0, NULL), 0);
+  cr_assert(wait_no_tasks(5000));
+  cr_assert_eq(atomic_load(&tmo_count), 1);
+  vm_stop();
+}
+
+Test(core, send_after_delivers_and_cancel_stops_it) {
+  vm_start_n(2, 1);
+  lpvm_id c = coll_spawn();
+  uint64_t r1, r2;
+  cr_assert_eq(lpvm_send_after(NULL, 20, c, "\x83\x61\x01", 3, &r1), 0);
+  cr_assert_eq(lpvm_send_after(NULL, 40, c, "\x83\x61\x02", 3, &r2), 0);
+  cr_assert_eq(lpvm_cancel_send_after(r2), 1);
+  cr_assert_eq(lpvm_cancel_send_after(r2), 0);
+  expect_msg("1", 5000);
+  expect_no_msg(100);
+  cr_assert_eq(lpvm_cancel_send_after(r1), 0, "already fired");
+  vm_stop();
+}
+
+/* ---- the idle VM sleeps ------------------------------------------------------------------ */
+
+Test(core, idle_workers_sleep_without_wakeups) {
+  vm_start_n(2, 1);
+  lpvm_id c = coll_spawn();
+  lpvm_kill(NULL, c);
+  cr_assert(wait_no_tasks(5000));
+  sleep_ms(100);
+  lpvm_vmstats a, b;
+  lpvm_stats(&a);
+  sleep_ms(300);
+  lpvm_stats(&b);
+  for (int i = 0; i < a.workers; i++) {
+    cr_assert_eq(a.worker[i].sleeps, b.worker[i].sleeps, "worker %d woke while idle", i);
+    cr_assert_eq(a.worker[i].runs, b.worker[i].runs);
+  }
+  cr_assert_geq(b.tasks_spawned, 1);
+  vm_stop();
+}

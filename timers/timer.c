@@ -1,0 +1,442 @@
+/*
+** timer.c -- the timer service: one thread, one wheel, one lock-free in-queue.
+**
+** Starters and cancellers never touch the wheel (Hedqvist 1998, section 6: the
+** proposed in-queue). A start allocates a record and pushes it on the in-queue; a
+** cancel is one CAS on the record's state, plus a push only if the timer already
+** sits in the wheel. The timer thread alone drains the queue, owns the wheel and
+** fires. So a timer started and cancelled between two passes of the thread costs
+** no wheel work and no thread wake-up at all.
+**
+** Exactly one outcome per timer, decided by CAS on `state`:
+**
+**   NEW --thread takes the start request--> WHEEL --thread fires--> FIRED
+**    |                                        |
+**    +--cancel (1 CAS, thread drops it)       +--cancel (CAS, then push a cancel
+**    v                                        v   request so the thread unlinks it)
+**   CANCELLED                               CANCELLED
+**
+** timer_service_stop turns NEW and WHEEL into DROPPED (a later cancel still wins).
+**
+** Wake-up rule: `sleep_until` holds the deadline the thread sleeps toward (0 while it
+** is awake). A starter wakes it only if its deadline is earlier, and the one starter
+** that swaps sleep_until to 0 pays for the wake. Cancels never wake it, except that
+** every FLUSH_AT-th queued request does, so cancelled records cannot pile up.
+*/
+#include "timers/timer.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "lpvm/lpvm.h"
+#include "timers/wheel.h"
+
+enum { TS_NEW, TS_WHEEL, TS_FIRED, TS_CANCELLED, TS_DROPPED };
+enum { SVC_STOPPED, SVC_BUSY, SVC_RUNNING };
+
+#define FLUSH_AT     4096u                   /* queued requests that force a wake */
+#define MAX_SLEEP_MS (UINT64_C(1) << 31)     /* re-check a far deadline every ~25 days */
+
+/*
+** 64 bytes, one jemalloc size class. The start request's queue link is node.next
+** (unused until the node enters the wheel); the cancel request's link overlays `b`
+** (dead once the cancel has won). The thread tells the two apart by `wheeled`: a
+** cancel request exists only for a timer that has been wheeled.
+*/
+struct lpvm_timer {
+  timer_wheel_node node;      /* first member: a node pointer is a timer pointer */
+  _Atomic uint8_t state;
+  _Atomic uint8_t refs;       /* starter + service */
+  uint8_t wheeled;            /* written and read by the timer thread only */
+  timer_fire_fn fn;
+  void *p;
+  uint64_t a;
+  union {
+    uint64_t b;
+    lpvm_timer *cancel_next;
+  } u;
+};
+_Static_assert(sizeof(lpvm_timer) <= 64, "timer record grew past 64 bytes");
+
+static struct {
+  /* In-queue: a Treiber stack drained whole with one exchange, then reversed.
+  ** Chosen over Vyukov's queue because its push is one CAS with nothing left half
+  ** done: the drainer never meets a producer preempted between its two stores.
+  ** Push-only plus take-all has no ABA: a pusher's CAS only ever checks that the
+  ** head it linked to is still the head. */
+  _Alignas(64) _Atomic(lpvm_timer *) head;
+  _Atomic uint32_t queued;    /* pushes since the last drain (same cache line) */
+
+  _Alignas(64) _Atomic uint64_t sleep_until;
+  _Atomic(timer_clock_fn) clock;
+  _Atomic int phase;
+
+  /* Sleeping and waking; the mutex is taken only on a wake, a sync or a pass. */
+  _Alignas(64) pthread_mutex_t mu;
+  pthread_cond_t cv;          /* thread sleeps here (CLOCK_MONOTONIC) */
+  pthread_cond_t done_cv;     /* timer_service_sync waits here */
+  bool kicked, stopping;
+  uint64_t pass_started, pass_done;
+  int sync_waiters;
+  pthread_t thread;
+
+  /* Timer thread only. */
+  timer_wheel wheel;
+  uint64_t ghost;             /* earliest deadline taken lately, even if cancelled */
+
+  /* Statistics, written by the timer thread only. */
+  _Atomic uint64_t wakeups, fired, cancelled, never_wheeled, pending;
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER};
+
+static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
+
+static void init_cv(void) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&S.cv, &attr);
+  pthread_condattr_destroy(&attr);
+}
+
+static void stat_inc(_Atomic uint64_t *c) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+static bool running(void) {
+  return atomic_load_explicit(&S.phase, memory_order_acquire) == SVC_RUNNING;
+}
+
+static bool on_timer_thread(void) {
+  return running() && pthread_equal(pthread_self(), S.thread);
+}
+
+/* ---- clock ---- */
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t timer_now_ms(void) {
+  timer_clock_fn clock = atomic_load_explicit(&S.clock, memory_order_relaxed);
+  return clock ? clock() : mono_ns() / 1000000u;
+}
+
+/* The start time is rounded up, so the timer never fires before `ms` has passed
+** by the real clock even though the wheel counts whole milliseconds. */
+static uint64_t deadline_after(uint64_t ms) {
+  timer_clock_fn clock = atomic_load_explicit(&S.clock, memory_order_relaxed);
+  uint64_t now = clock ? clock() : (mono_ns() + 999999u) / 1000000u;
+  return ms >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ms;
+}
+
+/* ---- refcount ---- */
+
+static void timer_unref(lpvm_timer *t) {
+  if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) free(t);
+}
+
+void timer_release(lpvm_timer *t) {
+  if (t) timer_unref(t);
+}
+
+size_t timer_record_bytes(void) {
+  return sizeof(lpvm_timer);
+}
+
+/* ---- waking the thread ---- */
+
+static void kick(void) {
+  pthread_mutex_lock(&S.mu);
+  S.kicked = true;
+  pthread_cond_signal(&S.cv);
+  pthread_mutex_unlock(&S.mu);
+}
+
+/* Wake the thread if it sleeps toward a time later than d. seq_cst pairs with the
+** thread's store of sleep_until and re-check of the queue (timer_pass): either the
+** thread sees our push, or we see the deadline it is about to sleep toward. */
+static void wake_before(uint64_t d) {
+  uint64_t s = atomic_load(&S.sleep_until);
+  while (s > d)
+    if (atomic_compare_exchange_weak(&S.sleep_until, &s, 0)) {
+      kick();
+      return;
+    }
+}
+
+/* ---- in-queue ---- */
+
+static lpvm_timer *link_of(const lpvm_timer *t, bool cancel) {
+  return cancel ? t->u.cancel_next : (lpvm_timer *)t->node.next;
+}
+
+static void set_link(lpvm_timer *t, bool cancel, lpvm_timer *next) {
+  if (cancel) t->u.cancel_next = next;
+  else t->node.next = next ? &next->node : NULL;
+}
+
+static void inq_push(lpvm_timer *t, bool cancel) {
+  lpvm_timer *h = atomic_load_explicit(&S.head, memory_order_relaxed);
+  do set_link(t, cancel, h);
+  while (!atomic_compare_exchange_weak_explicit(&S.head, &h, t, memory_order_seq_cst,
+                                                memory_order_relaxed));
+  if (atomic_fetch_add_explicit(&S.queued, 1, memory_order_relaxed) + 1 == FLUSH_AT)
+    wake_before(0);
+}
+
+/* Take every request at once, oldest first. */
+static lpvm_timer *inq_take(void) {
+  lpvm_timer *t = atomic_exchange_explicit(&S.head, NULL, memory_order_acquire);
+  atomic_store_explicit(&S.queued, 0, memory_order_relaxed);
+  lpvm_timer *fifo = NULL;
+  while (t) {
+    lpvm_timer *next = link_of(t, t->wheeled);
+    set_link(t, t->wheeled, fifo);
+    fifo = t;
+    t = next;
+  }
+  return fifo;
+}
+
+/* ---- public: start and cancel ---- */
+
+lpvm_timer *timer_start(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint64_t b) {
+  if (!running()) return NULL;
+  lpvm_timer *t = malloc(sizeof *t);
+  if (t == NULL) return NULL;
+  uint64_t d = deadline_after(ms);
+  t->node.deadline = d;
+  atomic_init(&t->state, TS_NEW);
+  atomic_init(&t->refs, 2);
+  t->wheeled = 0;
+  t->fn = fn;
+  t->p = p;
+  t->a = a;
+  t->u.b = b;
+  inq_push(t, false);
+  wake_before(d);
+  return t;
+}
+
+int timer_cancel(lpvm_timer *t) {
+  if (t == NULL) return 0;
+  uint8_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+  for (;;) {
+    if (s != TS_NEW && s != TS_WHEEL && s != TS_DROPPED) return 0;
+    if (atomic_compare_exchange_weak_explicit(&t->state, &s, TS_CANCELLED,
+                                              memory_order_acq_rel, memory_order_acquire))
+      break;
+  }
+  /* Only a wheeled timer needs the thread; it will unlink it when it next wakes. */
+  if (s == TS_WHEEL) inq_push(t, true);
+  return 1;
+}
+
+/* ---- the timer thread ---- */
+
+static void on_due(timer_wheel_node *n, void *ud) {
+  (void)ud;
+  lpvm_timer *t = (lpvm_timer *)n;
+  uint8_t s = TS_WHEEL;
+  /* Lost to a cancel: its queued request owns the reference and will drop it. */
+  if (!atomic_compare_exchange_strong_explicit(&t->state, &s, TS_FIRED,
+                                               memory_order_acq_rel, memory_order_relaxed))
+    return;
+  stat_inc(&S.fired);
+  if (t->fn) t->fn(t->p, t->a, t->u.b);
+  timer_unref(t);
+}
+
+static void take_start(lpvm_timer *t) {
+  if (t->node.deadline < S.ghost) S.ghost = t->node.deadline;
+  uint8_t s = TS_NEW;
+  if (atomic_compare_exchange_strong_explicit(&t->state, &s, TS_WHEEL,
+                                              memory_order_acq_rel, memory_order_relaxed)) {
+    t->wheeled = 1;
+    timer_wheel_add(&S.wheel, &t->node, t->node.deadline);
+    return;
+  }
+  stat_inc(&S.never_wheeled);  /* cancelled while still queued */
+  stat_inc(&S.cancelled);
+  timer_unref(t);
+}
+
+static void take_cancel(lpvm_timer *t) {
+  /* Fails harmlessly if the wheel already popped it and on_due lost the CAS. */
+  timer_wheel_del(&S.wheel, &t->node);
+  stat_inc(&S.cancelled);
+  timer_unref(t);
+}
+
+static void take_requests(void) {
+  lpvm_timer *t = inq_take();
+  while (t) {
+    lpvm_timer *next = link_of(t, t->wheeled);
+    if (t->wheeled) take_cancel(t);
+    else take_start(t);
+    t = next;
+  }
+}
+
+/*
+** One pass: take requests, fire what is due, publish the time to sleep toward.
+** That time is the earliest deadline in the wheel or `ghost`, the earliest deadline
+** taken since it last passed, even of a timer cancelled since. The ghost costs at
+** most one early wake-up, and spares every later starter from waking the thread
+** again when timers are started and cancelled in a loop (the thesis's "timeout").
+*/
+static uint64_t timer_pass(void) {
+  for (;;) {
+    /* Clock first: every timer started before the time we advance to is then in
+    ** the wheel when we advance, so timers fire in deadline order. */
+    uint64_t now = timer_now_ms();
+    take_requests();
+    timer_wheel_advance(&S.wheel, now, on_due, NULL);
+    atomic_store_explicit(&S.pending, timer_wheel_count(&S.wheel), memory_order_relaxed);
+    if (S.ghost <= now) S.ghost = UINT64_MAX;
+    uint64_t next = timer_wheel_next(&S.wheel);
+    if (S.ghost < next) next = S.ghost;
+    atomic_store(&S.sleep_until, next);
+    if (atomic_load(&S.head) == NULL) return next;
+    atomic_store(&S.sleep_until, 0);
+  }
+}
+
+/* With S.mu held. An injected clock does not follow real time: wait for a poke. */
+static void sleep_toward(uint64_t until) {
+  if (until == UINT64_MAX || atomic_load_explicit(&S.clock, memory_order_relaxed)) {
+    pthread_cond_wait(&S.cv, &S.mu);
+    return;
+  }
+  uint64_t now = mono_ns() / 1000000u;
+  if (until > now + MAX_SLEEP_MS) until = now + MAX_SLEEP_MS;
+  struct timespec ts = {.tv_sec = (time_t)(until / 1000u),
+                        .tv_nsec = (long)(until % 1000u) * 1000000L};
+  pthread_cond_timedwait(&S.cv, &S.mu, &ts);
+}
+
+static void *timer_main(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "lpvm-timer");
+  pthread_mutex_lock(&S.mu);
+  while (!S.stopping) {
+    S.pass_started++;
+    S.kicked = false;
+    pthread_mutex_unlock(&S.mu);
+    atomic_store(&S.sleep_until, 0);
+    uint64_t until = timer_pass();
+    pthread_mutex_lock(&S.mu);
+    S.pass_done = S.pass_started;
+    if (S.sync_waiters) pthread_cond_broadcast(&S.done_cv);
+    if (S.kicked || S.stopping) continue;
+    sleep_toward(until);
+    stat_inc(&S.wakeups);
+  }
+  pthread_mutex_unlock(&S.mu);
+  return NULL;
+}
+
+/* ---- public: the service ---- */
+
+static void reset_state(timer_clock_fn clock) {
+  atomic_store(&S.clock, clock);
+  atomic_store(&S.head, NULL);
+  atomic_store(&S.queued, 0);
+  atomic_store(&S.sleep_until, 0);  /* awake: its first pass takes what is queued */
+  timer_wheel_init(&S.wheel, timer_now_ms());
+  S.ghost = UINT64_MAX;
+  S.kicked = S.stopping = false;
+  S.pass_started = S.pass_done = 0;
+  atomic_store(&S.wakeups, 0);
+  atomic_store(&S.fired, 0);
+  atomic_store(&S.cancelled, 0);
+  atomic_store(&S.never_wheeled, 0);
+  atomic_store(&S.pending, 0);
+}
+
+int timer_service_start(timer_clock_fn clock) {
+  int expect = SVC_STOPPED;
+  if (!atomic_compare_exchange_strong(&S.phase, &expect, SVC_BUSY)) return LPVM_ESTATE;
+  pthread_once(&cv_once, init_cv);
+  reset_state(clock);
+  if (pthread_create(&S.thread, NULL, timer_main, NULL) != 0) {
+    atomic_store(&S.clock, NULL);
+    atomic_store(&S.phase, SVC_STOPPED);
+    return LPVM_ESYS;
+  }
+  atomic_store_explicit(&S.phase, SVC_RUNNING, memory_order_release);
+  return 0;
+}
+
+static void drop_node(timer_wheel_node *n, void *ud) {
+  (void)ud;
+  lpvm_timer *t = (lpvm_timer *)n;
+  uint8_t s = TS_WHEEL;
+  /* If a cancel raced with stop (a caller mistake), its request owns the reference. */
+  if (atomic_compare_exchange_strong(&t->state, &s, TS_DROPPED)) timer_unref(t);
+}
+
+/* After the thread has ended: release the service's reference to every timer. */
+static void drop_all(void) {
+  lpvm_timer *t = inq_take();
+  while (t) {
+    lpvm_timer *next = link_of(t, t->wheeled);
+    if (t->wheeled) {
+      timer_wheel_del(&S.wheel, &t->node);
+    } else {
+      uint8_t s = TS_NEW;
+      atomic_compare_exchange_strong(&t->state, &s, TS_DROPPED);
+    }
+    timer_unref(t);
+    t = next;
+  }
+  timer_wheel_drain(&S.wheel, drop_node, NULL);
+  atomic_store(&S.pending, 0);
+}
+
+void timer_service_stop(void) {
+  if (on_timer_thread()) return;  /* from a callback it would join itself */
+  int expect = SVC_RUNNING;
+  if (!atomic_compare_exchange_strong(&S.phase, &expect, SVC_BUSY)) return;
+  pthread_mutex_lock(&S.mu);
+  S.stopping = true;
+  pthread_cond_signal(&S.cv);
+  pthread_cond_broadcast(&S.done_cv);
+  pthread_mutex_unlock(&S.mu);
+  pthread_join(S.thread, NULL);
+  drop_all();
+  atomic_store(&S.clock, NULL);
+  atomic_store(&S.phase, SVC_STOPPED);
+}
+
+void timer_service_poke(void) {
+  if (running()) kick();
+}
+
+int timer_service_sync(void) {
+  if (!running() || on_timer_thread()) return LPVM_ESTATE;
+  pthread_mutex_lock(&S.mu);
+  uint64_t want = S.pass_started + 1;  /* a pass that starts after this call */
+  S.kicked = true;
+  pthread_cond_signal(&S.cv);
+  S.sync_waiters++;
+  while (S.pass_done < want && !S.stopping) pthread_cond_wait(&S.done_cv, &S.mu);
+  S.sync_waiters--;
+  pthread_mutex_unlock(&S.mu);
+  return 0;
+}
+
+void timer_service_stats(timer_stats *out) {
+  if (out == NULL) return;
+  out->wakeups = atomic_load_explicit(&S.wakeups, memory_order_relaxed);
+  out->fired = atomic_load_explicit(&S.fired, memory_order_relaxed);
+  out->cancelled = atomic_load_explicit(&S.cancelled, memory_order_relaxed);
+  out->never_wheeled = atomic_load_explicit(&S.never_wheeled, memory_order_relaxed);
+  out->pending = atomic_load_explicit(&S.pending, memory_order_relaxed);
+}
