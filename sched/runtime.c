@@ -130,8 +130,10 @@ int lpvm_stop(void) {
     pthread_mutex_unlock(&R.mu);
   }
   thread_join_all();
-  sched_stop();
+  /* The timer thread may still be inside a wake-up (touching a worker's queue)
+  ** for a task that has since died: stop it before the workers go away. */
   timer_service_stop();
+  sched_stop();
   names_fini();
   ptab_fini();
   R.running = 0;

@@ -309,10 +309,13 @@ Test(signals, monitors_deliver_down_exactly_once_and_demonitor_cancels) {
 static _Atomic int p5_started, p20_started, prio_violations, blockers_in;
 static _Atomic int release_blockers;
 
+/* A priority-20 task may start while the other worker has just dequeued the last
+** priority-5 task and not yet run it (it is no longer queued); any earlier start
+** means a priority-20 task was served while a priority-5 one was still queued. */
 static int prio_idle(lpvm_task *t) {
   if (lpvm_prio(t) == 5) atomic_fetch_add(&p5_started, 1);
   else {
-    if (atomic_load(&p5_started) != NP) atomic_fetch_add(&prio_violations, 1);
+    if (atomic_load(&p5_started) < NP - 1) atomic_fetch_add(&prio_violations, 1);
     atomic_fetch_add(&p20_started, 1);
   }
   volatile int spin = 0;
