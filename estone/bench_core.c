@@ -3,12 +3,15 @@
 ** many-to-one throughput, on worker threads (with and without the worker cache)
 ** and on private threads. A benchmark, not a test: it prints, it asserts nothing.
 **
-**   build/estone/bench_core [scale]      (scale multiplies the iteration counts)
+**   build/estone/bench_core [scale [idle_seconds]]
+**   (scale multiplies the iteration counts; idle_seconds defaults to 10)
 */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lpvm/lpvm.h"
 #include "lpvm/task.h"
@@ -187,6 +190,29 @@ static void run_config(const char *name, int thread, int cache, long rounds,
          (unsigned long long)hits, (unsigned long long)steals);
 }
 
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* CPU time the whole process uses while the VM sits idle with one waiting task. */
+static void bench_idle(double seconds) {
+  if (lpvm_start(NULL) != 0) exit(1);
+  lpvm_id id;
+  lpvm_spawn_task(NULL, &sink_def, NULL, 0, &id);  /* waits for a message forever */
+  usleep(100000);
+  double c0 = cpu_s(), t0 = now_s();
+  usleep((useconds_t)(seconds * 1e6));
+  double used = cpu_s() - c0, wall = now_s() - t0;
+  lpvm_vmstats st;
+  lpvm_stats(&st);
+  lpvm_stop();
+  printf("idle VM (%d workers, one waiting task): %.3f ms CPU in %.1f s = %.4f%% of a CPU\n",
+         st.workers, used * 1e3, wall, 100.0 * used / wall);
+}
+
 int main(int argc, char **argv) {
   double scale = argc > 1 ? atof(argv[1]) : 1.0;
   if (scale <= 0) scale = 1.0;
@@ -202,5 +228,6 @@ int main(int argc, char **argv) {
   run_config("workers, no worker cache", 0, 0, rounds, spawns, msgs);
   run_config("private threads", 1, 1, trounds, tspawns, tmsgs);
   run_config("private threads, no cache", 1, 0, trounds, tspawns, tmsgs);
+  bench_idle(argc > 2 ? atof(argv[2]) : 10.0);
   return 0;
 }

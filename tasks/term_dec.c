@@ -14,7 +14,7 @@
 
 #define BAD LPVM_EBADTERM
 
-/* ---- shared parsers (also used by term_fmt.c) --------------------------------------- */
+/* ---- shared parsers (also used by term_fmt.c) ------------------------------------ */
 
 int term_atom_at(const uint8_t *p, const uint8_t *end, const char **name,
                  size_t *len, int *latin1, const uint8_t **next) {
@@ -147,7 +147,7 @@ static int big_to_int(const term_big *big, int64_t *v) {
   return 0;
 }
 
-/* ---- the reader --------------------------------------------------------------------- */
+/* ---- the reader ------------------------------------------------------------------ */
 
 int lpvm_tread_init(lpvm_tread *r, const uint8_t *term, size_t len) {
   if (term == NULL || len < 1 || term[0] != TERM_VERSION) {
@@ -341,7 +341,7 @@ int lpvm_get_nil(lpvm_tread *r) {
   return 0;
 }
 
-/* ---- skipping ------------------------------------------------------------------------- */
+/* ---- skipping -------------------------------------------------------------------- */
 
 /* Step over one term's own bytes; *more is how many subterms follow it. Compressed
 ** terms (zlib, no compressed length) and distribution-only tags cannot be skipped. */
@@ -408,7 +408,7 @@ int lpvm_skip(lpvm_tread *r) {
   return 0;
 }
 
-/* ---- whole terms ---------------------------------------------------------------------- */
+/* ---- whole terms ----------------------------------------------------------------- */
 
 int lpvm_term_check(const uint8_t *term, size_t len) {
   lpvm_tread r;

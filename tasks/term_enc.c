@@ -12,6 +12,7 @@
 #include "tasks/term_int.h"
 
 #define TBUF_INITIAL 256     /* covers nearly every message in one allocation */
+#define TBUF_KEEP_MAX 65536  /* lpvm_tbuf_reset releases a buffer grown past this */
 #define ATOM_MAX_CHARS 255   /* Erlang's limit, counted in characters */
 
 /* Node atom as SMALL_ATOM_UTF8_EXT, shared by every pid, port and reference. */
@@ -85,6 +86,19 @@ void lpvm_tbuf_free(lpvm_tbuf *b) {
   b->len = b->cap = 0;
 }
 
+/* After an error cap may be below the real allocation (see tbuf_fail), never above
+** it, and never below 1 while there is a buffer: reusing it is safe. */
+void lpvm_tbuf_reset(lpvm_tbuf *b) {
+  if (b->data == NULL || b->cap > TBUF_KEEP_MAX) {
+    lpvm_tbuf_free(b);
+    lpvm_tbuf_init(b);
+    return;
+  }
+  b->err = 0;
+  b->data[0] = TERM_VERSION;
+  b->len = 1;
+}
+
 lpvm_msg *lpvm_tbuf_to_msg(lpvm_tbuf *b) {
   lpvm_msg *m = NULL;
   if (b->err == 0 && b->data != NULL) {
@@ -146,7 +160,7 @@ void lpvm_put_atom(lpvm_tbuf *b, const char *name) {
   lpvm_put_atom_len(b, name, strlen(name));
 }
 
-/* ---- numbers and binaries ----------------------------------------------------------- */
+/* ---- numbers and binaries -------------------------------------------------------- */
 
 void lpvm_put_int(lpvm_tbuf *b, int64_t v) {
   uint8_t *q = room(b, 11);   /* the largest form: SMALL_BIG_EXT with 8 digits */
@@ -190,7 +204,7 @@ void lpvm_put_binary(lpvm_tbuf *b, const void *p, size_t len) {
   b->len += 5 + len;
 }
 
-/* ---- pids, ports, references ------------------------------------------------------ */
+/* ---- pids, ports, references ----------------------------------------------------- */
 
 void lpvm_put_pid(lpvm_tbuf *b, lpvm_id id) {
   uint8_t *q = room(b, 1 + sizeof node_atom + 12);
@@ -224,7 +238,7 @@ void lpvm_put_ref(lpvm_tbuf *b, uint64_t ref) {
   b->len += (size_t)(q - q0);
 }
 
-/* ---- containers ------------------------------------------------------------------- */
+/* ---- containers ------------------------------------------------------------------ */
 
 void lpvm_put_tuple(lpvm_tbuf *b, uint32_t arity) {
   uint8_t *q = room(b, 5);

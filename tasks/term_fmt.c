@@ -1,8 +1,8 @@
 /*
 ** term_fmt.c -- lpvm_term_format: a term in Erlang syntax, for logs and errors.
 **
-** The output reads as Erlang prints it ({a,1,<<"x">>}, [1|t], #{k => v}, <0.5.1>,
-** #Ref<0.0.1.2>, 1.0e300), so a message can be pasted into an erl shell. Like
+** The output is what erl prints ({a,1,<<"x">>}, [1|t], #{k => v}, <0.5.1>,
+** #Ref<0.0.1.2>, 1.0e300), so logs read like erl's own. Like
 ** snprintf, it writes what fits and returns the full length. Nesting is walked with a
 ** fixed stack of frames: deeper than FMT_DEPTH prints "..." instead of recursing.
 */
@@ -17,7 +17,7 @@
 #define FMT_DEPTH 64
 #define BIG_MAX_BYTES 512    /* bigger integers print as #Bigint<N bytes> */
 
-/* ---- output ---------------------------------------------------------------------------- */
+/* ---- output ---------------------------------------------------------------------- */
 
 typedef struct fmt_out {
   char *buf;
@@ -45,7 +45,7 @@ static void emitf_i64(fmt_out *o, int64_t v) {
   emit(o, t, (size_t)snprintf(t, sizeof t, "%" PRId64, v));
 }
 
-/* ---- atoms and strings ---------------------------------------------------------------- */
+/* ---- atoms and strings ----------------------------------------------------------- */
 
 static const char *const reserved[] = {
   "after", "and", "andalso", "band", "begin", "bnot", "bor", "bsl", "bsr", "bxor",
@@ -135,7 +135,7 @@ static void emit_string(fmt_out *o, const uint8_t *s, size_t len) {
   emit(o, "]", 1);
 }
 
-/* ---- numbers ---------------------------------------------------------------------------- */
+/* ---- numbers --------------------------------------------------------------------- */
 
 /* Decimal digits of a magnitude stored as little-endian bytes, by repeated division
 ** by 10^9 of base-2^32 words. */
@@ -226,7 +226,7 @@ static void emit_float(fmt_out *o, double v) {
   }
 }
 
-/* ---- pids, ports, references ------------------------------------------------------------ */
+/* ---- pids, ports, references ----------------------------------------------------- */
 
 /* lpvm's own node prints as 0, as Erlang prints local ids; any other node by name. */
 static void emit_node(fmt_out *o, const term_ident *id) {
@@ -260,7 +260,7 @@ static void emit_ident(fmt_out *o, const term_ident *id) {
   }
 }
 
-/* ---- one term ------------------------------------------------------------------------------ */
+/* ---- one term -------------------------------------------------------------------- */
 
 /* fun M:F/A, the one kind of fun that is plain data. */
 static int emit_export(lpvm_tread *r, fmt_out *o) {
@@ -277,6 +277,30 @@ static int emit_export(lpvm_tread *r, fmt_out *o) {
   emit(o, "/", 1);
   emitf_i64(o, a);
   r->p = t.p;
+  return 0;
+}
+
+/* A bitstring (BIT_BINARY_EXT: len:32, bits used in the last byte:8, bytes), as
+** Erlang prints it: <<1,2,5:3>>. With all 8 bits used it is a binary. */
+static int emit_bits(lpvm_tread *r, fmt_out *o) {
+  const uint8_t *p = r->p;
+  size_t left = term_left(p, r->end), n;
+  if (left < 6) return LPVM_EBADTERM;
+  n = term_be32(p + 1);
+  unsigned bits = p[5];
+  if (n == 0 || bits < 1 || bits > 8 || left - 6 < n) return LPVM_EBADTERM;
+  if (bits == 8) {
+    emit_binary(o, p + 6, n);
+  } else {
+    emits(o, "<<");
+    emit_bytes(o, p + 6, n - 1);
+    if (n > 1) emit(o, ",", 1);
+    emitf_u64(o, p[6 + n - 1] >> (8 - bits));
+    emit(o, ":", 1);
+    emitf_u64(o, bits);
+    emits(o, ">>");
+  }
+  r->p = p + 6 + n;
   return 0;
 }
 
@@ -317,9 +341,10 @@ static int emit_scalar(lpvm_tread *r, fmt_out *o, int type) {
     case LPVM_T_NIL:
       if ((err = lpvm_get_nil(r)) == 0) emits(o, "[]");
       return err;
-    default: {   /* funs, bitstrings: named, not shown */
+    default: {   /* funs and the unknown: named, not shown */
       int tag = r->p[0];
       if (tag == TAG_EXPORT) return emit_export(r, o);
+      if (tag == TAG_BIT_BINARY) return emit_bits(r, o);
       if ((err = lpvm_skip(r)) == 0) emits(o, tag == TAG_NEW_FUN ? "#Fun<>" : "#Term<>");
       return err;
     }
@@ -328,7 +353,7 @@ static int emit_scalar(lpvm_tread *r, fmt_out *o, int type) {
   return err;
 }
 
-/* ---- the walk -------------------------------------------------------------------------------- */
+/* ---- the walk -------------------------------------------------------------------- */
 
 enum { FR_TUPLE, FR_LIST, FR_MAP };
 

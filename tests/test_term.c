@@ -18,7 +18,7 @@
 #include "lpvm/term.h"
 #include "testutil.h"
 
-/* ---- helpers ------------------------------------------------------------------------ */
+/* ---- helpers --------------------------------------------------------------------- */
 
 static const char *hex(const uint8_t *p, size_t n) {
   static char s[4096];
@@ -111,7 +111,7 @@ static int roundtrip(const uint8_t *t, size_t n, lpvm_tbuf *out) {
     lpvm_tbuf_free(&rt_);                                                             \
   } while (0)
 
-/* ---- golden vectors (erl, OTP 25, term_to_binary(T, [{minor_version, 2}])) -------- */
+/* ---- golden vectors (erl, OTP 25, term_to_binary(T, [{minor_version, 2}])) ------- */
 
 static const uint8_t g_atom_abc[] = {131,119,3,97,98,99};
 static const uint8_t g_atom_empty[] = {131,119,0};
@@ -184,7 +184,7 @@ static const uint8_t g_compressed[] = {131,80,0,0,0,126,120,156,203,97,96,96,144
   28,8,156,5,0,216,29,24,41};                                      /* lists:duplicate(30, a) */
 static const uint8_t g_export[] = {131,113,100,0,5,108,105,115,116,115,100,0,3,109,97,112,97,2};
 
-/* ---- golden: integers, floats, atoms, binaries ------------------------------------------- */
+/* ---- golden: integers, floats, atoms, binaries ----------------------------------- */
 
 static const struct { int64_t v; const uint8_t *g; size_t n; } golden_ints[] = {
 #define GI(v, g) { v, g, sizeof g }
@@ -271,7 +271,7 @@ Test(golden, binaries) {
   ASSERT_ROUNDTRIP(g_bin_hi);
 }
 
-/* ---- golden: pids, ports, references ------------------------------------------------------- */
+/* ---- golden: pids, ports, references --------------------------------------------- */
 
 static void check_id(const uint8_t *g, size_t n, lpvm_id id, int type) {
   lpvm_tbuf b;
@@ -308,7 +308,7 @@ Test(golden, refs) {
   cr_assert_eq(ref, UINT64_C(0x0123456789abcdef));
 }
 
-/* ---- golden: containers -------------------------------------------------------------------- */
+/* ---- golden: containers ---------------------------------------------------------- */
 
 Test(golden, containers) {
   lpvm_tbuf b;
@@ -382,11 +382,10 @@ Test(golden, large_tuple_and_long_atom) {
   lpvm_tbuf_free(&b);
 }
 
-/* ---- the old and alternative forms erl may send ------------------------------------------- */
+/* ---- the old and alternative forms erl may send ---------------------------------- */
 
 Test(decode, old_forms) {
   lpvm_tread r;
-  const char *a;
   size_t n;
   double d;
   lpvm_id id;
@@ -422,7 +421,6 @@ Test(decode, old_forms) {
   cr_assert_eq(lpvm_get_list(&r, &(uint32_t){0}), LPVM_EBADTERM);
   cr_assert_eq(lpvm_get_string(&r, &s, &n), 0);
   cr_assert(n == 3 && !memcmp(s, "abc", 3));
-  (void)a;
 }
 
 Test(decode, bigints) {
@@ -461,6 +459,25 @@ Test(decode, other_kinds) {
   cr_assert_eq(lpvm_get_type(&r), LPVM_T_OTHER);
   cr_assert_eq(lpvm_term_check(g_export, sizeof g_export), 0);
   ASSERT_FMT(g_export, sizeof g_export, "fun lists:map/2");
+}
+
+Test(decode, funs_bitstrings_old_refs) {
+  /* {Fun, Bits}: a NEW_FUN_EXT is skipped by its size, a bitstring by its length */
+  const uint8_t t[] = {131, 104, 2, 112, 0, 0, 0, 6, 0xaa, 0xbb, 77, 0, 0, 0, 2, 3, 255, 224};
+  lpvm_tread r;
+  uint64_t ref;
+  cr_assert_eq(lpvm_term_check(t, sizeof t), 0);
+  ASSERT_FMT(t, sizeof t, "{#Fun<>,<<255,7:3>>}");
+  const uint8_t bad_fun[] = {131, 112, 0, 0, 0, 3};   /* a size smaller than itself */
+  cr_assert_eq(lpvm_term_check(bad_fun, sizeof bad_fun), LPVM_EBADTERM);
+  /* REFERENCE_EXT, the one-word form: erl shows #Ref<0.240589> */
+  const uint8_t old_ref[] = {131, 101, 100, 0, 13, 'n', 'o', 'n', 'o', 'd', 'e', '@', 'n', 'o',
+                             'h', 'o', 's', 't', 0, 3, 0xab, 0xcd, 1};
+  lpvm_tread_init(&r, old_ref, sizeof old_ref);
+  cr_assert_eq(lpvm_get_type(&r), LPVM_T_REF);
+  cr_assert_eq(lpvm_get_ref(&r, &ref), 0);
+  cr_assert_eq(ref, 0x3abcd);
+  ASSERT_FMT(old_ref, sizeof old_ref, "#Ref<0.240589>");
 }
 
 Test(decode, foreign_node_is_not_ours) {
@@ -514,7 +531,7 @@ Test(decode, implausible_counts) {
   cr_assert_eq(lpvm_get_map(&r, &n), LPVM_EBADTERM);
 }
 
-/* ---- round trips ---------------------------------------------------------------------------- */
+/* ---- round trips ----------------------------------------------------------------- */
 
 Test(roundtrip, integers) {
   static const int64_t v[] = {
@@ -599,7 +616,7 @@ Test(roundtrip, nested_and_ids) {
   lpvm_tbuf_free(&b);
 }
 
-/* ---- the builder -------------------------------------------------------------------------------- */
+/* ---- the builder ----------------------------------------------------------------- */
 
 Test(builder, growth_and_message) {
   lpvm_tbuf b;
@@ -623,6 +640,37 @@ Test(builder, growth_and_message) {
   cr_assert_eq(lpvm_term_is_atom(b.data, b.len, "ok"), 1);
   lpvm_tbuf_free(&b);
   free(copy);
+}
+
+Test(builder, reset_reuses_the_buffer) {
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_atom(&b, "first");
+  uint8_t *data = b.data;
+  lpvm_tbuf_reset(&b);
+  lpvm_put_tuple(&b, 1); lpvm_put_int(&b, 2);
+  cr_assert_eq(b.data, data);
+  ASSERT_FMT(b.data, b.len, "{2}");
+  lpvm_put_atom(&b, NULL);                   /* an error, then a reset clears it */
+  cr_assert_eq(b.err, LPVM_EINVAL);
+  lpvm_tbuf_reset(&b);
+  cr_assert_eq(b.err, 0);
+  lpvm_put_list(&b, 300);
+  for (int i = 0; i < 300; i++) lpvm_put_binary(&b, "0123456789", 10);
+  lpvm_put_nil(&b);
+  cr_assert_eq(lpvm_term_check(b.data, b.len), 0);
+  static uint8_t big[100000];
+  lpvm_tbuf_reset(&b);
+  lpvm_put_binary(&b, big, sizeof big);      /* grows past 64 KiB: reset lets it go */
+  lpvm_tbuf_reset(&b);
+  cr_assert(b.cap <= 65536 && b.len == 1 && b.err == 0);
+  lpvm_put_atom(&b, "ok");
+  cr_assert_eq(lpvm_term_is_atom(b.data, b.len, "ok"), 1);
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_reset(&b);                       /* a freed builder starts over too */
+  lpvm_put_nil(&b);
+  ASSERT_FMT(b.data, b.len, "[]");
+  lpvm_tbuf_free(&b);
 }
 
 Test(builder, zeroed_builder_works) {
@@ -699,7 +747,7 @@ Test(builder, splice_term) {
   lpvm_tbuf_free(&b);
 }
 
-/* ---- rendering -------------------------------------------------------------------------------- */
+/* ---- rendering ------------------------------------------------------------------- */
 
 static const char *fmt_one(void (*build)(lpvm_tbuf *)) {
   static char s[1024];
@@ -792,7 +840,7 @@ Test(format, truncation) {
   ASSERT_FMT(g_tuple_a1, sizeof g_tuple_a1 - 1, "{a,<bad>");
 }
 
-/* ---- hostile input -------------------------------------------------------------------------- */
+/* ---- hostile input --------------------------------------------------------------- */
 
 /* Every valid term the tests know, plus one with everything in it. */
 static const struct { const uint8_t *t; size_t n; } valid[] = {

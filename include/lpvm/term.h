@@ -6,9 +6,24 @@
 ** real Erlang can check every encoding. The core moves these buffers and never looks
 ** inside; C tasks build them with a lpvm_tbuf and read them with a lpvm_tread.
 **
-** Pids and ports are local to node 'nonode@nohost' (creation 0): a pid's ID is the
-** slot of its lpvm_id and its Serial the generation. References carry a 64-bit
-** lpvm reference in their first two ID words.
+** Pids, ports and references belong to node 'nonode@nohost' with creation 1: a pid's
+** ID is the slot of its lpvm_id and its Serial the generation (NEW_PID_EXT); a port's
+** 64-bit ID is its lpvm_id without the port bit (V4_PORT_EXT); a reference carries the
+** 64-bit lpvm reference in the first two of its three ID words (NEWER_REFERENCE_EXT).
+** Not creation 0: a non-distributed erl is itself nonode@nohost/0 and takes such ids
+** for its own local ones, which hold only a 15-bit pid ID, 13-bit serial, 28-bit port
+** ID and 18-bit first reference word; it refuses the rest with badarg (seen in OTP 25).
+** With creation 1 erl keeps every bit and prints <0.SLOT.GEN>, as lpvm does. Readers
+** accept any creation of nonode@nohost (a pid erl made reads as the same lpvm_id) and
+** no other node.
+**
+** Also: a builder's first error sticks in b->err and later puts do nothing;
+** lpvm_tbuf_to_msg empties the builder whatever happens (lpvm_tbuf_free after it is
+** harmless, and a later put starts a new term); lpvm_put_list(b, 0) writes nothing, so
+** with its tail it gives [] as Erlang writes it. NaN and infinities encode, but erl
+** refuses them. An erl reference of three words reads as its two low words. Atoms
+** in the old Latin-1 forms (ATOM_EXT, SMALL_ATOM_EXT: erl before OTP 26) are returned
+** as stored. docs/terms.md has the whole contract.
 */
 #ifndef LPVM_TERM_H
 #define LPVM_TERM_H
@@ -31,6 +46,9 @@ void lpvm_tbuf_init(lpvm_tbuf *b);
 void lpvm_tbuf_free(lpvm_tbuf *b);
 /* Hand the bytes to a new message (the builder is emptied). NULL on error. */
 lpvm_msg *lpvm_tbuf_to_msg(lpvm_tbuf *b);
+/* Start a new term in the same builder, clearing any error and keeping the buffer
+** (unless it grew past 64 KiB): a builder reused for every send stops allocating. */
+void lpvm_tbuf_reset(lpvm_tbuf *b);
 
 /* Each put appends one term (containers: their header; the elements follow). */
 void lpvm_put_atom(lpvm_tbuf *b, const char *name);          /* UTF-8, < 256 chars */

@@ -144,6 +144,8 @@ decode_cases() ->
      {closure, Closure, [notrans, {shows, "#Fun<>"}]},
      {compressed, {raw, term_to_binary(lists:duplicate(30, a), [compressed])},
       [notrans, {shows, "<bad>"}]},
+     {bitstrings, [<<1:1>>, <<"abc", 1:2>>, <<1, 2, 0:7>>, <<32, 7:3>>], [notrans]},
+     {old_ref1, {raw, <<131, 101, NA/binary, 16#3abcd:32, 1>>}, [lossy]},
      {old_pid, {raw, <<131, 103, NA/binary, 5:32, 1:32, 1>>}, []},
      {old_port, {raw, <<131, 102, NA/binary, 9:32, 1>>}, []},
      {old_ref, {raw, <<131, 114, 3:16, NA/binary, 1, 16#3abcd:32, 16#01234567:32, 0:32>>}, []},

@@ -18,7 +18,7 @@
 
 #include "lpvm/term.h"
 
-/* ---- encode ------------------------------------------------------------------------- */
+/* ---- encode ---------------------------------------------------------------------- */
 
 static void e_atom_abc(lpvm_tbuf *b) { lpvm_put_atom(b, "abc"); }
 static void e_atom_empty(lpvm_tbuf *b) { lpvm_put_atom(b, ""); }
@@ -157,7 +157,7 @@ static int encode_all(void) {
   return 0;
 }
 
-/* ---- decode ------------------------------------------------------------------------- */
+/* ---- decode ---------------------------------------------------------------------- */
 
 /* Rebuild a term from what the getters return; -1 where lpvm has no value for it. */
 static int transcode(lpvm_tread *r, lpvm_tbuf *b) {
