@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -265,20 +266,48 @@ Test(timer_service, only_earlier_deadlines_wake_the_thread) {
   timer_service_stop();
 }
 
+/* Cancels in start order cannot take their requests back (only the top one can):
+** they queue cancel requests, and the queue's length alone must wake the thread. */
 Test(timer_service, cancelled_requests_do_not_pile_up) {
   atomic_store(&fake_now, 0);
   cr_assert_eq(timer_service_start(fake_clock), 0);
   static _Atomic int hits;
   timer_release(timer_start(1000, bump, &hits, 0, 0));
-  set_time(0);
+  set_time(0);  /* the thread now sleeps toward 1000, and no clock moves it */
   enum { N = 20000 };
+  static lpvm_timer *t[N];
+  for (int i = 0; i < N; i++) t[i] = timer_start(5000, bump, &hits, 0, 0);
+  for (int i = 0; i < N; i++) cr_assert_eq(timer_cancel(t[i]), 1);
+  /* No sync, no poke. */
+  EVENTUALLY(stats().cancelled >= N / 2);
+  for (int i = 0; i < N; i++) timer_release(t[i]);
+  set_time(0);
+  timer_stats s = stats();
+  cr_assert_eq(s.cancelled, N);
+  cr_assert_eq(s.pending, 1);
+  timer_service_stop();
+}
+
+/* The start-then-cancel pattern takes requests back: no wheel work, no wake-up. */
+Test(timer_service, start_then_cancel_stays_off_the_wheel) {
+  atomic_store(&fake_now, 0);
+  cr_assert_eq(timer_service_start(fake_clock), 0);
+  static _Atomic int hits;
+  timer_release(timer_start(1000, bump, &hits, 0, 0));
+  set_time(0);
+  uint64_t w0 = stats().wakeups;
+  enum { N = 50000 };
   for (int i = 0; i < N; i++) {
     lpvm_timer *t = timer_start(5000, bump, &hits, 0, 0);
     cr_assert_eq(timer_cancel(t), 1);
     timer_release(t);
   }
-  /* No sync, no poke: the queue's length alone must get the thread to drain it. */
-  EVENTUALLY(stats().never_wheeled >= N / 2);
+  timer_stats s = stats();
+  cr_assert_eq(s.never_wheeled, N);
+  cr_assert_eq(s.cancelled, N);
+  cr_assert_eq(s.wakeups, w0);
+  set_time(10000);
+  cr_assert_eq(atomic_load(&hits), 1);
   timer_service_stop();
 }
 
@@ -297,7 +326,8 @@ typedef struct race_arg {
 } race_arg;
 
 /* Start a batch of 0-2 ms timers, wait 0-3 ms, cancel most of them: many cancels
-** land while the timer thread is firing the same batch. */
+** land while the timer thread is firing the same batch, others take their request
+** back while other threads push and the timer thread drains. */
 static void *race_worker(void *p) {
   enum { BATCH = 64 };
   race_arg *ra = p;
@@ -313,7 +343,10 @@ static void *race_worker(void *p) {
     uint64_t until = mono_ns() + (x >> 16) % 3000000u;
     while (mono_ns() < until)
       if ((x >> 40) % 2) sched_yield();
-    for (size_t i = base; i < end; i++) {
+    /* newest first half the time: those cancels try to take requests back */
+    bool reverse = (x >> 50) % 2;
+    for (size_t k = base; k < end; k++) {
+      size_t i = reverse ? end - 1 - (k - base) : k;
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       if (x % 8 != 0) ra->slots[i].cancelled = timer_cancel(ra->slots[i].t);
     }

@@ -6,9 +6,11 @@
 ** cancel is one CAS on the record's state, plus a push only if the timer already
 ** sits in the wheel. The timer thread alone drains the queue, owns the wheel and
 ** fires. So a timer started and cancelled between two passes of the thread costs
-** no wheel work and no thread wake-up at all.
+** no wheel work and no thread wake-up at all. When its start request is still on
+** top of the queue (start then cancel, as a receive-after does) the canceller even
+** takes it back itself: the record never leaves the starter's cache.
 **
-** Exactly one outcome per timer, decided by CAS on `state`:
+** Exactly one outcome per timer, decided by CAS on the state in `word`:
 **
 **   NEW --thread takes the start request--> WHEEL --thread fires--> FIRED
 **    |                                        |
@@ -16,12 +18,16 @@
 **    v                                        v   request so the thread unlinks it)
 **   CANCELLED                               CANCELLED
 **
+** The same word holds the reference count (starter + service), so the last
+** release, which sees it is alone, frees without a locked instruction.
+**
 ** timer_service_stop turns NEW and WHEEL into DROPPED (a later cancel still wins).
 **
 ** Wake-up rule: `sleep_until` holds the deadline the thread sleeps toward (0 while it
 ** is awake). A starter wakes it only if its deadline is earlier, and the one starter
 ** that swaps sleep_until to 0 pays for the wake. Cancels never wake it, except that
-** every FLUSH_AT-th queued request does, so cancelled records cannot pile up.
+** every FLUSH_AT-th request a thread leaves queued does, so cancelled records
+** cannot pile up.
 */
 #include "timers/timer.h"
 
@@ -38,6 +44,8 @@ enum { TS_NEW, TS_WHEEL, TS_FIRED, TS_CANCELLED, TS_DROPPED };
 enum { SVC_STOPPED, SVC_BUSY, SVC_RUNNING };
 
 #define FLUSH_AT     4096u                   /* queued requests that force a wake */
+#define STATE_MASK   0xffu                   /* word: state in bits 0-7 ... */
+#define REF_ONE      0x100u                  /* ... reference count above */
 #define MAX_SLEEP_MS (UINT64_C(1) << 31)     /* re-check a far deadline every ~25 days */
 
 /*
@@ -48,8 +56,7 @@ enum { SVC_STOPPED, SVC_BUSY, SVC_RUNNING };
 */
 struct lpvm_timer {
   timer_wheel_node node;      /* first member: a node pointer is a timer pointer */
-  _Atomic uint8_t state;
-  _Atomic uint8_t refs;       /* starter + service */
+  _Atomic uint32_t word;      /* state | refs * REF_ONE */
   uint8_t wheeled;            /* written and read by the timer thread only */
   timer_fire_fn fn;
   void *p;
@@ -65,10 +72,10 @@ static struct {
   /* In-queue: a Treiber stack drained whole with one exchange, then reversed.
   ** Chosen over Vyukov's queue because its push is one CAS with nothing left half
   ** done: the drainer never meets a producer preempted between its two stores.
-  ** Push-only plus take-all has no ABA: a pusher's CAS only ever checks that the
-  ** head it linked to is still the head. */
+  ** And a stack lets a canceller take its own request back off the top. No ABA:
+  ** a pusher's CAS only checks that the head it linked to is still the head, and
+  ** the one pop there is can only succeed while its record is on top (inq_unpush). */
   _Alignas(64) _Atomic(lpvm_timer *) head;
-  _Atomic uint32_t queued;    /* pushes since the last drain (same cache line) */
 
   _Alignas(64) _Atomic uint64_t sleep_until;
   _Atomic(timer_clock_fn) clock;
@@ -87,11 +94,78 @@ static struct {
   timer_wheel wheel;
   uint64_t ghost;             /* earliest deadline taken lately, even if cancelled */
 
-  /* Statistics, written by the timer thread only. */
+  /* Statistics, written by the timer thread only... */
   _Atomic uint64_t wakeups, fired, cancelled, never_wheeled, pending;
+  /* ...except requests taken back, counted per thread (count_unqueued). */
+  uint64_t unqueued_base;     /* their sum when the service last started */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
+
+/* Requests this thread left in the in-queue since it last forced a wake. */
+static _Thread_local uint32_t tl_queued;
+
+/* ---- per-thread counters ---- */
+
+/* Start requests taken back by their canceller happen on any thread, as often as
+** starts: each thread counts them in a block of its own, with no locked
+** instruction, and timer_service_stats sums the blocks. A block outlives its
+** thread (the list only grows) and is reused by a later thread. */
+typedef struct count_block {
+  _Atomic uint64_t unqueued;
+  _Atomic bool in_use;
+  struct count_block *next;
+} count_block;
+
+static _Atomic(count_block *) blocks;
+static _Atomic uint64_t unqueued_fallback;  /* when a block cannot be allocated */
+static _Thread_local count_block *my_block;
+static pthread_key_t block_key;
+static pthread_once_t block_once = PTHREAD_ONCE_INIT;
+
+static void block_release(void *b) {
+  atomic_store_explicit(&((count_block *)b)->in_use, false, memory_order_release);
+}
+
+static void block_key_init(void) {
+  pthread_key_create(&block_key, block_release);
+}
+
+static count_block *block_claim(void) {
+  pthread_once(&block_once, block_key_init);
+  count_block *b = atomic_load_explicit(&blocks, memory_order_acquire);
+  for (; b; b = b->next) {
+    bool free_block = false;
+    if (atomic_compare_exchange_strong(&b->in_use, &free_block, true)) break;
+  }
+  if (b == NULL) {
+    if ((b = calloc(1, sizeof *b)) == NULL) return NULL;
+    atomic_init(&b->in_use, true);
+    b->next = atomic_load_explicit(&blocks, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&blocks, &b->next, b,
+                                                  memory_order_release, memory_order_relaxed)) {}
+  }
+  pthread_setspecific(block_key, b);
+  return my_block = b;
+}
+
+static void count_unqueued(void) {
+  count_block *b = my_block ? my_block : block_claim();
+  if (b == NULL) {
+    atomic_fetch_add_explicit(&unqueued_fallback, 1, memory_order_relaxed);
+    return;
+  }
+  atomic_store_explicit(&b->unqueued,
+                        atomic_load_explicit(&b->unqueued, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+static uint64_t sum_unqueued(void) {
+  uint64_t n = atomic_load_explicit(&unqueued_fallback, memory_order_relaxed);
+  for (count_block *b = atomic_load_explicit(&blocks, memory_order_acquire); b; b = b->next)
+    n += atomic_load_explicit(&b->unqueued, memory_order_relaxed);
+  return n;
+}
 
 static void init_cv(void) {
   pthread_condattr_t attr;
@@ -135,10 +209,26 @@ static uint64_t deadline_after(uint64_t ms) {
   return ms >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ms;
 }
 
-/* ---- refcount ---- */
+/* ---- state and references ---- */
+
+static unsigned state_of(uint32_t w) { return w & STATE_MASK; }
+static unsigned refs_of(uint32_t w) { return w / REF_ONE; }
+
+/* CAS the state from `from` to `to`, whatever the count does meanwhile. */
+static bool move_state(lpvm_timer *t, unsigned from, unsigned to) {
+  uint32_t w = atomic_load_explicit(&t->word, memory_order_relaxed);
+  while (state_of(w) == from)
+    if (atomic_compare_exchange_weak_explicit(&t->word, &w, (w & ~STATE_MASK) | to,
+                                              memory_order_acq_rel, memory_order_relaxed))
+      return true;
+  return false;
+}
 
 static void timer_unref(lpvm_timer *t) {
-  if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) free(t);
+  /* As the only holder left, nobody else can touch the word: skip the locked op. */
+  if (refs_of(atomic_load_explicit(&t->word, memory_order_acquire)) == 1 ||
+      refs_of(atomic_fetch_sub_explicit(&t->word, REF_ONE, memory_order_acq_rel)) == 1)
+    free(t);
 }
 
 void timer_release(lpvm_timer *t) {
@@ -172,13 +262,16 @@ static void wake_before(uint64_t d) {
 
 /* ---- in-queue ---- */
 
+/* A start request's link (node.next) may be read by a canceller trying inq_unpush
+** while the drainer rewrites it, hence the relaxed atomic accesses. */
 static lpvm_timer *link_of(const lpvm_timer *t, bool cancel) {
-  return cancel ? t->u.cancel_next : (lpvm_timer *)t->node.next;
+  if (cancel) return t->u.cancel_next;
+  return (lpvm_timer *)__atomic_load_n(&t->node.next, __ATOMIC_RELAXED);
 }
 
 static void set_link(lpvm_timer *t, bool cancel, lpvm_timer *next) {
   if (cancel) t->u.cancel_next = next;
-  else t->node.next = next ? &next->node : NULL;
+  else __atomic_store_n(&t->node.next, next ? &next->node : NULL, __ATOMIC_RELAXED);
 }
 
 static void inq_push(lpvm_timer *t, bool cancel) {
@@ -186,14 +279,33 @@ static void inq_push(lpvm_timer *t, bool cancel) {
   do set_link(t, cancel, h);
   while (!atomic_compare_exchange_weak_explicit(&S.head, &h, t, memory_order_seq_cst,
                                                 memory_order_relaxed));
-  if (atomic_fetch_add_explicit(&S.queued, 1, memory_order_relaxed) + 1 == FLUSH_AT)
+  if (++tl_queued == FLUSH_AT) {
+    tl_queued = 0;
     wake_before(0);
+  }
+}
+
+/*
+** Take back the start request of a timer just cancelled while NEW, if it is still
+** on top. No ABA: a cancelled timer is never pushed again, so once it has left the
+** top (pushed over for good, or taken by the drainer) it can never be the head
+** again; head == t thus proves that its link is still the one written at push.
+** Pushes over it that were since taken back themselves do not matter.
+*/
+static bool inq_unpush(lpvm_timer *t) {
+  lpvm_timer *h = atomic_load_explicit(&S.head, memory_order_acquire);
+  if (h != t) return false;
+  lpvm_timer *next = link_of(t, false);
+  if (!atomic_compare_exchange_strong_explicit(&S.head, &h, next, memory_order_acq_rel,
+                                               memory_order_relaxed))
+    return false;
+  if (tl_queued > 0) tl_queued--;
+  return true;
 }
 
 /* Take every request at once, oldest first. */
 static lpvm_timer *inq_take(void) {
   lpvm_timer *t = atomic_exchange_explicit(&S.head, NULL, memory_order_acquire);
-  atomic_store_explicit(&S.queued, 0, memory_order_relaxed);
   lpvm_timer *fifo = NULL;
   while (t) {
     lpvm_timer *next = link_of(t, t->wheeled);
@@ -212,8 +324,7 @@ lpvm_timer *timer_start(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint
   if (t == NULL) return NULL;
   uint64_t d = deadline_after(ms);
   t->node.deadline = d;
-  atomic_init(&t->state, TS_NEW);
-  atomic_init(&t->refs, 2);
+  atomic_init(&t->word, TS_NEW | 2 * REF_ONE);
   t->wheeled = 0;
   t->fn = fn;
   t->p = p;
@@ -224,17 +335,27 @@ lpvm_timer *timer_start(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint
   return t;
 }
 
+/* A cancel took t's start request back: the thread will never see t, so the
+** service's reference is the canceller's to drop. */
+static void drop_unqueued(lpvm_timer *t) {
+  count_unqueued();
+  timer_unref(t);
+}
+
 int timer_cancel(lpvm_timer *t) {
   if (t == NULL) return 0;
-  uint8_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+  uint32_t w = atomic_load_explicit(&t->word, memory_order_acquire);
   for (;;) {
+    unsigned s = state_of(w);
     if (s != TS_NEW && s != TS_WHEEL && s != TS_DROPPED) return 0;
-    if (atomic_compare_exchange_weak_explicit(&t->state, &s, TS_CANCELLED,
+    if (atomic_compare_exchange_weak_explicit(&t->word, &w, (w & ~STATE_MASK) | TS_CANCELLED,
                                               memory_order_acq_rel, memory_order_acquire))
       break;
   }
-  /* Only a wheeled timer needs the thread; it will unlink it when it next wakes. */
-  if (s == TS_WHEEL) inq_push(t, true);
+  /* Won. Cancelled first, taken back second: the thread can no longer wheel t,
+  ** so nothing but the drainer's link rewrite can race with inq_unpush. */
+  if (state_of(w) == TS_WHEEL) inq_push(t, true);  /* the thread unlinks it later */
+  else if (state_of(w) == TS_NEW && inq_unpush(t)) drop_unqueued(t);
   return 1;
 }
 
@@ -243,11 +364,8 @@ int timer_cancel(lpvm_timer *t) {
 static void on_due(timer_wheel_node *n, void *ud) {
   (void)ud;
   lpvm_timer *t = (lpvm_timer *)n;
-  uint8_t s = TS_WHEEL;
   /* Lost to a cancel: its queued request owns the reference and will drop it. */
-  if (!atomic_compare_exchange_strong_explicit(&t->state, &s, TS_FIRED,
-                                               memory_order_acq_rel, memory_order_relaxed))
-    return;
+  if (!move_state(t, TS_WHEEL, TS_FIRED)) return;
   stat_inc(&S.fired);
   if (t->fn) t->fn(t->p, t->a, t->u.b);
   timer_unref(t);
@@ -255,9 +373,7 @@ static void on_due(timer_wheel_node *n, void *ud) {
 
 static void take_start(lpvm_timer *t) {
   if (t->node.deadline < S.ghost) S.ghost = t->node.deadline;
-  uint8_t s = TS_NEW;
-  if (atomic_compare_exchange_strong_explicit(&t->state, &s, TS_WHEEL,
-                                              memory_order_acq_rel, memory_order_relaxed)) {
+  if (move_state(t, TS_NEW, TS_WHEEL)) {
     t->wheeled = 1;
     timer_wheel_add(&S.wheel, &t->node, t->node.deadline);
     return;
@@ -347,7 +463,6 @@ static void *timer_main(void *arg) {
 static void reset_state(timer_clock_fn clock) {
   atomic_store(&S.clock, clock);
   atomic_store(&S.head, NULL);
-  atomic_store(&S.queued, 0);
   atomic_store(&S.sleep_until, 0);  /* awake: its first pass takes what is queued */
   timer_wheel_init(&S.wheel, timer_now_ms());
   S.ghost = UINT64_MAX;
@@ -358,6 +473,7 @@ static void reset_state(timer_clock_fn clock) {
   atomic_store(&S.cancelled, 0);
   atomic_store(&S.never_wheeled, 0);
   atomic_store(&S.pending, 0);
+  S.unqueued_base = sum_unqueued();
 }
 
 int timer_service_start(timer_clock_fn clock) {
@@ -377,9 +493,8 @@ int timer_service_start(timer_clock_fn clock) {
 static void drop_node(timer_wheel_node *n, void *ud) {
   (void)ud;
   lpvm_timer *t = (lpvm_timer *)n;
-  uint8_t s = TS_WHEEL;
   /* If a cancel raced with stop (a caller mistake), its request owns the reference. */
-  if (atomic_compare_exchange_strong(&t->state, &s, TS_DROPPED)) timer_unref(t);
+  if (move_state(t, TS_WHEEL, TS_DROPPED)) timer_unref(t);
 }
 
 /* After the thread has ended: release the service's reference to every timer. */
@@ -390,8 +505,7 @@ static void drop_all(void) {
     if (t->wheeled) {
       timer_wheel_del(&S.wheel, &t->node);
     } else {
-      uint8_t s = TS_NEW;
-      atomic_compare_exchange_strong(&t->state, &s, TS_DROPPED);
+      move_state(t, TS_NEW, TS_DROPPED);
     }
     timer_unref(t);
     t = next;
@@ -436,7 +550,8 @@ void timer_service_stats(timer_stats *out) {
   if (out == NULL) return;
   out->wakeups = atomic_load_explicit(&S.wakeups, memory_order_relaxed);
   out->fired = atomic_load_explicit(&S.fired, memory_order_relaxed);
-  out->cancelled = atomic_load_explicit(&S.cancelled, memory_order_relaxed);
-  out->never_wheeled = atomic_load_explicit(&S.never_wheeled, memory_order_relaxed);
+  uint64_t unqueued = sum_unqueued() - S.unqueued_base;
+  out->cancelled = atomic_load_explicit(&S.cancelled, memory_order_relaxed) + unqueued;
+  out->never_wheeled = atomic_load_explicit(&S.never_wheeled, memory_order_relaxed) + unqueued;
   out->pending = atomic_load_explicit(&S.pending, memory_order_relaxed);
 }

@@ -28,7 +28,9 @@ typedef void (*timer_fire_fn)(void *p, uint64_t a, uint64_t b);
 typedef uint64_t (*timer_clock_fn)(void);
 
 int timer_service_start(timer_clock_fn clock);
-/* Stops the thread; timers still pending are dropped without firing. */
+/* Stops the thread; timers still pending are dropped without firing. A handle still
+** held stays valid: its first timer_cancel returns 1 (it never fired). Must not race
+** with timer_start or timer_cancel on other threads. */
 void timer_service_stop(void);
 /* Wake the timer thread to re-read the clock (for injected clocks). */
 void timer_service_poke(void);
