@@ -83,6 +83,60 @@ static double bench_pingpong(int thread, long rounds) {
   return (now_s() - t0) * 1e9 / (double)(2 * rounds);
 }
 
+/* ---- gs timeout: request/reply where every request arms a timeout ------------------
+** The thesis's "gs timeout" EStone test: a client calls a server; each call sets a
+** 2-second timer (receive ... after) that the reply cancels. */
+
+static int gs_event(lpvm_task *t) {
+  pp *p = (pp *)t;
+  lpvm_msg *m;
+  while ((m = lpvm_recv(t)) != NULL) {
+    lpvm_id from = lpvm_msg_from(m);
+    size_t len = lpvm_msg_len(m);
+    lpvm_msg_free(m);
+    if (p->peer == 0) {                       /* server */
+      if (len == 0) return LPVM_EXIT;
+      lpvm_send(t, from, small_term, sizeof small_term);
+    } else {                                  /* client: the reply beat the timer */
+      lpvm_cancel_timer(t);
+      if (--p->left <= 0) {
+        lpvm_send(t, p->peer, NULL, 0);
+        return LPVM_EXIT;
+      }
+      lpvm_set_timer(t, 2000);
+      lpvm_send(t, p->peer, small_term, sizeof small_term);
+    }
+  }
+  return LPVM_WAIT;
+}
+static int gs_setup(lpvm_task *t) {
+  lpvm_set_timer(t, 2000);
+  lpvm_send(t, ((pp *)t)->peer, small_term, sizeof small_term);
+  return LPVM_WAIT;
+}
+static int gs_timeout(lpvm_task *t) {
+  (void)t;
+  fprintf(stderr, "gs timeout: a call timed out\n");
+  return LPVM_EXIT;
+}
+static const lpvm_task_def gs_def = {.type = "gs", .prio = 20, .size = sizeof(pp),
+                                     .init = pp_init, .setup = gs_setup,
+                                     .handle_event = gs_event,
+                                     .handle_timeout = gs_timeout};
+
+static double bench_gs_timeout(int thread, long calls) {
+  lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
+  o.thread = thread;
+  pp_arg a = {0, calls};
+  lpvm_id server;
+  double t0 = now_s();
+  lpvm_spawn_task_opt(NULL, &gs_def, &a, &o, &server);
+  a.peer = server;
+  lpvm_spawn_task_opt(NULL, &gs_def, &a, &o, NULL);
+  lpvm_wait();
+  return (now_s() - t0) * 1e9 / (double)calls;
+}
+
 /* ---- spawn + exit ------------------------------------------------------------------- */
 
 static int exit_now(lpvm_task *t) {
@@ -176,6 +230,7 @@ static void run_config(const char *name, int thread, int cache, long rounds,
     exit(1);
   }
   double pp_ns = bench_pingpong(thread, rounds);
+  double gs_ns = bench_gs_timeout(thread, rounds / 2);
   double sp_ns = bench_spawn(thread, spawns);
   double fan = bench_fan_in(thread, msgs);
   lpvm_vmstats st;
@@ -186,7 +241,8 @@ static void run_config(const char *name, int thread, int cache, long rounds,
     steals += st.worker[i].steals;
   }
   lpvm_stop();
-  printf("%-26s %12.0f %14.0f %16.2f %12llu %10llu\n", name, pp_ns, sp_ns, fan / 1e6,
+  printf("%-26s %12.0f %12.0f %14.0f %16.2f %12llu %10llu\n", name, pp_ns, gs_ns, sp_ns,
+         fan / 1e6,
          (unsigned long long)hits, (unsigned long long)steals);
 }
 
@@ -222,7 +278,8 @@ int main(int argc, char **argv) {
   long tmsgs = (long)(1000000 * scale);
   printf("lpvm core benchmark: %ld round trips, %ld spawns, %ld messages 4->1\n",
          rounds, spawns, msgs);
-  printf("%-26s %12s %14s %16s %12s %10s\n", "configuration", "ns/message",
+  printf("%-26s %12s %12s %14s %16s %12s %10s\n", "configuration", "ns/message",
+         "ns/gs call",
          "ns/spawn+exit", "Mmsg/s (4->1)", "cache hits", "steals");
   run_config("workers, worker cache", 0, 1, rounds, spawns, msgs);
   run_config("workers, no worker cache", 0, 0, rounds, spawns, msgs);
