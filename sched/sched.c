@@ -145,8 +145,13 @@ static worker *home_of(lpvm_task *t) {
 void sched_make_runnable(lpvm_task *t) {
   worker *w = self_w;
   if (w && S.cache_on && atomic_load_explicit(&w->bitmap, memory_order_relaxed) == 0) {
+    int prio = t->prio;
     lpvm_task *empty = NULL;
-    if (atomic_compare_exchange_strong(&w->cache, &empty, t)) return;
+    if (atomic_compare_exchange_strong(&w->cache, &empty, t)) {
+      if (prio < atomic_load_explicit(&w->running_prio, memory_order_relaxed))
+        atomic_store_explicit(&w->preempt, 1, memory_order_relaxed);
+      return;
+    }
   }
   enqueue(w ? w : home_of(t), t);
 }

@@ -303,3 +303,47 @@ Test(core, idle_workers_sleep_without_wakeups) {
   cr_assert_geq(b.tasks_spawned, 1);
   vm_stop();
 }
+
+/* ---- the preempt flag -------------------------------------------------------------------- */
+
+static _Atomic int low_saw_flag, high_ran, low_started;
+static int low_idle(lpvm_task *t) {
+  if (atomic_load(&high_ran)) return LPVM_EXIT;
+  atomic_store(&low_started, 1);
+  for (int i = 0; i < 5000; i++) {  /* "count reductions": poll the flag */
+    if (lpvm_should_yield(t)) {
+      atomic_store(&low_saw_flag, 1);
+      return LPVM_IDLE;             /* give the worker up; run again later */
+    }
+    sleep_ms(1);
+  }
+  return LPVM_EXIT;
+}
+static int init_idle(lpvm_task *t, void *a) {
+  (void)t;
+  (void)a;
+  return LPVM_IDLE;
+}
+static const lpvm_task_def low_def = {.type = "low", .prio = 20, .init = init_idle,
+                                      .idle = low_idle};
+static int high_event(lpvm_task *t) {
+  lpvm_msg_free(lpvm_recv(t));
+  atomic_store(&high_ran, 1);
+  return LPVM_EXIT;
+}
+static const lpvm_task_def high_def = {.type = "high", .prio = 5,
+                                       .handle_event = high_event};
+
+Test(core, higher_priority_wakeup_raises_preempt_flag) {
+  vm_start_n(1, 1);
+  lpvm_id high;
+  cr_assert_eq(lpvm_spawn_task(NULL, &high_def, NULL, 0, &high), 0);
+  cr_assert_eq(lpvm_spawn_task(NULL, &low_def, NULL, 0, NULL), 0);
+  for (int i = 0; i < 5000 && !atomic_load(&low_started); i++) sleep_ms(1);
+  cr_assert(atomic_load(&low_started));
+  cr_assert_eq(lpvm_send(NULL, high, "\x83\x61\x01", 3), 0);
+  cr_assert(wait_no_tasks(10000));
+  cr_assert(atomic_load(&low_saw_flag), "the low-priority task was not asked to yield");
+  cr_assert(atomic_load(&high_ran));
+  vm_stop();
+}
