@@ -133,6 +133,7 @@ int lpvm_stop(void) {
   /* The timer thread may still be inside a wake-up (touching a worker's queue)
   ** for a task that has since died: stop it before the workers go away. */
   timer_service_stop();
+  task_timer_shutdown();
   sched_stop();
   names_fini();
   ptab_fini();

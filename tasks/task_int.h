@@ -109,6 +109,7 @@ int term_is(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 /* task_timer.c */
 void task_timer_drop(lpvm_task *t);
 void task_timer_fired(lpvm_task *t, uint64_t seq);
+void task_timer_shutdown(void);
 
 /* runtime (sched/runtime.c) */
 void rt_task_born(void);

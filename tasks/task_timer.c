@@ -147,3 +147,22 @@ int lpvm_cancel_send_after(uint64_t ref) {
   timer_release(tm);
   return won;
 }
+
+/* VM stop, after the timer thread has stopped: send-afters that never fired give
+** their messages back. */
+void task_timer_shutdown(void) {
+  for (int i = 0; i < SHARDS; i++) {
+    struct shard *sh = &shards[i];
+    pthread_mutex_lock(&sh->mu);
+    pending *p = sh->head;
+    sh->head = NULL;
+    pthread_mutex_unlock(&sh->mu);
+    while (p) {
+      pending *next = p->next;
+      if (timer_cancel(p->tm)) lpvm_msg_free(p->m);
+      timer_release(p->tm);
+      free(p);
+      p = next;
+    }
+  }
+}

@@ -347,3 +347,27 @@ Test(core, higher_priority_wakeup_raises_preempt_flag) {
   cr_assert(atomic_load(&high_ran));
   vm_stop();
 }
+
+/* ---- timers of dead tasks, and send-afters pending at stop, are freed (LSan) -------- */
+
+static int longtimer_setup(lpvm_task *t) {
+  lpvm_set_timer(t, 3600 * 1000);
+  uint64_t ref;
+  lpvm_send_after(t, 3600 * 1000, lpvm_self(t), "\x83\x61\x01", 3, &ref);
+  return LPVM_WAIT;
+}
+static const lpvm_task_def longtimer_def = {.type = "longtimer", .prio = 20,
+                                            .setup = longtimer_setup};
+
+Test(core, timers_of_killed_tasks_and_pending_send_afters_are_freed) {
+  vm_start_n(2, 1);
+  lpvm_id ids[100];
+  for (int i = 0; i < 100; i++)
+    cr_assert_eq(lpvm_spawn_task(NULL, &longtimer_def, NULL, 0, &ids[i]), 0);
+  sleep_ms(50);
+  for (int i = 0; i < 100; i++) lpvm_kill(NULL, ids[i]);
+  cr_assert(wait_no_tasks(5000));
+  uint64_t ref;
+  cr_assert_eq(lpvm_send_after(NULL, 3600 * 1000, ids[0], "\x83\x61\x02", 3, &ref), 0);
+  vm_stop();  /* LeakSanitizer (ASan build) fails this test if anything is left */
+}
