@@ -170,3 +170,19 @@ void ptab_foreach(void (*fn)(lpvm_task *t, void *ud), void *ud) {
     ptab_unpin(t);
   }
 }
+
+struct foreach_ids {
+  void (*fn)(lpvm_id id, void *ud);
+  void *ud;
+};
+
+static void call_with_id(lpvm_task *t, void *ud) {
+  struct foreach_ids *f = ud;
+  f->fn(t->id, f->ud);
+}
+
+void lpvm_foreach_task(void (*fn)(lpvm_id id, void *ud), void *ud) {
+  if (!fn || !P.slots) return;
+  struct foreach_ids f = {fn, ud};
+  ptab_foreach(call_with_id, &f);
+}

@@ -118,23 +118,25 @@ int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const void *term,
   }
   if (len) memcpy(lpvm_msg_data(m), term, len);
   m->from = self ? self->id : 0;
-  p->ref = lpvm_make_ref();
+  uint64_t r = lpvm_make_ref();
+  p->ref = r;
   p->m = m;
-  struct shard *sh = shard_of(p->ref);
-  /* Hold the shard lock across start so the entry exists before it can fire. */
+  struct shard *sh = shard_of(r);
+  /* Hold the shard lock across start so the entry exists before it can fire; once
+  ** unlocked, p belongs to whoever takes it (the firing timer may free it at once). */
   pthread_mutex_lock(&sh->mu);
-  p->tm = timer_start(ms, fire_send, m, to, p->ref);
-  if (p->tm) {
+  lpvm_timer *tm = p->tm = timer_start(ms, fire_send, m, to, r);
+  if (tm) {
     p->next = sh->head;
     sh->head = p;
   }
   pthread_mutex_unlock(&sh->mu);
-  if (!p->tm) {
+  if (!tm) {
     free(p);
     lpvm_msg_free(m);
     return LPVM_ENOMEM;
   }
-  *ref = p->ref;
+  *ref = r;
   return 0;
 }
 

@@ -230,6 +230,10 @@ int lpvm_set_prio_of(lpvm_task *self, lpvm_id target, int prio);
 /* Move `target` to a private thread (to_thread=1) or back to the workers (0). */
 int lpvm_migrate(lpvm_task *self, lpvm_id target, int to_thread);
 
+/* Call fn(id, ud) for every live task (a snapshot: tasks may come and go meanwhile).
+** fn runs on the caller's thread and must not block. */
+void lpvm_foreach_task(void (*fn)(lpvm_id id, void *ud), void *ud);
+
 /* A new unique reference (monitors, timers, requests). Never 0. */
 uint64_t lpvm_make_ref(void);
 

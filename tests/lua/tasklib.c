@@ -1,0 +1,85 @@
+/*
+** tasklib.c -- a C task type in a shared library, for test_tasks.lua: loaded with
+** lpvm.load_tasks(path), spawned with lpvm.spawn_task("echo_task", arg).
+**
+** An echo_task answers every message with the tuple {<<"echo">>, Arg, Message}
+** (Lua: "echo", arg, message), and ends on the message "stop".
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include <lpvm/task.h>
+#include <lpvm/taskmod.h>
+#include <lpvm/term.h>
+
+typedef struct echo_task {
+  lpvm_task task;
+  uint8_t *arg;
+  size_t len;
+} echo_task;
+
+static lpvm_task *echo_allocate(const lpvm_task_def *def, void *arg) {
+  (void)def;
+  (void)arg;
+  return calloc(1, sizeof(echo_task));
+}
+
+static void echo_free(lpvm_task *t) {
+  free(((echo_task *)t)->arg);
+  free(t);
+}
+
+static int echo_init(lpvm_task *t, void *arg) {
+  echo_task *e = (echo_task *)t;
+  const lpvm_task_arg *a = arg;
+  if (a == NULL || a->term == NULL) return LPVM_EINVAL;
+  if ((e->arg = malloc(a->len)) == NULL) return LPVM_ENOMEM;
+  memcpy(e->arg, a->term, a->len);
+  e->len = a->len;
+  return LPVM_WAIT;
+}
+
+static int is_stop(lpvm_msg *m) {
+  lpvm_tread r;
+  const uint8_t *p;
+  size_t n;
+  return lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) == 0 &&
+         lpvm_get_binary(&r, &p, &n) == 0 && n == 4 && memcmp(p, "stop", 4) == 0;
+}
+
+static int echo_handle_event(lpvm_task *t) {
+  echo_task *e = (echo_task *)t;
+  lpvm_msg *m;
+  while ((m = lpvm_recv(t)) != NULL) {
+    if (is_stop(m)) {
+      lpvm_msg_free(m);
+      return LPVM_EXIT;
+    }
+    lpvm_tbuf b;
+    lpvm_tbuf_init(&b);
+    lpvm_put_tuple(&b, 3);
+    lpvm_put_binary(&b, "echo", 4);
+    lpvm_put_term(&b, e->arg, e->len);
+    lpvm_put_term(&b, lpvm_msg_data(m), lpvm_msg_len(m));
+    lpvm_msg *reply = lpvm_tbuf_to_msg(&b);
+    lpvm_tbuf_free(&b);
+    if (reply) lpvm_send_msg(t, lpvm_msg_from(m), reply);
+    lpvm_msg_free(m);
+  }
+  return LPVM_WAIT;
+}
+
+static const lpvm_task_def echo_def = {
+    .type = "echo_task",
+    .prio = LPVM_PRIO_NORMAL,
+    .allocate = echo_allocate,
+    .free = echo_free,
+    .init = echo_init,
+    .handle_event = echo_handle_event,
+};
+
+int lpvm_register_tasks(lpvm_task_registry *reg);
+
+int lpvm_register_tasks(lpvm_task_registry *reg) {
+  return reg->add(reg, &echo_def);
+}

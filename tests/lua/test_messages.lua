@@ -1,0 +1,185 @@
+-- test_messages.lua -- every Lua type through a message, both ways, and the errors.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+-- An echo process: sends every message back to the pid given as its first value.
+local function start_echo()
+  return lpvm.spawn(function()
+    while true do
+      local r = table.pack(lpvm.receive())
+      if r[1] == "stop" then return end
+      lpvm.send(r[1], table.unpack(r, 2, r.n))
+    end
+  end)
+end
+
+local echo
+
+-- Send the values through another process and back; compare.
+local function roundtrip(...)
+  local want = table.pack(...)
+  lpvm.send(echo, lpvm.self(), ...)
+  local got = T.recv()
+  T.eqv(got, want)
+  return got
+end
+
+test("start the echo process", function()
+  echo = start_echo()
+  roundtrip("ping")
+end)
+
+test("nil and booleans", function()
+  roundtrip(nil)
+  roundtrip(true)
+  roundtrip(false)
+  roundtrip(true, false, nil)
+end)
+
+test("nil in the middle and at the end of several values", function()
+  local r = roundtrip(1, nil, 3, nil)
+  T.eq(r.n, 4)
+end)
+
+test("integers, small and large, keep their subtype", function()
+  for _, v in ipairs({ 0, 1, -1, 255, 256, -256, 1 << 31, -(1 << 31),
+                       (1 << 31) - 1, -(1 << 31) - 1, 1 << 32, (1 << 53) + 1,
+                       math.maxinteger, math.mininteger,
+                       math.maxinteger - 1, math.mininteger + 1 }) do
+    local r = roundtrip(v)
+    T.eq(math.type(r[1]), "integer", "subtype of " .. v)
+  end
+end)
+
+test("floats keep their value and subtype", function()
+  for _, v in ipairs({ 0.0, 1.0, -1.5, 0.1, 1e300, -1e-300, math.pi, 2.0 ^ 63,
+                       math.huge, -math.huge }) do
+    local r = roundtrip(v)
+    T.eq(math.type(r[1]), "float", "subtype of " .. tostring(v))
+  end
+  local r = roundtrip(0 / 0)
+  T.ok(r[1] ~= r[1], "NaN stays NaN")
+  r = roundtrip(-0.0)
+  T.eq(1 / r[1], -math.huge, "negative zero keeps its sign")
+end)
+
+test("strings are binary safe", function()
+  roundtrip("")
+  roundtrip("a\0b\0\0c")
+  local all = {}
+  for i = 0, 255 do all[#all + 1] = string.char(i) end
+  roundtrip(table.concat(all))
+  roundtrip(("\xff\0"):rep(1000))
+  roundtrip("héllo wörld ✓")
+end)
+
+test("large strings", function()
+  roundtrip(("x"):rep(100000))
+  roundtrip(("0123456789"):rep(T.scaled(100000, 1000)))
+end)
+
+test("tables whose keys are 1..n arrive as lists", function()
+  roundtrip({ 1, 2, 3 })
+  roundtrip({ "a", true, 1.5, { 1 } })
+  local big = {}
+  for i = 1, 5000 do big[i] = i * 2 end
+  roundtrip(big)
+end)
+
+test("other tables arrive as maps", function()
+  roundtrip({ a = 1, b = "two", c = false })
+  roundtrip({ [1] = "x", [3] = "z" })                  -- hole: a map
+  roundtrip({ [0] = "zero", [1] = "one" })
+  roundtrip({ [-1] = 1, [2.5] = "f", [true] = "t", [false] = "f" })
+  roundtrip({ 1, 2, name = "mixed" })
+  lpvm.send(echo, lpvm.self(), { [{ 1, 2 }] = "table key" })
+  local m = T.recv()[1]
+  local k, v = next(m)
+  T.eq(k, { 1, 2 })
+  T.eq(v, "table key")
+end)
+
+test("the empty table arrives as an empty table", function()
+  local r = roundtrip({})
+  T.eq(type(r[1]), "table")
+  T.eq(next(r[1]), nil)
+end)
+
+test("nested tables", function()
+  roundtrip({ user = { name = "ann", tags = { "a", "b" }, meta = { { x = 1 }, { y = { z = {} } } } } })
+  local deep = {}
+  local cur = deep
+  for i = 1, 100 do cur.next = { i = i }; cur = cur.next end
+  roundtrip(deep)
+end)
+
+test("a table referenced twice (no cycle) is copied twice", function()
+  local shared = { 1, 2 }
+  local r = roundtrip({ shared, shared })
+  T.eq(r[1][1], { 1, 2 })
+  T.eq(r[1][2], { 1, 2 })
+end)
+
+test("pids travel and still work", function()
+  local me = lpvm.self()
+  local r = roundtrip(me, echo, { owner = me, list = { me } })
+  T.ok(r[1] == me, "a pid comes back equal")
+  T.ok(r[3].owner == me)
+  lpvm.send(r[1], "via returned pid")
+  T.eq(T.recv()[1], "via returned pid")
+end)
+
+test("references travel and still compare equal", function()
+  local ref = lpvm.monitor(echo)
+  local r = roundtrip(ref)
+  T.ok(r[1] == ref, "a monitor reference comes back equal")
+  lpvm.demonitor(ref)
+  local tref = lpvm.send_after(100000, lpvm.self(), "never")
+  r = roundtrip(tref)
+  T.ok(r[1] == tref, "a timer reference comes back equal")
+  lpvm.cancel_timer(tref)
+end)
+
+test("many values in one message", function()
+  local vals = {}
+  for i = 1, 200 do vals[i] = i end
+  roundtrip(table.unpack(vals))
+end)
+
+test("a message of no values", function()
+  lpvm.send(lpvm.self())
+  local r = T.recv()
+  T.eq(r.n, 0)
+end)
+
+test("a cycle is an error at the sender and nothing is sent", function()
+  local t = { 1 }
+  t.self = t
+  T.raises(function() lpvm.send(lpvm.self(), t) end, "cycl")
+  local a, b = {}, {}
+  a.b, b.a = b, a
+  T.raises(function() lpvm.send(lpvm.self(), "ok", a) end, "cycl")
+  T.no_msg(10)
+end)
+
+test("functions, coroutines and userdata cannot be sent", function()
+  T.raises(function() lpvm.send(lpvm.self(), print) end, "function")
+  T.raises(function() lpvm.send(lpvm.self(), { f = function() end }) end, "function")
+  T.raises(function() lpvm.send(lpvm.self(), coroutine.create(print)) end, "thread")
+  T.raises(function() lpvm.send(lpvm.self(), io.stdout) end, "userdata")
+  T.raises(function() lpvm.send(lpvm.self(), 1, 2, { { { print } } }) end, "function")
+  T.no_msg(10)
+end)
+
+test("a failed send leaves the sender usable", function()
+  pcall(lpvm.send, lpvm.self(), { print })
+  roundtrip("still fine")
+end)
+
+test("stop the echo process", function()
+  local ref = lpvm.monitor(echo)
+  lpvm.send(echo, "stop")
+  local _, reason = T.down(ref)
+  T.eq(reason, "normal")
+end)
+
+T.run()

@@ -1,0 +1,183 @@
+-- test_receive.lua -- self, send, receive: order, timeouts, selective receive.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+test("self returns a pid that equals itself", function()
+  local me = lpvm.self()
+  T.ok(me ~= nil)
+  T.ok(me == lpvm.self(), "self() == self()")
+  T.ok(#tostring(me) > 0, "a pid has a printable form")
+end)
+
+test("send to self, receive the values back", function()
+  lpvm.send(lpvm.self(), "hello", 42)
+  T.eqv(T.recv(), table.pack("hello", 42))
+end)
+
+test("send never blocks and returns", function()
+  for i = 1, 1000 do lpvm.send(lpvm.self(), i) end
+  for i = 1, 1000 do T.eq(T.recv()[1], i) end
+end)
+
+test("messages from one sender arrive in the order sent", function()
+  local me = lpvm.self()
+  local n = T.scaled(2000, 100)
+  lpvm.spawn(function(parent, count)
+    for i = 1, count do lpvm.send(parent, "seq", i) end
+  end, me, n)
+  for i = 1, n do
+    local r = T.recv()
+    T.eq(r[1], "seq")
+    T.eq(r[2], i, "message " .. i)
+  end
+end)
+
+test("per-sender order holds with several senders at once", function()
+  local me = lpvm.self()
+  local senders, n = 4, T.scaled(1000, 50)
+  for s = 1, senders do
+    lpvm.spawn(function(parent, id, count)
+      for i = 1, count do lpvm.send(parent, id, i) end
+    end, me, s, n)
+  end
+  local last = {}
+  for _ = 1, senders * n do
+    local r = T.recv()
+    local id, i = r[1], r[2]
+    T.eq(i, (last[id] or 0) + 1, "sender " .. id)
+    last[id] = i
+  end
+end)
+
+test("receive(timeout) returns nil, 'timeout' on an empty mailbox", function()
+  local t0 = lpvm.now()
+  local r = table.pack(lpvm.receive(50))
+  T.eqv(r, table.pack(nil, "timeout"))
+  T.ok(lpvm.now() - t0 >= 45, "waited about 50 ms, not " .. (lpvm.now() - t0))
+end)
+
+test("receive(0) polls without blocking", function()
+  T.eqv(table.pack(lpvm.receive(0)), table.pack(nil, "timeout"))
+  lpvm.send(lpvm.self(), 7)
+  T.eqv(table.pack(lpvm.receive(0)), table.pack(7))
+end)
+
+test("a message arriving before the timeout is returned", function()
+  local me = lpvm.self()
+  lpvm.spawn(function(p) lpvm.sleep(20); lpvm.send(p, "late") end, me)
+  T.eqv(table.pack(lpvm.receive(2000)), table.pack("late"))
+end)
+
+test("receive() with no timeout waits for a message", function()
+  local me = lpvm.self()
+  lpvm.spawn(function(p) lpvm.sleep(10); lpvm.send(p, "woke") end, me)
+  T.eq(lpvm.receive(), "woke")
+end)
+
+test("selective receive takes the first match and keeps the rest in order", function()
+  local me = lpvm.self()
+  for i = 1, 5 do lpvm.send(me, "a", i) end
+  lpvm.send(me, "b", 1)
+  for i = 6, 8 do lpvm.send(me, "a", i) end
+  local r = T.recv_match(function(tag) return tag == "b" end)
+  T.eqv(r, table.pack("b", 1))
+  for i = 1, 8 do T.eqv(T.recv(), table.pack("a", i)) end
+  T.no_msg(0)
+end)
+
+test("selective receive: predicate sees every value of a message", function()
+  local me = lpvm.self()
+  lpvm.send(me, 1, 2, 3)
+  lpvm.send(me, 1, 2, 4)
+  local r = T.recv_match(function(a, b, c) return a + b + c == 7 end)
+  T.eqv(r, table.pack(1, 2, 4))
+  T.eqv(T.recv(), table.pack(1, 2, 3))
+end)
+
+test("selective receive times out and keeps rejected messages", function()
+  local me = lpvm.self()
+  lpvm.send(me, "x")
+  lpvm.send(me, "y")
+  local r = table.pack(lpvm.receive(function(v) return v == "z" end, 30))
+  T.eqv(r, table.pack(nil, "timeout"))
+  T.eq(T.recv()[1], "x")
+  T.eq(T.recv()[1], "y")
+end)
+
+test("selective receive waits for a matching message sent later", function()
+  local me = lpvm.self()
+  lpvm.send(me, "noise", 1)
+  lpvm.spawn(function(p)
+    lpvm.send(p, "noise", 2)
+    lpvm.sleep(20)
+    lpvm.send(p, "wanted")
+    lpvm.send(p, "noise", 3)
+  end, me)
+  local r = T.recv_match(function(v) return v == "wanted" end)
+  T.eq(r[1], "wanted")
+  for i = 1, 3 do T.eqv(T.recv(), table.pack("noise", i)) end
+end)
+
+test("selective receive with an error in the predicate keeps the message", function()
+  local me = lpvm.self()
+  lpvm.send(me, "keep")
+  local ok = pcall(lpvm.receive, function() error("pred boom") end, 100)
+  T.ok(not ok, "the predicate's error propagates")
+  T.eq(T.recv()[1], "keep")
+end)
+
+test("receive many messages from a large mailbox", function()
+  local me = lpvm.self()
+  local n = T.scaled(20000, 1000)
+  for i = 1, n do lpvm.send(me, i) end
+  T.eq(lpvm.info(me).message_queue_len or lpvm.info(me).mailbox, n, "mailbox length")
+  -- take the last one selectively: the rest stay in order
+  T.eq(T.recv_match(function(v) return v == n end)[1], n)
+  for i = 1, n - 1 do
+    local v = lpvm.receive(0)
+    if v ~= i then T.eq(v, i) end
+  end
+end)
+
+test("receive inside a coroutine blocks the process, not the coroutine protocol", function()
+  local me = lpvm.self()
+  local co = coroutine.wrap(function()
+    local v = lpvm.receive()
+    coroutine.yield("got " .. v)
+    return "done"
+  end)
+  lpvm.spawn(function(p) lpvm.sleep(10); lpvm.send(p, "x") end, me)
+  T.eq(co(), "got x")
+  T.eq(co(), "done")
+end)
+
+test("a looping coroutine is preempted like any code", function()
+  local me = lpvm.self()
+  local pid = lpvm.spawn(function()
+    local co = coroutine.create(function() while true do end end)
+    coroutine.resume(co)
+  end)
+  local t0 = lpvm.now()
+  lpvm.spawn(function(p) lpvm.send(p, "other ran") end, me)
+  T.eq(T.recv()[1], "other ran")
+  lpvm.exit(pid, "kill")
+  T.ok(lpvm.now() - t0 < 5000)
+end)
+
+test("send to a dead pid is harmless", function()
+  local pid = lpvm.spawn(function() end)
+  local ref = lpvm.monitor(pid)
+  T.down(ref)
+  lpvm.send(pid, "into the void")   -- must not raise
+  T.no_msg(10)
+end)
+
+test("bad arguments to send and receive name the argument", function()
+  T.raises(function() lpvm.send() end, "bad argument #1")
+  T.raises(function() lpvm.send(42, "x") end, "bad argument #1")
+  T.raises(function() lpvm.send({}, "x") end, "bad argument #1")
+  T.raises(function() lpvm.receive("soon") end, "bad argument #1")
+  T.raises(function() lpvm.receive(function() end, "soon") end, "bad argument #2")
+  T.raises(function() lpvm.receive(-5) end, "bad argument #1")
+end)
+
+T.run()

@@ -1,0 +1,225 @@
+-- test_sched.lua -- preemption, priorities, migration, info, processes.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+test("two endless loops do not starve a third process", function()
+  local me = lpvm.self()
+  local spinners = {}
+  -- more spinners than workers, so every worker is busy looping
+  for i = 1, 4 do
+    spinners[i] = lpvm.spawn(function() local x = 0; while true do x = x + 1 end end)
+  end
+  lpvm.sleep(20)
+  local t0 = lpvm.now()
+  lpvm.spawn(function(p) lpvm.send(p, "third ran") end, me)
+  T.eq(T.recv(5000)[1], "third ran")
+  local dt = lpvm.now() - t0
+  for _, p in ipairs(spinners) do lpvm.exit(p, "kill") end
+  T.ok(dt < 5000, "third process ran after " .. dt .. " ms")
+end)
+
+test("looping processes at the same priority all make progress", function()
+  local me = lpvm.self()
+  local n = 6
+  local pids = {}
+  for i = 1, n do
+    pids[i] = lpvm.spawn(function(p, id)
+      local count = 0
+      while true do
+        count = count + 1
+        if count % 100000 == 0 then lpvm.send(p, "progress", id) end
+      end
+    end, me, i)
+  end
+  local seen, got = {}, 0
+  local deadline = lpvm.now() + 10000
+  while got < n and lpvm.now() < deadline do
+    local r = table.pack(lpvm.receive(100))
+    if r[1] == "progress" and not seen[r[2]] then
+      seen[r[2]] = true
+      got = got + 1
+    end
+  end
+  for _, p in ipairs(pids) do lpvm.exit(p, "kill") end
+  T.eq(got, n, "every looping process progressed")
+end)
+
+test("a higher-priority process runs promptly while loops hog the workers", function()
+  local me = lpvm.self()
+  local spinners = {}
+  for i = 1, 4 do
+    spinners[i] = lpvm.spawn({ priority = 25 }, function() while true do end end)
+  end
+  lpvm.sleep(20)
+  local worst = 0
+  for _ = 1, 5 do
+    local t0 = lpvm.now()
+    lpvm.spawn({ priority = 5 }, function(p) lpvm.send(p, "high") end, me)
+    T.eq(T.recv(5000)[1], "high")
+    worst = math.max(worst, lpvm.now() - t0)
+  end
+  for _, p in ipairs(spinners) do lpvm.exit(p, "kill") end
+  -- within a slice or so; generous bound for loaded test machines
+  T.ok(worst < 1000, "a high-priority process waited " .. worst .. " ms")
+end)
+
+test("priority() reads and sets the caller's priority", function()
+  local old = lpvm.priority()
+  T.eq(math.type(old), "integer")
+  T.ok(old >= 0 and old <= 31)
+  local prev = lpvm.priority(12)
+  T.eq(prev, old, "priority(p) returns the previous priority")
+  T.eq(lpvm.priority(), 12)
+  T.eq(lpvm.info(lpvm.self()).priority, 12)
+  lpvm.priority(old)
+  T.eq(lpvm.priority(), old)
+end)
+
+test("priority: out of range is an error", function()
+  T.raises(function() lpvm.priority(32) end, "bad argument #1")
+  T.raises(function() lpvm.priority(-1) end, "bad argument #1")
+  T.raises(function() lpvm.priority("high") end, "bad argument #1")
+end)
+
+test("migrate to a private thread and back, messages keep flowing", function()
+  local me = lpvm.self()
+  local pid = lpvm.spawn(function(p)
+    for step = 1, 3 do
+      lpvm.send(p, "mode", step, lpvm.info(lpvm.self()).mode)
+      local cmd = lpvm.receive()
+      if cmd == "thread" or cmd == "worker" then lpvm.migrate(cmd) end
+    end
+    local n = 0
+    while true do
+      local v = lpvm.receive()
+      if v == "end" then break end
+      n = n + 1
+    end
+    lpvm.send(p, "count", n)
+  end, me)
+  T.eqv(T.recv(), table.pack("mode", 1, "worker"))
+  lpvm.send(pid, "thread")
+  T.eqv(T.recv(), table.pack("mode", 2, "thread"))
+  lpvm.send(pid, "worker")
+  T.eqv(T.recv(), table.pack("mode", 3, "worker"))
+  local n = T.scaled(2000, 100)
+  lpvm.send(pid, "go")
+  for i = 1, n do lpvm.send(pid, i) end
+  lpvm.send(pid, "end")
+  T.eqv(T.recv(), table.pack("count", n))
+end)
+
+test("migrate while messages are in flight loses nothing", function()
+  local me = lpvm.self()
+  local n = T.scaled(5000, 200)
+  local pid = lpvm.spawn(function(p, count)
+    local sum, got = 0, 0
+    local mode = "thread"
+    while got < count do
+      local v = lpvm.receive()
+      sum = sum + v
+      got = got + 1
+      if got % 500 == 0 then
+        lpvm.migrate(mode)
+        mode = mode == "thread" and "worker" or "thread"
+      end
+    end
+    lpvm.send(p, "sum", sum)
+  end, me, n)
+  for i = 1, n do lpvm.send(pid, i) end
+  T.eqv(T.recv(10000), table.pack("sum", n * (n + 1) // 2))
+end)
+
+test("migrate: bad argument", function()
+  T.raises(function() lpvm.migrate("elsewhere") end, "bad argument #1")
+  T.raises(function() lpvm.migrate() end, "bad argument #1")
+end)
+
+test("info(pid) describes a process", function()
+  local pid = lpvm.spawn(function() while lpvm.receive() ~= "stop" do end end)
+  lpvm.send(pid, 1, 2) -- consumed
+  lpvm.sleep(10)
+  local i = lpvm.info(pid)
+  T.eq(type(i), "table")
+  T.ok(i.status ~= nil, "status")
+  T.eq(math.type(i.priority), "integer")
+  T.eq(i.mode, "worker")
+  T.eq(math.type(i.message_queue_len), "integer")
+  T.ok(math.type(i.memory) == "integer" and i.memory > 0, "memory " .. tostring(i.memory))
+  T.eq(math.type(i.reductions), "integer")
+  lpvm.exit(pid, "kill")
+end)
+
+test("info shows the mailbox length and a waiting status", function()
+  local pid = lpvm.spawn(function()
+    lpvm.receive(function(v) return v == "never" end)
+  end)
+  for k = 1, 5 do lpvm.send(pid, k) end
+  lpvm.sleep(20)
+  local i = lpvm.info(pid)
+  T.eq(i.message_queue_len, 5)
+  T.eq(i.status, "waiting")
+  lpvm.exit(pid, "kill")
+end)
+
+test("info of self works", function()
+  local i = lpvm.info(lpvm.self())
+  -- asking itself, a process waits for its own reply: any status string will do
+  T.eq(type(i.status), "string", "own status")
+  T.ok(lpvm.info().priority, "info() with no argument describes the caller")
+end)
+
+test("info of a dead process is nil", function()
+  local pid, ref = lpvm.spawn_monitor(function() end)
+  T.down(ref)
+  T.eq(lpvm.info(pid), nil)
+end)
+
+test("info reductions grow with work", function()
+  local pid = lpvm.spawn(function()
+    local x = 0
+    for i = 1, 1e6 do x = x + i end
+    lpvm.receive()
+  end)
+  lpvm.sleep(50)
+  local a = lpvm.info(pid).reductions
+  T.ok(a > 0, "reductions " .. a)
+  lpvm.exit(pid, "kill")
+end)
+
+test("processes() lists live processes, self included", function()
+  local pid = lpvm.spawn(function() lpvm.receive() end)
+  local list = lpvm.processes()
+  T.eq(type(list), "table")
+  local has_me, has_pid = false, false
+  for _, p in ipairs(list) do
+    if p == lpvm.self() then has_me = true end
+    if p == pid then has_pid = true end
+  end
+  T.ok(has_me, "self is listed")
+  T.ok(has_pid, "the child is listed")
+  local ref = lpvm.monitor(pid)
+  lpvm.send(pid, "go")
+  T.down(ref)
+  for _, p in ipairs(lpvm.processes()) do T.ok(p ~= pid, "dead process not listed") end
+end)
+
+test("a thread-mode process can block without stalling workers", function()
+  local me = lpvm.self()
+  local t = lpvm.spawn({ thread = true }, function(p)
+    os.execute("sleep 0.2")   -- blocking C call on its private thread
+    lpvm.send(p, "thread done")
+  end, me)
+  -- meanwhile, worker processes keep running
+  for i = 1, 10 do
+    lpvm.spawn(function(p, k) lpvm.send(p, "w", k) end, me, i)
+  end
+  for _ = 1, 10 do T.recv_match(function(v) return v == "w" end) end
+  T.eq(T.recv_match(function(v) return v == "thread done" end)[1], "thread done")
+  T.ok(t)
+end)
+
+test("info: bad argument", function()
+  T.raises(function() lpvm.info(42) end, "bad argument #1")
+end)
+
+T.run()

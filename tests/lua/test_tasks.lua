@@ -1,0 +1,61 @@
+-- test_tasks.lua -- C task types from Lua: load_tasks and spawn_task.
+-- The library (tests/lua/tasklib.c) is built by CMake; its path comes in
+-- LPVM_TEST_TASKLIB. Without it, only the error cases run.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+local lib = os.getenv("LPVM_TEST_TASKLIB")
+
+test("load_tasks of a missing library returns nil and the reason", function()
+  local n, err = lpvm.load_tasks("/nonexistent/libnothing.so")
+  T.eq(n, nil)
+  T.ok(T.mentions(err, "libnothing"), T.show(err))
+end)
+
+test("load_tasks and spawn_task: bad arguments", function()
+  T.raises(function() lpvm.load_tasks() end, "bad argument #1")
+  T.raises(function() lpvm.spawn_task() end, "bad argument #1")
+  T.raises(function() lpvm.spawn_task("no_such_task_type") end, "no_such_task_type")
+end)
+
+if lib then
+  test("load_tasks registers the library's task types", function()
+    T.eq(lpvm.load_tasks(lib), 1)
+  end)
+
+  test("spawn_task starts a C task that talks with Lua", function()
+    local pid = lpvm.spawn_task("echo_task", { tag = "t1" })
+    T.ok(pid)
+    lpvm.send(pid, "hello")
+    T.eqv(T.recv(), table.pack("echo", { tag = "t1" }, "hello"))
+    lpvm.send(pid, "several", 2, { 3 })
+    T.eqv(T.recv(), table.pack("echo", { tag = "t1" }, { "several", 2, { 3 } }))
+    local ref = lpvm.monitor(pid)
+    lpvm.send(pid, "stop")
+    local _, reason = T.down(ref)
+    T.eq(reason, "normal")
+  end)
+
+  test("a C task can be linked, monitored and killed like a process", function()
+    local pid = lpvm.spawn_task("echo_task", 1)
+    lpvm.trap_exit(true)
+    lpvm.link(pid)
+    lpvm.exit(pid, "kill")
+    T.eq(T.exit_from(pid), "killed")
+  end)
+
+  test("info and processes see C tasks", function()
+    local pid = lpvm.spawn_task("echo_task", 0)
+    local i = lpvm.info(pid)
+    T.eq(i.type, "echo_task")
+    local found = false
+    for _, p in ipairs(lpvm.processes()) do found = found or p == pid end
+    T.ok(found)
+    lpvm.send(pid, "stop")
+  end)
+
+  test("loading the same library twice does not register twice", function()
+    local n, err = lpvm.load_tasks(lib)
+    T.ok(n == nil or n == 0, "second load: " .. tostring(n) .. " " .. tostring(err))
+  end)
+end
+
+T.run()

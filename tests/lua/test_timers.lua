@@ -1,0 +1,134 @@
+-- test_timers.lua -- now, sleep, send_after, cancel_timer, receive timeouts.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+test("now() is a monotonic integer of milliseconds", function()
+  local a = lpvm.now()
+  T.eq(math.type(a), "integer")
+  local b = lpvm.now()
+  T.ok(b >= a)
+end)
+
+test("sleep(ms) waits at least that long", function()
+  local t0 = lpvm.now()
+  lpvm.sleep(30)
+  local dt = lpvm.now() - t0
+  T.ok(dt >= 29, "slept " .. dt .. " ms")
+  T.ok(dt < 2000, "and not forever: " .. dt .. " ms")
+end)
+
+test("sleep(0) returns", function()
+  lpvm.sleep(0)
+end)
+
+test("sleep does not take messages from the mailbox", function()
+  lpvm.send(lpvm.self(), "kept")
+  lpvm.sleep(5)
+  T.eq(T.recv()[1], "kept")
+end)
+
+test("a sleeping process lets others run", function()
+  local me = lpvm.self()
+  lpvm.spawn(function() lpvm.send(me, "ran") end)
+  lpvm.sleep(20)
+  T.eq(lpvm.receive(0), "ran")
+end)
+
+test("many processes sleep concurrently", function()
+  local me = lpvm.self()
+  local n = T.scaled(1000, 50)
+  local t0 = lpvm.now()
+  for i = 1, n do
+    lpvm.spawn(function(p, k) lpvm.sleep(50); lpvm.send(p, k) end, me, i)
+  end
+  for _ = 1, n do T.recv() end
+  local dt = lpvm.now() - t0
+  T.ok(dt >= 49, "at least one sleep: " .. dt)
+end)
+
+test("send_after delivers the values after the delay", function()
+  local t0 = lpvm.now()
+  local ref = lpvm.send_after(30, lpvm.self(), "tick", 1, { 2 })
+  T.ok(ref ~= nil)
+  T.eqv(T.recv(), table.pack("tick", 1, { 2 }))
+  T.ok(lpvm.now() - t0 >= 29, "after " .. (lpvm.now() - t0) .. " ms")
+end)
+
+test("send_after to another process", function()
+  local me = lpvm.self()
+  local pid = lpvm.spawn(function(p)
+    local v = lpvm.receive(2000)
+    lpvm.send(p, "got", v)
+  end, me)
+  lpvm.send_after(10, pid, "delayed")
+  T.eqv(T.recv(), table.pack("got", "delayed"))
+end)
+
+test("send_after to a registered name", function()
+  lpvm.register("timer_test_me")
+  lpvm.send_after(5, "timer_test_me", "by name")
+  T.eq(T.recv()[1], "by name")
+  lpvm.unregister("timer_test_me")
+end)
+
+test("cancel_timer before it fires: nothing arrives", function()
+  local ref = lpvm.send_after(50, lpvm.self(), "never")
+  T.ok(lpvm.cancel_timer(ref), "cancel_timer returns a true value when it cancelled")
+  T.no_msg(100)
+end)
+
+test("cancel_timer after it fired returns false", function()
+  local ref = lpvm.send_after(1, lpvm.self(), "fired")
+  T.eq(T.recv()[1], "fired")
+  T.ok(not lpvm.cancel_timer(ref), "too late to cancel")
+end)
+
+test("timers fire in deadline order", function()
+  local me = lpvm.self()
+  lpvm.send_after(60, me, 3)
+  lpvm.send_after(20, me, 1)
+  lpvm.send_after(40, me, 2)
+  for i = 1, 3 do T.eq(T.recv()[1], i) end
+end)
+
+test("many timers, half cancelled", function()
+  local me = lpvm.self()
+  local n = T.scaled(2000, 100)
+  local refs = {}
+  for i = 1, n do refs[i] = lpvm.send_after(10 + i % 20, me, i) end
+  for i = 2, n, 2 do lpvm.cancel_timer(refs[i]) end
+  local got = 0
+  for _ = 1, (n + 1) // 2 do
+    local v = T.recv()[1]
+    T.eq(v % 2, 1, "only odd timers fire")
+    got = got + 1
+  end
+  T.no_msg(60)
+  T.eq(got, (n + 1) // 2)
+end)
+
+test("a timer to a process that has ended is harmless", function()
+  local pid, ref = lpvm.spawn_monitor(function() end)
+  T.down(ref)
+  lpvm.send_after(1, pid, "nobody")
+  lpvm.sleep(10)
+end)
+
+test("receive timeout then a later message is still received", function()
+  local me = lpvm.self()
+  lpvm.send_after(40, me, "later")
+  T.eqv(table.pack(lpvm.receive(5)), table.pack(nil, "timeout"))
+  T.eq(T.recv()[1], "later")
+end)
+
+test("timer arguments: errors name the argument", function()
+  T.raises(function() lpvm.sleep() end, "bad argument #1")
+  T.raises(function() lpvm.sleep("long") end, "bad argument #1")
+  T.raises(function() lpvm.sleep(-1) end, "bad argument #1")
+  T.raises(function() lpvm.send_after("x", lpvm.self(), 1) end, "bad argument #1")
+  T.raises(function() lpvm.send_after(10, 42, 1) end, "bad argument #2")
+  T.raises(function() lpvm.send_after(10, lpvm.self(), print) end, "function")
+  T.raises(function() lpvm.cancel_timer() end, "bad argument #1")
+  T.raises(function() lpvm.cancel_timer("x") end, "bad argument #1")
+end)
+
+T.run()

@@ -1,0 +1,270 @@
+/*
+** llibs.c -- the standard libraries, present from the first line, loaded on first use.
+**
+** A process starts with an empty globals table whose metatable's __index resolves a
+** missing name once: a library name opens that library (as luaL_requiref would, so
+** it also lands in package.loaded), a base-library name opens the base library into
+** a scratch table and copies just that function, `lpvm` opens the module. The result
+** is stored in the globals table, so the next access is a plain table hit. Strings
+** get a stand-in metatable whose __index and arithmetic metamethods open the string
+** library, which then installs its own metatable. An idle process thus holds only
+** what it used (Figure 2 of the luaproc paper: a state with every library is 4x the
+** size of a bare one).
+**
+** Coroutines: `coroutine.resume` and `coroutine.wrap` are replaced by versions that
+** pass a scheduler yield (a count-hook preemption or a blocking lpvm call made inside
+** the coroutine) up to the process's main thread and resume the coroutine again
+** afterwards, so a coroutine can block in receive and can be preempted.
+*/
+#include <lauxlib.h>
+#include <lualib.h>
+#include <string.h>
+
+#include "vm/lproc_int.h"
+
+typedef struct lib {
+  const char *name;
+  lua_CFunction open;
+} lib;
+
+static int open_coroutine(lua_State *L);
+static int open_package(lua_State *L);
+
+static const lib libs[] = {
+    {"string", luaopen_string}, {"table", luaopen_table},
+    {"math", luaopen_math},     {"io", luaopen_io},
+    {"os", luaopen_os},         {"coroutine", open_coroutine},
+    {"utf8", luaopen_utf8},     {"debug", luaopen_debug},
+    {"package", open_package},  {"lpvm", lmod_open},
+    {NULL, NULL}};
+
+/* Names the base library defines (Lua 5.4). */
+static const char *const base_names[] = {
+    "assert", "collectgarbage", "dofile", "error", "getmetatable", "ipairs",
+    "loadfile", "load", "next", "pairs", "pcall", "print", "warn", "rawequal",
+    "rawlen", "rawget", "rawset", "select", "setmetatable", "tonumber", "tostring",
+    "type", "xpcall", NULL};
+
+/* Open library `l` like luaL_requiref(L, name, open, 1): leaves it on the stack. */
+static void open_lib(lua_State *L, const lib *l) {
+  luaL_requiref(L, l->name, l->open, 1);
+}
+
+/* Push base function `name`: open the base library into a scratch table (it writes
+** into the globals table it finds in the registry, so swap that in for the call). */
+static void push_base(lua_State *L, const char *name) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* real globals */
+  lua_newtable(L);                                       /* scratch */
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  lua_pushcfunction(L, luaopen_base);
+  int rc = lua_pcall(L, 0, 0, 0);
+  lua_pushvalue(L, rc == LUA_OK ? -2 : -3);              /* restore, even on error */
+  lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  if (rc != LUA_OK) lua_error(L);
+  lua_getfield(L, -1, name);
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+}
+
+/* __index of the globals table: (t, key). */
+static int globals_index(lua_State *L) {
+  const char *k = lua_tostring(L, 2);
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
+  for (const lib *l = libs; l->name; l++)
+    if (strcmp(k, l->name) == 0) {
+      open_lib(L, l);
+      return 1;
+    }
+  if (strcmp(k, "require") == 0) {
+    open_lib(L, &libs[8]);
+    lua_getfield(L, -1, "loaded");   /* package.loaded... require is a global now */
+    lua_pop(L, 2);
+    lua_rawget(L, 1);
+    return 1;
+  }
+  if (strcmp(k, "_G") == 0) {
+    lua_pushvalue(L, 1);
+  } else if (strcmp(k, "_VERSION") == 0) {
+    lua_pushliteral(L, LUA_VERSION);
+  } else {
+    const char *const *n;
+    for (n = base_names; *n && strcmp(*n, k) != 0; n++) {}
+    if (!*n) return 0;
+    push_base(L, k);
+  }
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 1);
+  return 1;
+}
+
+/* ---- strings -------------------------------------------------------------------------- */
+
+/* Open the string library (it replaces the stand-in metatable) and push the real
+** metatable's field `event`. */
+static void string_real(lua_State *L, const char *event) {
+  open_lib(L, &libs[0]);
+  lua_pop(L, 1);
+  lua_pushliteral(L, "");
+  lua_getmetatable(L, -1);
+  lua_getfield(L, -1, event);
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+}
+
+static int string_index(lua_State *L) {
+  string_real(L, "__index");
+  lua_pushvalue(L, 2);
+  lua_gettable(L, -2);
+  return 1;
+}
+
+/* Arithmetic on strings ("10" + 1) is the string library's metamethods in 5.4. */
+static int string_arith(lua_State *L, const char *event) {
+  lua_settop(L, 2);
+  string_real(L, event);
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
+#define ARITH(fn, ev) static int fn(lua_State *L) { return string_arith(L, ev); }
+ARITH(s_add, "__add")
+ARITH(s_sub, "__sub")
+ARITH(s_mul, "__mul")
+ARITH(s_div, "__div")
+ARITH(s_mod, "__mod")
+ARITH(s_pow, "__pow")
+ARITH(s_unm, "__unm")
+ARITH(s_idiv, "__idiv")
+
+static const luaL_Reg string_stub[] = {
+    {"__index", string_index}, {"__add", s_add}, {"__sub", s_sub},
+    {"__mul", s_mul},         {"__div", s_div}, {"__mod", s_mod},
+    {"__pow", s_pow},         {"__unm", s_unm}, {"__idiv", s_idiv},
+    {NULL, NULL}};
+
+void llibs_install(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, globals_index);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, -2);
+  lua_pop(L, 1);
+  lua_pushliteral(L, "");
+  lua_createtable(L, 0, 9);
+  luaL_setfuncs(L, string_stub, 0);
+  lua_setmetatable(L, -2);
+  lua_pop(L, 1);
+}
+
+/* ---- package: `require "lpvm"` finds the module ---------------------------------------- */
+
+static int open_package(lua_State *L) {
+  luaopen_package(L);
+  lua_getfield(L, -1, "preload");
+  lua_pushcfunction(L, lmod_open);
+  lua_setfield(L, -2, "lpvm");
+  lua_pop(L, 1);
+  return 1;
+}
+
+/* ---- coroutines that pass scheduler yields through ------------------------------------- */
+
+/* After lua_resume(co) returned `st`: a scheduler yield travels up (our own thread
+** yields, and resumes co when it is resumed); anything else is the user's. Returns
+** the number of results for resume (ok flag first) or raises for wrap. */
+static int co_finish(lua_State *L, lua_State *co, int st, int nres, int wrap);
+
+static int co_resume_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status;
+  int wrap = (int)ctx;
+  lua_State *co = lua_tothread(L, wrap ? lua_upvalueindex(1) : 1);
+  int nres;
+  int st = lua_resume(co, L, 0, &nres);
+  return co_finish(L, co, st, nres, wrap);
+}
+
+static int co_finish(lua_State *L, lua_State *co, int st, int nres, int wrap) {
+  lproc *p = lproc_of(L);
+  if (st == LUA_YIELD && p && p->sched_yield) {
+    lua_pop(co, nres);
+    if (lua_isyieldable(L))   /* pass it up; the flag stays for the next level */
+      return lua_yieldk(L, 0, (lua_KContext)wrap, co_resume_k);
+    p->sched_yield = 0;       /* can't pass it: resume co at once */
+    if (p->wait == LP_RUN) {
+      st = lua_resume(co, L, 0, &nres);
+      return co_finish(L, co, st, nres, wrap);
+    }
+    return luaL_error(L, "cannot block inside a coroutine resumed from C code");
+  }
+  if (st == LUA_OK || st == LUA_YIELD) {
+    if (!lua_checkstack(L, nres + 1)) return luaL_error(L, "too many results to resume");
+    if (!wrap) lua_pushboolean(L, 1);
+    lua_xmove(co, L, nres);
+    return wrap ? nres : nres + 1;
+  }
+  lua_xmove(co, L, 1);   /* the error object */
+  if (wrap) {
+    if (st != LUA_ERRMEM) (void)lua_resetthread(co);   /* as coroutine.wrap does */
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      luaL_where(L, 1);
+      lua_insert(L, -2);
+      lua_concat(L, 2);
+    }
+    return lua_error(L);
+  }
+  lua_pushboolean(L, 0);
+  lua_insert(L, -2);
+  return 2;
+}
+
+static int co_start(lua_State *L, lua_State *co, int first, int wrap) {
+  int narg = lua_gettop(L) - first + 1;
+  int st = lua_status(co);
+  if (!lua_checkstack(co, narg)) {
+    if (wrap) return luaL_error(L, "too many arguments to resume");
+    lua_pushboolean(L, 0);
+    lua_pushliteral(L, "too many arguments to resume");
+    return 2;
+  }
+  if (st == LUA_OK && lua_gettop(co) == 0) {
+    if (wrap) return luaL_error(L, "cannot resume dead coroutine");
+    lua_pushboolean(L, 0);
+    lua_pushliteral(L, "cannot resume dead coroutine");
+    return 2;
+  }
+  lua_xmove(L, co, narg);
+  int nres;
+  st = lua_resume(co, L, narg, &nres);
+  return co_finish(L, co, st, nres, wrap);
+}
+
+static int co_resume(lua_State *L) {
+  lua_State *co = lua_tothread(L, 1);
+  luaL_argexpected(L, co, 1, "coroutine");
+  return co_start(L, co, 2, 0);
+}
+
+static int co_wrapped(lua_State *L) {
+  return co_start(L, lua_tothread(L, lua_upvalueindex(1)), 1, 1);
+}
+
+static int co_wrap(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_State *co = lua_newthread(L);
+  lua_pushvalue(L, 1);
+  lua_xmove(L, co, 1);
+  lua_pushcclosure(L, co_wrapped, 1);
+  return 1;
+}
+
+static int open_coroutine(lua_State *L) {
+  luaopen_coroutine(L);
+  lua_pushcfunction(L, co_resume);
+  lua_setfield(L, -2, "resume");
+  lua_pushcfunction(L, co_wrap);
+  lua_setfield(L, -2, "wrap");
+  return 1;
+}

@@ -1,0 +1,204 @@
+/*
+** lmod.c -- the `lpvm` module table, and pids and references as Lua values.
+**
+** The module table starts empty: its metatable's __index finds a function by name in
+** the C tables of lmod_proc.c and lmod_msg.c and stores it, so a process pays only for
+** the functions it calls (a full table of 40 functions would be ~2.5 KB per process).
+**
+** A pid is a light userdata holding the 64-bit id. It costs no allocation, compares
+** by value and is the same table key wherever it came from, which is what Erlang code
+** expects of pids; tostring gives "<0.SLOT.GEN>" (ports "#Port<0.SLOT>") through the
+** metatable that every light userdata of the state shares. (A C library that uses
+** light userdata of its own would see them print as pids: none of the standard
+** libraries does.)
+** A reference (monitor, send_after) is a small full userdata, interned per state in a
+** weak table so that the same reference is the same table key.
+*/
+#include <lauxlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vm/lproc_int.h"
+
+static const char ref_mt_key = 'r';      /* registry[&ref_mt_key]: reference metatable */
+static const char ref_tab_key = 't';     /* registry[&ref_tab_key]: weak intern table */
+
+/* ---- pids -------------------------------------------------------------------------------- */
+
+static int pid_tostring(lua_State *L) {
+  lpvm_id id = (lpvm_id)(uintptr_t)lua_touserdata(L, 1);
+  unsigned slot = (unsigned)(uint32_t)id, gen = (unsigned)((id >> 32) & 0x7fffffff);
+  if (lpvm_id_is_port(id)) lua_pushfstring(L, "#Port<0.%d>", (int)slot);
+  else lua_pushfstring(L, "<0.%d.%d>", (int)slot, (int)gen);
+  return 1;
+}
+
+static void pid_mt(lua_State *L, lproc *p) {
+  if (p && p->pid_mt) return;
+  lua_pushlightuserdata(L, NULL);
+  lua_createtable(L, 0, 2);
+  lua_pushcfunction(L, pid_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushliteral(L, "pid");
+  lua_setfield(L, -2, "__name");
+  lua_setmetatable(L, -2);
+  lua_pop(L, 1);
+  if (p) p->pid_mt = 1;
+}
+
+void lmod_push_pid(lua_State *L, lpvm_id id) {
+  pid_mt(L, lproc_of(L));
+  lua_pushlightuserdata(L, (void *)(uintptr_t)id);
+}
+
+lpvm_id lmod_to_pid(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TLIGHTUSERDATA) return 0;
+  return (lpvm_id)(uintptr_t)lua_touserdata(L, idx);
+}
+
+lpvm_id lmod_check_pid(lua_State *L, int arg) {
+  lpvm_id id = lmod_to_pid(L, arg);
+  if (!id) luaL_typeerror(L, arg, "pid");
+  return id;
+}
+
+lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name) {
+  *is_name = 0;
+  if (lua_type(L, arg) == LUA_TSTRING) {
+    *is_name = 1;
+    return lpvm_whereis(lua_tostring(L, arg));
+  }
+  return lmod_check_pid(L, arg);
+}
+
+/* ---- references ---------------------------------------------------------------------------- */
+
+static int ref_tostring(lua_State *L) {
+  uint64_t r = *(uint64_t *)lua_touserdata(L, 1);
+  char buf[48];
+  snprintf(buf, sizeof buf, "#Ref<0.%u.%u>", (unsigned)(r >> 32), (unsigned)(uint32_t)r);
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+static int ref_eq(lua_State *L) {
+  uint64_t a = lmod_to_ref(L, 1), b = lmod_to_ref(L, 2);
+  lua_pushboolean(L, a != 0 && a == b);
+  return 1;
+}
+
+uint64_t lmod_to_ref(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return 0;
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_mt_key);
+  int ok = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return ok ? *(uint64_t *)lua_touserdata(L, idx) : 0;
+}
+
+uint64_t lmod_check_ref(lua_State *L, int arg) {
+  uint64_t r = lmod_to_ref(L, arg);
+  if (!r) luaL_typeerror(L, arg, "reference");
+  return r;
+}
+
+void lmod_push_ref(lua_State *L, uint64_t ref) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_tab_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &ref_tab_key);
+  }
+  if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_mt_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 3);
+    lua_pushcfunction(L, ref_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, ref_eq);
+    lua_setfield(L, -2, "__eq");
+    lua_pushliteral(L, "reference");
+    lua_setfield(L, -2, "__name");
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &ref_mt_key);
+  }
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, -3, (lua_Integer)ref);
+  lua_remove(L, -2);
+}
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+static const char *reason_of(int err) {
+  switch (err) {
+    case LPVM_ENOPROC: return "noproc";
+    case LPVM_EINVAL: return "badarg";
+    case LPVM_ENOMEM: return "enomem";
+    case LPVM_ELIMIT: return "system_limit";
+    case LPVM_EEXIST: return "already_registered";
+    case LPVM_ECANTSCHED: return "cant_schedule";
+    case LPVM_EPRIO: return "priority_forbidden";
+    case LPVM_ESTATE: return "not_running";
+    case LPVM_EBADTERM: return "badterm";
+    case LPVM_ETIMEDOUT: return "timeout";
+    default: return "error";
+  }
+}
+
+int lmod_fail(lua_State *L, int err) {
+  lua_pushnil(L);
+  lua_pushstring(L, reason_of(err));
+  return 2;
+}
+
+/* ---- the module table ------------------------------------------------------------------------ */
+
+static int lmod_index(lua_State *L) {
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
+  const char *k = lua_tostring(L, 2);
+  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns};
+  for (int t = 0; t < 2; t++)
+    for (const lmod_fn *f = tabs[t]; f->name; f++)
+      if (strcmp(f->name, k) == 0) {
+        lua_pushcfunction(L, f->fn);
+        lua_pushvalue(L, 2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, 1);
+        return 1;
+      }
+  return 0;
+}
+
+/* pairs(lpvm) should list every function: load them all first. */
+static int lmod_pairs(lua_State *L) {
+  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns};
+  for (int t = 0; t < 2; t++)
+    for (const lmod_fn *f = tabs[t]; f->name; f++) {
+      lua_pushcfunction(L, f->fn);
+      lua_setfield(L, 1, f->name);
+    }
+  lua_getglobal(L, "next");
+  lua_pushvalue(L, 1);
+  lua_pushnil(L);
+  return 3;
+}
+
+int lmod_open(lua_State *L) {
+  lua_newtable(L);
+  lua_createtable(L, 0, 2);
+  lua_pushcfunction(L, lmod_index);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, lmod_pairs);
+  lua_setfield(L, -2, "__pairs");
+  lua_setmetatable(L, -2);
+  return 1;
+}

@@ -1,0 +1,256 @@
+/*
+** lmod_msg.c -- messages and time: send, receive, sleep, send_after, cancel_timer, now.
+**
+** receive keeps Erlang's save pointer (`scan`): the last message it looked at and
+** left. A wake-up for new mail resumes the scan after it, so a mailbox of N messages
+** the predicate rejected costs O(new messages) per wake, not O(N); rejected messages
+** stay where they are, in order. The predicate runs inside the process through
+** lua_pcallk, so it may be preempted, and its errors end the receive cleanly before
+** they propagate.
+*/
+#include <lauxlib.h>
+#include <math.h>
+#include <string.h>
+
+#include "tasks/task_int.h"   /* TS_PENDING: see recv_loop */
+#include "vm/lproc_int.h"
+#include "vm/lterm.h"
+
+/* ---- send ------------------------------------------------------------------------------- */
+
+/* Encode the values from `first` to the top as one message. Raises on a value that
+** cannot travel. */
+static lpvm_msg *build_msg(lua_State *L, int first, const char *fname) {
+  char err[LTERM_ERRSZ];
+  lpvm_tbuf *b = lterm_scratch();
+  if (!b) luaL_error(L, "%s: not enough memory", fname);
+  int n = lua_gettop(L) - first + 1;
+  if (lterm_put_values(L, first, n, b, err) != 0)   /* the next send resets b */
+    luaL_error(L, "%s: %s", fname, err);
+  lpvm_msg *m = lterm_to_msg(b);
+  if (!m) luaL_error(L, "%s: not enough memory", fname);
+  return m;
+}
+
+/* Sending to a dead pid succeeds silently (Erlang); to an unregistered name is an
+** error (Erlang's badarg). */
+static lpvm_id check_target(lua_State *L, int arg, const char *fname) {
+  int is_name;
+  lpvm_id to = lmod_check_dest(L, arg, &is_name);
+  if (is_name && !to) luaL_error(L, "%s: no process registered as '%s'", fname, lua_tostring(L, arg));
+  return to;
+}
+
+static int lmod_send(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lpvm_id to = check_target(L, 1, "send");
+  lpvm_msg *m = build_msg(L, 2, "send");
+  lpvm_send_msg(&p->task, to, m);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ---- receive ------------------------------------------------------------------------------ */
+
+/* Timeout argument: nil/absent/math.huge = forever (-1), else milliseconds >= 0. */
+static int64_t check_ms(lua_State *L, int arg) {
+  if (lua_isnoneornil(L, arg)) return -1;
+  lua_Number ms = luaL_checknumber(L, arg);
+  luaL_argcheck(L, ms >= 0 && ms == ms, arg, "timeout must be >= 0");
+  if (ms >= 1e15) return -1;
+  return (int64_t)ceil(ms);
+}
+
+void lmod_drop_owned(lproc *p) {
+  if (p->owned) {
+    lpvm_msg_free(p->owned);
+    p->owned = NULL;
+  }
+}
+
+static void recv_finish(lproc *p) {
+  if (p->timer_set) {
+    lpvm_cancel_timer(&p->task);
+    p->timer_set = 0;
+  }
+  p->scan = NULL;
+  p->cur = NULL;
+  p->timed_out = 0;
+  p->polled = 0;
+  p->wait = LP_RUN;
+}
+
+/* Take m out of the mailbox and push its values. */
+static int take_push(lua_State *L, lproc *p, lpvm_msg *m) {
+  lpvm_mbox_take(&p->task, m);
+  p->owned = m;   /* a failed decode (out of memory) must not leak it */
+  int n = lterm_push_values(L, lpvm_msg_data(m), lpvm_msg_len(m));
+  p->owned = NULL;
+  lpvm_msg_free(m);
+  return n;
+}
+
+static int recv_loop(lua_State *L, lproc *p);
+
+static int recv_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  p->wait = LP_RUN;
+  return recv_loop(L, p);
+}
+
+static int pred_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)ctx;
+  lproc *p = lproc_of(L);
+  p->in_pred = 0;
+  if (status != LUA_OK && status != LUA_YIELD) {   /* the predicate failed */
+    recv_finish(p);
+    return lua_error(L);
+  }
+  int ok = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  lpvm_msg *m = p->cur;
+  int n = p->ncur;
+  p->cur = NULL;
+  if (ok) {
+    lpvm_mbox_take(&p->task, m);
+    lpvm_msg_free(m);
+    recv_finish(p);
+    return n;
+  }
+  lua_pop(L, n);
+  p->scan = m;
+  return recv_loop(L, p);
+}
+
+/* Stack: [1] predicate or nil, [2] timeout or nil. */
+static int recv_loop(lua_State *L, lproc *p) {
+  lpvm_msg *m = lpvm_mbox_next(&p->task, p->scan);
+  if (m) {
+    if (lua_isnil(L, 1)) {
+      recv_finish(p);
+      return take_push(L, p, m);
+    }
+    int base = lua_gettop(L);
+    int n = lterm_push_values(L, lpvm_msg_data(m), lpvm_msg_len(m));
+    luaL_checkstack(L, n + 1, "too many values in a message");
+    lua_pushvalue(L, 1);
+    for (int i = 1; i <= n; i++) lua_pushvalue(L, base + i);
+    p->in_pred = 1;
+    p->cur = m;
+    p->ncur = n;
+    return pred_k(L, lua_pcallk(L, n, 1, 0, 0, pred_k), 0);
+  }
+  int64_t ms = lua_isnil(L, 2) ? -1 : (int64_t)lua_tointeger(L, 2);
+  /* Signals sent since this step began (a send to self, say) reach the mailbox only
+  ** when the task next steps: before a poll says "timeout", let that happen once. */
+  if (ms == 0 && !p->polled && lua_isyieldable(L) &&
+      (atomic_load_explicit(&p->task.sched_word, memory_order_acquire) & TS_PENDING)) {
+    p->polled = 1;
+    p->wait = LP_RUN;
+    if (L != p->L) p->sched_yield = 1;
+    return lua_yieldk(L, 0, 0, recv_k);
+  }
+  if (p->timed_out || ms == 0) {
+    recv_finish(p);
+    lua_pushnil(L);
+    lua_pushliteral(L, "timeout");
+    return 2;
+  }
+  if (!lua_isyieldable(L)) {
+    recv_finish(p);
+    return luaL_error(L, "receive: cannot wait here (inside a C call such as a metamethod)");
+  }
+  if (ms > 0 && !p->timer_set) {
+    if (lpvm_set_timer(&p->task, (uint64_t)ms) != 0) return luaL_error(L, "receive: no timer");
+    p->timer_set = 1;
+  }
+  p->wait = LP_RECV;
+  if (L != p->L) p->sched_yield = 1;
+  return lua_yieldk(L, 0, 0, recv_k);
+}
+
+static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
+  if (p->in_pred) luaL_error(L, "%s: cannot be called from a receive predicate", fname);
+}
+
+/* receive([timeout]) or receive(pred [, timeout]). */
+static int lmod_receive(lua_State *L) {
+  lproc *p = lproc_check(L);
+  check_not_in_pred(L, p, "receive");
+  int has_pred = !lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TNUMBER;
+  if (has_pred) luaL_checktype(L, 1, LUA_TFUNCTION);
+  int64_t ms = check_ms(L, has_pred ? 2 : 1);
+  if (has_pred) {
+    lua_settop(L, 1);
+  } else {
+    lua_settop(L, 0);
+    lua_pushnil(L);
+  }
+  if (ms < 0) lua_pushnil(L);
+  else lua_pushinteger(L, ms);
+  lmod_drop_owned(p);
+  recv_finish(p);   /* a receive an error cut short may have left its state */
+  return recv_loop(L, p);
+}
+
+/* ---- time ---------------------------------------------------------------------------------- */
+
+static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)L, (void)status, (void)ctx;
+  return 0;
+}
+
+/* sleep(ms): messages that arrive meanwhile wait in the mailbox. */
+static int lmod_sleep(lua_State *L) {
+  lproc *p = lproc_check(L);
+  check_not_in_pred(L, p, "sleep");
+  int64_t ms = check_ms(L, 1);
+  luaL_argcheck(L, ms >= 0, 1, "milliseconds expected");
+  if (!lua_isyieldable(L))
+    return luaL_error(L, "sleep: cannot wait here (inside a C call such as a metamethod)");
+  if (ms == 0) {
+    p->wait = LP_RUN;   /* just give the others a turn */
+  } else {
+    if (lpvm_set_timer(&p->task, (uint64_t)ms) != 0) return luaL_error(L, "sleep: no timer");
+    p->wait = LP_SLEEP;
+  }
+  if (L != p->L) p->sched_yield = 1;
+  return lua_yieldk(L, 0, 0, sleep_k);
+}
+
+/* send_after(ms, pid | name, ...) -> reference */
+static int lmod_send_after(lua_State *L) {
+  lproc *p = lproc_check(L);
+  int64_t ms = check_ms(L, 1);
+  luaL_argcheck(L, ms >= 0, 1, "milliseconds expected");
+  lpvm_id to = check_target(L, 2, "send_after");
+  lpvm_msg *m = build_msg(L, 3, "send_after");
+  uint64_t ref;
+  int rc = lpvm_send_after(&p->task, (uint64_t)ms, to, lpvm_msg_data(m), lpvm_msg_len(m), &ref);
+  lpvm_msg_free(m);
+  if (rc != 0) return lmod_fail(L, rc);
+  lmod_push_ref(L, ref);
+  return 1;
+}
+
+/* cancel_timer(ref) -> true if it was cancelled before it fired */
+static int lmod_cancel_timer(lua_State *L) {
+  uint64_t ref = lmod_check_ref(L, 1);
+  lua_pushboolean(L, lpvm_cancel_send_after(ref) == 1);
+  return 1;
+}
+
+static int lmod_now(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)lpvm_now_ms());
+  return 1;
+}
+
+const lmod_fn lmod_msg_fns[] = {
+    {"send", lmod_send},
+    {"receive", lmod_receive},
+    {"sleep", lmod_sleep},
+    {"send_after", lmod_send_after},
+    {"cancel_timer", lmod_cancel_timer},
+    {"now", lmod_now},
+    {NULL, NULL}};

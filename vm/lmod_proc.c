@@ -1,0 +1,675 @@
+/*
+** lmod_proc.c -- processes: spawn, identity, links and monitors, exits, names,
+** priority, migration, info, processes, halt, recycling and C task types.
+**
+** spawn sends the function as bytecode (lua_dump, debug info kept for tracebacks)
+** with its upvalues copied by value as one term; an `_ENV` upvalue (or any upvalue
+** holding the parent's globals) becomes the child's own globals. The dump of a
+** function is cached per closure (weak table), so spawning the same function N
+** times dumps it once.
+*/
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lpvm/taskmod.h"
+#include "vm/lproc_int.h"
+#include "vm/lterm.h"
+
+static const char dump_key = 'd';   /* registry[&dump_key]: function -> bytecode */
+
+/* ---- spawn -------------------------------------------------------------------------------- */
+
+typedef struct dumpbuf {
+  char *p;
+  size_t len, cap;
+} dumpbuf;
+
+static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
+  (void)L;
+  dumpbuf *d = ud;
+  if (d->len + sz > d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 1024;
+    while (cap < d->len + sz) cap *= 2;
+    char *n = realloc(d->p, cap);
+    if (!n) return 1;
+    d->p = n;
+    d->cap = cap;
+  }
+  memcpy(d->p + d->len, p, sz);
+  d->len += sz;
+  return 0;
+}
+
+/* Push the bytecode of the function at f as a string (cached per closure). */
+static void push_dump(lua_State *L, int f) {
+  if (lua_iscfunction(L, f)) luaL_argerror(L, f, "cannot spawn a C function");
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &dump_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &dump_key);
+  }
+  lua_pushvalue(L, f);
+  if (lua_rawget(L, -2) == LUA_TSTRING) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  dumpbuf d = {NULL, 0, 0};
+  lua_pushvalue(L, f);
+  int rc = lua_dump(L, dump_writer, &d, 0);
+  lua_pop(L, 1);
+  if (rc != 0) {
+    free(d.p);
+    luaL_error(L, "spawn: cannot dump the function");
+  }
+  lua_pushlstring(L, d.p, d.len);
+  free(d.p);
+  lua_pushvalue(L, f);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, -4);
+  lua_remove(L, -2);
+}
+
+/* Search table t (a module) for the value at v; on a hit push the key. */
+static int find_field(lua_State *L, int t, int v) {
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    if (lua_rawequal(L, -1, v) && lua_type(L, -2) == LUA_TSTRING) {
+      lua_pop(L, 1);
+      return 1;
+    }
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+/* An upvalue that is a loaded module (`local lpvm = require "lpvm"`) or a function
+** of one (`local insert = table.insert`, `local print = print`) travels by name:
+** {'$mod', Name} or {'$fn', Name, Field}, resolved in the child (lproc.c). */
+static int put_known(lua_State *L, int v, lpvm_tbuf *b) {
+  int ty = lua_type(L, v);
+  if (ty != LUA_TTABLE && !lua_iscfunction(L, v)) return 0;   /* Lua code: no */
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  int loaded = top + 1, globals = top + 2;
+  int found = 0;
+  if (lua_type(L, loaded) == LUA_TTABLE && find_field(L, loaded, v)) {
+    lpvm_put_tuple(b, 2);
+    lpvm_put_atom(b, "$mod");
+    found = 1;
+  } else if (ty == LUA_TFUNCTION && find_field(L, globals, v)) {
+    lpvm_put_tuple(b, 3);
+    lpvm_put_atom(b, "$fn");
+    lpvm_put_binary(b, "_G", 2);
+    found = 1;
+  } else if (ty == LUA_TFUNCTION && lua_type(L, loaded) == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (!found && lua_next(L, loaded)) {
+      if (lua_type(L, -1) == LUA_TTABLE && lua_type(L, -2) == LUA_TSTRING &&
+          find_field(L, lua_gettop(L), v)) {
+        size_t n;
+        const char *mod = lua_tolstring(L, -3, &n);
+        lpvm_put_tuple(b, 3);
+        lpvm_put_atom(b, "$fn");
+        lpvm_put_binary(b, mod, n);
+        found = 1;
+        break;
+      }
+      lua_pop(L, 1);
+    }
+  }
+  if (found) {
+    size_t n;
+    const char *k = lua_tolstring(L, -1, &n);
+    lpvm_put_binary(b, k, n);
+  }
+  lua_settop(L, top);
+  return found;
+}
+
+/* The upvalues of the function at f as a tuple; raises naming one that can't go. */
+static void put_upvalues(lua_State *L, int f, lpvm_tbuf *b) {
+  int n = 0;
+  while (lua_getupvalue(L, f, n + 1)) {
+    lua_pop(L, 1);
+    n++;
+  }
+  lpvm_put_tuple(b, (uint32_t)n);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  for (int i = 1; i <= n; i++) {
+    const char *name = lua_getupvalue(L, f, i);
+    char err[LTERM_ERRSZ];
+    if (strcmp(name, "_ENV") == 0 || lua_rawequal(L, -1, -2)) {
+      lpvm_put_atom(b, "$env");
+    } else if (put_known(L, lua_gettop(L), b)) {
+      /* a module, or a module's function */
+    } else if (lterm_put(L, -1, b, err) != 0) {
+      const char *why = strncmp(err, "cannot send a ", 14) == 0 ? err + 14 : err;
+      char what[64];
+      size_t k = strcspn(why, " ");   /* "function value" -> "function" */
+      snprintf(what, sizeof what, "%.*s", (int)k, why);
+      lpvm_tbuf_free(b);
+      luaL_error(L, "spawn: upvalue '%s' cannot be sent: %s",
+                 *name ? name : "?", strstr(err, "cyclic") ? "cyclic table" : what);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+static int opt_bool(lua_State *L, int t, const char *k, int dflt) {
+  int ty = lua_getfield(L, t, k);
+  int v = ty == LUA_TNIL ? dflt : lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+typedef struct spawn_opts {
+  lpvm_spawn_opts o;
+  size_t max_heap;
+  int monitor;
+} spawn_opts;
+
+static void check_options(lua_State *L, int t, spawn_opts *so) {
+  static const char *const known[] = {"priority", "thread", "link", "monitor", "max_heap", NULL};
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    int i = 0;
+    while (k && known[i] && strcmp(known[i], k) != 0) i++;
+    if (!k || !known[i]) luaL_argerror(L, t, "unknown spawn option");
+  }
+  if (lua_getfield(L, t, "priority") != LUA_TNIL) {
+    lua_Integer pr = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
+    luaL_argcheck(L, pr >= LPVM_PRIO_MAX && pr <= LPVM_PRIO_MIN, t,
+                  "option 'priority' must be an integer 0..31");
+    so->o.prio = (int)pr;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "max_heap") != LUA_TNIL) {
+    lua_Integer mh = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
+    luaL_argcheck(L, mh >= 0, t, "option 'max_heap' must be an integer >= 0 (bytes)");
+    so->max_heap = (size_t)mh;
+  }
+  lua_pop(L, 1);
+  so->o.thread = opt_bool(L, t, "thread", so->o.thread);
+  so->o.link = opt_bool(L, t, "link", so->o.link);
+  so->monitor = opt_bool(L, t, "monitor", so->monitor);
+}
+
+static int spawn_common(lua_State *L, int link, int monitor) {
+  lproc *p = lproc_check(L);
+  spawn_opts so;
+  so.o = (lpvm_spawn_opts)LPVM_SPAWN_OPTS_INIT;
+  so.o.thread = lproc_cfg.threads ? 1 : 0;
+  so.o.link = link;
+  so.max_heap = lproc_cfg.max_heap;
+  so.monitor = monitor;
+  int first = 1;
+  if (lua_type(L, 1) == LUA_TTABLE) {
+    check_options(L, 1, &so);
+    first = 2;
+  }
+  int top = lua_gettop(L);
+  int kind = lua_type(L, first);
+  if (kind != LUA_TFUNCTION && kind != LUA_TSTRING)
+    luaL_typeerror(L, first, "function or module name");
+  char err[LTERM_ERRSZ];
+  lpvm_tbuf up, args;
+  if (kind == LUA_TFUNCTION) {
+    push_dump(L, first);   /* at top + 1; may raise, so before the builders */
+    lpvm_tbuf_init(&up);
+    put_upvalues(L, first, &up);
+  } else {
+    lua_pushvalue(L, first);
+    lpvm_tbuf_init(&up);
+    lpvm_put_tuple(&up, 0);
+  }
+  lpvm_tbuf_init(&args);
+  if (lterm_put_values(L, first + 1, top - first, &args, err) != 0) {
+    lpvm_tbuf_free(&up);
+    lpvm_tbuf_free(&args);
+    return luaL_error(L, "spawn: argument %s", err);
+  }
+  size_t code_len;
+  const char *code = lua_tolstring(L, top + 1, &code_len);
+  if (up.err || args.err) {
+    lpvm_tbuf_free(&up);
+    lpvm_tbuf_free(&args);
+    return luaL_error(L, "spawn: not enough memory");
+  }
+  lproc_start *s = malloc(sizeof *s + code_len + up.len + args.len);
+  if (!s) {
+    lpvm_tbuf_free(&up);
+    lpvm_tbuf_free(&args);
+    return luaL_error(L, "spawn: not enough memory");
+  }
+  memset(s, 0, sizeof *s);
+  s->kind = kind == LUA_TFUNCTION ? LS_FUNC : LS_MODULE;
+  s->max_heap = so.max_heap;
+  s->creator = p->task.id;
+  s->wait_marker = so.monitor;
+  s->code_len = code_len;
+  s->up_len = up.len;
+  s->args_len = args.len;
+  memcpy(s->data, code, code_len);
+  memcpy(s->data + code_len, up.data, up.len);
+  memcpy(s->data + code_len + up.len, args.data, args.len);
+  lpvm_tbuf_free(&up);
+  lpvm_tbuf_free(&args);
+  lpvm_id id;
+  int rc = lproc_spawn(p, s, &so.o, &id);
+  if (rc != 0) return lmod_fail(L, rc);
+  lmod_push_pid(L, id);
+  if (!so.monitor) return 1;
+  uint64_t ref = 0;
+  lpvm_monitor(&p->task, id, &ref);
+  lproc_send_marker(p, id);   /* now it may run: its DOWN can't be missed */
+  lmod_push_ref(L, ref);
+  return 2;
+}
+
+static int lmod_spawn(lua_State *L) { return spawn_common(L, 0, 0); }
+static int lmod_spawn_link(lua_State *L) { return spawn_common(L, 1, 0); }
+static int lmod_spawn_monitor(lua_State *L) { return spawn_common(L, 0, 1); }
+
+/* ---- identity, links, monitors, exits ------------------------------------------------------- */
+
+static int lmod_self(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lmod_push_pid(L, p->task.id);
+  return 1;
+}
+
+static int lmod_link(lua_State *L) {
+  lproc *p = lproc_check(L);
+  int rc = lpvm_link(&p->task, lmod_check_pid(L, 1));
+  if (rc != 0) return lmod_fail(L, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int lmod_unlink(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lpvm_unlink(&p->task, lmod_check_pid(L, 1));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* monitor(pid | name) -> ref; a dead pid or unknown name gets DOWN with noproc. */
+static int lmod_monitor(lua_State *L) {
+  lproc *p = lproc_check(L);
+  int is_name;
+  lpvm_id id = lmod_check_dest(L, 1, &is_name);
+  uint64_t ref;
+  /* an unregistered name: monitor a surely dead id to get the noproc DOWN */
+  int rc = lpvm_monitor(&p->task, id ? id : (lpvm_id)UINT32_MAX, &ref);
+  if (rc != 0) return lmod_fail(L, rc);
+  lmod_push_ref(L, ref);
+  return 1;
+}
+
+static int lmod_demonitor(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lpvm_demonitor(&p->task, lmod_check_ref(L, 1));
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int lmod_trap_exit(lua_State *L) {
+  lproc *p = lproc_check(L);
+  int old;
+  if (lua_isnone(L, 1)) {
+    old = lpvm_trap_exit(&p->task, 0);
+    lpvm_trap_exit(&p->task, old);
+  } else {
+    old = lpvm_trap_exit(&p->task, lua_toboolean(L, 1));
+  }
+  lua_pushboolean(L, old);
+  return 1;
+}
+
+static int exit_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)L, (void)status, (void)ctx;
+  return 0;
+}
+
+/* A yield that ends the step, so a signal sent to ourselves takes effect. */
+static int yield_now(lua_State *L, lproc *p) {
+  if (!lua_isyieldable(L)) return 0;
+  p->wait = LP_RUN;
+  if (L != p->L) p->sched_yield = 1;
+  return lua_yieldk(L, 0, 0, exit_k);
+}
+
+static int encode_reason(lua_State *L, int idx, lpvm_tbuf *b) {
+  char err[LTERM_ERRSZ];
+  lpvm_tbuf_init(b);
+  if (lterm_put_reason(L, idx, b, err) != 0) {
+    lpvm_tbuf_free(b);
+    return luaL_error(L, "exit: reason %s", err);
+  }
+  return 0;
+}
+
+/* exit(reason): end this process now (it cannot be caught). exit(pid, reason):
+** send an exit signal (Erlang exit/2: "kill" cannot be trapped). */
+static int lmod_exit(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lpvm_tbuf b;
+  if (lua_gettop(L) >= 2) {
+    lpvm_id id = lmod_check_pid(L, 1);
+    encode_reason(L, 2, &b);
+    int rc = lpvm_exit(&p->task, id, b.data, b.len);
+    lpvm_tbuf_free(&b);
+    if (rc != 0 && rc != LPVM_ENOPROC) return lmod_fail(L, rc);
+    lua_pushboolean(L, 1);
+    if (id == p->task.id) return yield_now(L, p) ? 0 : 1;
+    return 1;
+  }
+  if (lua_isnone(L, 1)) lua_pushliteral(L, "normal");
+  encode_reason(L, 1, &b);
+  free(p->exit_reason);
+  p->exit_reason = malloc(b.len);
+  if (p->exit_reason) {
+    memcpy(p->exit_reason, b.data, b.len);
+    p->exit_len = (uint32_t)b.len;
+  }
+  lpvm_tbuf_free(&b);
+  p->exiting = 1;
+  yield_now(L, p);
+  return luaL_error(L, "exit");   /* not yieldable here: unwind; the hook finishes it */
+}
+
+/* ---- names ------------------------------------------------------------------------------------ */
+
+static int lmod_register(lua_State *L) {
+  lproc *p = lproc_check(L);
+  const char *name = luaL_checkstring(L, 1);
+  lpvm_id id = lua_isnoneornil(L, 2) ? p->task.id : lmod_check_pid(L, 2);
+  int rc = lpvm_register(name, id);
+  if (rc != 0) return lmod_fail(L, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int lmod_unregister(lua_State *L) {
+  int rc = lpvm_unregister(luaL_checkstring(L, 1));
+  if (rc != 0) return lmod_fail(L, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int lmod_whereis(lua_State *L) {
+  lpvm_id id = lpvm_whereis(luaL_checkstring(L, 1));
+  if (id) lmod_push_pid(L, id);
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* ---- scheduling ------------------------------------------------------------------------------- */
+
+static int lmod_priority(lua_State *L) {
+  lproc *p = lproc_check(L);
+  int old = lpvm_prio(&p->task);
+  if (!lua_isnoneornil(L, 1)) {
+    lua_Integer pr = luaL_checkinteger(L, 1);
+    luaL_argcheck(L, pr >= LPVM_PRIO_MAX && pr <= LPVM_PRIO_MIN, 1, "priority must be 0..31");
+    int rc = lpvm_set_prio(&p->task, (int)pr);
+    if (rc != 0) return lmod_fail(L, rc);
+  }
+  lua_pushinteger(L, old);
+  return 1;
+}
+
+static int migrate_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  if (lpvm_on_thread(&p->task) == p->want_thread) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  return lmod_fail(L, LPVM_ESYS);
+}
+
+/* migrate("thread" | "worker"): returns once the process runs there. */
+static int lmod_migrate(lua_State *L) {
+  static const char *const modes[] = {"worker", "thread", NULL};
+  lproc *p = lproc_check(L);
+  int to_thread = luaL_checkoption(L, 1, NULL, modes);
+  if (lpvm_on_thread(&p->task) == to_thread) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (!lua_isyieldable(L)) return luaL_error(L, "migrate: cannot switch here (inside a C call)");
+  int rc = lpvm_migrate(&p->task, p->task.id, to_thread);
+  if (rc != 0) return lmod_fail(L, rc);
+  p->want_thread = (uint8_t)to_thread;
+  p->tries = 0;
+  p->wait = LP_MIGRATE;
+  if (L != p->L) p->sched_yield = 1;
+  return lua_yieldk(L, 0, 0, migrate_k);
+}
+
+/* ---- info ------------------------------------------------------------------------------------- */
+
+/* What m is to info(): 1 the reply, 2 the DOWN of the monitor, 0 neither. */
+static int info_kind(lproc *p, lpvm_msg *m, lpvm_tread *map) {
+  lpvm_tread r;
+  uint32_t n;
+  const char *a;
+  size_t len;
+  uint64_t ref;
+  if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) || lpvm_get_tuple(&r, &n)) return 0;
+  if (lpvm_get_atom(&r, &a, &len) || lpvm_get_ref(&r, &ref)) return 0;
+  if (n == 3 && len == 4 && memcmp(a, "info", 4) == 0 && ref == p->want_ref) {
+    *map = r;
+    return 1;
+  }
+  if (n == 5 && len == 4 && memcmp(a, "DOWN", 4) == 0 && ref == p->mon_ref) return 2;
+  return 0;
+}
+
+/* Drop the monitor and any DOWN it already delivered (Erlang's demonitor flush). */
+static void info_unmonitor(lproc *p) {
+  if (!p->mon_ref) return;
+  lpvm_demonitor(&p->task, p->mon_ref);
+  lpvm_tread r;
+  for (lpvm_msg *m = lpvm_mbox_next(&p->task, NULL); m; m = lpvm_mbox_next(&p->task, m))
+    if (info_kind(p, m, &r) == 2) {
+      lpvm_mbox_take(&p->task, m);
+      lpvm_msg_free(m);
+      break;
+    }
+  p->mon_ref = 0;
+}
+
+static int info_loop(lua_State *L, lproc *p);
+
+static int info_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  p->wait = LP_RUN;
+  return info_loop(L, p);
+}
+
+static int info_loop(lua_State *L, lproc *p) {
+  lpvm_tread map;
+  for (lpvm_msg *m = lpvm_mbox_next(&p->task, p->scan); m; m = lpvm_mbox_next(&p->task, m)) {
+    int k = info_kind(p, m, &map);
+    if (k == 0) {
+      p->scan = m;
+      continue;
+    }
+    lpvm_mbox_take(&p->task, m);
+    p->scan = NULL;
+    p->want_ref = 0;
+    if (k == 2) {
+      p->mon_ref = 0;
+      lpvm_msg_free(m);
+      return lmod_fail(L, LPVM_ENOPROC);
+    }
+    info_unmonitor(p);
+    p->owned = m;
+    lterm_push(L, &map);
+    p->owned = NULL;
+    lpvm_msg_free(m);
+    return 1;
+  }
+  p->wait = LP_INFO;
+  if (L != p->L) p->sched_yield = 1;
+  return lua_yieldk(L, 0, 0, info_k);
+}
+
+/* info([pid]) -> {status=, priority=, mode=, message_queue_len=, memory=, ...} or
+** nil, "noproc". The reply is picked out of the mailbox; other messages stay. */
+static int lmod_info(lua_State *L) {
+  lproc *p = lproc_check(L);
+  if (p->in_pred) return luaL_error(L, "info: cannot be called from a receive predicate");
+  lpvm_id id = lua_isnoneornil(L, 1) ? p->task.id : lmod_check_pid(L, 1);
+  if (!lua_isyieldable(L)) return luaL_error(L, "info: cannot wait here (inside a C call)");
+  lmod_drop_owned(p);
+  p->mon_ref = 0;
+  if (id != p->task.id && lpvm_monitor(&p->task, id, &p->mon_ref) != 0) p->mon_ref = 0;
+  p->scan = p->task.mq_last;   /* the reply can only come after what is there */
+  uint64_t ref;
+  if (lpvm_request_info(&p->task, id, &ref) != 0) {
+    info_unmonitor(p);
+    p->scan = NULL;
+    return lmod_fail(L, LPVM_ENOPROC);
+  }
+  p->want_ref = ref;
+  lua_settop(L, 0);
+  return info_loop(L, p);
+}
+
+/* ---- the VM --------------------------------------------------------------------------------- */
+
+typedef struct idlist {
+  lpvm_id *v;
+  size_t n, cap;
+} idlist;
+
+static void collect(lpvm_id id, void *ud) {
+  idlist *l = ud;
+  if (lpvm_id_is_port(id)) return;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 256;
+    lpvm_id *v = realloc(l->v, cap * sizeof *v);
+    if (!v) return;
+    l->v = v, l->cap = cap;
+  }
+  l->v[l->n++] = id;
+}
+
+/* processes() -> list of every live process's pid (ports excluded). */
+static int lmod_processes(lua_State *L) {
+  idlist l = {NULL, 0, 0};
+  lpvm_foreach_task(collect, &l);
+  lua_createtable(L, (int)(l.n > 1u << 24 ? 1u << 24 : l.n), 0);
+  for (size_t i = 0; i < l.n; i++) {
+    lmod_push_pid(L, l.v[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  free(l.v);
+  return 1;
+}
+
+static int halt_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)L, (void)status, (void)ctx;
+  return 0;
+}
+
+/* halt([code]): the VM stops; this process waits for it. */
+static int lmod_halt(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lua_Integer code = luaL_optinteger(L, 1, 0);
+  lpvm_halt((int)code);
+  if (!lua_isyieldable(L)) return 0;
+  p->wait = LP_HALT;
+  if (L != p->L) p->sched_yield = 1;
+  return lua_yieldk(L, 0, 0, halt_k);
+}
+
+/* recycle([n]) -> old bound of the state pool */
+static int lmod_recycle(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) {
+    int old = lproc_recycle_set(0);
+    lproc_recycle_set(old);
+    lua_pushinteger(L, old);
+    return 1;
+  }
+  lua_Integer n = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n >= 0 && n <= 1000000, 1, "pool size must be 0..1000000");
+  lua_pushinteger(L, lproc_recycle_set((int)n));
+  return 1;
+}
+
+/* ---- C task types --------------------------------------------------------------------------- */
+
+/* spawn_task(type, [arg]) -> pid: init gets a lpvm_task_arg with arg as a term. */
+static int lmod_spawn_task(lua_State *L) {
+  lproc *p = lproc_check(L);
+  const char *type = luaL_checkstring(L, 1);
+  const lpvm_task_def *def = ltask_find(type);
+  if (!def) return luaL_argerror(L, 1, lua_pushfstring(L, "unknown task type '%s'", type));
+  char err[LTERM_ERRSZ];
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  if (lterm_put(L, 2, &b, err) != 0) {
+    lpvm_tbuf_free(&b);
+    return luaL_error(L, "spawn_task: argument %s", err);
+  }
+  lpvm_task_arg arg = {b.data, b.len};
+  lpvm_id id;
+  int rc = lpvm_spawn_task(&p->task, def, &arg, 0, &id);
+  lpvm_tbuf_free(&b);
+  if (rc != 0) return lmod_fail(L, rc);
+  lmod_push_pid(L, id);
+  return 1;
+}
+
+/* load_tasks(path) -> number of task types registered, or nil, message */
+static int lmod_load_tasks(lua_State *L) {
+  char err[256];
+  int n = ltask_load(luaL_checkstring(L, 1), err, sizeof err);
+  if (n < 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+const lmod_fn lmod_proc_fns[] = {
+    {"spawn", lmod_spawn},
+    {"spawn_link", lmod_spawn_link},
+    {"spawn_monitor", lmod_spawn_monitor},
+    {"self", lmod_self},
+    {"link", lmod_link},
+    {"unlink", lmod_unlink},
+    {"monitor", lmod_monitor},
+    {"demonitor", lmod_demonitor},
+    {"trap_exit", lmod_trap_exit},
+    {"exit", lmod_exit},
+    {"register", lmod_register},
+    {"unregister", lmod_unregister},
+    {"whereis", lmod_whereis},
+    {"priority", lmod_priority},
+    {"migrate", lmod_migrate},
+    {"info", lmod_info},
+    {"processes", lmod_processes},
+    {"halt", lmod_halt},
+    {"recycle", lmod_recycle},
+    {"spawn_task", lmod_spawn_task},
+    {"load_tasks", lmod_load_tasks},
+    {NULL, NULL}};

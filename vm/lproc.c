@@ -1,0 +1,724 @@
+/*
+** lproc.c -- the "lua" task type: a process is a lua_State whose main thread is
+** resumed like a coroutine.
+**
+** Life of a process. `init` keeps the spawn argument (bytecode, upvalues and
+** arguments as terms, built by the parent) and makes the task runnable; the first
+** `idle` creates the state on the worker that runs it (or takes one from the
+** recycling pool) and resumes a C trampoline that loads the function and calls it.
+** From then on every callback is one lua_resume of the main thread:
+**   - the count hook yields every `reductions` instructions (and at once when a
+**     higher-priority task waits): the callback returns LPVM_IDLE, the task goes to
+**     the back of its run queue;
+**   - a blocking call (receive, sleep, info, migrate) records what it waits for in
+**     `wait` and yields with a continuation: the callback returns LPVM_WAIT, and
+**     `handle_event` / `handle_timeout` resume it; the continuation, running inside
+**     the protected resume, does the Lua work (decoding, the predicate);
+**   - a return ends the process normally, an error ends it with a reason that holds
+**     the message and a traceback (see lproc_error).
+** Nothing in Lua can unwind into the worker: every Lua call made from here is a
+** resume or a pcall.
+**
+** Memory: the allocator counts the state's bytes and refuses past `max_heap`; the
+** process then exits with reason `max_heap`. Finished states go back to a bounded
+** pool after a cleaning that leaves nothing of their previous owner (state_clean).
+*/
+#include <lauxlib.h>
+#include <lualib.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/lproc_int.h"
+#include "vm/lterm.h"
+
+/* Hook calls per time slice: the hook also checks lpvm_should_yield, so a slice is
+** cut short within reductions/LPROC_SLICES instructions of a higher-priority wake. */
+#define LPROC_SLICES 4
+#define LPROC_DEFAULT_REDUCTIONS 4000
+
+lproc_config lproc_cfg = {0, LPROC_DEFAULT_REDUCTIONS, 0, 0};
+
+static _Atomic int boot_ok;
+
+/* ---- configuration ---------------------------------------------------------------------- */
+
+static struct {
+  pthread_mutex_t mu;
+  lua_State **v;
+  int n, cap;
+  _Atomic int bound;
+} pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+
+void lproc_config_init(lproc_config *c) {
+  memset(c, 0, sizeof *c);
+  c->reductions = LPROC_DEFAULT_REDUCTIONS;
+}
+
+int lproc_setup(const lproc_config *c) {
+  if (!c || c->reductions < 0 || c->recycle < 0) return LPVM_EINVAL;
+  lproc_cfg = *c;
+  if (lproc_cfg.reductions == 0) lproc_cfg.reductions = LPROC_DEFAULT_REDUCTIONS;
+  atomic_store(&pool.bound, c->recycle);
+  atomic_store(&boot_ok, 0);
+  return 0;
+}
+
+int lproc_boot_ok(void) { return atomic_load(&boot_ok); }
+
+/* ---- the allocator ----------------------------------------------------------------------- */
+
+/* ud is the owning process, or NULL for a state between owners (boot, pool). */
+static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  lproc *p = ud;
+  if (ptr == NULL) osize = 0;   /* osize is then the type of the new object */
+  if (nsize == 0) {
+    free(ptr);
+    if (p) p->mem -= osize;
+    return NULL;
+  }
+  if (p && p->max_heap && nsize > osize && p->mem + (nsize - osize) > p->max_heap) {
+    p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
+    return NULL;
+  }
+  void *q = realloc(ptr, nsize);
+  if (q && p) p->mem += nsize - osize;
+  return q;
+}
+
+/* Bytes a state holds, by Lua's own count (which matches what the allocator saw). */
+static size_t state_bytes(lua_State *L) {
+  return (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB, 0);
+}
+
+static int lproc_panic(lua_State *L) {
+  const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "?";
+  fprintf(stderr, "lpvm: unprotected Lua error (a bug in lpvm): %s\n", msg);
+  abort();
+}
+
+/* ---- the count hook ---------------------------------------------------------------------- */
+
+static void lproc_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lproc *p = lproc_of(L);
+  if (!p) return;
+  if (p->closing) {   /* finalizers at close: bounded, then an error (a warning) */
+    if (++p->slices > 2000) luaL_error(L, "finalizer ran too long at process exit");
+    return;
+  }
+  p->task.reductions += (uint64_t)lproc_cfg.reductions / LPROC_SLICES;
+  if (++p->slices < LPROC_SLICES && !lpvm_should_yield(&p->task) && !p->exiting &&
+      !p->heap_refused)
+    return;
+  if (!lua_isyieldable(L)) return;   /* inside a C boundary: try again later */
+  p->slices = 0;
+  if (L != p->L) p->sched_yield = 1; /* a coroutine: llibs.c passes it up */
+  lua_yield(L, 0);
+}
+
+/* ---- a new state ------------------------------------------------------------------------- */
+
+void lproc_state_init(lua_State *L) {
+  llibs_install(L);
+  int count = lproc_cfg.reductions / LPROC_SLICES;
+  lua_sethook(L, lproc_hook, LUA_MASKCOUNT, count > 0 ? count : 1);
+}
+
+static lua_State *pool_take(void) {
+  lua_State *L = NULL;
+  if (atomic_load_explicit(&pool.bound, memory_order_relaxed) == 0) return NULL;
+  pthread_mutex_lock(&pool.mu);
+  if (pool.n > 0) L = pool.v[--pool.n];
+  pthread_mutex_unlock(&pool.mu);
+  return L;
+}
+
+/* A state for p: recycled (already initialised) or new (p->L->init is pending). */
+static lua_State *lproc_newstate(lproc *p, int *fresh) {
+  lua_State *L = pool_take();
+  *fresh = (L == NULL);
+  if (L) {
+    lua_setallocf(L, lproc_alloc, p);
+    p->mem = state_bytes(L);
+    return L;
+  }
+  L = lua_newstate(lproc_alloc, p);
+  if (L) lua_atpanic(L, lproc_panic);
+  return L;
+}
+
+/* ---- the trampoline: the body of every spawned process ------------------------------------ */
+
+static int main_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)L, (void)status, (void)ctx;
+  return 0;
+}
+
+static int is_atom(lpvm_tread *r, const char *atom) {
+  const char *a;
+  size_t len;
+  lpvm_tread probe = *r;
+  if (lpvm_get_atom(&probe, &a, &len) || len != strlen(atom) || memcmp(a, atom, len)) return 0;
+  *r = probe;
+  return 1;
+}
+
+/* Module `name` in this process: a global (the lazy libraries, lpvm) or require. */
+static void push_module_named(lua_State *L, const char *name) {
+  if (strcmp(name, "_G") == 0) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    return;
+  }
+  if (lua_getglobal(L, name) != LUA_TNIL) return;
+  lua_pop(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, name);
+  lua_call(L, 1, 1);
+}
+
+/* The upvalue forms the parent gives by name (lmod_proc.c, put_known): '$env',
+** {'$mod', Name}, {'$fn', Name, Field}. Pushes the value and returns 1 if it is one. */
+static int push_known(lua_State *L, lpvm_tread *r) {
+  if (is_atom(r, "$env")) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    return 1;
+  }
+  lpvm_tread probe = *r;
+  uint32_t n;
+  if (lpvm_get_tuple(&probe, &n) || (n != 2 && n != 3)) return 0;
+  if (!is_atom(&probe, n == 2 ? "$mod" : "$fn")) return 0;
+  const uint8_t *s;
+  size_t len;
+  char name[256];
+  if (lpvm_get_binary(&probe, &s, &len) || len >= sizeof name) return 0;
+  memcpy(name, s, len);
+  name[len] = 0;
+  push_module_named(L, name);
+  if (n == 3) {
+    if (lpvm_get_binary(&probe, &s, &len)) return 0;
+    lua_pushlstring(L, (const char *)s, len);
+    lua_gettable(L, -2);
+    lua_remove(L, -2);
+  }
+  *r = probe;
+  return 1;
+}
+
+/* Push the function and set its upvalues; returns the function's stack index. */
+static int push_func(lua_State *L, lproc_start *s) {
+  const char *code = (const char *)s->data;
+  if (luaL_loadbufferx(L, code, s->code_len, "=spawn", "b") != LUA_OK) lua_error(L);
+  int f = lua_gettop(L);
+  lpvm_tread r;
+  uint32_t n = 0;
+  if (lpvm_tread_init(&r, s->data + s->code_len, s->up_len) || lpvm_get_tuple(&r, &n))
+    luaL_error(L, "spawn: malformed upvalues");
+  for (uint32_t i = 1; i <= n; i++) {
+    if (!push_known(L, &r)) lterm_push(L, &r);
+    if (!lua_setupvalue(L, f, (int)i)) lua_pop(L, 1);
+  }
+  return f;
+}
+
+/* spawn("mod.name", ...): require it; call what it returns, or its main or start. */
+static int push_module(lua_State *L, lproc_start *s) {
+  lua_getglobal(L, "require");
+  lua_pushlstring(L, (const char *)s->data, s->code_len);
+  lua_call(L, 1, 1);
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    lua_getfield(L, -1, "main");
+    if (lua_type(L, -1) != LUA_TFUNCTION) {
+      lua_pop(L, 1);
+      lua_getfield(L, -1, "start");
+    }
+    lua_remove(L, -2);
+  }
+  if (lua_type(L, -1) != LUA_TFUNCTION)
+    luaL_error(L, "module '%s' returned no function (nor a table with main or start)",
+               lua_tostring(L, -2 + 0) ? (const char *)s->data : "?");
+  return lua_gettop(L);
+}
+
+static int lproc_main(lua_State *L) {
+  lproc *p = lproc_of(L);
+  lproc_start *s = p->start;
+  if (lua_toboolean(L, 1)) lproc_state_init(L);   /* a fresh state */
+  lua_settop(L, 0);
+  if (s->kind == LS_FUNC) push_func(L, s);
+  else push_module(L, s);
+  int n = lterm_push_values(L, s->data + s->code_len + s->up_len, s->args_len);
+  p->start = NULL;
+  free(s);
+  lua_callk(L, n, 0, 0, main_k);
+  return 0;
+}
+
+/* ---- errors and exit reasons -------------------------------------------------------------- */
+
+static void set_reason_atom(lproc *p, const char *atom) {
+  lpvm_set_reason_atom(&p->task, atom);
+}
+
+/* "msg\nstack traceback:\n\t..." built in C from the dead thread's frames: nothing
+** here allocates in the state, which may be out of memory. */
+static size_t traceback(lua_State *L, char *out, size_t cap) {
+  size_t n = 0;
+  lua_Debug ar;
+  n += (size_t)snprintf(out + n, cap - n, "\nstack traceback:");
+  for (int level = 0; n < cap && lua_getstack(L, level, &ar); level++) {
+    if (level >= 20) {
+      n += (size_t)snprintf(out + n, cap - n, "\n\t...");
+      break;
+    }
+    if (!lua_getinfo(L, "Sln", &ar)) break;
+    if (n >= cap) break;
+    if (ar.currentline > 0)
+      n += (size_t)snprintf(out + n, cap - n, "\n\t%s:%d: in ", ar.short_src, ar.currentline);
+    else
+      n += (size_t)snprintf(out + n, cap - n, "\n\t%s: in ", ar.short_src);
+    if (n >= cap) break;
+    if (ar.name)
+      n += (size_t)snprintf(out + n, cap - n, "%s '%s'", *ar.namewhat ? ar.namewhat : "function", ar.name);
+    else if (*ar.what == 'm')
+      n += (size_t)snprintf(out + n, cap - n, "main chunk");
+    else if (*ar.what == 'C')
+      n += (size_t)snprintf(out + n, cap - n, "?");
+    else
+      n += (size_t)snprintf(out + n, cap - n, "function <%s:%d>", ar.short_src, ar.linedefined);
+  }
+  return n < cap ? n : cap - 1;
+}
+
+static void log_crash(lproc *p, const char *msg, int boot) {
+  lpvm_id id = p->task.id;
+  if (boot) {
+    fprintf(stderr, "lpvm: %s\n", msg);
+    return;
+  }
+  const char *nl = strchr(msg, '\n');
+  int len = nl ? (int)(nl - msg) : (int)strlen(msg);
+  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %.*s\n", (unsigned)(uint32_t)id,
+          (unsigned)((id >> 32) & 0x7fffffff), len, msg);
+}
+
+/* The process failed with the error object on top of its stack. The reason is a
+** binary "message\nstack traceback:..." for a string (or number) error; another
+** error value that can travel (a table, say) is the reason itself, so supervisors
+** can match on it; anything else becomes "(error object is a X value)". */
+static int lproc_error(lproc *p) {
+  lua_State *L = p->L;
+  char buf[4096];
+  size_t n;
+  int t = lua_type(L, -1);
+  if (t == LUA_TSTRING) {
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    n = len < 2048 ? len : 2048;
+    memcpy(buf, s, n);
+  } else if (t == LUA_TNUMBER) {
+    n = lua_isinteger(L, -1)
+            ? (size_t)snprintf(buf, sizeof buf, LUA_INTEGER_FMT, lua_tointeger(L, -1))
+            : (size_t)snprintf(buf, sizeof buf, LUA_NUMBER_FMT, lua_tonumber(L, -1));
+  } else {
+    char err[LTERM_ERRSZ];
+    lpvm_tbuf b;
+    lpvm_tbuf_init(&b);
+    if (lterm_put(L, -1, &b, err) == 0 && !b.err) {
+      lpvm_set_reason(&p->task, b.data, b.len);
+      lpvm_term_format(b.data, b.len, buf, sizeof buf);
+      lpvm_tbuf_free(&b);
+      if (!p->task.rel || p->boot) log_crash(p, buf, p->boot);
+      return LPVM_EXIT;
+    }
+    lpvm_tbuf_free(&b);
+    n = (size_t)snprintf(buf, sizeof buf, "(error object is a %s value)", lua_typename(L, t));
+  }
+  n += traceback(L, buf + n, sizeof buf - n);
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_binary(&b, buf, n);
+  if (!b.err) lpvm_set_reason(&p->task, b.data, b.len);
+  else set_reason_atom(p, "error");
+  lpvm_tbuf_free(&b);
+  buf[n < sizeof buf ? n : sizeof buf - 1] = 0;
+  if (!p->task.rel || p->boot) log_crash(p, buf, p->boot);
+  return LPVM_EXIT;
+}
+
+/* ---- driving the main thread --------------------------------------------------------------- */
+
+static int lproc_resume(lproc *p) {
+  lua_State *L = p->L;
+  int nres, nargs = p->nargs;
+  p->nargs = 0;
+  p->slices = 0;
+  int st = lua_resume(L, NULL, nargs, &nres);
+  p->sched_yield = 0;
+  if (p->heap_refused) {
+    set_reason_atom(p, "max_heap");
+    if (!p->task.rel) log_crash(p, "max_heap exceeded", 0);
+    return LPVM_EXIT;
+  }
+  if (p->exiting) {
+    if (p->exit_reason) lpvm_set_reason(&p->task, p->exit_reason, p->exit_len);
+    return LPVM_EXIT;
+  }
+  if (st == LUA_YIELD) {
+    lua_pop(L, nres);
+    return (p->wait == LP_RUN || p->wait == LP_MIGRATE) ? LPVM_IDLE : LPVM_WAIT;
+  }
+  if (st == LUA_OK) return LPVM_EXIT;   /* reason normal */
+  return lproc_error(p);
+}
+
+/* The first run: make or adopt the state, then resume the body. */
+static int lproc_first(lproc *p) {
+  lproc_start *s = p->start;
+  if (s->kind == LS_STATE) {
+    p->L = s->L;
+    p->nargs = s->nargs;
+    lua_setallocf(p->L, lproc_alloc, p);
+    p->mem = state_bytes(p->L);
+    p->start = NULL;
+    free(s);
+    return lproc_resume(p);
+  }
+  int fresh;
+  p->L = lproc_newstate(p, &fresh);
+  if (!p->L) {
+    set_reason_atom(p, p->heap_refused ? "max_heap" : "enomem");
+    return LPVM_EXIT;
+  }
+  lua_pushcfunction(p->L, lproc_main);
+  lua_pushboolean(p->L, fresh);
+  p->nargs = 1;
+  return lproc_resume(p);
+}
+
+/* ---- the task callbacks --------------------------------------------------------------------- */
+
+static lpvm_task *lproc_allocate(const lpvm_task_def *def, void *arg) {
+  (void)def, (void)arg;
+  return calloc(1, sizeof(lproc));
+}
+
+static void lproc_free_rec(lpvm_task *t) { free(t); }
+
+static int lproc_init(lpvm_task *t, void *arg) {
+  lproc *p = (lproc *)t;
+  lproc_start *s = arg;
+  p->start = s;
+  p->max_heap = s->max_heap;
+  p->boot = (uint8_t)s->boot;
+  s->adopted = 1;
+  if (s->wait_marker) {
+    p->wait = LP_START;
+    return LPVM_WAIT;
+  }
+  return LPVM_IDLE;
+}
+
+static void free_start(lproc_start *s) {
+  if (!s) return;
+  if (s->kind == LS_STATE && s->L) lua_close(s->L);
+  free(s);
+}
+
+/* Clean a finished state for the next owner: nothing of this one may show. Runs
+** protected; the state has been reset (no frames, no pending to-be-closed). */
+static void wipe_registry(lua_State *L) {
+  lua_pushnil(L);
+  while (lua_next(L, LUA_REGISTRYINDEX)) {
+    lua_pop(L, 1);
+    if (lua_isinteger(L, -1) && lua_tointeger(L, -1) == LUA_RIDX_MAINTHREAD) continue;
+    lua_pushvalue(L, -1);
+    lua_pushnil(L);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+  }
+  lua_newtable(L);
+  lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+}
+
+static int clean_cf(lua_State *L) {
+  lua_settop(L, 0);
+  /* metatables of the basic types (debug.setmetatable, the string library, pids) */
+  lua_pushnil(L);
+  lua_pushboolean(L, 0);
+  lua_pushlightuserdata(L, NULL);
+  lua_pushinteger(L, 0);
+  lua_pushliteral(L, "");
+  lua_pushcfunction(L, clean_cf);
+  lua_pushthread(L);
+  for (int i = 1; i <= 7; i++) {
+    lua_pushnil(L);
+    lua_setmetatable(L, i);
+  }
+  lua_settop(L, 0);
+  wipe_registry(L);
+  lua_gc(L, LUA_GCCOLLECT, 0);   /* old owner's finalizers run now... */
+  wipe_registry(L);              /* ...and whatever they stored goes too */
+  lua_gc(L, LUA_GCINC, 200, 100, 13);
+  lua_gc(L, LUA_GCRESTART, 0);
+  lproc_state_init(L);
+  return 0;
+}
+
+/* Give the state to the pool if there is room and it cleans; else close it. */
+static void release_state(lproc *p) {
+  lua_State *L = p->L;
+  p->L = NULL;
+  p->max_heap = 0;
+  p->closing = 1;
+  p->slices = 0;
+  int bound = atomic_load(&pool.bound);
+  int room = 0;
+  if (bound > 0) {
+    pthread_mutex_lock(&pool.mu);
+    room = pool.n < bound;
+    pthread_mutex_unlock(&pool.mu);
+  }
+  if (room && lua_resetthread(L) == LUA_OK) {
+    lua_pushcfunction(L, clean_cf);
+    if (lua_pcall(L, 0, 0, 0) == LUA_OK && !p->heap_refused) {
+      lua_setallocf(L, lproc_alloc, NULL);
+      pthread_mutex_lock(&pool.mu);
+      if (pool.n < atomic_load(&pool.bound)) {
+        if (pool.n == pool.cap) {
+          int cap = pool.cap ? pool.cap * 2 : 16;
+          lua_State **v = realloc(pool.v, (size_t)cap * sizeof *v);
+          if (v) pool.v = v, pool.cap = cap;
+        }
+        if (pool.n < pool.cap) {
+          pool.v[pool.n++] = L;
+          L = NULL;
+        }
+      }
+      pthread_mutex_unlock(&pool.mu);
+      if (!L) return;
+      lua_setallocf(L, lproc_alloc, p);
+    }
+  }
+  lua_close(L);
+}
+
+static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
+  lproc *p = (lproc *)t;
+  if (p->boot)
+    atomic_store(&boot_ok, lpvm_term_is_atom(reason, len, "normal"));
+  free_start(p->start);
+  p->start = NULL;
+  lmod_drop_owned(p);
+  if (p->L) release_state(p);
+  free(p->exit_reason);
+  p->exit_reason = NULL;
+}
+
+static int lproc_idle(lpvm_task *t) {
+  lproc *p = (lproc *)t;
+  if (p->start) return lproc_first(p);
+  if (p->wait == LP_MIGRATE) {
+    if (lpvm_on_thread(t) != p->want_thread && ++p->tries <= 3) return LPVM_IDLE;
+    p->wait = LP_RUN;
+  }
+  if (p->wait != LP_RUN) return LPVM_WAIT;
+  return lproc_resume(p);
+}
+
+/* The start marker of spawn_monitor: the first message from the creator. */
+static const uint8_t start_marker[] = {131, 119, 11, '$', 'l', 'p', 'v', 'm', '_',
+                                       's', 't', 'a', 'r', 't'};
+
+int lproc_send_marker(lproc *parent, lpvm_id child) {
+  return lpvm_send(&parent->task, child, start_marker, sizeof start_marker);
+}
+
+static int take_marker(lproc *p) {
+  lpvm_id from = p->start->creator;
+  for (lpvm_msg *m = lpvm_mbox_next(&p->task, NULL); m; m = lpvm_mbox_next(&p->task, m)) {
+    if (lpvm_msg_from(m) == from && lpvm_msg_len(m) == sizeof start_marker &&
+        memcmp(lpvm_msg_data(m), start_marker, sizeof start_marker) == 0) {
+      lpvm_mbox_take(&p->task, m);
+      lpvm_msg_free(m);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int lproc_handle_event(lpvm_task *t) {
+  lproc *p = (lproc *)t;
+  switch (p->wait) {
+    case LP_RECV: case LP_INFO: return lproc_resume(p);
+    case LP_START:
+      if (!take_marker(p)) return LPVM_WAIT;
+      p->wait = LP_RUN;
+      return lproc_first(p);
+    default: return LPVM_WAIT;   /* sleep, halt: messages wait for a receive */
+  }
+}
+
+static int lproc_handle_timeout(lpvm_task *t) {
+  lproc *p = (lproc *)t;
+  switch (p->wait) {
+    case LP_RECV:
+      p->timed_out = 1;
+      p->timer_set = 0;
+      return lproc_resume(p);
+    case LP_SLEEP:
+      p->wait = LP_RUN;
+      return lproc_resume(p);
+    default: return LPVM_WAIT;
+  }
+}
+
+static int lproc_handle_info(lpvm_task *t, lpvm_tbuf *map) {
+  lproc *p = (lproc *)t;
+  lpvm_put_atom(map, "memory");
+  lpvm_put_int(map, (int64_t)(p->mem + sizeof(lproc)));
+  lpvm_put_atom(map, "heap_limit");
+  lpvm_put_int(map, (int64_t)p->max_heap);
+  return 2;
+}
+
+const lpvm_task_def lproc_def = {
+    .type = "lua",
+    .prio = LPVM_PRIO_NORMAL,
+    .flags = 0,
+    .allocate = lproc_allocate,
+    .free = lproc_free_rec,
+    .init = lproc_init,
+    .terminate = lproc_terminate,
+    .idle = lproc_idle,
+    .handle_event = lproc_handle_event,
+    .handle_timeout = lproc_handle_timeout,
+    .handle_info = lproc_handle_info,
+};
+
+/* ---- spawning --------------------------------------------------------------------------------- */
+
+lproc *lproc_check(lua_State *L) {
+  lproc *p = lproc_of(L);
+  if (!p || !p->L) luaL_error(L, "not inside an lpvm process");
+  return p;
+}
+
+/* s is the child's from here on if the spawn got as far as init, else freed here. */
+int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id) {
+  int rc = lpvm_spawn_task_opt(parent ? &parent->task : NULL, &lproc_def, s, o, id);
+  if (rc != 0 && !s->adopted) free_start(s);
+  return rc;
+}
+
+int lproc_recycle_set(int n) {
+  int old = atomic_exchange(&pool.bound, n < 0 ? 0 : n);
+  pthread_mutex_lock(&pool.mu);
+  while (pool.n > n && pool.n > 0) lua_close(pool.v[--pool.n]);
+  pthread_mutex_unlock(&pool.mu);
+  return old;
+}
+
+void lproc_teardown(void) {
+  lproc_recycle_set(0);
+  pthread_mutex_lock(&pool.mu);
+  free(pool.v);
+  pool.v = NULL;
+  pool.cap = 0;
+  pthread_mutex_unlock(&pool.mu);
+  atomic_store(&pool.bound, lproc_cfg.recycle);
+  ltask_teardown();
+}
+
+/* ---- the boot process ---------------------------------------------------------------------------- */
+
+static char *one_line(const char *prefix, const char *msg) {
+  size_t n = strlen(prefix) + strlen(msg) + 1;
+  char *s = malloc(n);
+  if (!s) return NULL;
+  snprintf(s, n, "%s%s", prefix, msg);
+  for (char *c = s; *c; c++)
+    if (*c == '\n' || *c == '\r') *c = ' ';
+  return s;
+}
+
+static int load_stdin(lua_State *L) {
+  luaL_Buffer b;
+  char chunk[4096];
+  size_t n;
+  luaL_buffinit(L, &b);
+  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) luaL_addlstring(&b, chunk, n);
+  luaL_pushresult(&b);
+  size_t len;
+  const char *src = lua_tolstring(L, -1, &len);
+  if (len > 0 && src[0] == '#') {   /* a #! line, as lua does */
+    while (len > 0 && *src != '\n') src++, len--;
+  }
+  return luaL_loadbuffer(L, src, len, "=stdin");
+}
+
+static int load_cf(lua_State *L) {
+  const char *script = lua_touserdata(L, 1);
+  const char *code = lua_touserdata(L, 2);
+  int rc;
+  lua_settop(L, 0);
+  lproc_state_init(L);
+  if (code) rc = luaL_loadbuffer(L, code, strlen(code), "=(command line)");
+  else if (strcmp(script, "-") == 0) rc = load_stdin(L);
+  else rc = luaL_loadfilex(L, script, NULL);
+  if (rc != LUA_OK) return lua_error(L);
+  return 1;
+}
+
+int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm_id *id,
+               char **errmsg) {
+  if (errmsg) *errmsg = NULL;
+  if ((!script && !code) || argc < 0 || (argc > 0 && !argv)) return LPVM_EINVAL;
+  lua_State *L = lua_newstate(lproc_alloc, NULL);
+  if (!L) {
+    if (errmsg) *errmsg = one_line("lpvm: ", "not enough memory");
+    return LPVM_ENOMEM;
+  }
+  lua_atpanic(L, lproc_panic);
+  lua_pushcfunction(L, load_cf);
+  lua_pushlightuserdata(L, (void *)script);
+  lua_pushlightuserdata(L, (void *)code);
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot load";
+    if (errmsg) *errmsg = one_line("lpvm: ", msg);
+    lua_close(L);
+    return LPVM_EINVAL;
+  }
+  /* arg, as the stand-alone lua makes it; the chunk also gets arg[1..] as `...` */
+  lua_createtable(L, argc > 0 ? argc - 1 : 0, 1);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i);
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, "arg");
+  lua_pop(L, 1);
+  for (int i = 1; i < argc; i++) lua_pushstring(L, argv[i]);
+  lproc_start *s = calloc(1, sizeof *s);
+  if (!s) {
+    lua_close(L);
+    return LPVM_ENOMEM;
+  }
+  s->kind = LS_STATE;
+  s->L = L;
+  s->nargs = argc > 1 ? argc - 1 : 0;
+  s->max_heap = lproc_cfg.max_heap;
+  lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
+  o.thread = lproc_cfg.threads ? 1 : 0;
+  s->boot = 1;
+  lpvm_id nid = 0;
+  int rc = lproc_spawn(NULL, s, &o, &nid);
+  if (rc != 0) {
+    if (errmsg) *errmsg = one_line("lpvm: cannot start the boot process: ", lpvm_strerror(rc));
+    return rc;
+  }
+  if (id) *id = nid;
+  return 0;
+}

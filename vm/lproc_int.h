@@ -1,0 +1,123 @@
+/*
+** lproc_int.h -- what the vm/ files share: the Lua process record and the helpers
+** the `lpvm` module, the codec and the lazy libraries call each other through.
+** Not public: embedders use vm/lproc.h.
+*/
+#ifndef LPVM_LPROC_INT_H
+#define LPVM_LPROC_INT_H
+
+#include <lua.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lpvm/task.h"
+#include "lpvm/term.h"
+#include "vm/lproc.h"
+
+/* What a process waits for while its main thread is suspended. */
+enum {
+  LP_RUN = 0,     /* runnable: preempted by the count hook, or about to start */
+  LP_RECV,        /* receive: a message or the receive timeout */
+  LP_SLEEP,       /* sleep: the timer only */
+  LP_INFO,        /* info(): the {info, Ref, Map} reply or the DOWN of its monitor */
+  LP_MIGRATE,     /* migrate(): until the task runs in the wanted mode */
+  LP_START,       /* spawn_monitor: waiting for the creator's start marker */
+  LP_HALT         /* halt(): wait for the VM to stop */
+};
+
+/* How a process starts (the spawn argument, owned by the process until it runs). */
+enum { LS_FUNC = 1, LS_MODULE, LS_STATE };
+
+typedef struct lproc_start {
+  int kind;
+  lua_State *L;           /* LS_STATE: a ready state, function and args on its stack */
+  int nargs;              /* LS_STATE */
+  size_t max_heap;        /* 0 = none */
+  lpvm_id creator;        /* LP_START: whose marker to wait for */
+  int wait_marker;        /* 1: wait for the creator's start marker (spawn_monitor) */
+  int adopted;            /* init ran: the process owns this now */
+  int boot;               /* the boot process */
+  size_t code_len;        /* LS_FUNC: bytecode; LS_MODULE: module name */
+  size_t up_len;          /* LS_FUNC: term of the upvalues (a tuple) */
+  size_t args_len;        /* term of the arguments (a tuple) */
+  uint8_t data[];         /* code, upvalues, args */
+} lproc_start;
+
+typedef struct lproc {
+  lpvm_task task;           /* first: the record the runtime knows */
+  lua_State *L;             /* the process's state; its main thread is the body */
+  lproc_start *start;       /* until the first run */
+  size_t mem, max_heap;     /* bytes the state holds, and its limit (0 = none) */
+  lpvm_msg *scan;           /* receive: last message looked at and left (save ptr) */
+  lpvm_msg *cur;            /* receive: the message the predicate is judging */
+  lpvm_msg *owned;          /* a taken message being decoded (freed if that fails) */
+  uint64_t want_ref, mon_ref;  /* info(): request and monitor references */
+  uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding */
+  uint32_t exit_len;
+  int ncur;                 /* values of `cur` on the stack */
+  int nargs;                /* values for the next resume */
+  uint16_t slices;          /* count-hook calls since the last yield */
+  uint8_t wait;             /* LP_* */
+  uint8_t timer_set;        /* receive: a timer runs for this receive */
+  uint8_t timed_out;
+  uint8_t polled;           /* receive(0): pending signals were drained once */
+  uint8_t in_pred;          /* receive: the predicate runs */
+  uint8_t heap_refused;     /* the allocator refused: max_heap */
+  uint8_t exiting;          /* exit(reason) was called */
+  uint8_t want_thread;      /* migrate(): wanted mode */
+  uint8_t tries;            /* migrate(): steps waited */
+  uint8_t pid_mt;           /* the pid metatable is installed */
+  uint8_t closing;          /* terminate: the state is being closed */
+  uint8_t sched_yield;      /* a coroutine yielded for the scheduler (see llibs.c) */
+  uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
+} lproc;
+
+extern lproc_config lproc_cfg;
+extern const lpvm_task_def lproc_def;
+
+/* The process that owns L (its allocator's user data). */
+static inline lproc *lproc_of(lua_State *L) {
+  void *ud;
+  (void)lua_getallocf(L, &ud);
+  return (lproc *)ud;
+}
+
+/* lproc.c */
+lproc *lproc_check(lua_State *L);          /* raises if L is not a process */
+int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
+void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
+int lproc_recycle_set(int n);            /* returns the old bound */
+int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
+
+/* llibs.c */
+void llibs_install(lua_State *L);        /* lazy globals and string metatable */
+
+/* lmod.c: the module table, and pids and references as Lua values. */
+int lmod_open(lua_State *L);             /* luaopen_lpvm */
+void lmod_push_pid(lua_State *L, lpvm_id id);
+lpvm_id lmod_check_pid(lua_State *L, int arg);
+lpvm_id lmod_to_pid(lua_State *L, int idx);       /* 0 if not a pid */
+void lmod_push_ref(lua_State *L, uint64_t ref);
+uint64_t lmod_to_ref(lua_State *L, int idx);      /* 0 if not a reference */
+uint64_t lmod_check_ref(lua_State *L, int arg);
+/* The process's target: a pid, or a registered name (0 if not registered). */
+lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name);
+int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */
+
+/* lmod_proc.c / lmod_msg.c: the functions of the module, by name. */
+typedef struct lmod_fn {
+  const char *name;
+  lua_CFunction fn;
+} lmod_fn;
+extern const lmod_fn lmod_proc_fns[];
+extern const lmod_fn lmod_msg_fns[];
+
+/* lmod_msg.c */
+void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
+
+/* ltask.c */
+const lpvm_task_def *ltask_find(const char *type);
+int ltask_load(const char *path, char *err, size_t errsz);
+void ltask_teardown(void);
+
+#endif

@@ -1,0 +1,363 @@
+/*
+** lterm.c -- Lua values <-> Erlang external terms (the mapping is in lterm.h).
+**
+** The encoder never raises a Lua error, so it can run where an error could not be
+** caught (building an exit reason after the state failed). It reads tables with raw
+** accesses only (no metamethod runs while a message is built) and detects cycles
+** with the chain of tables being encoded, kept on the C stack: a table shared twice
+** in one message (a DAG) is simply copied twice, as Erlang would.
+** The decoder runs inside the receiving process, where errors are caught.
+*/
+#include <lauxlib.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/lproc_int.h"
+#include "vm/lterm.h"
+
+#define LTERM_DEPTH 200   /* nesting limit, both ways */
+
+/* ---- encoding ------------------------------------------------------------------------ */
+
+typedef struct enc {
+  lua_State *L;
+  lpvm_tbuf *b;
+  char *err;
+  const void *path[LTERM_DEPTH];   /* tables being encoded, outermost first */
+  int depth;
+} enc;
+
+static int enc_fail(enc *e, const char *fmt, const char *what) {
+  snprintf(e->err, LTERM_ERRSZ, fmt, what);
+  return -1;
+}
+
+static int enc_value(enc *e, int idx);
+
+/* Keys exactly 1..n? Counts the keys on the way; n is lua_rawlen. */
+static int is_sequence(lua_State *L, int t, lua_Unsigned n) {
+  lua_Unsigned count = 0;
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    lua_Integer k;
+    if (!lua_isinteger(L, -1) || (k = lua_tointeger(L, -1)) < 1 || (lua_Unsigned)k > n) {
+      lua_pop(L, 1);
+      return 0;
+    }
+    count++;
+  }
+  return count == n;
+}
+
+static int enc_table(enc *e, int t) {
+  lua_State *L = e->L;
+  const void *self = lua_topointer(L, t);
+  for (int i = 0; i < e->depth; i++)
+    if (e->path[i] == self) return enc_fail(e, "cannot send a cyclic table%s", "");
+  if (e->depth >= LTERM_DEPTH) return enc_fail(e, "message nested too deep%s", "");
+  if (!lua_checkstack(L, 4)) return enc_fail(e, "out of memory%s", "");
+  e->path[e->depth++] = self;
+  lua_Unsigned n = lua_rawlen(L, t);
+  int rc = 0;
+  if (is_sequence(L, t, n)) {
+    if (n > UINT32_MAX) return enc_fail(e, "table too large to send%s", "");
+    if (n > 0) {
+      lpvm_put_list(e->b, (uint32_t)n);
+      for (lua_Unsigned i = 1; i <= n && rc == 0; i++) {
+        lua_rawgeti(L, t, (lua_Integer)i);
+        rc = enc_value(e, lua_gettop(L));
+        lua_pop(L, 1);
+      }
+    }
+    lpvm_put_nil(e->b);
+  } else {
+    size_t mark = lpvm_put_map_open(e->b);
+    uint32_t pairs = 0;
+    lua_pushnil(L);
+    while (rc == 0 && lua_next(L, t)) {
+      int top = lua_gettop(L);
+      rc = enc_value(e, top - 1);
+      if (rc == 0) rc = enc_value(e, top);
+      lua_pop(L, 1);
+      pairs++;
+    }
+    if (rc != 0) lua_pop(L, 1);   /* the key lua_next left */
+    else lpvm_patch_map(e->b, mark, pairs);
+  }
+  e->depth--;
+  return rc;
+}
+
+static int enc_value(enc *e, int idx) {
+  lua_State *L = e->L;
+  switch (lua_type(L, idx)) {
+    case LUA_TNIL: lpvm_put_atom_len(e->b, "nil", 3); return 0;
+    case LUA_TBOOLEAN:
+      if (lua_toboolean(L, idx)) lpvm_put_atom_len(e->b, "true", 4);
+      else lpvm_put_atom_len(e->b, "false", 5);
+      return 0;
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) lpvm_put_int(e->b, lua_tointeger(L, idx));
+      else lpvm_put_float(e->b, lua_tonumber(L, idx));
+      return 0;
+    case LUA_TSTRING: {
+      size_t len;
+      const char *s = lua_tolstring(L, idx, &len);
+      lpvm_put_binary(e->b, s, len);
+      return 0;
+    }
+    case LUA_TLIGHTUSERDATA:
+      lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
+      return 0;
+    case LUA_TUSERDATA: {
+      uint64_t ref = lmod_to_ref(L, idx);
+      if (ref == 0) return enc_fail(e, "cannot send a %s value", "userdata");
+      lpvm_put_ref(e->b, ref);
+      return 0;
+    }
+    case LUA_TTABLE: return enc_table(e, idx);
+    default: return enc_fail(e, "cannot send a %s value", lua_typename(L, lua_type(L, idx)));
+  }
+}
+
+static int enc_done(enc *e, int rc) {
+  if (rc == 0 && e->b->err) return enc_fail(e, "out of memory building a message%s", "");
+  return rc;
+}
+
+int lterm_put(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
+  enc e;
+  e.L = L, e.b = b, e.err = err, e.depth = 0;
+  return enc_done(&e, enc_value(&e, lua_absindex(L, idx)));
+}
+
+int lterm_put_values(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err) {
+  enc e;
+  e.L = L, e.b = b, e.err = err, e.depth = 0;
+  idx = lua_absindex(L, idx);
+  if (n == 1) return enc_done(&e, enc_value(&e, idx));
+  lpvm_put_tuple(b, (uint32_t)n);
+  for (int i = 0; i < n; i++)
+    if (enc_value(&e, idx + i) != 0) return -1;
+  return enc_done(&e, 0);
+}
+
+int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
+  size_t len;
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    const char *s = lua_tolstring(L, idx, &len);
+    if (len > 0 && len < 256) {
+      lpvm_tbuf probe = *b;   /* an invalid atom (bad UTF-8) sets err: fall back */
+      lpvm_put_atom_len(b, s, len);
+      if (!b->err) return 0;
+      *b = probe;
+      b->err = 0;
+    }
+  }
+  return lterm_put(L, idx, b, err);
+}
+
+/* ---- the per-thread scratch builder ------------------------------------------------- */
+
+#define SCRATCH_KEEP 65536   /* a bigger buffer is given back after the send */
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+typedef struct scratch {
+  lpvm_tbuf b;
+  size_t cap;
+} scratch;
+
+static void scratch_free(void *p) {
+  scratch *s = p;
+  free(s->b.data);
+  free(s);
+}
+
+static void scratch_init(void) { pthread_key_create(&scratch_key, scratch_free); }
+
+lpvm_tbuf *lterm_scratch(void) {
+  pthread_once(&scratch_once, scratch_init);
+  scratch *s = pthread_getspecific(scratch_key);
+  if (!s) {
+    s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    pthread_setspecific(scratch_key, s);
+  }
+  if (s->b.data == NULL) {
+    lpvm_tbuf_init(&s->b);
+    s->cap = s->b.cap;
+  } else {
+    if (s->b.cap > s->cap) s->cap = s->b.cap;   /* it grew last time */
+    s->b.cap = s->cap;                          /* an error had clipped cap */
+    s->b.len = 1;                               /* keep the version byte */
+    s->b.err = 0;
+  }
+  return &s->b;
+}
+
+lpvm_msg *lterm_to_msg(lpvm_tbuf *b) {
+  lpvm_msg *m = NULL;
+  if (b->err == 0 && b->data) {
+    m = lpvm_msg_new(b->len);
+    if (m) memcpy(lpvm_msg_data(m), b->data, b->len);
+  }
+  if (b->cap > SCRATCH_KEEP || b->err) {   /* don't sit on a huge or broken buffer */
+    scratch *s = pthread_getspecific(scratch_key);
+    lpvm_tbuf_free(b);
+    if (s && &s->b == b) s->cap = 0;
+  }
+  return m;
+}
+
+/* ---- decoding ------------------------------------------------------------------------ */
+
+static void dec_value(lua_State *L, lpvm_tread *r, int depth);
+
+static _Noreturn void dec_bad(lua_State *L) {
+  luaL_error(L, "malformed message (not a valid external term)");
+  abort();   /* not reached */
+}
+
+static void dec_atom(lua_State *L, lpvm_tread *r) {
+  const char *s;
+  size_t len;
+  if (lpvm_get_atom(r, &s, &len)) dec_bad(L);
+  if (len == 3 && memcmp(s, "nil", 3) == 0) lua_pushnil(L);
+  else if (len == 4 && memcmp(s, "true", 4) == 0) lua_pushboolean(L, 1);
+  else if (len == 5 && memcmp(s, "false", 5) == 0) lua_pushboolean(L, 0);
+  else lua_pushlstring(L, s, len);
+}
+
+/* n elements into a new sequence. */
+static void dec_seq(lua_State *L, lpvm_tread *r, uint32_t n, int depth) {
+  lua_createtable(L, (int)(n > 1u << 24 ? 1u << 24 : n), 0);
+  for (uint32_t i = 1; i <= n; i++) {
+    dec_value(L, r, depth + 1);
+    lua_rawseti(L, -2, (lua_Integer)i);
+  }
+}
+
+static void dec_map(lua_State *L, lpvm_tread *r, uint32_t pairs, int depth) {
+  lua_createtable(L, 0, (int)(pairs > 1u << 24 ? 1u << 24 : pairs));
+  for (uint32_t i = 0; i < pairs; i++) {
+    dec_value(L, r, depth + 1);
+    dec_value(L, r, depth + 1);
+    int kt = lua_type(L, -2);
+    if (kt == LUA_TNIL || (kt == LUA_TNUMBER && lua_tonumber(L, -2) != lua_tonumber(L, -2)))
+      lua_pop(L, 2);   /* not a valid key: dropped */
+    else
+      lua_rawset(L, -3);
+  }
+}
+
+/* Whatever has no Lua counterpart: its Erlang text. */
+static void dec_other(lua_State *L, lpvm_tread *r) {
+  const uint8_t *start = r->p;
+  if (lpvm_skip(r)) dec_bad(L);
+  size_t n = (size_t)(r->p - start);
+  uint8_t *tmp = malloc(n + 1);
+  char text[256];
+  if (!tmp) luaL_error(L, "not enough memory");
+  tmp[0] = 131;
+  memcpy(tmp + 1, start, n);
+  lpvm_term_format(tmp, n + 1, text, sizeof text);
+  free(tmp);
+  lua_pushstring(L, text);
+}
+
+static void dec_value(lua_State *L, lpvm_tread *r, int depth) {
+  const uint8_t *p;
+  size_t len;
+  uint32_t n;
+  int64_t i;
+  double d;
+  lpvm_id id;
+  uint64_t ref;
+  if (depth > LTERM_DEPTH) luaL_error(L, "message nested too deep");
+  luaL_checkstack(L, 4, "message nested too deep");
+  switch (lpvm_get_type(r)) {
+    case LPVM_T_ATOM: dec_atom(L, r); return;
+    case LPVM_T_INT:
+      if (lpvm_get_int(r, &i)) dec_bad(L);
+      lua_pushinteger(L, (lua_Integer)i);
+      return;
+    case LPVM_T_FLOAT:
+      if (lpvm_get_float(r, &d)) dec_bad(L);
+      lua_pushnumber(L, d);
+      return;
+    case LPVM_T_BINARY:
+      if (lpvm_get_binary(r, &p, &len)) dec_bad(L);
+      lua_pushlstring(L, (const char *)p, len);
+      return;
+    case LPVM_T_PID: case LPVM_T_PORT:
+      if (lpvm_get_pid(r, &id)) { dec_other(L, r); return; }   /* another node's */
+      lmod_push_pid(L, id);
+      return;
+    case LPVM_T_REF:
+      if (lpvm_get_ref(r, &ref)) { dec_other(L, r); return; }
+      lmod_push_ref(L, ref);
+      return;
+    case LPVM_T_TUPLE:
+      if (lpvm_get_tuple(r, &n)) dec_bad(L);
+      dec_seq(L, r, n, depth);
+      return;
+    case LPVM_T_NIL:
+      if (lpvm_get_nil(r)) dec_bad(L);
+      lua_newtable(L);
+      return;
+    case LPVM_T_LIST:
+      if (lpvm_get_list(r, &n)) dec_bad(L);
+      dec_seq(L, r, n, depth);
+      if (lpvm_get_type(r) == LPVM_T_NIL) (void)lpvm_get_nil(r);
+      else if (lpvm_skip(r)) dec_bad(L);   /* an improper tail is dropped */
+      return;
+    case LPVM_T_STRING:
+      if (lpvm_get_string(r, &p, &len)) dec_bad(L);
+      lua_createtable(L, (int)len, 0);
+      for (size_t k = 0; k < len; k++) {
+        lua_pushinteger(L, p[k]);
+        lua_rawseti(L, -2, (lua_Integer)k + 1);
+      }
+      return;
+    case LPVM_T_MAP:
+      if (lpvm_get_map(r, &n)) dec_bad(L);
+      dec_map(L, r, n, depth);
+      return;
+    case LPVM_T_BIGINT: {
+      char text[128];
+      const uint8_t *start = r->p;
+      if (lpvm_skip(r)) dec_bad(L);
+      uint8_t tmp[128];
+      size_t k = (size_t)(r->p - start);
+      if (k + 1 > sizeof tmp) { lua_pushnumber(L, 0.0 / 0.0); return; }
+      tmp[0] = 131;
+      memcpy(tmp + 1, start, k);
+      lpvm_term_format(tmp, k + 1, text, sizeof text);
+      lua_pushnumber(L, strtod(text, NULL));
+      return;
+    }
+    case LPVM_T_OTHER: dec_other(L, r); return;
+    default: dec_bad(L);
+  }
+}
+
+void lterm_push(lua_State *L, lpvm_tread *r) { dec_value(L, r, 0); }
+
+int lterm_push_values(lua_State *L, const uint8_t *term, size_t len) {
+  lpvm_tread r;
+  uint32_t n;
+  if (lpvm_tread_init(&r, term, len)) dec_bad(L);
+  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
+    if (lpvm_get_tuple(&r, &n)) dec_bad(L);
+    if (n > 250) luaL_checkstack(L, (int)(n > 1000000 ? 1000000 : n), "too many values");
+    for (uint32_t i = 0; i < n; i++) dec_value(L, &r, 1);
+    return (int)n;
+  }
+  dec_value(L, &r, 0);
+  return 1;
+}

@@ -1,0 +1,48 @@
+/*
+** lterm.h -- Lua values <-> Erlang external terms (DESIGN.md, "Messages").
+**
+** Lua to term:  nil -> 'nil'; true/false -> 'true'/'false'; integer -> integer;
+**   float -> float; string -> binary; pid -> pid; reference -> reference;
+**   a table whose keys are exactly 1..n -> list (the empty table -> []);
+**   any other table -> map. Several values -> a tuple; one value travels bare.
+**   Functions, userdata (other than references), threads and cyclic tables are an
+**   error at the sender; nothing is sent then.
+** Term to Lua:  'nil' -> nil; 'true'/'false' -> booleans; any other atom -> string;
+**   binary -> string; integer -> integer (bigger than 64 bits: float); float ->
+**   float; pid or port -> pid; reference -> reference; list and string -> sequence;
+**   [] -> {}; map -> table (pairs with a nil key are dropped); a tuple inside a term
+**   -> sequence {e1, ..., en}; a message that is a tuple -> its elements as values.
+**   Anything else (funs, bit strings, ...) -> its Erlang text as a string.
+*/
+#ifndef LPVM_LTERM_H
+#define LPVM_LTERM_H
+
+#include <lua.h>
+#include <stddef.h>
+
+#include "lpvm/term.h"
+
+#define LTERM_ERRSZ 160
+
+/* Encode one Lua value. Never raises: returns 0, or -1 with a message in err
+** ("cannot send a function value", "cannot send a cyclic table", ...). */
+int lterm_put(lua_State *L, int idx, lpvm_tbuf *b, char *err);
+/* Encode the n values from idx as a message (one bare value, or a tuple). */
+int lterm_put_values(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err);
+/* Encode an exit reason: a string that can be an atom becomes one ("normal",
+** "kill", "shutdown" keep their Erlang meaning), anything else as lterm_put. */
+int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err);
+
+/* A per-thread builder reused by every send, so a send allocates only its message. */
+lpvm_tbuf *lterm_scratch(void);
+/* Copy a finished builder into a new message; NULL if it failed. */
+lpvm_msg *lterm_to_msg(lpvm_tbuf *b);
+
+/* Decode a whole term: a top-level tuple pushes its elements, anything else one
+** value. Returns how many values were pushed. Raises a Lua error on a malformed
+** term or when out of memory: call it only where errors are caught. */
+int lterm_push_values(lua_State *L, const uint8_t *term, size_t len);
+/* Decode one value at r (which advances). Raises like lterm_push_values. */
+void lterm_push(lua_State *L, lpvm_tread *r);
+
+#endif
