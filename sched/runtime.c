@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/poller.h"
 #include "lpvm/lpvm.h"
 #include "sched/sched.h"
 #include "tasks/task_int.h"
@@ -35,6 +36,7 @@ const char *lpvm_strerror(int err) {
     case LPVM_EBADTERM: return "malformed external term";
     case LPVM_ETIMEDOUT: return "timed out";
     case LPVM_ESYS: return "system call failed";
+    case LPVM_EBUSY: return "port busy";
     default: return "unknown error";
   }
 }
@@ -56,6 +58,7 @@ int lpvm_start(const lpvm_config *cfg) {
   else lpvm_config_init(&c);
   if (R.running) return LPVM_ESTATE;
   if (c.workers < 0 || c.workers > 64) return LPVM_EINVAL;
+  mem_init();
   int rc = ptab_init(c.max_tasks ? c.max_tasks : DEFAULT_MAX_TASKS);
   if (rc) return rc;
   if ((rc = names_init()) != 0) goto fail_names;
@@ -130,6 +133,7 @@ int lpvm_stop(void) {
     pthread_mutex_unlock(&R.mu);
   }
   thread_join_all();
+  io_poller_stop();  /* every port is dead: nothing is watched any more */
   /* The timer thread may still be inside a wake-up (touching a worker's queue)
   ** for a task that has since died: stop it before the workers go away. */
   timer_service_stop();

@@ -261,6 +261,7 @@ static void run(worker *w, lpvm_task *t) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   self_w = w;
+  mem_bind_worker(w->index);
   while (!atomic_load_explicit(&S.stop, memory_order_acquire)) {
     lpvm_task *t = next_task(w);
     if (t) run(w, t);

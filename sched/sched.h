@@ -23,6 +23,10 @@ int sched_should_yield(void);
 int sched_worker_index(void);
 void sched_fill_stats(lpvm_vmstats *out);
 
+/* memory.c: workers allocate from arenas whose fresh memory comes pre-populated. */
+void mem_init(void);
+void mem_bind_worker(int index);
+
 /* Private threads (thread.c). t's status is QUEUED with the THREAD bit set. */
 int thread_start(lpvm_task *t);
 void thread_wake(lpvm_task *t);
