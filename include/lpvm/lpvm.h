@@ -26,6 +26,7 @@
 #define LPVM_EBADTERM   (-9)   /* malformed external term */
 #define LPVM_ETIMEDOUT  (-10)  /* a wait ran out of time */
 #define LPVM_ESYS       (-11)  /* an OS call failed (errno is set) */
+#define LPVM_EBUSY      (-12)  /* a port's write queue is full: retry on {ready, Port} */
 
 const char *lpvm_strerror(int err);
 
