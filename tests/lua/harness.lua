@@ -18,6 +18,10 @@ end
 
 -- Stress sizes shrink under sanitizers (LPVM_STRESS_SCALE, e.g. 0.1).
 local scale = tonumber(os.getenv("LPVM_STRESS_SCALE") or "") or 1
+-- How long a test waits for an expected message by default: sanitizer builds run
+-- many times slower, so they wait longer (a wait only ends early on success).
+local WAIT = scale < 1 and 60000 or 5000
+T.WAIT = WAIT
 function T.scaled(n, min)
   local v = math.floor(n * scale)
   if min and v < min then v = min end
@@ -135,18 +139,18 @@ end
 
 -- The next message's values, packed; fails after `ms` (default 5 s).
 function T.recv(ms)
-  local r = table.pack(lpvm.receive(ms or 5000))
+  local r = table.pack(lpvm.receive(ms or WAIT))
   if r.n == 2 and r[1] == nil and r[2] == "timeout" then
-    fail("no message within " .. (ms or 5000) .. " ms", 1)
+    fail("no message within " .. (ms or WAIT) .. " ms", 1)
   end
   return r
 end
 
 -- The next message that pred(...) accepts, packed; fails after `ms`.
 function T.recv_match(pred, ms)
-  local r = table.pack(lpvm.receive(pred, ms or 5000))
+  local r = table.pack(lpvm.receive(pred, ms or WAIT))
   if r.n == 2 and r[1] == nil and r[2] == "timeout" then
-    fail("no matching message within " .. (ms or 5000) .. " ms", 1)
+    fail("no matching message within " .. (ms or WAIT) .. " ms", 1)
   end
   return r
 end
@@ -195,7 +199,7 @@ end
 
 -- Poll `cond` (every ms) until true or `ms` total; returns its last value.
 function T.wait_until(cond, ms)
-  local deadline = lpvm.now() + (ms or 5000)
+  local deadline = lpvm.now() + (ms or WAIT)
   while true do
     local v = cond()
     if v or lpvm.now() >= deadline then return v end
