@@ -34,7 +34,7 @@ build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: build
-	@if [ -x $(BUILD)/vm/lpvm ]; then $(BUILD)/vm/lpvm examples/boot.lua; \
+	@if [ -x $(BUILD)/lpvm ]; then $(BUILD)/lpvm examples/boot.lua; \
 	else $(BUILD)/examples/xmpldemo; fi
 
 test: test-deps build
