@@ -90,7 +90,7 @@ static int conn_open(io_stream *s, io_open *o) {
 static void tcp_setup(io_stream *s) {
   if (s->connect_err) io_fail(s, s->connect_err);
   else if (s->connecting && s->connect_timeout) lpvm_set_timer(&s->task, s->connect_timeout);
-  else if (s->client) io_notify(s, "connected");
+  else if (s->client && !s->connecting) io_notify(s, "connected");
 }
 
 void io_tcp_connect_ready(io_stream *s) {

@@ -166,6 +166,8 @@ static int open_package(lua_State *L) {
   lua_getfield(L, -1, "preload");
   lua_pushcfunction(L, lmod_open);
   lua_setfield(L, -2, "lpvm");
+  lua_pushcfunction(L, luaproc_open);   /* vm/luaproc.c: luaproc compatibility */
+  lua_setfield(L, -2, "luaproc");
   lua_pop(L, 1);
   return 1;
 }

@@ -111,6 +111,8 @@ typedef struct lmod_fn {
 } lmod_fn;
 extern const lmod_fn lmod_proc_fns[];
 extern const lmod_fn lmod_msg_fns[];
+extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
+int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 
 /* lmod_msg.c */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */

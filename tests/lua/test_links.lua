@@ -199,7 +199,7 @@ test("kill works on a process in an endless loop", function()
   local ref = lpvm.monitor(pid)
   lpvm.sleep(10)
   lpvm.exit(pid, "kill")
-  local _, reason = T.down(ref, 5000)
+  local _, reason = T.down(ref, math.max(5000, T.WAIT))
   T.eq(reason, "killed")
 end)
 

@@ -57,10 +57,10 @@ test("hundreds of processes crashing at once, monitored and linked", function()
     lpvm.spawn_link(function() error("linked crash") end)
   end
   for i = 1, n do
-    local _, reason = T.down(refs[i], 10000)
+    local _, reason = T.down(refs[i], math.max(10000, T.WAIT))
     T.ok(reason ~= "normal")
   end
-  for _ = 1, n do T.recv_match(function(t) return t == "EXIT" end, 10000) end
+  for _ = 1, n do T.recv_match(function(t) return t == "EXIT" end, math.max(10000, T.WAIT)) end
   lpvm.send(lpvm.self(), "alive")
   T.eq(T.recv_match(function(v) return v == "alive" end)[1], "alive")
 end)
@@ -93,7 +93,7 @@ test("max_heap kills a greedy process with reason max_heap", function()
       t[i] = ("y"):rep(100) .. i
     end
   end)
-  local _, reason = T.down(ref, 10000)
+  local _, reason = T.down(ref, math.max(10000, T.WAIT))
   T.eq(reason, "max_heap")
   T.ok(pid)
 end)
@@ -126,7 +126,7 @@ test("max_heap kill does not leak into pcall", function()
       end)
     end
   end)
-  local _, reason = T.down(ref, 10000)
+  local _, reason = T.down(ref, math.max(10000, T.WAIT))
   T.eq(reason, "max_heap")
 end)
 
@@ -136,7 +136,7 @@ test("linked processes learn about a max_heap death", function()
     local s = ""
     while true do s = s .. ("q"):rep(1000) end
   end)
-  T.eq(T.exit_from(pid, 10000), "max_heap")
+  T.eq(T.exit_from(pid, math.max(10000, T.WAIT)), "max_heap")
 end)
 
 test("recycle(n) sets the pool size and returns something sane", function()
