@@ -103,15 +103,18 @@ check "--recycle" 0 "$LPVM" --recycle 100 -e '
 
 # ---- signals -------------------------------------------------------------------
 sig_check() {  # NAME SIGNAL CODE: status must be 128 + the signal's number
-  "$LPVM" -e "$3" >"$TMP/out" 2>"$TMP/err" </dev/null &
+  # the code prints "ready" once running: the handler is installed by then
+  "$LPVM" -e "print('ready') io.stdout:flush() $3" >"$TMP/out" 2>"$TMP/err" </dev/null &
   pid=$!
-  sleep 0.3
+  i=0
+  while ! grep -q ready "$TMP/out" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+  sleep 0.1
   kill -"$2" "$pid" 2>/dev/null
   i=0
-  while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
   if kill -0 "$pid" 2>/dev/null; then
     kill -9 "$pid"
-    bad "$1" "still running 5 s after SIG$2"
+    bad "$1" "still running 30 s after SIG$2"
     return
   fi
   wait "$pid"
