@@ -10,10 +10,12 @@
 ** With jemalloc as the process allocator, each worker thread gets an arena of its
 ** own whose extent hook populates fresh extents; everything else (reuse, splitting,
 ** merging, purging) is jemalloc's default hook, and the thread cache works as usual.
-** Populating costs time up front, so it starts only once the workers have taken
-** POPULATE_AFTER bytes of fresh extents: a small program starts as fast as without
-** it. Other threads (the embedding program, timers, private threads) keep jemalloc's
-** default arenas. Without jemalloc (sanitizer builds) this does nothing.
+** Setting this up touches memory (a new arena's metadata), which costs a small program
+** milliseconds, so the workers move to their arenas only once the VM holds
+** MEM_BIG_VM tasks (sched.c), and populating starts once they have taken
+** POPULATE_AFTER bytes of fresh extents there. Other threads (the embedding program,
+** timers, private threads) keep jemalloc's default arenas. Without jemalloc
+** (sanitizer builds) this does nothing.
 */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,7 +29,7 @@
 #ifdef LPVM_WITH_JEMALLOC
 #include <jemalloc/jemalloc.h>
 
-#define POPULATE_AFTER ((size_t)64 << 20)
+#define POPULATE_AFTER ((size_t)16 << 20)
 #define MAX_WORKERS 64
 
 static extent_hooks_t *dflt;      /* jemalloc's own hooks, which we delegate to */
@@ -57,14 +59,11 @@ static void init_hooks(void) {
   hooks.alloc = populate_alloc;
 }
 
-void mem_init(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, init_hooks);
-}
-
 /* Bind the calling worker to its arena, creating the arena on first use (arenas
 ** outlive a VM stop: jemalloc cannot destroy one that still holds memory). */
 void mem_bind_worker(int index) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, init_hooks);
   if (!dflt || index < 0 || index >= MAX_WORKERS) return;
   pthread_mutex_lock(&arena_mu);
   if (arena_of[index] == 0) {
@@ -78,6 +77,5 @@ void mem_bind_worker(int index) {
   if (idx) mallctl("thread.arena", NULL, NULL, &idx, sizeof idx);
 }
 #else
-void mem_init(void) {}
 void mem_bind_worker(int index) { (void)index; }
 #endif

@@ -58,7 +58,6 @@ int lpvm_start(const lpvm_config *cfg) {
   else lpvm_config_init(&c);
   if (R.running) return LPVM_ESTATE;
   if (c.workers < 0 || c.workers > 64) return LPVM_EINVAL;
-  mem_init();
   int rc = ptab_init(c.max_tasks ? c.max_tasks : DEFAULT_MAX_TASKS);
   if (rc) return rc;
   if ((rc = names_init()) != 0) goto fail_names;
@@ -80,7 +79,8 @@ fail_names:
 }
 
 void rt_task_born(void) {
-  atomic_fetch_add(&R.live, 1);
+  uint64_t live = atomic_fetch_add(&R.live, 1) + 1;
+  if (live == MEM_BIG_VM) sched_note_size(live);
   atomic_fetch_add_explicit(&R.spawned, 1, memory_order_relaxed);
 }
 

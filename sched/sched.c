@@ -45,6 +45,7 @@ typedef struct worker {
   _Atomic int running_prio;       /* NO_LEVEL when not running a task */
   int kick;                       /* under mu */
   int index;
+  int bound;                      /* bound to its own allocator arena */
   pthread_t th;
   lpvm_task *last;
   _Atomic uint64_t runs, switches, steals, cache_hits, sleeps;
@@ -56,6 +57,7 @@ static struct {
   int cache_on;
   int spin;
   _Atomic int stop;
+  _Atomic int big;                /* the VM grew big: workers move to their arenas */
   _Atomic int sleepers;
   _Atomic uint32_t rr;
 } S;
@@ -246,6 +248,10 @@ static void idle(worker *w) {
 }
 
 static void run(worker *w, lpvm_task *t) {
+  if (!w->bound && atomic_load_explicit(&S.big, memory_order_relaxed)) {
+    mem_bind_worker(w->index);
+    w->bound = 1;
+  }
   t->worker = (int8_t)w->index;
   atomic_store_explicit(&w->running_prio, t->prio, memory_order_relaxed);
   atomic_store_explicit(&w->preempt, 0, memory_order_relaxed);
@@ -261,7 +267,6 @@ static void run(worker *w, lpvm_task *t) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   self_w = w;
-  mem_bind_worker(w->index);
   while (!atomic_load_explicit(&S.stop, memory_order_acquire)) {
     lpvm_task *t = next_task(w);
     if (t) run(w, t);
@@ -282,6 +287,7 @@ int sched_start(int workers, int worker_cache, int spin) {
   S.cache_on = worker_cache;
   S.spin = spin;
   atomic_store(&S.stop, 0);
+  atomic_store(&S.big, 0);
   atomic_store(&S.sleepers, 0);
   for (int i = 0; i < workers; i++) {
     worker *w = &S.w[i];
@@ -315,6 +321,10 @@ void sched_stop(void) {
 }
 
 int sched_workers(void) { return S.n; }
+
+void sched_note_size(uint64_t live) {
+  if (live >= MEM_BIG_VM) atomic_store_explicit(&S.big, 1, memory_order_relaxed);
+}
 
 int sched_should_yield(void) {
   worker *w = self_w;

@@ -23,9 +23,12 @@ int sched_should_yield(void);
 int sched_worker_index(void);
 void sched_fill_stats(lpvm_vmstats *out);
 
-/* memory.c: workers allocate from arenas whose fresh memory comes pre-populated. */
-void mem_init(void);
+/* memory.c: workers allocate from arenas whose fresh memory comes pre-populated,
+** once the VM is big (sched_note_size). */
+#define MEM_BIG_VM 4096
 void mem_bind_worker(int index);
+/* The VM now holds `live` tasks (runtime.c calls it as tasks are born). */
+void sched_note_size(uint64_t live);
 
 /* Private threads (thread.c). t's status is QUEUED with the THREAD bit set. */
 int thread_start(lpvm_task *t);
