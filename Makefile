@@ -43,6 +43,12 @@ test: test-deps build
 bench: build
 	@for b in $(BUILD)/estone/bench_*; do [ -x $$b ] && $$b; done; true
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/vm/lpvm; fi
+	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/vm/lpvm; fi
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
+
+# The EStone suite and the seed papers' benchmarks in every configuration (~10 min);
+# writes estone/results/ (JSON, SVG charts, summary.md). See docs/estone.md.
+estone: build
+	@sh estone/run_estone.sh $(BUILD)/vm/lpvm
