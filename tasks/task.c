@@ -194,7 +194,10 @@ int task_step(lpvm_task *t) {
   begin_step(t);
   int more = sig_handle_all(t);
   int st = t->state;
-  if (!t->suspended && st != LPVM_EXIT) st = call_callbacks(t, st);
+  if (!t->suspended && st != LPVM_EXIT) {
+    st = call_callbacks(t, st);
+    if (t->state == LPVM_EXIT) st = LPVM_EXIT;  /* killed during lpvm_fetch_signals */
+  }
   t->state = (uint8_t)st;
   t->reductions++;
   if (st == LPVM_EXIT) {
@@ -209,6 +212,12 @@ int task_step(lpvm_task *t) {
 }
 
 /* ---- the running task's own business ------------------------------------------------ */
+
+int lpvm_fetch_signals(lpvm_task *self) {
+  if (!self) return LPVM_EINVAL;
+  if (self->state != LPVM_EXIT) sig_handle_all(self);
+  return self->state == LPVM_EXIT;
+}
 
 lpvm_id lpvm_self(const lpvm_task *self) { return self ? self->id : 0; }
 int lpvm_prio(const lpvm_task *self) { return self ? self->prio : LPVM_EINVAL; }

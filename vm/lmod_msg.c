@@ -12,7 +12,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "tasks/task_int.h"   /* TS_PENDING: see recv_loop */
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
@@ -142,14 +141,17 @@ static int recv_loop(lua_State *L, lproc *p) {
     return pred_k(L, lua_pcallk(L, n, 1, 0, 0, pred_k), 0);
   }
   int64_t ms = lua_isnil(L, 2) ? -1 : (int64_t)lua_tointeger(L, 2);
-  /* Signals sent since this step began (a send to self, say) reach the mailbox only
-  ** when the task next steps: before a poll says "timeout", let that happen once. */
-  if (ms == 0 && !p->polled && lua_isyieldable(L) &&
-      (atomic_load_explicit(&p->task.sched_word, memory_order_acquire) & TS_PENDING)) {
+  /* Signals sent since this step began (a send to self, say) are still in the signal
+  ** queue: before a poll says "timeout", bring them into the mailbox once. A signal
+  ** among them that ends the process (a kill) takes effect when the step ends. */
+  if (ms == 0 && !p->polled) {
     p->polled = 1;
-    p->wait = LP_RUN;
-    if (L != p->L) p->sched_yield = 1;
-    return lua_yieldk(L, 0, 0, recv_k);
+    if (lpvm_fetch_signals(&p->task) == 0) return recv_loop(L, p);
+    if (lua_isyieldable(L)) {  /* killed: end the step now, the process will not resume */
+      p->wait = LP_RUN;
+      if (L != p->L) p->sched_yield = 1;
+      return lua_yieldk(L, 0, 0, recv_k);
+    }
   }
   if (p->timed_out || ms == 0) {
     recv_finish(p);

@@ -182,6 +182,11 @@ lpvm_msg *lpvm_recv(lpvm_task *self);                    /* oldest, or NULL */
 lpvm_msg *lpvm_mbox_next(lpvm_task *self, lpvm_msg *m);  /* m = NULL: oldest */
 void lpvm_mbox_take(lpvm_task *self, lpvm_msg *m);       /* unlink m; caller frees */
 size_t lpvm_mbox_len(const lpvm_task *self);
+/* Handle the signals queued for the running task now, instead of at its next step:
+** messages sent to it so far join the mailbox (a receive with timeout 0 needs this).
+** Returns 1 if one of them ends the task (it exits when the callback returns; its
+** return value is then ignored), else 0. */
+int lpvm_fetch_signals(lpvm_task *self);
 
 /* ---- messages ------------------------------------------------------------------ */
 

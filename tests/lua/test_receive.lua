@@ -180,4 +180,25 @@ test("bad arguments to send and receive name the argument", function()
   T.raises(function() lpvm.receive(-5) end, "bad argument #1")
 end)
 
+test("receive(0) sees messages sent to self after earlier receives", function()
+  T.flush()
+  local me = lpvm.self()
+  for i = 1, 3 do lpvm.send(me, i) end
+  for i = 1, 3 do T.eq(lpvm.receive(50), i) end
+  for i = 4, 6 do lpvm.send(me, i) end
+  for i = 4, 6 do T.eq(lpvm.receive(0), i) end
+  T.eq(select(2, lpvm.receive(0)), "timeout")
+end)
+
+test("a kill that arrives during receive(0) ends the process", function()
+  local pid, ref = lpvm.spawn_monitor(function()
+    local me = lpvm.self()
+    lpvm.send(me, "x")
+    lpvm.exit(me, "kill")
+    while true do lpvm.receive(0) end
+  end)
+  local _, reason = T.down(ref)
+  T.eq(reason, "killed")
+end)
+
 T.run()
