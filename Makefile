@@ -44,6 +44,7 @@ bench: build
 	@for b in $(BUILD)/estone/bench_*; do [ -x $$b ] && $$b; done; true
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/vm/lpvm; fi
+	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_http.sh $(BUILD)/vm/lpvm; fi
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan

@@ -257,9 +257,7 @@ static lua_CFunction receive_fn(void) {
   return NULL;   /* not reached: lmod_msg.c defines it */
 }
 
-/* Wait for the next message of `port` whose tag is in `mask`, or for the DOWN of
-** monitor `mref`; ms < 0: forever. Its values are pushed above the current top,
-** which k receives as its context (a timeout pushes nil, "timeout"). */
+/* Push receive(pred, ms) for wait_msg: ready for lua_callk(L, 2, ...). */
 static void push_wait(lua_State *L, lpvm_id port, unsigned mask, uint64_t mref, int64_t ms) {
   luaL_checkstack(L, 8, "wait");
   lua_pushcfunction(L, receive_fn());
@@ -271,6 +269,11 @@ static void push_wait(lua_State *L, lpvm_id port, unsigned mask, uint64_t mref, 
   else lua_pushinteger(L, (lua_Integer)ms);
 }
 
+/* Wait for the next message of `port` whose tag is in `mask`, or for the DOWN of
+** monitor `mref`; ms < 0: forever. Its values are pushed above the current top,
+** which k receives as its context (a timeout pushes nil, "timeout"). A k that waits
+** again nests one C frame: fine for the bounded two-step waits here (send_try
+** loops instead). */
 static int wait_msg(lua_State *L, lpvm_id port, unsigned mask, uint64_t mref, int64_t ms,
                     lua_KFunction k) {
   int base = lua_gettop(L);
