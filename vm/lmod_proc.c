@@ -20,27 +20,6 @@ static const char dump_key = 'd';   /* registry[&dump_key]: function -> bytecode
 
 /* ---- spawn -------------------------------------------------------------------------------- */
 
-typedef struct dumpbuf {
-  char *p;
-  size_t len, cap;
-} dumpbuf;
-
-static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
-  (void)L;
-  dumpbuf *d = ud;
-  if (d->len + sz > d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 1024;
-    while (cap < d->len + sz) cap *= 2;
-    char *n = realloc(d->p, cap);
-    if (!n) return 1;
-    d->p = n;
-    d->cap = cap;
-  }
-  memcpy(d->p + d->len, p, sz);
-  d->len += sz;
-  return 0;
-}
-
 /* Push the bytecode of the function at f as a string (cached per closure). */
 static void push_dump(lua_State *L, int f) {
   if (lua_iscfunction(L, f)) luaL_argerror(L, f, "cannot spawn a C function");
@@ -60,16 +39,13 @@ static void push_dump(lua_State *L, int f) {
     return;
   }
   lua_pop(L, 1);
-  dumpbuf d = {NULL, 0, 0};
+  size_t len;
   lua_pushvalue(L, f);
-  int rc = lua_dump(L, dump_writer, &d, 0);
+  char *code = lproc_dump_top(L, &len);
   lua_pop(L, 1);
-  if (rc != 0) {
-    free(d.p);
-    luaL_error(L, "spawn: cannot dump the function");
-  }
-  lua_pushlstring(L, d.p, d.len);
-  free(d.p);
+  if (!code) luaL_error(L, "spawn: cannot dump the function");
+  lua_pushlstring(L, code, len);
+  free(code);
   lua_pushvalue(L, f);
   lua_pushvalue(L, -2);
   lua_rawset(L, -4);

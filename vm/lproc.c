@@ -256,6 +256,39 @@ static int lproc_main(lua_State *L) {
   return 0;
 }
 
+/* ---- bytecode ---------------------------------------------------------------------------- */
+
+typedef struct dumpbuf {
+  char *p;
+  size_t len, cap;
+} dumpbuf;
+
+static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
+  (void)L;
+  dumpbuf *d = ud;
+  if (d->len + sz > d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 1024;
+    while (cap < d->len + sz) cap *= 2;
+    char *n = realloc(d->p, cap);
+    if (!n) return 1;
+    d->p = n;
+    d->cap = cap;
+  }
+  memcpy(d->p + d->len, p, sz);
+  d->len += sz;
+  return 0;
+}
+
+char *lproc_dump_top(lua_State *L, size_t *len) {
+  dumpbuf d = {NULL, 0, 0};
+  if (lua_dump(L, dump_writer, &d, 0) != 0) {
+    free(d.p);
+    return NULL;
+  }
+  *len = d.len;
+  return d.p;
+}
+
 /* ---- errors and exit reasons -------------------------------------------------------------- */
 
 static void set_reason_atom(lproc *p, const char *atom) {

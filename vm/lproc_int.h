@@ -113,6 +113,9 @@ extern const lmod_fn lmod_proc_fns[];
 extern const lmod_fn lmod_msg_fns[];
 extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
+/* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
+** malloc'd buffer; NULL if it cannot be dumped. */
+char *lproc_dump_top(lua_State *L, size_t *len);
 
 /* lmod_msg.c */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */

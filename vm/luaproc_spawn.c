@@ -37,45 +37,12 @@ static struct {
   size_t len;
 } tramp = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
 
-typedef struct dumpbuf {
-  char *p;
-  size_t len, cap;
-} dumpbuf;
-
-static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
-  (void)L;
-  dumpbuf *d = ud;
-  if (d->len + sz > d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 1024;
-    while (cap < d->len + sz) cap *= 2;
-    char *n = realloc(d->p, cap);
-    if (!n) return 1;
-    d->p = n;
-    d->cap = cap;
-  }
-  memcpy(d->p + d->len, p, sz);
-  d->len += sz;
-  return 0;
-}
-
-/* Dump the Lua function on top of L's stack (left there) into d. */
-static int dump_top(lua_State *L, dumpbuf *d) {
-  d->p = NULL;
-  d->len = d->cap = 0;
-  if (lua_dump(L, dump_writer, d, 0) != 0) {
-    free(d->p);
-    return -1;
-  }
-  return 0;
-}
-
 /* The trampoline's bytecode, compiled in L the first time. */
 static int trampoline(lua_State *L, const char **code, size_t *len) {
   pthread_mutex_lock(&tramp.mu);
   if (!tramp.code && luaL_loadbuffer(L, trampoline_src, sizeof trampoline_src - 1,
                                      "=luaproc") == LUA_OK) {
-    dumpbuf d;
-    if (dump_top(L, &d) == 0) tramp.code = d.p, tramp.len = d.len;
+    tramp.code = lproc_dump_top(L, &tramp.len);
     lua_pop(L, 1);
   }
   *code = tramp.code;
@@ -204,11 +171,12 @@ int luaproc_newproc(lua_State *L) {
   int f = lua_gettop(L);   /* 2 */
   const char *tcode;
   size_t tlen;
-  dumpbuf d;
-  if (trampoline(L, &tcode, &tlen) != 0 || dump_top(L, &d) != 0)
+  size_t len;
+  char *code;
+  if (trampoline(L, &tcode, &tlen) != 0 || !(code = lproc_dump_top(L, &len)))
     return fail(L, "cannot dump the process's function");
-  lua_pushlstring(L, d.p, d.len);
-  free(d.p);
+  lua_pushlstring(L, code, len);
+  free(code);
   int nups = 0;
   while (lua_getupvalue(L, f, nups + 1)) lua_pop(L, 1), nups++;
   lua_pushinteger(L, nups);
