@@ -104,10 +104,20 @@ static lpvm_task *pop_locked(worker *w, int lvl) {
   return t;
 }
 
-static void kick(worker *v) {
-  pthread_mutex_lock(&v->mu);
+/* Under v->mu: wake v if it sleeps. The waker clears `sleeping` itself, so a sleeping
+** worker is signalled once, not once per task queued while it wakes up. */
+static int wake_locked(worker *v) {
+  if (!atomic_load(&v->sleeping)) return 0;
+  atomic_store(&v->sleeping, 0);
+  atomic_fetch_sub(&S.sleepers, 1);
   v->kick = 1;
   pthread_cond_signal(&v->cv);
+  return 1;
+}
+
+static void kick(worker *v) {
+  pthread_mutex_lock(&v->mu);
+  wake_locked(v);
   pthread_mutex_unlock(&v->mu);
 }
 
@@ -127,11 +137,7 @@ static void enqueue(worker *w, lpvm_task *t) {
   int prio = t->prio;  /* once queued, t may run elsewhere: read it first */
   pthread_mutex_lock(&w->mu);
   push_locked(w, t);
-  int wake = atomic_load(&w->sleeping);
-  if (wake) {
-    w->kick = 1;
-    pthread_cond_signal(&w->cv);
-  }
+  int wake = wake_locked(w);
   pthread_mutex_unlock(&w->mu);
   if (prio < atomic_load_explicit(&w->running_prio, memory_order_relaxed))
     atomic_store_explicit(&w->preempt, 1, memory_order_relaxed);
@@ -167,6 +173,32 @@ static lpvm_task *take_from(worker *v, int lvl) {
   lpvm_task *t = lvl < NO_LEVEL ? pop_locked(v, lvl) : NULL;
   pthread_mutex_unlock(&v->mu);
   return t;
+}
+
+/* Steal from v: the first task of level `lvl` (NO_LEVEL: v's highest) for w to run,
+** and up to half of the rest of that level into w's own queue, so that a busy
+** producer is not robbed one lock round-trip at a time. */
+#define STEAL_BATCH 16
+static lpvm_task *steal_from(worker *w, worker *v, int lvl) {
+  lpvm_task *got[STEAL_BATCH];
+  int n = 0;
+  pthread_mutex_lock(&v->mu);
+  if (lvl == NO_LEVEL) lvl = top_level(atomic_load(&v->bitmap));
+  if (lvl < NO_LEVEL) {
+    uint32_t want = atomic_load_explicit(&v->qlen, memory_order_relaxed) / 2;
+    if (want < 1) want = 1;
+    if (want > STEAL_BATCH) want = STEAL_BATCH;
+    while ((uint32_t)n < want && (got[n] = pop_locked(v, lvl)) != NULL) n++;
+  }
+  pthread_mutex_unlock(&v->mu);
+  if (n == 0) return NULL;
+  bump(&w->steals);
+  if (n > 1) {
+    pthread_mutex_lock(&w->mu);
+    for (int i = 1; i < n; i++) push_locked(w, got[i]);
+    pthread_mutex_unlock(&w->mu);
+  }
+  return got[0];
 }
 
 /* The other worker with the highest queued level, or NULL. */
@@ -206,15 +238,9 @@ static lpvm_task *next_task(worker *w) {
     enqueue(w, t);  /* something more urgent is queued: the cache waits its turn */
     own = top_level(atomic_load(&w->bitmap));
   }
-  if (v && other < own && (t = take_from(v, other)) != NULL) {
-    bump(&w->steals);
-    return t;
-  }
+  if (v && other < own && (t = steal_from(w, v, other)) != NULL) return t;
   if (own < NO_LEVEL && (t = take_from(w, NO_LEVEL)) != NULL) return t;
-  if (v && (t = take_from(v, NO_LEVEL)) != NULL) {
-    bump(&w->steals);
-    return t;
-  }
+  if (v && (t = steal_from(w, v, NO_LEVEL)) != NULL) return t;
   if ((t = steal_cache(w)) != NULL) bump(&w->steals);
   return t;
 }
@@ -242,8 +268,10 @@ static void idle(worker *w) {
     pthread_cond_wait(&w->cv, &w->mu);
   }
   w->kick = 0;
-  atomic_fetch_sub(&S.sleepers, 1);
-  atomic_store(&w->sleeping, 0);
+  if (atomic_load(&w->sleeping)) {  /* woke on its own: nobody cleared it */
+    atomic_store(&w->sleeping, 0);
+    atomic_fetch_sub(&S.sleepers, 1);
+  }
   pthread_mutex_unlock(&w->mu);
 }
 
@@ -309,7 +337,12 @@ int sched_start(int workers, int worker_cache, int spin) {
 void sched_stop(void) {
   if (!S.w) return;
   atomic_store(&S.stop, 1);
-  for (int i = 0; i < S.n; i++) kick(&S.w[i]);
+  for (int i = 0; i < S.n; i++) {
+    pthread_mutex_lock(&S.w[i].mu);
+    S.w[i].kick = 1;
+    pthread_cond_signal(&S.w[i].cv);
+    pthread_mutex_unlock(&S.w[i].mu);
+  }
   for (int i = 0; i < S.n; i++) pthread_join(S.w[i].th, NULL);
   for (int i = 0; i < S.n; i++) {
     pthread_mutex_destroy(&S.w[i].mu);
