@@ -70,17 +70,23 @@ static const lpvm_task_def pp_def = {.type = "pingpong", .prio = 20, .size = siz
                                      .init = pp_init, .setup = pp_setup,
                                      .handle_event = pp_event};
 
-static double bench_pingpong(int thread, long rounds) {
+/* Run a pair of `def` tasks (the second one starts by calling the first) for
+** `rounds` exchanges; returns the elapsed seconds. */
+static double run_pair(const lpvm_task_def *def, int thread, long rounds) {
   lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
   o.thread = thread;
   pp_arg a = {0, rounds};
-  lpvm_id pong;
+  lpvm_id first;
   double t0 = now_s();
-  lpvm_spawn_task_opt(NULL, &pp_def, &a, &o, &pong);
-  a.peer = pong;
-  lpvm_spawn_task_opt(NULL, &pp_def, &a, &o, NULL);
+  lpvm_spawn_task_opt(NULL, def, &a, &o, &first);
+  a.peer = first;
+  lpvm_spawn_task_opt(NULL, def, &a, &o, NULL);
   lpvm_wait();
-  return (now_s() - t0) * 1e9 / (double)(2 * rounds);
+  return now_s() - t0;
+}
+
+static double bench_pingpong(int thread, long rounds) {
+  return run_pair(&pp_def, thread, rounds) * 1e9 / (double)(2 * rounds);
 }
 
 /* ---- gs timeout: request/reply where every request arms a timeout ------------------
@@ -125,16 +131,7 @@ static const lpvm_task_def gs_def = {.type = "gs", .prio = 20, .size = sizeof(pp
                                      .handle_timeout = gs_timeout};
 
 static double bench_gs_timeout(int thread, long calls) {
-  lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
-  o.thread = thread;
-  pp_arg a = {0, calls};
-  lpvm_id server;
-  double t0 = now_s();
-  lpvm_spawn_task_opt(NULL, &gs_def, &a, &o, &server);
-  a.peer = server;
-  lpvm_spawn_task_opt(NULL, &gs_def, &a, &o, NULL);
-  lpvm_wait();
-  return (now_s() - t0) * 1e9 / (double)calls;
+  return run_pair(&gs_def, thread, calls) * 1e9 / (double)calls;
 }
 
 /* ---- spawn + exit ------------------------------------------------------------------- */
