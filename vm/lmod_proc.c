@@ -52,19 +52,6 @@ static void push_dump(lua_State *L, int f) {
   lua_remove(L, -2);
 }
 
-/* Search table t (a module) for the value at v; on a hit push the key. */
-static int find_field(lua_State *L, int t, int v) {
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    if (lua_rawequal(L, -1, v) && lua_type(L, -2) == LUA_TSTRING) {
-      lua_pop(L, 1);
-      return 1;
-    }
-    lua_pop(L, 1);
-  }
-  return 0;
-}
-
 /* An upvalue that is a loaded module (`local lpvm = require "lpvm"`) or a function
 ** of one (`local insert = table.insert`, `local print = print`) travels by name:
 ** {'$mod', Name} or {'$fn', Name, Field}, resolved in the child (lproc.c). */
@@ -76,11 +63,11 @@ static int put_known(lua_State *L, int v, lpvm_tbuf *b) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   int loaded = top + 1, globals = top + 2;
   int found = 0;
-  if (lua_type(L, loaded) == LUA_TTABLE && find_field(L, loaded, v)) {
+  if (lua_type(L, loaded) == LUA_TTABLE && lproc_find_key(L, loaded, v)) {
     lpvm_put_tuple(b, 2);
     lpvm_put_atom(b, "$mod");
     found = 1;
-  } else if (ty == LUA_TFUNCTION && find_field(L, globals, v)) {
+  } else if (ty == LUA_TFUNCTION && lproc_find_key(L, globals, v)) {
     lpvm_put_tuple(b, 3);
     lpvm_put_atom(b, "$fn");
     lpvm_put_binary(b, "_G", 2);
@@ -89,7 +76,7 @@ static int put_known(lua_State *L, int v, lpvm_tbuf *b) {
     lua_pushnil(L);
     while (!found && lua_next(L, loaded)) {
       if (lua_type(L, -1) == LUA_TTABLE && lua_type(L, -2) == LUA_TSTRING &&
-          find_field(L, lua_gettop(L), v)) {
+          lproc_find_key(L, lua_gettop(L), v)) {
         size_t n;
         const char *mod = lua_tolstring(L, -3, &n);
         lpvm_put_tuple(b, 3);

@@ -289,6 +289,18 @@ char *lproc_dump_top(lua_State *L, size_t *len) {
   return d.p;
 }
 
+int lproc_find_key(lua_State *L, int t, int v) {
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    if (lua_rawequal(L, -1, v) && lua_type(L, -2) == LUA_TSTRING) {
+      lua_pop(L, 1);
+      return 1;
+    }
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
 /* ---- errors and exit reasons -------------------------------------------------------------- */
 
 static void set_reason_atom(lproc *p, const char *atom) {

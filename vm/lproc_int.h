@@ -116,6 +116,9 @@ int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
 ** malloc'd buffer; NULL if it cannot be dumped. */
 char *lproc_dump_top(lua_State *L, size_t *len);
+/* lproc.c: search table t for the value at index v; on a hit push its string key and
+** return 1 (used to send module functions by name). */
+int lproc_find_key(lua_State *L, int t, int v);
 
 /* lmod_msg.c */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */

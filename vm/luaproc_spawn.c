@@ -61,19 +61,6 @@ void luaproc_spawn_teardown(void) {
 
 /* ---- upvalues ------------------------------------------------------------------------- */
 
-/* Search table t for the value at v; on a hit push its string key. */
-static int find_key(lua_State *L, int t, int v) {
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    if (lua_rawequal(L, -1, v) && lua_type(L, -2) == LUA_TSTRING) {
-      lua_pop(L, 1);
-      return 1;
-    }
-    lua_pop(L, 1);
-  }
-  return 0;
-}
-
 /* Push (kind, a, b) for the value at v: "e" globals, "v" a copied value, "m" module
 ** a, "f" field b of module a ("_G" for globals), "n" nil. */
 static void push_upvalue(lua_State *L, int v, const char *name) {
@@ -93,17 +80,17 @@ static void push_upvalue(lua_State *L, int v, const char *name) {
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   int loaded = g + 1, out = 0;
   if (lua_type(L, loaded) == LUA_TTABLE && (ty == LUA_TTABLE || ty == LUA_TFUNCTION)) {
-    if (find_key(L, loaded, v)) {                           /* a module */
+    if (lproc_find_key(L, loaded, v)) {                           /* a module */
       lua_pushliteral(L, "m"), lua_insert(L, -2), lua_pushnil(L);
       out = 1;
-    } else if (ty == LUA_TFUNCTION && find_key(L, g, v)) {   /* a global function */
+    } else if (ty == LUA_TFUNCTION && lproc_find_key(L, g, v)) {   /* a global function */
       lua_pushliteral(L, "f"), lua_pushliteral(L, "_G"), lua_rotate(L, -3, -1);
       out = 1;
     } else if (ty == LUA_TFUNCTION) {                        /* a module's function */
       lua_pushnil(L);
       while (!out && lua_next(L, loaded)) {
         if (lua_type(L, -1) == LUA_TTABLE && lua_type(L, -2) == LUA_TSTRING &&
-            find_key(L, lua_gettop(L), v)) {
+            lproc_find_key(L, lua_gettop(L), v)) {
           lua_remove(L, -2);                                 /* modname, field */
           lua_pushliteral(L, "f"), lua_rotate(L, -3, 1);
           out = 1;
