@@ -5,8 +5,10 @@ CMAKEFLAGS ?=
 DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev pkg-config cmake gcc make
 # Only the tests need these: a real Erlang checks our term encodings.
 TEST_PKGS = erlang-nox
+# Only the benchmarks need these: the HTTP server is measured with wrk.
+BENCH_PKGS = wrk
 
-.PHONY: all deps test-deps configure build run test bench estone clean
+.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone clean
 
 all: build
 
@@ -16,6 +18,9 @@ deps:
 
 test-deps:
 	@$(MAKE) --no-print-directory install-pkgs PKGS="$(DEB_PKGS) $(TEST_PKGS)"
+
+bench-deps:
+	@$(MAKE) --no-print-directory install-pkgs PKGS="$(DEB_PKGS) $(BENCH_PKGS)"
 
 install-pkgs:
 	@missing=$$(for p in $(PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -40,7 +45,7 @@ run: build
 test: test-deps build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
 
-bench: build
+bench: bench-deps build
 	@for b in $(BUILD)/estone/bench_*; do [ -x $$b ] && $$b; done; true
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/vm/lpvm; fi
