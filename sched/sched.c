@@ -177,28 +177,27 @@ static lpvm_task *take_from(worker *v, int lvl) {
 
 /* Steal from v: the first task of level `lvl` (NO_LEVEL: v's highest) for w to run,
 ** and up to half of the rest of that level into w's own queue, so that a busy
-** producer is not robbed one lock round-trip at a time. */
+** producer is not robbed one lock round-trip at a time. Both queues are locked (in
+** worker order, so two thieves cannot deadlock) while the tasks move: a task in
+** transit is always visible in one of the two bitmaps, which keeps the
+** higher-level-first rule exact across workers. */
 #define STEAL_BATCH 16
 static lpvm_task *steal_from(worker *w, worker *v, int lvl) {
-  lpvm_task *got[STEAL_BATCH];
-  int n = 0;
-  pthread_mutex_lock(&v->mu);
+  worker *first = w < v ? w : v, *second = w < v ? v : w;
+  lpvm_task *t = NULL;
+  pthread_mutex_lock(&first->mu);
+  pthread_mutex_lock(&second->mu);
   if (lvl == NO_LEVEL) lvl = top_level(atomic_load(&v->bitmap));
-  if (lvl < NO_LEVEL) {
-    uint32_t want = atomic_load_explicit(&v->qlen, memory_order_relaxed) / 2;
-    if (want < 1) want = 1;
-    if (want > STEAL_BATCH) want = STEAL_BATCH;
-    while ((uint32_t)n < want && (got[n] = pop_locked(v, lvl)) != NULL) n++;
+  if (lvl < NO_LEVEL && (t = pop_locked(v, lvl)) != NULL) {
+    uint32_t extra = atomic_load_explicit(&v->qlen, memory_order_relaxed) / 2;
+    if (extra > STEAL_BATCH - 1) extra = STEAL_BATCH - 1;
+    lpvm_task *u;
+    while (extra-- > 0 && (u = pop_locked(v, lvl)) != NULL) push_locked(w, u);
   }
-  pthread_mutex_unlock(&v->mu);
-  if (n == 0) return NULL;
-  bump(&w->steals);
-  if (n > 1) {
-    pthread_mutex_lock(&w->mu);
-    for (int i = 1; i < n; i++) push_locked(w, got[i]);
-    pthread_mutex_unlock(&w->mu);
-  }
-  return got[0];
+  pthread_mutex_unlock(&second->mu);
+  pthread_mutex_unlock(&first->mu);
+  if (t) bump(&w->steals);
+  return t;
 }
 
 /* The other worker with the highest queued level, or NULL. */
@@ -239,7 +238,9 @@ static lpvm_task *next_task(worker *w) {
     own = top_level(atomic_load(&w->bitmap));
   }
   if (v && other < own && (t = steal_from(w, v, other)) != NULL) return t;
-  if (own < NO_LEVEL && (t = take_from(w, NO_LEVEL)) != NULL) return t;
+  /* Take exactly the level we chose: if a thief emptied it meanwhile, a lower level
+  ** of ours may no longer be the highest anywhere, so decide again. */
+  if (own < NO_LEVEL) return take_from(w, own);
   if (v && (t = steal_from(w, v, NO_LEVEL)) != NULL) return t;
   if ((t = steal_cache(w)) != NULL) bump(&w->steals);
   return t;
