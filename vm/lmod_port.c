@@ -593,21 +593,30 @@ static int lmod_controlling_process(lua_State *L) {
   return push_ok(L, lpvm_port_controlling_process(&p->task, port, to));
 }
 
+/* After the kill: the port is gone, or will be; the caller is not kept waiting
+** longer than a second linger time in any case. */
+static int close_done_k(lua_State *L, int status, lua_KContext base) {
+  (void)status, (void)base;
+  lproc *p = lproc_of(L);
+  lpvm_id port = lmod_to_pid(L, 1);
+  flush_port(p, port);
+  pending_set(L, port, 0);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* Stack: [1] port [2] linger [3] monitor reference. */
 static int close_k(lua_State *L, int status, lua_KContext base) {
-  (void)status;
   lproc *p = lproc_of(L);
   lpvm_id port = lmod_to_pid(L, 1);
   if (!answer(L, base)) {   /* still writing after the linger time: drop the queue */
     lua_settop(L, 3);
     lpvm_unlink(&p->task, port);   /* a killed port would take its owner along */
     lpvm_kill(&p->task, port);
-    return wait_msg(L, port, 0, (uint64_t)lua_tointeger(L, 3), -1, close_k);
+    return wait_msg(L, port, 0, (uint64_t)lua_tointeger(L, 3), lua_tointeger(L, 2),
+                    close_done_k);
   }
-  flush_port(p, port);
-  pending_set(L, port, 0);
-  lua_pushboolean(L, 1);
-  return 1;
+  return close_done_k(L, status, base);
 }
 
 /* port_close(port [, linger_ms]) -> true. Waits until the port has ended (queued
@@ -768,11 +777,24 @@ static int lmod_file_open(lua_State *L) {
   return 1;
 }
 
-/* The answer of a file command: data | true | position | nil, reason. */
+/* Drop the monitor a file command waited under, and its DOWN if it already came. */
+static void file_unmonitor(lproc *p, uint64_t mref) {
+  lpvm_demonitor(&p->task, mref);
+  for (lpvm_msg *m = lpvm_mbox_next(&p->task, NULL); m; m = lpvm_mbox_next(&p->task, m))
+    if (is_down(m, mref)) {
+      lpvm_mbox_take(&p->task, m);
+      lpvm_msg_free(m);
+      break;
+    }
+}
+
+/* The answer of a file command: data | true | position | nil, reason. Stack: [base]
+** the monitor reference (a port that dies before answering is "closed"). */
 static int file_k(lua_State *L, int status, lua_KContext base) {
   (void)status;
+  file_unmonitor(lproc_of(L), (uint64_t)lua_tointeger(L, (int)base));
   const char *tag = answer(L, base);
-  if (!tag) return push_reason(L, "closed");   /* not reached: no timeout */
+  if (!tag || strcmp(tag, "DOWN") == 0) return push_reason(L, "closed");
   if (strcmp(tag, "data") == 0 || strcmp(tag, "position") == 0) {
     lua_pushvalue(L, (int)base + 3);
     return 1;
@@ -791,7 +813,10 @@ static int file_k(lua_State *L, int status, lua_KContext base) {
 
 static int file_wait(lua_State *L, lpvm_id f, int rc, unsigned mask) {
   if (rc != 0) return port_fail(L, rc, 0);
-  return wait_msg(L, f, mask | W_ERROR | W_CLOSED, 0, -1, file_k);
+  /* Watch the port: one that dies with the command unanswered must not leave the
+  ** caller waiting forever. */
+  uint64_t mref = push_monitor(L, lproc_of(L), f);
+  return wait_msg(L, f, mask | W_ERROR | W_CLOSED, mref, -1, file_k);
 }
 
 /* file_read(file, n) -> bytes (fewer at the end) | nil, "eof" | nil, reason */
