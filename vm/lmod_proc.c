@@ -204,28 +204,18 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   }
   size_t code_len;
   const char *code = lua_tolstring(L, top + 1, &code_len);
-  if (up.err || args.err) {
-    lpvm_tbuf_free(&up);
-    lpvm_tbuf_free(&args);
-    return luaL_error(L, "spawn: not enough memory");
-  }
-  lproc_start *s = malloc(sizeof *s + code_len + up.len + args.len);
+  lproc_start *s = NULL;
+  if (!up.err && !args.err)
+    s = lproc_start_new(kind == LUA_TFUNCTION ? LS_FUNC : LS_MODULE, code, code_len, &up,
+                        &args);
   if (!s) {
     lpvm_tbuf_free(&up);
     lpvm_tbuf_free(&args);
     return luaL_error(L, "spawn: not enough memory");
   }
-  memset(s, 0, sizeof *s);
-  s->kind = kind == LUA_TFUNCTION ? LS_FUNC : LS_MODULE;
   s->max_heap = so.max_heap;
   s->creator = p->task.id;
   s->wait_marker = so.monitor;
-  s->code_len = code_len;
-  s->up_len = up.len;
-  s->args_len = args.len;
-  memcpy(s->data, code, code_len);
-  memcpy(s->data + code_len, up.data, up.len);
-  memcpy(s->data + code_len + up.len, args.data, args.len);
   lpvm_tbuf_free(&up);
   lpvm_tbuf_free(&args);
   lpvm_id id;

@@ -289,6 +289,21 @@ char *lproc_dump_top(lua_State *L, size_t *len) {
   return d.p;
 }
 
+lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
+                             const lpvm_tbuf *up, const lpvm_tbuf *args) {
+  lproc_start *s = malloc(sizeof *s + code_len + up->len + args->len);
+  if (!s) return NULL;
+  memset(s, 0, sizeof *s);
+  s->kind = kind;
+  s->code_len = code_len;
+  s->up_len = up->len;
+  s->args_len = args->len;
+  memcpy(s->data, code, code_len);
+  memcpy(s->data + code_len, up->data, up->len);
+  memcpy(s->data + code_len + up->len, args->data, args->len);
+  return s;
+}
+
 int lproc_find_key(lua_State *L, int t, int v) {
   lua_pushnil(L);
   while (lua_next(L, t)) {

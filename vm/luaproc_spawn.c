@@ -124,18 +124,8 @@ static lproc_start *make_start(lua_State *L, int first, const char *tcode, size_
   lpvm_tbuf_init(&args);
   int bad = lterm_put_values(L, first, lua_gettop(L) - first + 1, &args, err) != 0;
   lproc_start *s = NULL;
-  if (!bad && !up.err && !args.err) s = malloc(sizeof *s + tlen + up.len + args.len);
-  if (s) {
-    memset(s, 0, sizeof *s);
-    s->kind = LS_FUNC;
-    s->max_heap = lproc_cfg.max_heap;
-    s->code_len = tlen;
-    s->up_len = up.len;
-    s->args_len = args.len;
-    memcpy(s->data, tcode, tlen);
-    memcpy(s->data + tlen, up.data, up.len);
-    memcpy(s->data + tlen + up.len, args.data, args.len);
-  }
+  if (!bad && !up.err && !args.err) s = lproc_start_new(LS_FUNC, tcode, tlen, &up, &args);
+  if (s) s->max_heap = lproc_cfg.max_heap;
   lpvm_tbuf_free(&up);
   lpvm_tbuf_free(&args);
   return s;
