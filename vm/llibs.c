@@ -18,6 +18,7 @@
 */
 #include <lauxlib.h>
 #include <lualib.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vm/lproc_int.h"
@@ -161,6 +162,12 @@ void llibs_install(lua_State *L) {
 
 /* ---- package: `require "lpvm"` finds the module ---------------------------------------- */
 
+/* Where the shipped Lua libraries are: $LPVM_LIBDIR, else the build's choice (the
+** source tree's vm/lib for a build folder). */
+#ifndef LPVM_LIBDIR
+#define LPVM_LIBDIR "vm/lib"
+#endif
+
 static int open_package(lua_State *L) {
   luaopen_package(L);
   lua_getfield(L, -1, "preload");
@@ -168,6 +175,15 @@ static int open_package(lua_State *L) {
   lua_setfield(L, -2, "lpvm");
   lua_pushcfunction(L, luaproc_open);   /* vm/luaproc.c: luaproc compatibility */
   lua_setfield(L, -2, "luaproc");
+  lua_pop(L, 1);
+  /* The Lua libraries that ship with lpvm (vm/lib/: OTP behaviours, ets, code...)
+  ** come first on package.path, so `require "gen_server"` finds them in every
+  ** process and loads them only when asked for. */
+  const char *dir = getenv("LPVM_LIBDIR");
+  if (!dir || !*dir) dir = LPVM_LIBDIR;
+  lua_getfield(L, -1, "path");
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
+  lua_setfield(L, -3, "path");
   lua_pop(L, 1);
   return 1;
 }
