@@ -279,6 +279,19 @@ const char *lport_answer(lua_State *L, lua_KContext base) {
   return lua_type(L, (int)base + 1) == LUA_TSTRING ? lua_tostring(L, (int)base + 1) : NULL;
 }
 
+/* The answer's value (at base + 3) when `ok`; nil, reason for {error, Port, Reason};
+** 0 (nothing pushed) for any other tag. */
+int lport_value(lua_State *L, lua_KContext base, const char *tag, int ok) {
+  if (ok) {
+    lua_pushvalue(L, (int)base + 3);
+    return 1;
+  }
+  if (strcmp(tag, "error") != 0) return 0;
+  lua_pushnil(L);
+  lua_pushvalue(L, (int)base + 3);
+  return 2;
+}
+
 /* ---- the caller's mailbox ------------------------------------------------------------ */
 
 /* Is m {Tag, Port, ...} with a port tag? Sets *extra to a pid that follows. */
@@ -297,7 +310,7 @@ static int from_port(lpvm_msg *m, lpvm_id port, lpvm_id *extra) {
   return 1;
 }
 
-int lport_is_down(lpvm_msg *m, uint64_t mref) {
+static int lport_is_down(lpvm_msg *m, uint64_t mref) {
   lpvm_tread r;
   uint32_t arity;
   const char *a;

@@ -26,38 +26,19 @@ int lmod_file_open(lua_State *L) {
   return 1;
 }
 
-/* Drop the monitor a file command waited under, and its DOWN if it already came. */
-static void file_unmonitor(lproc *p, uint64_t mref) {
-  lpvm_demonitor(&p->task, mref);
-  for (lpvm_msg *m = lpvm_mbox_next(&p->task, NULL); m; m = lpvm_mbox_next(&p->task, m))
-    if (lport_is_down(m, mref)) {
-      lpvm_mbox_take(&p->task, m);
-      lpvm_msg_free(m);
-      break;
-    }
-}
-
 /* The answer of a file command: data | true | position | nil, reason. Stack: [base]
 ** the monitor reference (a port that dies before answering is "closed"). */
 static int file_k(lua_State *L, int status, lua_KContext base) {
   (void)status;
-  file_unmonitor(lproc_of(L), (uint64_t)lua_tointeger(L, (int)base));
+  lport_drop_monitor(lproc_of(L), (uint64_t)lua_tointeger(L, (int)base));
   const char *tag = lport_answer(L, base);
   if (!tag || strcmp(tag, "DOWN") == 0) return lport_reason(L, "closed");
-  if (strcmp(tag, "data") == 0 || strcmp(tag, "position") == 0) {
-    lua_pushvalue(L, (int)base + 3);
-    return 1;
-  }
   if (strcmp(tag, "ok") == 0) {
     lua_pushboolean(L, 1);
     return 1;
   }
-  if (strcmp(tag, "error") == 0) {
-    lua_pushnil(L);
-    lua_pushvalue(L, (int)base + 3);
-    return 2;
-  }
-  return lport_reason(L, tag);   /* eof, closed */
+  int n = lport_value(L, base, tag, strcmp(tag, "data") == 0 || strcmp(tag, "position") == 0);
+  return n ? n : lport_reason(L, tag);   /* eof, closed */
 }
 
 static int file_wait(lua_State *L, lpvm_id f, int rc, unsigned mask) {

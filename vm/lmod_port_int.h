@@ -63,9 +63,11 @@ int lport_wait(lua_State *L, lpvm_id port, unsigned mask, uint64_t mref, int64_t
                lua_KFunction k);
 /* The tag of the answer at base + 1 (NULL: the wait timed out). */
 const char *lport_answer(lua_State *L, lua_KContext base);
+/* The answer's value (at base + 3) when `ok`; nil, reason for {error, Port, Reason};
+** 0 (nothing pushed) for any other tag. */
+int lport_value(lua_State *L, lua_KContext base, const char *tag, int ok);
 
 /* ---- the caller's mailbox ---- */
-int lport_is_down(lpvm_msg *m, uint64_t mref);
 /* Drop every message `port` sent the caller (and close connections it delivered). */
 void lport_flush(lproc *p, lpvm_id port);
 /* Stop monitor mref and drop its DOWN if it already came. */

@@ -68,16 +68,8 @@ static int recv_k(lua_State *L, int status, lua_KContext base) {
   const char *tag = lport_answer(L, base);
   if (!tag) return lport_reason(L, "timeout");   /* still pending */
   lport_pending_set(L, lmod_to_pid(L, 1), 0);
-  if (strcmp(tag, "data") == 0) {
-    lua_pushvalue(L, (int)base + 3);
-    return 1;
-  }
-  if (strcmp(tag, "error") == 0) {
-    lua_pushnil(L);
-    lua_pushvalue(L, (int)base + 3);
-    return 2;
-  }
-  return lport_reason(L, tag);   /* eof, closed */
+  int n = lport_value(L, base, tag, strcmp(tag, "data") == 0);
+  return n ? n : lport_reason(L, tag);   /* eof, closed */
 }
 
 /* recv(port [, n [, timeout]]) -> bytes | nil, "eof" | "closed" | "timeout" | reason.

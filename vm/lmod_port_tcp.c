@@ -45,16 +45,8 @@ static int accept_k(lua_State *L, int status, lua_KContext base) {
   const char *tag = lport_answer(L, base);
   if (!tag) return lport_reason(L, "timeout");   /* the request stays queued */
   lport_pending_set(L, l, 0);
-  if (strcmp(tag, "tcp_accept") == 0) {
-    lua_pushvalue(L, (int)base + 3);
-    return 1;
-  }
-  if (strcmp(tag, "error") == 0) {
-    lua_pushnil(L);
-    lua_pushvalue(L, (int)base + 3);
-    return 2;
-  }
-  return lport_reason(L, "closed");   /* DOWN, or {closed} to the owner */
+  int n = lport_value(L, base, tag, strcmp(tag, "tcp_accept") == 0);
+  return n ? n : lport_reason(L, "closed");   /* DOWN, or {closed} to the owner */
 }
 
 /* tcp_accept(listener [, timeout]) -> conn | nil, reason: the caller owns conn.
