@@ -236,9 +236,11 @@ static int push_module(lua_State *L, lproc_start *s) {
     }
     lua_remove(L, -2);
   }
-  if (lua_type(L, -1) != LUA_TFUNCTION)
-    luaL_error(L, "module '%s' returned no function (nor a table with main or start)",
-               lua_tostring(L, -2 + 0) ? (const char *)s->data : "?");
+  if (lua_type(L, -1) != LUA_TFUNCTION) {   /* the name is not NUL-terminated in data */
+    lua_pushlstring(L, (const char *)s->data, s->code_len);
+    luaL_error(L, "module %s returned no function (nor a table with main or start)",
+               lmod_push_quoted(L, -1));
+  }
   return lua_gettop(L);
 }
 
