@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "lpvm/term.h"
-#include "sched/sched.h"
 #include "tasks/mpsc.h"
 #include "tasks/task_int.h"
 
