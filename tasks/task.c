@@ -87,7 +87,7 @@ int lpvm_spawn_task_opt(lpvm_task *creator, const lpvm_task_def *def, void *arg,
     rel_link_add(creator, nid);
     rel_link_add(t, creator->id);
   }
-  rt_task_born();
+  task_count_born();
   if (id) *id = nid;
   ptab_publish(t);  /* visible: from here on others may signal it */
   if (st != LPVM_WAIT) claim(t);
@@ -140,7 +140,7 @@ static void task_die(lpvm_task *t) {
   mbox_free_all(t);
   free(t->reason);
   t->reason = NULL;
-  rt_task_died();
+  task_count_died();
   ptab_close(t);  /* may free t */
 }
 

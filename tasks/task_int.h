@@ -10,7 +10,9 @@
 #include <stdint.h>
 
 #include "lpvm/task.h"
+#include "tasks/ptab.h"
 #include "tasks/task_sched.h"
+#include "tasks/tasks.h"
 
 /* Signal kinds. */
 enum {
@@ -63,8 +65,6 @@ void ptab_fini(void);
 int ptab_alloc(lpvm_task *t, int port, lpvm_id *id);  /* reserve a slot, not visible */
 void ptab_publish(lpvm_task *t);                        /* visible to lookups */
 void ptab_unreserve(lpvm_id id);                        /* spawn failed */
-lpvm_task *ptab_pin(lpvm_id id);                        /* NULL if dead */
-void ptab_unpin(lpvm_task *t);
 void ptab_close(lpvm_task *t);                          /* the task is dead */
 /* Call fn on every live task (pinned during the call). */
 void ptab_foreach(void (*fn)(lpvm_task *t, void *ud), void *ud);
@@ -79,10 +79,9 @@ int term_is(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 /* task_timer.c */
 void task_timer_drop(lpvm_task *t);
 void task_timer_fired(lpvm_task *t, uint64_t seq);
-void task_timer_shutdown(void);
 
-/* runtime (sched/runtime.c) */
-void rt_task_born(void);
-void rt_task_died(void);
+/* tasks.c: the live, spawned and exited counts. */
+void task_count_born(void);
+void task_count_died(void);
 
 #endif
