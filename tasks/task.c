@@ -31,21 +31,6 @@ static int check_spawn(lpvm_task *creator, const lpvm_task_def *def,
   return 0;
 }
 
-/* Take a task that is WAITING to QUEUED and schedule it, unless a sender did. */
-static void claim(lpvm_task *t) {
-  uint32_t cur = atomic_load_explicit(&t->sched_word, memory_order_acquire);
-  while (ts_status(cur) == TS_WAITING) {
-    uint32_t next = (cur & ~TS_STATUS) | TS_QUEUED;
-    if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
-                                              memory_order_acq_rel,
-                                              memory_order_acquire)) {
-      if (next & TS_THREAD) thread_wake(t);
-      else sched_make_runnable(t);
-      return;
-    }
-  }
-}
-
 int lpvm_spawn_task_opt(lpvm_task *creator, const lpvm_task_def *def, void *arg,
                         const lpvm_spawn_opts *opts, lpvm_id *id) {
   static const lpvm_spawn_opts dflt = LPVM_SPAWN_OPTS_INIT;
@@ -90,7 +75,9 @@ int lpvm_spawn_task_opt(lpvm_task *creator, const lpvm_task_def *def, void *arg,
   task_count_born();
   if (id) *id = nid;
   ptab_publish(t);  /* visible: from here on others may signal it */
-  if (st != LPVM_WAIT) claim(t);
+  /* Schedule it unless a sender already did. */
+  if (st != LPVM_WAIT)
+    task_claim(t, atomic_load_explicit(&t->sched_word, memory_order_acquire));
   return 0;
 }
 

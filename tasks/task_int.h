@@ -29,6 +29,9 @@ enum {
 #define TF_DECLINED    0x10u   /* handle_event took nothing: wait for new mail */
 
 /* signal.c */
+/* WAITING -> QUEUED and schedule t, unless somebody else's CAS did (cur: the word
+** as last seen). The only place a task is put on a run queue from WAITING. */
+void task_claim(lpvm_task *t, uint32_t cur);
 struct lpvm_sig *sig_new(uint32_t kind, lpvm_id from, uint64_t ref, const void *data,
                          size_t len);
 /* Push s to `to`; on LPVM_ENOPROC the signal is still the caller's. */
