@@ -76,12 +76,9 @@ int lport_reason(lua_State *L, const char *reason) {
   return 2;
 }
 
-/* A timeout argument in ms: nil = forever (-1). */
+/* A timeout argument in ms: nil or math.huge = forever (-1), as receive's. */
 int64_t lport_opt_ms(lua_State *L, int arg) {
-  if (lua_isnoneornil(L, arg)) return -1;
-  lua_Number ms = luaL_checknumber(L, arg);
-  luaL_argcheck(L, ms >= 0 && ms == ms, arg, "timeout must be >= 0");
-  return ms >= 1e15 ? -1 : (int64_t)ms;
+  return lua_isnoneornil(L, arg) ? -1 : lmod_check_ms(L, arg);
 }
 
 /* Raise if table t has a key that is not in `known`. */

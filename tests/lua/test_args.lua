@@ -95,7 +95,7 @@ end)
 
 test("a module that returns no function fails naming it", function()
   local reason = T.run_proc(function() lpvm.spawn_link("mod_nofunc"); lpvm.receive() end)
-  T.ok(T.mentions(reason, "module 'mod_nofunc' returned no function"), T.show(reason))
+  T.ok(T.mentions(reason, "module 'mod_nofunc' returned number"), T.show(reason))
 end)
 
 T.run()
