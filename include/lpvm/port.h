@@ -130,6 +130,10 @@ int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet);
 int lpvm_port_shutdown(lpvm_task *self, lpvm_id port);
 /* Write what is queued, then close: {closed, Port}. Any port kind. */
 int lpvm_port_close(lpvm_task *self, lpvm_id port);
+/* What kind of port `port` is: "spawn", "fd", "tcp", "tcp_listen", "file" (or the
+** type of another port task); NULL if it is not a port or has ended. A static
+** string. The calls for one kind refuse the others with LPVM_EINVAL. */
+const char *lpvm_port_kind(lpvm_id port);
 /* Hand the port to another task (only its owner may). Messages already sent stay
 ** with the old owner: hand over with active false, then set it in the new owner. */
 int lpvm_port_controlling_process(lpvm_task *self, lpvm_id port, lpvm_id new_owner);

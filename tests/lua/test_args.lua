@@ -98,4 +98,94 @@ test("a module that returns no function fails naming it", function()
   T.ok(T.mentions(reason, "module 'mod_nofunc' returned number"), T.show(reason))
 end)
 
+-- ---- every port call checks the port's kind ------------------------------------------
+
+-- One port of each kind, owned by the caller; closed by the returned function.
+local function ports()
+  local path = os.tmpname()
+  local P = {}
+  P["program port"] = assert(lpvm.open_port({ "cat" }, { active = false }))
+  P["fd port"] = assert(lpvm.fd_port(nil, 2))
+  local port
+  P["tcp listener"], port = lpvm.tcp_listen("127.0.0.1", 0, { active = false })
+  P["tcp connection"] = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false }))
+  P["file port"] = assert(lpvm.file_open(path, "w+"))
+  return P, function()
+    for _, p in pairs(P) do lpvm.port_close(p, 0) end
+    os.remove(path)
+  end
+end
+
+local function kinds_except(P, ok)
+  local t = {}
+  for kind, p in pairs(P) do if not ok[kind] then t[kind] = p end end
+  return t
+end
+
+test("file calls on any other port raise 'file port expected, got <kind>'", function()
+  local P, close = ports()
+  for kind, p in pairs(kinds_except(P, { ["file port"] = true })) do
+    T.raises(function() lpvm.file_read(p, 1) end, "#1", "'file_read'", "file port expected, got " .. kind)
+    T.raises(function() lpvm.file_write(p, "x") end, "#1", "file port expected, got " .. kind)
+    T.raises(function() lpvm.file_seek(p, "set", 0) end, "#1", "file port expected, got " .. kind)
+  end
+  T.eq(lpvm.file_write(P["file port"], "ok"), true)
+  close()
+end)
+
+test("tcp_accept on anything but a listener raises 'tcp listener expected'", function()
+  local P, close = ports()
+  for kind, p in pairs(kinds_except(P, { ["tcp listener"] = true })) do
+    T.raises(function() lpvm.tcp_accept(p, 10) end, "#1", "tcp listener expected, got " .. kind)
+    T.raises(function() lpvm.tcp_accept(p, lpvm.self()) end, "#1", "tcp listener expected")
+  end
+  local conn, err = lpvm.tcp_accept(P["tcp listener"], 5000)   -- the connection made above
+  T.ok(lpvm.is_port(conn), err)
+  lpvm.port_close(conn, 0)
+  close()
+end)
+
+test("stream calls on a listener or a file port raise 'stream port expected'", function()
+  local P, close = ports()
+  for _, kind in ipairs({ "tcp listener", "file port" }) do
+    local p = P[kind]
+    local want = "stream port expected, got " .. kind
+    T.raises(function() lpvm.recv(p, 0, 10) end, "#1", "'recv'", want)
+    T.raises(function() lpvm.set_active(p, true) end, "#1", want)
+    T.raises(function() lpvm.set_packet(p, "line") end, "#1", want)
+    T.raises(function() lpvm.shutdown(p) end, "#1", want)
+    T.raises(function() lpvm.port_send(p, "x") end, "#1", want)
+  end
+  T.raises(function() lpvm.controlling_process(P["file port"], lpvm.self()) end, "#1",
+           "stream port or tcp listener expected, got file port")
+  -- the stream kinds take them
+  for _, kind in ipairs({ "program port", "fd port", "tcp connection" }) do
+    T.eq(lpvm.set_packet(P[kind], "raw"), true, kind)
+    T.eq(lpvm.set_active(P[kind], false), true, kind)
+  end
+  T.eq(lpvm.port_send(P["program port"], "hi\n"), true)
+  T.eq(lpvm.recv(P["program port"], 3, 5000), "hi\n")
+  T.eq(lpvm.shutdown(P["program port"]), true)
+  T.eq(lpvm.controlling_process(P["tcp listener"], lpvm.self()), true)
+  close()
+end)
+
+test("a closed port of the right kind answers closed, not an error", function()
+  local f = assert(lpvm.file_open("/dev/null"))
+  lpvm.port_close(f)
+  T.eqv(table.pack(lpvm.file_read(f, 1)), table.pack(nil, "closed"))
+end)
+
+test("port_close(p, 0) of a fresh port never kills its owner and leaves no message", function()
+  -- Not trapping exits. Before, the port linked to its owner asynchronously, so the
+  -- owner's unlink before the kill could miss the link and the kill's exit signal
+  -- (killed) took the owner along; and a DOWN or {closed} came after port_close.
+  for _ = 1, T.scaled(300, 30) do
+    lpvm.port_close(assert(lpvm.file_open("/dev/null")), 0)
+    lpvm.port_close(assert(lpvm.tcp_listen("127.0.0.1", 0)), 0)
+    lpvm.port_close(assert(lpvm.open_port({ "cat" })), 0)
+  end
+  T.no_msg(100)
+end)
+
 T.run()
