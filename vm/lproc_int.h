@@ -119,6 +119,10 @@ char *lproc_dump_top(lua_State *L, size_t *len);
 /* lproc.c: search table t for the value at index v; on a hit push its string key and
 ** return 1 (used to send module functions by name). */
 int lproc_find_key(lua_State *L, int t, int v);
+/* lproc.c: push module `name` in this process (spawn's and newproc's by-name
+** upvalues): a global (the lazy libraries, lpvm), _G, or else require'd; a require
+** that fails raises, or with nil_on_error pushes nil (as luaproc would have). */
+void lproc_push_module(lua_State *L, const char *name, int nil_on_error);
 /* lproc.c: a start record holding code, upvalue term and argument term; NULL when
 ** out of memory. The other fields start zeroed. */
 lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
