@@ -23,16 +23,7 @@ static const char dump_key = 'd';   /* registry[&dump_key]: function -> bytecode
 /* Push the bytecode of the function at f as a string (cached per closure). */
 static void push_dump(lua_State *L, int f) {
   if (lua_iscfunction(L, f)) luaL_argerror(L, f, "cannot spawn a C function");
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &dump_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &dump_key);
-  }
+  lmod_weak_table(L, &dump_key, "k");
   lua_pushvalue(L, f);
   if (lua_rawget(L, -2) == LUA_TSTRING) {
     lua_remove(L, -2);
