@@ -27,7 +27,7 @@ static const char ref_tab_key = 't';     /* registry[&ref_tab_key]: weak intern 
 
 static int pid_tostring(lua_State *L) {
   lpvm_id id = (lpvm_id)(uintptr_t)lua_touserdata(L, 1);
-  unsigned slot = (unsigned)(uint32_t)id, gen = (unsigned)((id >> 32) & 0x7fffffff);
+  unsigned slot = lpvm_id_slot(id), gen = lpvm_id_gen(id);
   if (lpvm_id_is_port(id)) lua_pushfstring(L, "#Port<0.%d>", (int)slot);
   else lua_pushfstring(L, "<0.%d.%d>", (int)slot, (int)gen);
   return 1;

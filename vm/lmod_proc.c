@@ -254,8 +254,8 @@ static int lmod_monitor(lua_State *L) {
   int is_name;
   lpvm_id id = lmod_check_dest(L, 1, &is_name);
   uint64_t ref;
-  /* an unregistered name: monitor a surely dead id to get the noproc DOWN */
-  int rc = lpvm_monitor(&p->task, id ? id : (lpvm_id)UINT32_MAX, &ref);
+  /* an unregistered name: monitor an id no task has, to get the noproc DOWN */
+  int rc = lpvm_monitor(&p->task, id ? id : LPVM_ID_DEAD, &ref);
   if (rc != 0) return lmod_fail(L, rc);
   lmod_push_ref(L, ref);
   return 1;

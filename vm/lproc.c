@@ -364,8 +364,8 @@ static void log_crash(lproc *p, const char *msg, int boot) {
   }
   const char *nl = strchr(msg, '\n');
   int len = nl ? (int)(nl - msg) : (int)strlen(msg);
-  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %.*s\n", (unsigned)(uint32_t)id,
-          (unsigned)((id >> 32) & 0x7fffffff), len, msg);
+  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %.*s\n", lpvm_id_slot(id),
+          lpvm_id_gen(id), len, msg);
 }
 
 /* The process failed with the error object on top of its stack. The reason is a

@@ -27,6 +27,14 @@
 typedef uint64_t lpvm_id;
 #define LPVM_ID_PORT_BIT  (UINT64_C(1) << 63)
 #define lpvm_id_is_port(id) (((id) & LPVM_ID_PORT_BIT) != 0)
+/* The slot and the generation of an id (what <0.Slot.Gen> prints). */
+static inline uint32_t lpvm_id_slot(lpvm_id id) { return (uint32_t)id; }
+static inline uint32_t lpvm_id_gen(lpvm_id id) {
+  return (uint32_t)((id >> 32) & UINT64_C(0x7fffffff));
+}
+/* An id no task ever has: slot 0 is never allocated (and id 0 means "none"), so
+** signalling it gets a dead task's answers: monitoring it, a DOWN with noproc. */
+#define LPVM_ID_DEAD (UINT64_C(1) << 32)
 
 /* Task states, returned by the callbacks. */
 enum {
