@@ -101,6 +101,20 @@ uint64_t lmod_check_ref(lua_State *L, int arg) {
   return r;
 }
 
+void lmod_check_keys(lua_State *L, int t, const char *const known[], const char *what) {
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    int i = 0;
+    while (k && known[i] && strcmp(known[i], k) != 0) i++;
+    if (!k || !known[i]) {
+      lua_pushfstring(L, "unknown %s '%s'", what, k ? k : luaL_typename(L, -1));
+      luaL_argerror(L, t, lua_tostring(L, -1));
+    }
+  }
+}
+
 void lmod_weak_table(lua_State *L, const void *key, const char *mode) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
   lua_pop(L, 1);

@@ -133,14 +133,7 @@ typedef struct spawn_opts {
 
 static void check_options(lua_State *L, int t, spawn_opts *so) {
   static const char *const known[] = {"priority", "thread", "link", "monitor", "max_heap", NULL};
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    int i = 0;
-    while (k && known[i] && strcmp(known[i], k) != 0) i++;
-    if (!k || !known[i]) luaL_argerror(L, t, "unknown spawn option");
-  }
+  lmod_check_keys(L, t, known, "spawn option");
   if (lua_getfield(L, t, "priority") != LUA_TNIL) {
     lua_Integer pr = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
     luaL_argcheck(L, pr >= LPVM_PRIO_MAX && pr <= LPVM_PRIO_MIN, t,

@@ -104,6 +104,8 @@ uint64_t lmod_check_ref(lua_State *L, int arg);
 /* The process's target: a pid, or a registered name (0 if not registered). */
 lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name);
 int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */
+/* Raise "unknown <what> 'k'" (argument t) if table t has a key not in `known`. */
+void lmod_check_keys(lua_State *L, int t, const char *const known[], const char *what);
 /* Push registry[key], first making it a table with weak `mode` ("k", "v", "kv"). */
 void lmod_weak_table(lua_State *L, const void *key, const char *mode);
 int64_t lmod_check_ms(lua_State *L, int arg); /* timeout in ms; math.huge = -1 (for ever) */
@@ -133,6 +135,7 @@ lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
                              const lpvm_tbuf *up, const lpvm_tbuf *args);
 
 /* lmod_msg.c */
+int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
 
 /* ltask.c */
