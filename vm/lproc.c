@@ -21,7 +21,7 @@
 **
 ** Memory: the allocator counts the state's bytes and refuses past `max_heap`; the
 ** process then exits with reason `max_heap`. Finished states go back to a bounded
-** pool after a cleaning that leaves nothing of their previous owner (state_clean).
+** pool after a cleaning that leaves nothing of their previous owner (clean_cf).
 */
 #include <lauxlib.h>
 #include <lualib.h>
