@@ -417,6 +417,7 @@ static int lproc_resume(lproc *p) {
   int nres, nargs = p->nargs;
   p->nargs = 0;
   p->slices = 0;
+  p->punish = 0;   /* a new slice: send charges start again */
   int st = lua_resume(L, NULL, nargs, &nres);
   p->sched_yield = 0;
   if (p->heap_refused) {

@@ -57,6 +57,7 @@ typedef struct lproc {
   int ncur;                 /* values of `cur` on the stack */
   int nargs;                /* values for the next resume */
   uint16_t slices;          /* count-hook calls since the last yield */
+  uint32_t punish;          /* send: reductions charged for receivers' queues */
   uint8_t wait;             /* LP_* */
   uint8_t timer_set;        /* receive: a timer runs for this receive */
   uint8_t timed_out;
