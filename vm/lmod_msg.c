@@ -37,7 +37,8 @@ static lpvm_msg *build_msg(lua_State *L, int first, const char *fname) {
 static lpvm_id check_target(lua_State *L, int arg, const char *fname) {
   int is_name;
   lpvm_id to = lmod_check_dest(L, arg, &is_name);
-  if (is_name && !to) luaL_error(L, "%s: no process registered as '%s'", fname, lua_tostring(L, arg));
+  if (is_name && !to)
+    luaL_error(L, "%s: no process registered as %s", fname, lmod_push_quoted(L, arg));
   return to;
 }
 

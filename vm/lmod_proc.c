@@ -346,7 +346,7 @@ static int lmod_exit(lua_State *L) {
 
 static int lmod_register(lua_State *L) {
   lproc *p = lproc_check(L);
-  const char *name = luaL_checkstring(L, 1);
+  const char *name = lmod_check_name(L, 1);
   lpvm_id id = lua_isnoneornil(L, 2) ? p->task.id : lmod_check_pid(L, 2);
   int rc = lpvm_register(name, id);
   if (rc != 0) return lmod_fail(L, rc);
@@ -355,14 +355,14 @@ static int lmod_register(lua_State *L) {
 }
 
 static int lmod_unregister(lua_State *L) {
-  int rc = lpvm_unregister(luaL_checkstring(L, 1));
+  int rc = lpvm_unregister(lmod_check_name(L, 1));
   if (rc != 0) return lmod_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
 }
 
 static int lmod_whereis(lua_State *L) {
-  lpvm_id id = lpvm_whereis(luaL_checkstring(L, 1));
+  lpvm_id id = lpvm_whereis(lmod_check_name(L, 1));
   if (id) lmod_push_pid(L, id);
   else lua_pushnil(L);
   return 1;
@@ -397,7 +397,7 @@ static int migrate_k(lua_State *L, int status, lua_KContext ctx) {
 static int lmod_migrate(lua_State *L) {
   static const char *const modes[] = {"worker", "thread", NULL};
   lproc *p = lproc_check(L);
-  int to_thread = luaL_checkoption(L, 1, NULL, modes);
+  int to_thread = lmod_check_option(L, 1, NULL, modes);
   if (lpvm_on_thread(&p->task) == to_thread) {
     lua_pushboolean(L, 1);
     return 1;
@@ -571,9 +571,11 @@ static int lmod_recycle(lua_State *L) {
 /* spawn_task(type, [arg]) -> pid: init gets a lpvm_task_arg with arg as a term. */
 static int lmod_spawn_task(lua_State *L) {
   lproc *p = lproc_check(L);
-  const char *type = luaL_checkstring(L, 1);
-  const lpvm_task_def *def = ltask_find(type);
-  if (!def) return luaL_argerror(L, 1, lua_pushfstring(L, "unknown task type '%s'", type));
+  size_t len;
+  const char *type = luaL_checklstring(L, 1, &len);
+  const lpvm_task_def *def = strlen(type) == len ? ltask_find(type) : NULL;
+  if (!def)
+    return luaL_argerror(L, 1, lua_pushfstring(L, "unknown task type %s", lmod_push_quoted(L, 1)));
   char err[LTERM_ERRSZ];
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
@@ -590,10 +592,11 @@ static int lmod_spawn_task(lua_State *L) {
   return 1;
 }
 
-/* load_tasks(path) -> number of task types registered, or nil, message */
+/* load_tasks(path) -> number of task types registered, or nil, message. A path
+** longer than PATH_MAX is nil, message (ltask_load: dlopen is never asked). */
 static int lmod_load_tasks(lua_State *L) {
   char err[256];
-  int n = ltask_load(luaL_checkstring(L, 1), err, sizeof err);
+  int n = ltask_load(lmod_check_cstr(L, 1, "path"), err, sizeof err);
   if (n < 0) {
     lua_pushnil(L);
     lua_pushstring(L, err);

@@ -237,9 +237,10 @@ static int push_module(lua_State *L, lproc_start *s) {
     lua_remove(L, -2);
   }
   if (lua_type(L, -1) != LUA_TFUNCTION) {
+    const char *got = luaL_typename(L, -1);
     lua_pushlstring(L, (const char *)s->data, s->code_len);   /* not NUL-terminated */
-    luaL_error(L, "module '%s' returned %s (a function, or a table with main or start, "
-               "expected)", lua_tostring(L, -1), luaL_typename(L, -2));
+    luaL_error(L, "module %s returned %s (a function, or a table with main or start, "
+               "expected)", lmod_push_quoted(L, -1), got);
   }
   return lua_gettop(L);
 }

@@ -107,6 +107,17 @@ lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name);
 int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */
 int64_t lmod_check_ms(lua_State *L, int arg); /* timeout in ms; math.huge = -1 (for ever) */
 
+/* lmod_str.c: Lua strings that reach C (NUL bytes raise) and bad values quoted
+** (cut to LMOD_QUOTE_MAX bytes) in error messages. */
+#define LMOD_QUOTE_MAX 48
+const char *lmod_cstr(lua_State *L, int idx, int arg, const char *what);
+const char *lmod_check_cstr(lua_State *L, int arg, const char *what);
+const char *lmod_opt_cstr(lua_State *L, int arg, const char *dflt, const char *what);
+int lmod_streq(lua_State *L, int idx, const char *lit);
+const char *lmod_push_quoted(lua_State *L, int idx);
+int lmod_check_option(lua_State *L, int arg, const char *def, const char *const list[]);
+const char *lmod_check_name(lua_State *L, int arg);
+
 /* lmod_proc.c / lmod_msg.c: the functions of the module, by name. */
 typedef struct lmod_fn {
   const char *name;
