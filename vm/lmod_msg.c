@@ -208,7 +208,7 @@ static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
 /* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
 ** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
 ** programmer's mistake and raises. */
-static int lmod_receive(lua_State *L) {
+int lmod_receive(lua_State *L) {
   lproc *p = lproc_check(L);
   check_not_in_pred(L, p, "receive");
   int top = lua_gettop(L), t1 = lua_type(L, 1);

@@ -23,16 +23,7 @@ static const char dump_key = 'd';   /* registry[&dump_key]: function -> bytecode
 /* Push the bytecode of the function at f as a string (cached per closure). */
 static void push_dump(lua_State *L, int f) {
   if (lua_iscfunction(L, f)) luaL_argerror(L, f, "cannot spawn a C function");
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &dump_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &dump_key);
-  }
+  lmod_weak_table(L, &dump_key, "k");
   lua_pushvalue(L, f);
   if (lua_rawget(L, -2) == LUA_TSTRING) {
     lua_remove(L, -2);
@@ -142,14 +133,7 @@ typedef struct spawn_opts {
 
 static void check_options(lua_State *L, int t, spawn_opts *so) {
   static const char *const known[] = {"priority", "thread", "link", "monitor", "max_heap", NULL};
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    int i = 0;
-    while (k && known[i] && strcmp(known[i], k) != 0) i++;
-    if (!k || !known[i]) luaL_argerror(L, t, "unknown spawn option");
-  }
+  lmod_check_keys(L, t, known, "spawn option");
   if (lua_getfield(L, t, "priority") != LUA_TNIL) {
     lua_Integer pr = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
     luaL_argcheck(L, pr >= LPVM_PRIO_MAX && pr <= LPVM_PRIO_MIN, t,
@@ -263,8 +247,8 @@ static int lmod_monitor(lua_State *L) {
   int is_name;
   lpvm_id id = lmod_check_dest(L, 1, &is_name);
   uint64_t ref;
-  /* an unregistered name: monitor a surely dead id to get the noproc DOWN */
-  int rc = lpvm_monitor(&p->task, id ? id : (lpvm_id)UINT32_MAX, &ref);
+  /* an unregistered name: monitor an id no task has, to get the noproc DOWN */
+  int rc = lpvm_monitor(&p->task, id ? id : LPVM_ID_DEAD, &ref);
   if (rc != 0) return lmod_fail(L, rc);
   lmod_push_ref(L, ref);
   return 1;

@@ -105,6 +105,10 @@ uint64_t lmod_check_ref(lua_State *L, int arg);
 /* The process's target: a pid, or a registered name (0 if not registered). */
 lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name);
 int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */
+/* Raise "unknown <what> 'k'" (argument t) if table t has a key not in `known`. */
+void lmod_check_keys(lua_State *L, int t, const char *const known[], const char *what);
+/* Push registry[key], first making it a table with weak `mode` ("k", "v", "kv"). */
+void lmod_weak_table(lua_State *L, const void *key, const char *mode);
 int64_t lmod_check_ms(lua_State *L, int arg); /* timeout in ms; math.huge = -1 (for ever) */
 
 /* lmod_str.c: Lua strings that reach C (NUL bytes raise) and bad values quoted
@@ -133,12 +137,17 @@ char *lproc_dump_top(lua_State *L, size_t *len);
 /* lproc.c: search table t for the value at index v; on a hit push its string key and
 ** return 1 (used to send module functions by name). */
 int lproc_find_key(lua_State *L, int t, int v);
+/* lproc.c: push module `name` in this process (spawn's and newproc's by-name
+** upvalues): a global (the lazy libraries, lpvm), _G, or else require'd; a require
+** that fails raises, or with nil_on_error pushes nil (as luaproc would have). */
+void lproc_push_module(lua_State *L, const char *name, int nil_on_error);
 /* lproc.c: a start record holding code, upvalue term and argument term; NULL when
 ** out of memory. The other fields start zeroed. */
 lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
                              const lpvm_tbuf *up, const lpvm_tbuf *args);
 
 /* lmod_msg.c */
+int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
 
 /* ltask.c */
