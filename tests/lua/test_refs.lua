@@ -96,6 +96,7 @@ test("receive_ref times out, polls with 0, checks its arguments", function()
   T.eq(lpvm.receive(0), "x")
   T.raises(function() lpvm.receive_ref("r") end, "bad argument #1", "reference expected")
   T.raises(function() lpvm.receive_ref(ref, -1) end, "timeout must be >= 0")
+  T.raises(function() lpvm.receive_ref(ref, 1, 2) end, "bad argument #3")
 end)
 
 test("receive_ref(0) sees a reply sent to self in this step", function()
