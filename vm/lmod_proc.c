@@ -241,22 +241,45 @@ static int lmod_unlink(lua_State *L) {
   return 1;
 }
 
-/* monitor(pid | name) -> ref; a dead pid or unknown name gets DOWN with noproc. */
+/* Options of monitor and demonitor: nil, or the one word `word`. */
+static int opt_word(lua_State *L, int arg, const char *word) {
+  if (lua_isnoneornil(L, arg)) return 0;
+  const char *s = luaL_checkstring(L, arg);
+  if (strcmp(s, word) != 0)
+    luaL_argerror(L, arg, lua_pushfstring(L, "'%s' or nil expected, got '%s'", word, s));
+  return 1;
+}
+
+/* monitor(pid | name [, "alias"]) -> ref; a dead pid or unknown name gets DOWN with
+** noproc. With "alias" the reference is also an active alias until demonitor (what
+** gen_server.call waits on: the reply and the DOWN share one reference). */
 static int lmod_monitor(lua_State *L) {
   lproc *p = lproc_check(L);
   int is_name;
   lpvm_id id = lmod_check_dest(L, 1, &is_name);
+  int alias = opt_word(L, 2, "alias");
   uint64_t ref;
   /* an unregistered name: monitor an id no task has, to get the noproc DOWN */
   int rc = lpvm_monitor(&p->task, id ? id : LPVM_ID_DEAD, &ref);
   if (rc != 0) return lmod_fail(L, rc);
+  lmod_mark(p, ref);   /* the DOWN is a signal: it cannot be in the mailbox yet */
+  if (alias && lmod_alias_add(p, ref) != 0) {
+    lpvm_demonitor(&p->task, ref);
+    return lmod_fail(L, LPVM_ENOMEM);
+  }
   lmod_push_ref(L, ref);
   return 1;
 }
 
+/* demonitor(ref [, "flush"]): no DOWN for ref arrives afterwards; "flush" also
+** removes one already in the mailbox. The alias of ref, if any, ends too. */
 static int lmod_demonitor(lua_State *L) {
   lproc *p = lproc_check(L);
-  lpvm_demonitor(&p->task, lmod_check_ref(L, 1));
+  uint64_t ref = lmod_check_ref(L, 1);
+  int flush = opt_word(L, 2, "flush");
+  lpvm_demonitor(&p->task, ref);
+  lmod_alias_del(p, ref);
+  if (flush) lmod_flush_down(p, ref);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -342,6 +365,63 @@ static int lmod_unregister(lua_State *L) {
   int rc = lpvm_unregister(lmod_check_name(L, 1));
   if (rc != 0) return lmod_fail(L, rc);
   lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* registered() -> { name, ... }: every registered name (a snapshot). */
+typedef struct namelist {
+  char **v;
+  size_t n, cap;
+  int oom;
+} namelist;
+
+static void collect_name(const char *name, lpvm_id id, void *ud) {
+  (void)id;
+  namelist *l = ud;
+  if (l->oom) return;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    char **v = realloc(l->v, cap * sizeof *v);
+    if (!v) { l->oom = 1; return; }
+    l->v = v, l->cap = cap;
+  }
+  if (!(l->v[l->n] = strdup(name))) l->oom = 1;
+  else l->n++;
+}
+
+static void free_names(namelist *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+}
+
+static int registered_cf(lua_State *L) {
+  namelist *l = lua_touserdata(L, 1);
+  lua_createtable(L, (int)(l->n > 1u << 24 ? 1u << 24 : l->n), 0);
+  for (size_t i = 0; i < l->n; i++) {
+    lua_pushstring(L, l->v[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static int lmod_registered(lua_State *L) {
+  namelist l = {NULL, 0, 0, 0};
+  lpvm_foreach_name(collect_name, &l);   /* copied out: Lua may not run under the lock */
+  if (l.oom) {
+    free_names(&l);
+    return luaL_error(L, "registered: not enough memory");
+  }
+  lua_pushcfunction(L, registered_cf);
+  lua_pushlightuserdata(L, &l);
+  int rc = lua_pcall(L, 1, 1, 0);   /* frees the copies even if Lua runs out of memory */
+  free_names(&l);
+  if (rc != LUA_OK) return lua_error(L);
+  return 1;
+}
+
+/* is_alive(pid) -> true while pid is a live process (or port). */
+static int lmod_is_alive(lua_State *L) {
+  lua_pushboolean(L, lpvm_is_alive(lmod_check_pid(L, 1)));
   return 1;
 }
 
@@ -604,6 +684,8 @@ const lmod_fn lmod_proc_fns[] = {
     {"register", lmod_register},
     {"unregister", lmod_unregister},
     {"whereis", lmod_whereis},
+    {"registered", lmod_registered},
+    {"is_alive", lmod_is_alive},
     {"priority", lmod_priority},
     {"migrate", lmod_migrate},
     {"info", lmod_info},

@@ -582,6 +582,9 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   if (p->L) release_state(p);
   free(p->exit_reason);
   p->exit_reason = NULL;
+  free(p->aliases);
+  p->aliases = NULL;
+  p->nalias = p->calias = 0;
 }
 
 static int lproc_idle(lpvm_task *t) {

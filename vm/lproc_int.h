@@ -52,6 +52,18 @@ typedef struct lproc {
   lpvm_msg *cur;            /* receive: the message the predicate is judging */
   lpvm_msg *owned;          /* a taken message being decoded (freed if that fails) */
   uint64_t want_ref, mon_ref;  /* info(): request and monitor references */
+  uint64_t recv_ref;        /* receive_ref: the reference waited for */
+  /* The ref-receive optimisation: when a reference is made here (make_ref, alias,
+  ** monitor) the mailbox's last message is noted; no message up to it can hold the
+  ** new reference, so receive_ref of that reference starts after it. A take since
+  ** (mq_gen moved) may have freed the noted message: the mark is then ignored. */
+  uint64_t mark_ref;
+  lpvm_msg *mark_msg;       /* NULL: the mailbox was empty */
+  uint32_t mark_gen;
+  /* Active aliases: a message sent with send_alias carries its alias in the
+  ** message's ref field and is dropped unseen unless the alias is still active. */
+  uint64_t *aliases;
+  uint32_t nalias, calias;
   uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding */
   uint32_t exit_len;
   int ncur;                 /* values of `cur` on the stack */
@@ -149,6 +161,10 @@ lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
 /* lmod_msg.c */
 int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
+void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
+int lmod_alias_add(lproc *p, uint64_t ref);   /* 0, or LPVM_ENOMEM */
+int lmod_alias_del(lproc *p, uint64_t ref);   /* 1 if it was active */
+void lmod_flush_down(lproc *p, uint64_t ref); /* drop a queued DOWN for ref */
 
 /* ltask.c */
 const lpvm_task_def *ltask_find(const char *type);

@@ -261,6 +261,9 @@ int lpvm_kill(lpvm_task *self, lpvm_id target);
 int lpvm_register(const char *name, lpvm_id id);   /* one name per task */
 int lpvm_unregister(const char *name);
 lpvm_id lpvm_whereis(const char *name);            /* 0 if none */
+/* Call fn(name, id, ud) for every registered name, under the table's read lock:
+** fn must not block nor register or unregister. */
+void lpvm_foreach_name(void (*fn)(const char *name, lpvm_id id, void *ud), void *ud);
 
 /* ---- other signals -------------------------------------------------------------- */
 
@@ -276,6 +279,8 @@ int lpvm_migrate(lpvm_task *self, lpvm_id target, int to_thread);
 /* Call fn(id, ud) for every live task (a snapshot: tasks may come and go meanwhile).
 ** fn runs on the caller's thread and must not block. */
 void lpvm_foreach_task(void (*fn)(lpvm_id id, void *ud), void *ud);
+/* 1 if `id` is a live task (not yet dead), else 0. A snapshot: it may die next. */
+int lpvm_is_alive(lpvm_id id);
 
 /* A new unique reference (monitors, timers, requests). Never 0. */
 uint64_t lpvm_make_ref(void);
