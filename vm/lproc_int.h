@@ -101,6 +101,16 @@ int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id
 void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
+lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
+/* Spawn L (function and nargs arguments on its stack) as the boot process; L is the
+** process's from here on, or closed on failure. */
+int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
+
+/* shell.c: the terminal reader of the shell. lproc_shell_reader starts it and gives
+** 1 when stdin is a terminal, 0 when not (< 0: failure); lproc_shell_watch tells it
+** which process is the shell (it ends with it). */
+int lproc_shell_reader(lpvm_id *reader);
+void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
