@@ -179,6 +179,14 @@ static void call_with_id(lpvm_task *t, void *ud) {
   f->fn(t->id, f->ud);
 }
 
+int lpvm_is_alive(lpvm_id id) {
+  lpvm_task *t = ptab_pin(id);
+  if (!t) return 0;
+  int alive = ts_status(atomic_load_explicit(&t->sched_word, memory_order_acquire)) != TS_DEAD;
+  ptab_unpin(t);
+  return alive;
+}
+
 void lpvm_foreach_task(void (*fn)(lpvm_id id, void *ud), void *ud) {
   if (!fn || !P.slots) return;
   struct foreach_ids f = {fn, ud};

@@ -64,9 +64,11 @@ lpvm_id lmod_check_pid(lua_State *L, int arg) {
 
 lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name) {
   *is_name = 0;
-  if (lua_type(L, arg) == LUA_TSTRING) {
+  if (lua_type(L, arg) == LUA_TSTRING) {   /* a name with a NUL is never registered */
+    size_t len;
+    const char *name = lua_tolstring(L, arg, &len);
     *is_name = 1;
-    return lpvm_whereis(lua_tostring(L, arg));
+    return strlen(name) == len ? lpvm_whereis(name) : 0;
   }
   return lmod_check_pid(L, arg);
 }
@@ -109,7 +111,7 @@ void lmod_check_keys(lua_State *L, int t, const char *const known[], const char 
     int i = 0;
     while (k && known[i] && strcmp(known[i], k) != 0) i++;
     if (!k || !known[i]) {
-      lua_pushfstring(L, "unknown %s '%s'", what, k ? k : luaL_typename(L, -1));
+      lua_pushfstring(L, "unknown %s %s", what, k ? lmod_push_quoted(L, -1) : luaL_typename(L, -1));
       luaL_argerror(L, t, lua_tostring(L, -1));
     }
   }

@@ -119,18 +119,16 @@ int lport_opt_flag(lua_State *L, int t, const char *k, int dflt) {
 int lport_to_active(lua_State *L, int idx, int arg) {
   if (lua_type(L, idx) == LUA_TBOOLEAN)
     return lua_toboolean(L, idx) ? LPVM_ACTIVE_TRUE : LPVM_ACTIVE_FALSE;
-  if (lua_type(L, idx) == LUA_TSTRING && strcmp(lua_tostring(L, idx), "once") == 0)
+  if (lmod_streq(L, idx, "once"))
     return LPVM_ACTIVE_ONCE;
   return luaL_argerror(L, arg, "active must be true, false or \"once\"");
 }
 
 /* "raw" | "line" | 0 | 1 | 2 | 4 */
 int lport_to_packet(lua_State *L, int idx, int arg) {
-  if (lua_type(L, idx) == LUA_TSTRING) {
-    const char *s = lua_tostring(L, idx);
-    if (strcmp(s, "raw") == 0) return LPVM_PACKET_RAW;
-    if (strcmp(s, "line") == 0) return LPVM_PACKET_LINE;
-  } else if (lua_isinteger(L, idx)) {
+  if (lmod_streq(L, idx, "raw")) return LPVM_PACKET_RAW;
+  if (lmod_streq(L, idx, "line")) return LPVM_PACKET_LINE;
+  if (lua_isinteger(L, idx)) {
     lua_Integer n = lua_tointeger(L, idx);
     if (n == 0 || n == 1 || n == 2 || n == 4) return (int)n;
   }

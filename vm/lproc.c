@@ -39,7 +39,7 @@
 #define LPROC_SLICES 4
 #define LPROC_DEFAULT_REDUCTIONS 4000
 
-lproc_config lproc_cfg = {0, LPROC_DEFAULT_REDUCTIONS, 0, 0};
+lproc_config lproc_cfg = {.reductions = LPROC_DEFAULT_REDUCTIONS};
 
 static _Atomic int boot_ok;
 
@@ -241,9 +241,10 @@ static int push_module(lua_State *L, lproc_start *s) {
     lua_remove(L, -2);
   }
   if (lua_type(L, -1) != LUA_TFUNCTION) {
+    const char *got = luaL_typename(L, -1);
     lua_pushlstring(L, (const char *)s->data, s->code_len);   /* not NUL-terminated */
-    luaL_error(L, "module '%s' returned %s (a function, or a table with main or start, "
-               "expected)", lua_tostring(L, -1), luaL_typename(L, -2));
+    luaL_error(L, "module %s returned %s (a function, or a table with main or start, "
+               "expected)", lmod_push_quoted(L, -1), got);
   }
   return lua_gettop(L);
 }
@@ -421,6 +422,7 @@ static int lproc_resume(lproc *p) {
   int nres, nargs = p->nargs;
   p->nargs = 0;
   p->slices = 0;
+  p->punish = 0;   /* a new slice: send charges start again */
   int st = lua_resume(L, NULL, nargs, &nres);
   p->sched_yield = 0;
   if (p->heap_refused) {
@@ -580,6 +582,9 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   if (p->L) release_state(p);
   free(p->exit_reason);
   p->exit_reason = NULL;
+  free(p->aliases);
+  p->aliases = NULL;
+  p->nalias = p->calias = 0;
 }
 
 static int lproc_idle(lpvm_task *t) {
@@ -697,95 +702,19 @@ void lproc_teardown(void) {
   ltask_teardown();
 }
 
-/* ---- the boot process ---------------------------------------------------------------------------- */
+/* ---- the boot state ---------------------------------------------------------------------------- */
 
-static char *one_line(const char *prefix, const char *msg) {
-  size_t n = strlen(prefix) + strlen(msg) + 1;
-  char *s = malloc(n);
-  if (!s) return NULL;
-  snprintf(s, n, "%s%s", prefix, msg);
-  for (char *c = s; *c; c++)
-    if (*c == '\n' || *c == '\r') *c = ' ';
-  return s;
-}
-
-/* The folder of the boot script goes on every process's package.path and cpath
-** (llibs.c), absolute so a later chdir does not lose it. A folder whose name holds
-** a path separator of Lua's (';' or '?') cannot be put there and is left out. */
-static void set_script_dir(const char *script) {
-  char *dir = NULL;
-  if (script && strcmp(script, "-") != 0) {
-    char *full = realpath(script, NULL);
-    char *slash = full ? strrchr(full, '/') : NULL;
-    if (slash) {
-      *slash = 0;
-      if (strpbrk(full, ";?") == NULL) dir = full[0] ? full : strcpy(full, "/");
-    }
-    if (!dir) free(full);
-  }
-  llibs_set_script_dir(dir);
-  free(dir);
-}
-
-static int load_stdin(lua_State *L) {
-  luaL_Buffer b;
-  char chunk[4096];
-  size_t n;
-  luaL_buffinit(L, &b);
-  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) luaL_addlstring(&b, chunk, n);
-  luaL_pushresult(&b);
-  size_t len;
-  const char *src = lua_tolstring(L, -1, &len);
-  if (len > 0 && src[0] == '#') {   /* a #! line, as lua does */
-    while (len > 0 && *src != '\n') src++, len--;
-  }
-  return luaL_loadbuffer(L, src, len, "=stdin");
-}
-
-static int load_cf(lua_State *L) {
-  const char *script = lua_touserdata(L, 1);
-  const char *code = lua_touserdata(L, 2);
-  int rc;
-  lua_settop(L, 0);
-  lproc_state_init(L);
-  if (code) rc = luaL_loadbuffer(L, code, strlen(code), "=(command line)");
-  else if (strcmp(script, "-") == 0) rc = load_stdin(L);
-  else rc = luaL_loadfilex(L, script, NULL);
-  if (rc != LUA_OK) return lua_error(L);
-  return 1;
-}
-
-int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm_id *id,
-               char **errmsg) {
-  if (errmsg) *errmsg = NULL;
-  if ((!script && !code) || argc < 0 || (argc > 0 && !argv)) return LPVM_EINVAL;
+/* A state for the boot process, made before it exists (lboot.c): counted from the
+** moment the process adopts it. */
+lua_State *lproc_state_new(void) {
   lua_State *L = lua_newstate(lproc_alloc, NULL);
-  if (!L) {
-    if (errmsg) *errmsg = one_line("lpvm: ", "not enough memory");
-    return LPVM_ENOMEM;
-  }
-  lua_atpanic(L, lproc_panic);
-  set_script_dir(code ? NULL : script);
-  lua_pushcfunction(L, load_cf);
-  lua_pushlightuserdata(L, (void *)script);
-  lua_pushlightuserdata(L, (void *)code);
-  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
-    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot load";
-    if (errmsg) *errmsg = one_line("lpvm: ", msg);
-    lua_close(L);
-    return LPVM_EINVAL;
-  }
-  /* arg, as the stand-alone lua makes it; the chunk also gets arg[1..] as `...` */
-  lua_createtable(L, argc > 0 ? argc - 1 : 0, 1);
-  for (int i = 0; i < argc; i++) {
-    lua_pushstring(L, argv[i]);
-    lua_rawseti(L, -2, i);
-  }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  lua_insert(L, -2);
-  lua_setfield(L, -2, "arg");
-  lua_pop(L, 1);
-  for (int i = 1; i < argc; i++) lua_pushstring(L, argv[i]);
+  if (L) lua_atpanic(L, lproc_panic);
+  return L;
+}
+
+/* Spawn a state made by lproc_state_new whose stack holds a function and `nargs`
+** arguments as the boot process. */
+int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id) {
   lproc_start *s = calloc(1, sizeof *s);
   if (!s) {
     lua_close(L);
@@ -793,17 +722,10 @@ int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm
   }
   s->kind = LS_STATE;
   s->L = L;
-  s->nargs = argc > 1 ? argc - 1 : 0;
+  s->nargs = nargs;
   s->max_heap = lproc_cfg.max_heap;
+  s->boot = 1;
   lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
   o.thread = lproc_cfg.threads ? 1 : 0;
-  s->boot = 1;
-  lpvm_id nid = 0;
-  int rc = lproc_spawn(NULL, s, &o, &nid);
-  if (rc != 0) {
-    if (errmsg) *errmsg = one_line("lpvm: cannot start the boot process: ", lpvm_strerror(rc));
-    return rc;
-  }
-  if (id) *id = nid;
-  return 0;
+  return lproc_spawn(NULL, s, &o, id);
 }
