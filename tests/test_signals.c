@@ -275,6 +275,23 @@ Test(signals, link_and_monitor_on_dead_id_answer_noproc) {
   vm_stop();
 }
 
+Test(signals, id_slot_and_gen_decode_ids_and_LPVM_ID_DEAD_is_never_a_task) {
+  vm_start_n(2, 1);
+  lpvm_id c = coll_spawn();
+  lpvm_register("sink", c);
+  cr_assert(lpvm_id_slot(c) != 0, "slot 0 is never allocated");
+  cr_assert_eq(((uint64_t)lpvm_id_gen(c) << 32) | lpvm_id_slot(c), c);
+  cr_assert_eq(lpvm_id_slot(LPVM_ID_DEAD), 0);
+  cr_assert_eq(lpvm_send(NULL, LPVM_ID_DEAD, "\x83\x61\x01", 3), LPVM_ENOPROC);
+  spawn_watcher(LPVM_ID_DEAD);       /* monitoring it answers DOWN noproc at once */
+  char buf[256];
+  lpvm_msg *m = coll_next(5000);
+  cr_assert_not_null(m);
+  cr_assert(ends_with(fmt_msg(m, buf, sizeof buf), ",noproc}"), "%s", buf);
+  lpvm_msg_free(m);
+  vm_stop();
+}
+
 /* monitor -> demonitor: no DOWN; monitor twice: two DOWNs, each exactly once */
 static lpvm_id mon_target;
 static int mon_setup(lpvm_task *t) {

@@ -17,6 +17,7 @@
 ** afterwards, so a coroutine can block in receive and can be preempted.
 */
 #include <lauxlib.h>
+#include <limits.h>
 #include <lualib.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -238,12 +239,39 @@ void llibs_set_script_dir(const char *dir) {
 #define LPVM_LIBDIR "vm/lib"
 #endif
 
+/* package.loadlib(path, funcname), upvalue 1 the real one: glibc's dlopen copies
+** the name onto the stack while it searches the library path, so a name of
+** megabytes would overflow a worker's stack; no file name is longer than PATH_MAX.
+** A NUL would cut either name silently. */
+static int loadlib_checked(lua_State *L) {
+  size_t len;
+  luaL_checklstring(L, 1, &len);
+  lmod_cstr(L, 1, 1, "path");
+  luaL_checkstring(L, 2);
+  lmod_cstr(L, 2, 2, "function name");
+  if (len >= PATH_MAX) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "file name too long (%I bytes; PATH_MAX is %d)", (lua_Integer)len,
+                    PATH_MAX);
+    lua_pushliteral(L, "open");   /* as loadlib: the library could not be opened */
+    return 3;
+  }
+  lua_settop(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 2, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
 static int open_package(lua_State *L) {
   if (lproc_cfg.noenv) {   /* lua -E: package ignores LUA_PATH and LUA_CPATH */
     lua_pushboolean(L, 1);
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
   }
   luaopen_package(L);
+  lua_getfield(L, -1, "loadlib");
+  lua_pushcclosure(L, loadlib_checked, 1);
+  lua_setfield(L, -2, "loadlib");
   lua_getfield(L, -1, "preload");
   lua_pushcfunction(L, lmod_open);
   lua_setfield(L, -2, "lpvm");

@@ -166,8 +166,7 @@ static int is_atom(lpvm_tread *r, const char *atom) {
   return 1;
 }
 
-/* Module `name` in this process: a global (the lazy libraries, lpvm) or require. */
-static void push_module_named(lua_State *L, const char *name) {
+void lproc_push_module(lua_State *L, const char *name, int nil_on_error) {
   if (strcmp(name, "_G") == 0) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
     return;
@@ -176,7 +175,12 @@ static void push_module_named(lua_State *L, const char *name) {
   lua_pop(L, 1);
   lua_getglobal(L, "require");
   lua_pushstring(L, name);
-  lua_call(L, 1, 1);
+  if (!nil_on_error) {
+    lua_call(L, 1, 1);
+  } else if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  }
 }
 
 /* The upvalue forms the parent gives by name (lmod_proc.c, put_known): '$env',
@@ -196,7 +200,7 @@ static int push_known(lua_State *L, lpvm_tread *r) {
   if (lpvm_get_binary(&probe, &s, &len) || len >= sizeof name) return 0;
   memcpy(name, s, len);
   name[len] = 0;
-  push_module_named(L, name);
+  lproc_push_module(L, name, 0);
   if (n == 3) {
     if (lpvm_get_binary(&probe, &s, &len)) return 0;
     lua_pushlstring(L, (const char *)s, len);
@@ -237,9 +241,10 @@ static int push_module(lua_State *L, lproc_start *s) {
     lua_remove(L, -2);
   }
   if (lua_type(L, -1) != LUA_TFUNCTION) {
+    const char *got = luaL_typename(L, -1);
     lua_pushlstring(L, (const char *)s->data, s->code_len);   /* not NUL-terminated */
-    luaL_error(L, "module '%s' returned %s (a function, or a table with main or start, "
-               "expected)", lua_tostring(L, -1), luaL_typename(L, -2));
+    luaL_error(L, "module %s returned %s (a function, or a table with main or start, "
+               "expected)", lmod_push_quoted(L, -1), got);
   }
   return lua_gettop(L);
 }
@@ -362,8 +367,8 @@ static void log_crash(lproc *p, const char *msg, int boot) {
   }
   /* the whole reason: a load error's location is on its second line, a module not
   ** found lists the places searched, and the traceback says where it happened */
-  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %s\n", (unsigned)(uint32_t)id,
-          (unsigned)((id >> 32) & 0x7fffffff), msg);
+  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %s\n", lpvm_id_slot(id),
+          lpvm_id_gen(id), msg);
 }
 
 /* The process failed with the error object on top of its stack. The reason is a
@@ -417,6 +422,7 @@ static int lproc_resume(lproc *p) {
   int nres, nargs = p->nargs;
   p->nargs = 0;
   p->slices = 0;
+  p->punish = 0;   /* a new slice: send charges start again */
   int st = lua_resume(L, NULL, nargs, &nres);
   p->sched_yield = 0;
   if (p->heap_refused) {
@@ -576,6 +582,9 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   if (p->L) release_state(p);
   free(p->exit_reason);
   p->exit_reason = NULL;
+  free(p->aliases);
+  p->aliases = NULL;
+  p->nalias = p->calias = 0;
 }
 
 static int lproc_idle(lpvm_task *t) {
