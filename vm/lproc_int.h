@@ -113,6 +113,10 @@ int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
 int lproc_shell_reader(lpvm_id *reader);
 void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
 
+/* lsys.c: os.execute and io.popen that leave the VM's signals alone */
+void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
+void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
+
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
 void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */

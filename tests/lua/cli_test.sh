@@ -240,6 +240,22 @@ sig_check "SIGTERM stops a VM with thread-mode processes" TERM '
   for i = 1, 4 do lpvm.spawn({thread = true}, function() lpvm.receive() end) end
   lpvm.receive()'
 
+# Signals do not depend on what a process calls: glibc's system() ignored SIGINT for
+# the whole VM while a process was in os.execute. The command is ended with the VM.
+orphan_check() {  # NAME MARK: no process whose command line has MARK is left
+  i=0
+  while pgrep -f "$2" >/dev/null 2>&1 && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  if pgrep -f "$2" >/dev/null 2>&1; then pkill -f "$2"; bad "$1"; else ok "$1"; fi
+}
+sig_check "SIGINT stops a VM while a process waits in os.execute" INT '
+  os.execute("sleep 29.5001")'
+orphan_check "the command of an interrupted os.execute is not orphaned" "sleep 29.5001"
+sig_check "SIGTERM stops a VM while processes wait in os.execute and io.popen" TERM '
+  lpvm.spawn({thread = true}, function() io.popen("sleep 29.5002; echo x"):read("a") end)
+  os.execute("sleep 29.5003 & sleep 29.5004; wait")'
+orphan_check "io.popen's command is not orphaned" "sleep 29.5002"
+orphan_check "a command's own children are not orphaned" "sleep 29.500[34]"
+
 # ---- the shell -----------------------------------------------------------------
 shell() {  # INPUT: run the shell (-i) with INPUT on a pipe
   printf "$1" | "$LPVM" -i >"$TMP/out" 2>"$TMP/err"
