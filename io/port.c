@@ -757,6 +757,11 @@ int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len) 
 
 int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n) {
   if (io_kind_check(port, stream_kinds) || n > INT64_MAX) return LPVM_EINVAL;
+  lpvm_task *t = ptab_pin(port);
+  io_stream *s = io_stream_of(t);
+  size_t max = s ? s->max_packet : SIZE_MAX;   /* written once, by init */
+  if (t) ptab_unpin(t);
+  if (n > max) return LPVM_EINVAL;
   return io_cmd_int(self, port, "recv", (int64_t)n);
 }
 

@@ -84,6 +84,7 @@ int lmod_recv(lua_State *L) {
   lua_settop(L, 1);
   if (!lport_pending_get(L, port)) {
     int rc = lpvm_port_recv(&p->task, port, (size_t)n);
+    if (rc == LPVM_EINVAL) return luaL_argerror(L, 2, "byte count over the port's max_packet");
     if (rc != 0) return lport_fail(L, rc, 0);
     lport_pending_set(L, port, 1);
   }

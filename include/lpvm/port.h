@@ -121,7 +121,8 @@ int lpvm_tcp_connect(lpvm_task *self, const char *host, int port, uint64_t timeo
 ** once the queue has drained to half of it. */
 int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len);
 /* active false: deliver one message: n bytes exactly (raw; 0 = what is there), or
-** one line or packet (n must be 0). {eof} or {error} answer it as well. */
+** one line or packet (n must be 0). {eof} or {error} answer it as well.
+** LPVM_EINVAL at once for n over the port's max_packet. */
 int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n);
 int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active);
 int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet);

@@ -98,6 +98,52 @@ test("a module that returns no function fails naming it", function()
   T.ok(T.mentions(reason, "module 'mod_nofunc' returned number"), T.show(reason))
 end)
 
+-- ---- registered names (issue 10 item 9) and the argument rule (item 10) ---------------
+
+test("a registered name with a NUL raises; it never answers to the name before it", function()
+  T.raises(function() lpvm.register("a\0b") end, "#1", "'register'", "NUL")
+  T.eq(lpvm.whereis("a"), nil, "register('a\\0b') registered nothing")
+  T.raises(function() lpvm.whereis("a\0b") end, "#1", "NUL")
+  T.raises(function() lpvm.unregister("a\0b") end, "#1", "NUL")
+  T.ok(lpvm.register("a"))
+  T.raises(function() lpvm.whereis("a\0b") end, "#1", "NUL")
+  T.eq(lpvm.whereis("a"), lpvm.self())
+  lpvm.unregister("a")
+end)
+
+test("register('') and a name over 255 bytes raise; a taken name is nil, reason", function()
+  T.raises(function() lpvm.register("") end, "#1", "'register'", "name of 1..255 bytes")
+  T.raises(function() lpvm.register(string.rep("n", 256)) end, "#1", "name of 1..255 bytes")
+  T.raises(function() lpvm.whereis("") end, "#1", "name of 1..255 bytes")
+  T.raises(function() lpvm.unregister("") end, "#1", "name of 1..255 bytes")
+  T.ok(lpvm.register(string.rep("n", 255)))
+  local other = lpvm.spawn(function() lpvm.receive() end)
+  T.eqv(table.pack(lpvm.register(string.rep("n", 255), other)), table.pack(nil, "already_registered"))
+  T.eqv(table.pack(lpvm.unregister("never_registered")), table.pack(nil, "noproc"))
+  lpvm.unregister(string.rep("n", 255))
+  lpvm.exit(other, "kill")
+end)
+
+test("fd_port refuses descriptors that do not fit an int (2^32+1 is not fd 1)", function()
+  T.raises(function() lpvm.fd_port(2 ^ 32 + 1) end, "#1", "descriptor expected")
+  T.raises(function() lpvm.fd_port(math.tointeger(2 ^ 32 + 1)) end, "#1", "descriptor expected")
+  T.raises(function() lpvm.fd_port(nil, 2 ^ 31) end, "#2", "descriptor expected")
+  T.raises(function() lpvm.fd_port(-2) end, "#1", "descriptor expected")
+  T.raises(function() lpvm.fd_port() end, "#1", "at least one descriptor")
+  local p = assert(lpvm.fd_port(nil, 2))
+  lpvm.port_close(p)
+end)
+
+test("recv(port, n) over the port's max_packet raises; within it, it reads", function()
+  local p = assert(lpvm.open_port({ "cat" }, { active = false, max_packet = 1000 }))
+  T.raises(function() lpvm.recv(p, 1001, 100) end, "#2", "'recv'", "over the port's max_packet")
+  T.raises(function() lpvm.recv(p, 2 ^ 40, 100) end, "#2", "over the port's max_packet")
+  T.raises(function() lpvm.recv(p, -1, 100) end, "#2", ">= 0")
+  lpvm.port_send(p, string.rep("z", 1000))
+  T.eq(lpvm.recv(p, 1000, 5000), string.rep("z", 1000))
+  lpvm.port_close(p, 0)
+end)
+
 -- ---- every port call checks the port's kind ------------------------------------------
 
 -- One port of each kind, owned by the caller; closed by the returned function.
