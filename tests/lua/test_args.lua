@@ -91,6 +91,13 @@ test("a log level with a NUL is no level; a bad level is quoted cut short", func
   short(T.raises(function() lpvm.log(BIG, "x") end, "#1", "log level expected", "10000000 bytes"))
 end)
 
+test("an option name with a NUL is an unknown option, not the name before it", function()
+  T.raises(function() lpvm.spawn({ ["link\0x"] = true }, function() end) end, "#1",
+           "unknown spawn option 'link\\x00x'")
+  T.raises(function() lpvm.open_port({ "cat" }, { ["active\0"] = true }) end, "#2",
+           "unknown option 'active\\x00'")
+end)
+
 test("migrate quotes a bad mode cut short", function()
   short(T.raises(function() lpvm.migrate(BIG) end, "#1", "invalid option", "10000000 bytes"))
 end)
