@@ -27,6 +27,14 @@
 typedef uint64_t lpvm_id;
 #define LPVM_ID_PORT_BIT  (UINT64_C(1) << 63)
 #define lpvm_id_is_port(id) (((id) & LPVM_ID_PORT_BIT) != 0)
+/* The slot and the generation of an id (what <0.Slot.Gen> prints). */
+static inline uint32_t lpvm_id_slot(lpvm_id id) { return (uint32_t)id; }
+static inline uint32_t lpvm_id_gen(lpvm_id id) {
+  return (uint32_t)((id >> 32) & UINT64_C(0x7fffffff));
+}
+/* An id no task ever has: slot 0 is never allocated (and id 0 means "none"), so
+** signalling it gets a dead task's answers: monitoring it, a DOWN with noproc. */
+#define LPVM_ID_DEAD (UINT64_C(1) << 32)
 
 /* Task states, returned by the callbacks. */
 enum {
@@ -115,13 +123,28 @@ struct lpvm_sig {
 ** The Task record (thesis: pq, sq, id, prio, links, sig, msg, state, flags, fs).
 ** Its fields belong to the runtime: read them through the functions below.
 */
+/*
+** Who writes what. Most fields belong to the task: only the thread running its step
+** (or spawning it, before it is published) touches them. The shared ones:
+**   rq_next     sched/, only under the lock of the run queue that holds the task
+**               (the task is QUEUED then, so it does not run).
+**   sched_word  atomic: senders set PENDING and take WAITING -> QUEUED; the task's
+**               own step does the rest (tasks/task_sched.h).
+**   prio        the task itself (lpvm_set_prio, a PRIORITY signal, in its step) and
+**               spawn; sched/ reads it when it queues the task, after the QUEUED
+**               transition whose acquire makes the last step's write visible.
+**   worker      the worker that runs the step, and spawn; read by
+**               sched_make_runnable from any thread, ordered the same way.
+**   sq_tail     atomic: every sender (mpsc push); sq_head/sq_stub: the task.
+**   reg_name    under the name table's lock (tasks/names.c).
+*/
 struct lpvm_task {
   struct lpvm_task *rq_next;         /* run queue link */
-  _Atomic uint32_t sched_word;       /* who may schedule it: see tasks/task_state.h */
-  uint8_t prio;
+  _Atomic uint32_t sched_word;       /* who may schedule it: see tasks/task_sched.h */
+  uint8_t prio;                      /* 0 (highest) .. 31 */
   uint8_t state;                     /* LPVM_SETUP/WAIT/IDLE/EXIT */
   uint8_t tflags;                    /* trap_exit, suspended, timeout fired, ... */
-  int8_t worker;                     /* last worker it ran on */
+  int8_t worker;                     /* last worker it ran on (-1: none yet) */
   uint32_t suspended;                /* SUSPEND count not yet RESUMEd */
   lpvm_id id;
   const lpvm_task_def *def;
@@ -238,6 +261,9 @@ int lpvm_kill(lpvm_task *self, lpvm_id target);
 int lpvm_register(const char *name, lpvm_id id);   /* one name per task */
 int lpvm_unregister(const char *name);
 lpvm_id lpvm_whereis(const char *name);            /* 0 if none */
+/* Call fn(name, id, ud) for every registered name, under the table's read lock:
+** fn must not block nor register or unregister. */
+void lpvm_foreach_name(void (*fn)(const char *name, lpvm_id id, void *ud), void *ud);
 
 /* ---- other signals -------------------------------------------------------------- */
 
@@ -253,6 +279,8 @@ int lpvm_migrate(lpvm_task *self, lpvm_id target, int to_thread);
 /* Call fn(id, ud) for every live task (a snapshot: tasks may come and go meanwhile).
 ** fn runs on the caller's thread and must not block. */
 void lpvm_foreach_task(void (*fn)(lpvm_id id, void *ud), void *ud);
+/* 1 if `id` is a live task (not yet dead), else 0. A snapshot: it may die next. */
+int lpvm_is_alive(lpvm_id id);
 
 /* A new unique reference (monitors, timers, requests). Never 0. */
 uint64_t lpvm_make_ref(void);
