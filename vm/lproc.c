@@ -413,18 +413,16 @@ static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
 ** can match on it; anything else becomes "(error object is a X value)". */
 static int lproc_error(lproc *p) {
   lua_State *L = p->L;
-  char buf[4096];
-  size_t n;
+  char num[64], tb[4096];
+  const char *msg = num;
+  size_t mlen;
   int t = lua_type(L, -1);
   if (t == LUA_TSTRING) {
-    size_t len;
-    const char *s = lua_tolstring(L, -1, &len);
-    n = len < 2048 ? len : 2048;
-    memcpy(buf, s, n);
+    msg = lua_tolstring(L, -1, &mlen);   /* whole: the reason is bounded by memory only */
   } else if (t == LUA_TNUMBER) {
-    n = lua_isinteger(L, -1)
-            ? (size_t)snprintf(buf, sizeof buf, LUA_INTEGER_FMT, lua_tointeger(L, -1))
-            : (size_t)snprintf(buf, sizeof buf, LUA_NUMBER_FMT, lua_tonumber(L, -1));
+    mlen = lua_isinteger(L, -1)
+               ? (size_t)snprintf(num, sizeof num, LUA_INTEGER_FMT, lua_tointeger(L, -1))
+               : (size_t)snprintf(num, sizeof num, LUA_NUMBER_FMT, lua_tonumber(L, -1));
   } else {
     char err[LTERM_ERRSZ];
     lpvm_tbuf b;
@@ -436,12 +434,29 @@ static int lproc_error(lproc *p) {
       return LPVM_EXIT;
     }
     lpvm_tbuf_free(&b);
-    n = (size_t)snprintf(buf, sizeof buf, "(error object is a %s value)", lua_typename(L, t));
+    mlen = (size_t)snprintf(num, sizeof num, "(error object is a %s value)", lua_typename(L, t));
   }
-  n += traceback(L, buf + n, sizeof buf - n);
+  size_t tlen = traceback(L, tb, sizeof tb);   /* 20 frames at most, marked "..." */
+  /* The binary is built with malloc, not in the state (which may be out of memory).
+  ** Only if even that fails is the message cut, and the cut is said in the reason. */
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
-  lpvm_put_binary(&b, buf, n);
+  char *whole = malloc(mlen + tlen);
+  if (whole) {
+    memcpy(whole, msg, mlen);
+    memcpy(whole + mlen, tb, tlen);
+    lpvm_put_binary(&b, whole, mlen + tlen);
+    free(whole);
+  }
+  if (!whole || b.err) {
+    char cut[2048 + 96];
+    size_t keep = mlen < 2048 ? mlen : 2048;
+    memcpy(cut, msg, keep);
+    size_t k = keep + (size_t)snprintf(cut + keep, sizeof cut - keep,
+                                       "... (%zu bytes cut: out of memory)", mlen - keep);
+    lpvm_tbuf_reset(&b);
+    lpvm_put_binary(&b, cut, k);
+  }
   if (!b.err) lpvm_set_reason(&p->task, b.data, b.len);
   else set_reason_atom(p, "error");
   lpvm_tbuf_free(&b);
