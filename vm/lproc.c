@@ -72,6 +72,13 @@ int lproc_boot_ok(void) { return atomic_load(&boot_ok); }
 
 /* ---- the allocator ----------------------------------------------------------------------- */
 
+/* Erlang's max_heap_size counts the message queue (on-heap messages), and so does
+** max_heap: the bytes of every message sent to the process and not yet taken, each
+** with its header, from the moment it is sent (the signal queue included). */
+static size_t queue_cost(const lproc *p) {
+  return lpvm_queued_bytes(&p->task) + lpvm_queued_msgs(&p->task) * sizeof(lpvm_msg);
+}
+
 /* ud is the owning process, or NULL for a state between owners (boot, pool). */
 static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
@@ -81,7 +88,8 @@ static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (p) p->mem -= osize;
     return NULL;
   }
-  if (p && p->max_heap && nsize > osize && p->mem + (nsize - osize) > p->max_heap) {
+  if (p && p->max_heap && nsize > osize &&
+      p->mem + (nsize - osize) + queue_cost(p) > p->max_heap) {
     p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
     return NULL;
   }
@@ -530,6 +538,7 @@ static int lproc_init(lpvm_task *t, void *arg) {
   lproc_start *s = arg;
   p->start = s;
   p->max_heap = s->max_heap;
+  p->max_mailbox = s->max_mailbox;
   p->boot = (uint8_t)s->boot;
   s->adopted = 1;
   if (s->wait_marker) {
@@ -638,8 +647,23 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   p->nalias = p->calias = 0;
 }
 
+/* Before the process runs (a slice, new mail, a timeout): a queue past max_mailbox,
+** or heap and queue together past max_heap, end it, so a flooded process dies even
+** if it never receives. Senders see nothing (sends stay asynchronous). */
+static int over_limits(lproc *p) {
+  if (p->max_mailbox && lpvm_queued_msgs(&p->task) > p->max_mailbox)
+    set_reason_atom(p, "max_mailbox");
+  else if (p->max_heap && p->mem + queue_cost(p) > p->max_heap)
+    set_reason_atom(p, "max_heap");
+  else
+    return 0;
+  p->failed = 1;
+  return 1;
+}
+
 static int lproc_idle(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   if (p->start) return lproc_first(p);
   if (p->wait == LP_MIGRATE) {
     if (lpvm_on_thread(t) != p->want_thread && ++p->tries <= 3) return LPVM_IDLE;
@@ -672,6 +696,7 @@ static int take_marker(lproc *p) {
 
 static int lproc_handle_event(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   switch (p->wait) {
     case LP_RECV: case LP_INFO: return lproc_resume(p);
     case LP_START:
@@ -684,6 +709,7 @@ static int lproc_handle_event(lpvm_task *t) {
 
 static int lproc_handle_timeout(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   switch (p->wait) {
     case LP_RECV:
       p->timed_out = 1;
@@ -702,7 +728,9 @@ static int lproc_handle_info(lpvm_task *t, lpvm_tbuf *map) {
   lpvm_put_int(map, (int64_t)(p->mem + sizeof(lproc)));
   lpvm_put_atom(map, "heap_limit");
   lpvm_put_int(map, (int64_t)p->max_heap);
-  return 2;
+  lpvm_put_atom(map, "mailbox_limit");
+  lpvm_put_int(map, (int64_t)p->max_mailbox);
+  return 3;
 }
 
 const lpvm_task_def lproc_def = {
