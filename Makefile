@@ -9,7 +9,7 @@ TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg
 # Only the benchmarks need these: the HTTP server is measured with wrk.
 BENCH_PKGS = wrk
 
-.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone fuzz clean
+.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone fuzz soak clean
 
 all: build
 
@@ -64,6 +64,13 @@ fuzz:
 	  [ -x $$f ] || continue; name=$${f##*/fuzz_}; \
 	  $$f -max_total_time=$(FUZZ_TIME) fuzz/corpus/$$name || exit 1; \
 	done
+
+# Mixed load for SOAK_MINUTES (spawn/exit churn, floods, kill storms, port churn),
+# printing RSS, descriptors, processes and lost messages every minute. Not in CI.
+# A 10-minute run is in docs/reliability.md.
+SOAK_MINUTES ?= 10
+soak: build
+	@$(BUILD)/vm/lpvm estone/soak.lua $(SOAK_MINUTES)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
