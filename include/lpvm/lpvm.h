@@ -61,6 +61,8 @@ LPVM_API int lpvm_wait(void);
 
 /* Ask lpvm_wait() to return `code` now. Safe from any thread and from tasks. */
 LPVM_API void lpvm_halt(int code);
+/* 1 once lpvm_halt() was called: the VM is stopping (tasks are being killed). */
+LPVM_API int lpvm_halted(void);
 
 /* Kill every remaining task (reason `killed`), wait for them to terminate, join
 ** every thread and free everything. lpvm_start() may then be called again. */
