@@ -406,7 +406,7 @@ static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
   if (!buf) return;
   int n = snprintf(buf, cap, "%s%s <0.%u.%u> %s with reason:\n",
                    p->failed ? "crash report: " : "", p->boot ? "the boot process" : "process",
-                   (unsigned)(uint32_t)p->task.id, (unsigned)((p->task.id >> 32) & 0x7fffffff),
+                   lpvm_id_slot(p->task.id), lpvm_id_gen(p->task.id),
                    p->failed ? "ended" : "was ended by an exit signal");
   size_t k = (size_t)n + llog_format_term(reason, len, 1, buf + n, cap - (size_t)n - 128);
   snprintf(buf + k, cap - k, "\nmessage_queue_len: %u, memory: %zu bytes, reductions: %llu",
