@@ -61,6 +61,7 @@ int lpvm_start(const lpvm_config *cfg) {
   int rc = ptab_init(c.max_tasks ? c.max_tasks : DEFAULT_MAX_TASKS);
   if (rc) return rc;
   if ((rc = names_init()) != 0) goto fail_names;
+  if ((rc = ets_init()) != 0) goto fail_ets;
   if ((rc = timer_service_start(NULL)) != 0) goto fail_timer;
   R.halted = 0;
   R.halt_code = 0;
@@ -72,6 +73,8 @@ int lpvm_start(const lpvm_config *cfg) {
 fail_sched:
   timer_service_stop();
 fail_timer:
+  ets_fini();
+fail_ets:
   names_fini();
 fail_names:
   ptab_fini();
@@ -139,6 +142,7 @@ int lpvm_stop(void) {
   timer_service_stop();
   task_timer_shutdown();
   sched_stop();
+  ets_fini();
   names_fini();
   ptab_fini();
   R.running = 0;

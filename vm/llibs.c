@@ -175,6 +175,8 @@ static int open_package(lua_State *L) {
   lua_setfield(L, -2, "lpvm");
   lua_pushcfunction(L, luaproc_open);   /* vm/luaproc.c: luaproc compatibility */
   lua_setfield(L, -2, "luaproc");
+  lua_pushcfunction(L, lmod_ets_open);  /* vm/lmod_ets.c: shared tables */
+  lua_setfield(L, -2, "ets");
   lua_pop(L, 1);
   /* The Lua libraries that ship with lpvm (vm/lib/: OTP behaviours, ets, code...)
   ** come first on package.path, so `require "gen_server"` finds them in every

@@ -138,6 +138,7 @@ struct lpvm_task {
   uint32_t reason_len;
   uint32_t exit_sigs;                /* signals handled since it last ran (stats) */
   uint64_t reductions;               /* steps run, or what the task counts itself */
+  _Atomic uint32_t ets_owner;        /* it was given an ETS table: look at exit */
   void *user;                        /* free for the task type's own use */
 };
 
