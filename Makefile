@@ -5,8 +5,8 @@ CMAKEFLAGS ?=
 DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev pkg-config cmake gcc make
 # Only the tests need these: a real Erlang checks our term encodings.
 TEST_PKGS = erlang-nox
-# Only the benchmarks need these: the HTTP server is measured with wrk.
-BENCH_PKGS = wrk
+# Only the benchmarks need these: the HTTP server is measured with wrk, ETS beside BEAM's.
+BENCH_PKGS = wrk erlang-nox
 
 .PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone clean
 
@@ -50,6 +50,7 @@ bench: bench-deps build
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_http.sh $(BUILD)/vm/lpvm; fi
+	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_ets.sh $(BUILD)/vm/lpvm; fi
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan

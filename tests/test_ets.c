@@ -217,9 +217,9 @@ static void run_stress(int type, int wc) {
   vm_stop();
 }
 
-Test(ets, stress_set_write_concurrency, .timeout = 300) { run_stress(LPVM_ETS_SET, 1); }
-Test(ets, stress_set, .timeout = 300) { run_stress(LPVM_ETS_SET, 0); }
-Test(ets, stress_ordered_set, .timeout = 300) { run_stress(LPVM_ETS_ORDERED_SET, 0); }
+Test(ets, stress_set_write_concurrency) { run_stress(LPVM_ETS_SET, 1); }
+Test(ets, stress_set) { run_stress(LPVM_ETS_SET, 0); }
+Test(ets, stress_ordered_set) { run_stress(LPVM_ETS_ORDERED_SET, 0); }
 
 /* Tables made and deleted while other threads use them by id and by name. */
 static void *churn(void *arg) {
@@ -246,7 +246,7 @@ static void *churn(void *arg) {
   return NULL;
 }
 
-Test(ets, stress_create_delete, .timeout = 300) {
+Test(ets, stress_create_delete) {
   vm_start_n(1, 1);
   stress s[3];
   pthread_t th[3];
@@ -261,7 +261,7 @@ Test(ets, stress_create_delete, .timeout = 300) {
 }
 
 /* A million objects (scaled), then the table deleted: LeakSanitizer sees it all go. */
-Test(ets, big_table_frees_everything, .timeout = 300) {
+Test(ets, big_table_frees_everything) {
   vm_start_n(1, 1);
   lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
   lpvm_tab t, u;
