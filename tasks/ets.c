@@ -206,16 +206,19 @@ void ets_leave(ets_tab *t) { pthread_rwlock_unlock(tab_lock(t)); }
 
 /* ---- objects ----------------------------------------------------------------------------- */
 
-#define ETS_MAX_DEPTH 200   /* the Lua codec's own limit: comparisons recurse */
+/* Every container takes at least 2 bytes, so a short term cannot nest deeper than
+** its length allows: only long ones are walked. */
+int ets_too_deep(const uint8_t *p, const uint8_t *end) {
+  if ((size_t)(end - p) <= 2 * ETS_MAX_DEPTH) return 0;
+  return term_depth(p, end, ETS_MAX_DEPTH + 1) > ETS_MAX_DEPTH;
+}
 
 int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out) {
   lpvm_tread r = {p, end};
   uint32_t arity;
   if (lpvm_get_tuple(&r, &arity) || arity < t->keypos) return LPVM_ETS_EOBJECT;
-  lpvm_tread whole = {p, end};
-  if (lpvm_skip(&whole)) return LPVM_EBADTERM;
-  if (term_depth(p, whole.p, ETS_MAX_DEPTH + 1) > ETS_MAX_DEPTH) return LPVM_EINVAL;
-  size_t len = (size_t)(whole.p - p) + 1;
+  if (ets_too_deep(p, end)) return LPVM_EINVAL;
+  size_t len = (size_t)(end - p) + 1;
   if (len > UINT32_MAX) return LPVM_EINVAL;
   for (uint32_t i = 1; i < t->keypos; i++) lpvm_skip(&r);
   const uint8_t *key = r.p;

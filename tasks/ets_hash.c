@@ -27,6 +27,8 @@ static inline size_t bucket_of(const ets_tab *t, uint64_t h) {
 /* (h, key) against an object, in the table's order. */
 static inline int ord(uint64_t h, const uint8_t *k, const uint8_t *kend, const ets_obj *o) {
   if (h != o->hash) return h < o->hash ? -1 : 1;
+  size_t n = (size_t)(kend - k);   /* the usual equal key: the same bytes */
+  if (n == o->key_len && memcmp(k, obj_key(o), n) == 0) return 0;
   return term_cmp(k, kend, obj_key(o), obj_key_end(o), 1);
 }
 

@@ -80,7 +80,7 @@ typedef struct ets_tab {
   ets_obj **buckets;        /* hash: 2^bits chains, sorted by (hash, key) */
   unsigned bits;
   ets_stripe *stripes;      /* wc_stripes, or &one */
-  unsigned nstripes;        /* ETS_NSTRIPES, or 1 */
+  _Atomic unsigned nstripes;   /* ETS_NSTRIPES, or 1; read before the lock as a hint */
   ets_stripe one;
   ets_stripe *wc_stripes;   /* made for the slot's first write_concurrency table, kept */
   ets_obj *root;            /* ordered_set: an AVL tree in term order */
@@ -105,7 +105,11 @@ static inline void ets_count(ets_tab *t, ets_stripe *s, long dn, long dmem) {
 ** success the table lock is held; ets_leave releases it. */
 int ets_enter(lpvm_task *self, lpvm_tab tid, int wr, int write, ets_tab **out);
 void ets_leave(ets_tab *t);
-/* Build an object from a tuple term (no version byte) in [p, end). */
+/* Terms nest at most this deep in a table (the Lua codec's own limit), because
+** comparing them recurses; ets_too_deep checks a term in [p, end). */
+#define ETS_MAX_DEPTH 200
+int ets_too_deep(const uint8_t *p, const uint8_t *end);
+/* Build an object from exactly one tuple term (no version byte) in [p, end). */
 int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out);
 /* Free every object of a detached storage. */
 void ets_free_objs(int type, ets_obj **buckets, unsigned bits, ets_obj *root);

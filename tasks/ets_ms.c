@@ -122,6 +122,7 @@ void ets_ms_free(ets_ms *m) {
 
 int ets_ms_compile(const uint8_t *term, size_t len, ets_ms **out) {
   if (!term || lpvm_term_check(term, len)) return LPVM_EBADTERM;
+  if (ets_too_deep(term + 1, term + len)) return LPVM_ETS_EMATCH;
   ets_ms *m = calloc(1, sizeof *m);
   if (!m || !(m->term = malloc(len))) { free(m); return LPVM_ENOMEM; }
   memcpy(m->term, term, len);

@@ -13,15 +13,13 @@
 
 #include "tasks/ets_int.h"
 
-#define KEY_MAX_DEPTH 200
-
 /* ---- keys, locks and lists --------------------------------------------------------- */
 
 static int key_parse(const uint8_t *key, size_t klen, ets_key *k) {
   if (!key || lpvm_term_check(key, klen)) return LPVM_EBADTERM;
   k->p = key + 1;
   k->end = key + klen;
-  if (term_depth(k->p, k->end, KEY_MAX_DEPTH + 1) > KEY_MAX_DEPTH) return LPVM_EINVAL;
+  if (ets_too_deep(k->p, k->end)) return LPVM_EINVAL;
   k->h = term_hash(k->p, k->end);
   return 0;
 }
@@ -93,9 +91,12 @@ static int out_rc(lpvm_tbuf *out, int rc) { return out && out->err ? out->err : 
 
 /* ---- insert -------------------------------------------------------------------------- */
 
-/* The objects of a term: one tuple, or a list of tuples. */
-static int build_objs(ets_tab *t, const uint8_t *term, size_t len, ets_obj ***objs,
-                      uint32_t *n) {
+/* The objects of a term: one tuple, or a list of tuples; in `stack` when they fit
+** (cap), else in a malloc'd array (free_objs knows which). */
+#define OBJS_STACK 8
+
+static int build_objs(ets_tab *t, const uint8_t *term, size_t len, ets_obj **stack,
+                      ets_obj ***objs, uint32_t *n) {
   lpvm_tread r;
   *objs = NULL;
   *n = 0;
@@ -108,7 +109,7 @@ static int build_objs(ets_tab *t, const uint8_t *term, size_t len, ets_obj ***ob
   } else if (type != LPVM_T_TUPLE) {
     return LPVM_ETS_EOBJECT;
   }
-  ets_obj **v = malloc(count * sizeof *v);
+  ets_obj **v = count <= OBJS_STACK ? stack : malloc(count * sizeof *v);
   if (!v) return LPVM_ENOMEM;
   int rc = 0;
   uint32_t i = 0;
@@ -118,14 +119,15 @@ static int build_objs(ets_tab *t, const uint8_t *term, size_t len, ets_obj ***ob
     if ((rc = ets_obj_new(t, p, r.p, &v[i])) != 0) break;
   }
   if (rc == 0 && type == LPVM_T_LIST && lpvm_get_nil(&r)) rc = LPVM_ETS_EOBJECT;
-  if (rc) {
-    for (uint32_t j = 0; j < i; j++) free(v[j]);
-    free(v);
-    return rc;
-  }
   *objs = v;
-  *n = count;
-  return 0;
+  *n = rc ? i : count;
+  return rc;
+}
+
+/* Free the objects left in the array (NULL entries: taken by the table), and it. */
+static void free_objs(ets_obj **v, uint32_t n, ets_obj **stack) {
+  for (uint32_t i = 0; i < n; i++) free(v[i]);
+  if (v != stack) free(v);
 }
 
 /* keypos and type are fixed for a table's life: read them once under the lock. */
@@ -142,11 +144,14 @@ static int tab_shape(lpvm_task *self, lpvm_tab tab, ets_tab *shape) {
 static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len,
                      int only_new) {
   ets_tab shape, *t;
-  ets_obj **objs;
-  uint32_t n;
+  ets_obj *stack[OBJS_STACK], **objs = stack;
+  uint32_t n = 0;
   int rc = tab_shape(self, tab, &shape);
-  if (rc == 0) rc = build_objs(&shape, term, len, &objs, &n);
-  if (rc) return rc;
+  if (rc == 0) rc = build_objs(&shape, term, len, stack, &objs, &n);
+  if (rc) {
+    free_objs(objs, n, stack);
+    return rc;
+  }
   int mode = n == 1 ? 1 : 2;
   ets_key k1 = {0};
   if (n == 1) k1 = (ets_key){obj_key(objs[0]), obj_key_end(objs[0]), objs[0]->hash};
@@ -174,8 +179,7 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
   maybe_resize(self, tab, wants);
   rc = only_new ? fresh : 0;
 out:
-  for (uint32_t i = 0; i < n; i++) free(objs[i]);   /* all NULL or leftovers */
-  free(objs);
+  free_objs(objs, n, stack);   /* replaced objects, refused ones, or all on failure */
   return rc;
 }
 
@@ -290,18 +294,17 @@ int lpvm_ets_delete_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_
 int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
                            size_t len) {
   ets_tab shape, *t;
-  ets_obj **objs;
-  uint32_t n;
+  ets_obj *stack[OBJS_STACK], **objs = stack;
+  uint32_t n = 0;
   int rc = tab_shape(self, tab, &shape);
-  if (rc == 0) rc = build_objs(&shape, obj, len, &objs, &n);
-  if (rc) return rc;
-  if (n != 1 || lpvm_get_type(&(lpvm_tread){obj + 1, obj + len}) != LPVM_T_TUPLE) {
-    for (uint32_t i = 0; i < n; i++) free(objs[i]);
-    free(objs);
-    return LPVM_ETS_EOBJECT;
+  if (rc == 0) rc = build_objs(&shape, obj, len, stack, &objs, &n);
+  if (rc == 0 && (n != 1 || lpvm_get_type(&(lpvm_tread){obj + 1, obj + len}) != LPVM_T_TUPLE))
+    rc = LPVM_ETS_EOBJECT;
+  if (rc) {
+    free_objs(objs, n, stack);
+    return rc;
   }
   ets_obj *probe = objs[0], *gone = NULL;
-  free(objs);
   ets_key k = {obj_key(probe), obj_key_end(probe), probe->hash};
   if ((rc = key_enter(self, tab, 1, &k, &t)) == 0) {
     ets_obj *o = ets_find(t, &k);

@@ -62,7 +62,7 @@ static int enter_set(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t k
   if (!key || lpvm_term_check(key, klen)) return LPVM_EBADTERM;
   k->p = key + 1;
   k->end = key + klen;
-  if (term_depth(k->p, k->end, 201) > 200) return LPVM_EINVAL;
+  if (ets_too_deep(k->p, k->end)) return LPVM_EINVAL;
   k->h = term_hash(k->p, k->end);
   int rc = ets_enter(self, tab, 1, 1, t);
   if (rc) return rc;
