@@ -6,8 +6,8 @@ DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev pkg-config cmak
 # Only the tests need these: a real Erlang checks our term encodings; Debian's Lua
 # modules prove that require works in processes (tests/lua/test_stdlibs.lua).
 TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg
-# Only the benchmarks need these: the HTTP server is measured with wrk.
-BENCH_PKGS = wrk
+# Only the benchmarks need these: the HTTP server is measured with wrk, ETS beside BEAM's.
+BENCH_PKGS = wrk erlang-nox
 
 .PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone fuzz soak clean
 
@@ -51,6 +51,7 @@ bench: bench-deps build
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_http.sh $(BUILD)/vm/lpvm; fi
+	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_ets.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_otp.sh $(BUILD)/vm/lpvm; fi
 
 # The fuzz targets (fuzz/fuzz_*.c) for FUZZ_TIME seconds each under ASan+UBSan, from
