@@ -277,6 +277,16 @@ static void do_shutdown(io_stream *s) {
   }
 }
 
+/* EPIPE on a write-only descriptor: the program closed its input (it exited, most
+** likely). What is queued can never be written: drop it and shut the write side,
+** but keep reading, so its output, {eof} and {exit_status} still come (as from an
+** Erlang port); sends from now on are dropped as to a closed port. */
+static void reader_gone(io_stream *s) {
+  wq_free_all(s);
+  s->wshut_req = 1;
+  do_shutdown(s);
+}
+
 static int wfd(const io_stream *s) { return s->one_fd ? s->in.fd : s->out.fd; }
 
 static int fill_iov(io_stream *s, struct iovec *iov, int max) {
@@ -324,6 +334,10 @@ static void flush(io_stream *s) {
     }
     if (r < 0) {
       if (errno == EINTR) continue;
+      if (errno == EPIPE && !s->one_fd) {
+        reader_gone(s);
+        break;
+      }
       if (errno != EAGAIN && errno != EWOULDBLOCK) io_fail(s, errno);
       return;
     }

@@ -278,6 +278,11 @@ static void cli_free(cli *c) {
   free(c->steps);
 }
 
+static int cli_done(cli *c, int status) {
+  cli_free(c);
+  return status;
+}
+
 int main(int argc, char **argv) {
   cli c;
   memset(&c, 0, sizeof c);
@@ -306,7 +311,7 @@ int main(int argc, char **argv) {
       shell = 1;
     } else {
       av = malloc(((size_t)argc + 2) * sizeof *av);   /* argv with "-" appended */
-      if (!av) return 1;
+      if (!av) return cli_done(&c, 1);
       memcpy(av, argv, (size_t)argc * sizeof *av);
       av[argc] = dash;
       av[argc + 1] = NULL;
@@ -325,13 +330,15 @@ int main(int argc, char **argv) {
   int rc = lpvm_start(&c.vcfg);
   if (rc < 0) {
     fprintf(stderr, "%s: cannot start the VM: %s\n", progname, lpvm_strerror(rc));
-    return 1;
+    if (av != argv) free(av);
+    return cli_done(&c, 1);
   }
   rc = lproc_setup(&c.pcfg);
   if (rc < 0) {
     lpvm_stop();
     fprintf(stderr, "%s: cannot set up Lua processes: %s\n", progname, lpvm_strerror(rc));
-    return 1;
+    if (av != argv) free(av);
+    return cli_done(&c, 1);
   }
 
   pthread_t sig_th;
@@ -362,7 +369,6 @@ int main(int argc, char **argv) {
   lpvm_stop();
   if (have_sig) signals_stop(sig_th);
   lproc_teardown();
-  cli_free(&c);
   if (av != argv) free(av);
-  return status;
+  return cli_done(&c, status);
 }
