@@ -4,6 +4,12 @@
 %%   escript estone/bench_otp.escript gs_call QUEUED N
 %%   escript estone/bench_otp.escript sup K
 -mode(compile).
+-behaviour(gen_server).
+-export([init/1, handle_call/3, handle_cast/2]).
+
+init([]) -> {ok, 0}.
+handle_call(Req, _From, S) -> {reply, Req, S}.
+handle_cast(_, S) -> {noreply, S}.
 
 main(["refcall", Q, N]) ->
     Srv = spawn(fun srv/0),
@@ -13,6 +19,15 @@ main(["refcall", Q, N]) ->
     refcalls(Srv, Calls),
     Dt = erlang:monotonic_time(nanosecond) - T0,
     io:format("refcall n=~b ns_per_call=~b queued=~s~n", [Calls, Dt div Calls, Q]);
+main(["gs_call", Q, N]) ->
+    {ok, Srv} = gen_server:start(?MODULE, [], []),
+    fill(list_to_integer(Q)),
+    Calls = list_to_integer(N),
+    T0 = erlang:monotonic_time(nanosecond),
+    gs_calls(Srv, Calls),
+    Dt = erlang:monotonic_time(nanosecond) - T0,
+    gen_server:stop(Srv),
+    io:format("gs_call n=~b ns_per_call=~b queued=~s~n", [Calls, Dt div Calls, Q]);
 main(_) ->
     io:format(standard_error, "bench_otp.escript: unknown case~n", []),
     halt(2).
@@ -34,3 +49,8 @@ refcalls(Srv, K) ->
         {M, K} -> demonitor(M, [flush]), refcalls(Srv, K - 1);
         {'DOWN', M, _, _, R} -> exit(R)
     end.
+
+gs_calls(_, 0) -> ok;
+gs_calls(Srv, K) ->
+    K = gen_server:call(Srv, K),
+    gs_calls(Srv, K - 1).

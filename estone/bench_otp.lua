@@ -2,7 +2,8 @@
 --
 --   lpvm estone/bench_otp.lua refcall QUEUED N   -- monitor+alias call by hand, QUEUED
 --                                                   unrelated messages in the caller's mailbox
---   lpvm estone/bench_otp.lua gs_call QUEUED N   -- gen_server.call round trip
+--   lpvm estone/bench_otp.lua gs_call QUEUED N   -- gen_server.call round trip (to the
+--                                                   server in estone/bench_echo.lua)
 --   lpvm estone/bench_otp.lua sup K              -- simple_one_for_one: start K children,
 --                                                   then stop the supervisor
 --
@@ -41,6 +42,17 @@ if what == "refcall" then
   end
   local dt = now() - t0
   lpvm.send(srv, "stop")
+  report("queued", q, "n", n, "ns_per_call", dt * 1000 // n)
+elseif what == "gs_call" then
+  local q, n = math.tointeger(tonumber(arg[2])), math.tointeger(tonumber(arg[3]))
+  local gen_server = require "gen_server"
+  local srv = assert(gen_server.start("bench_echo", nil))   -- estone/bench_echo.lua
+  fill(q)
+  local call = gen_server.call
+  local t0 = now()
+  for i = 1, n do assert(call(srv, i) == i) end
+  local dt = now() - t0
+  gen_server.stop(srv)
   report("queued", q, "n", n, "ns_per_call", dt * 1000 // n)
 else
   io.stderr:write("bench_otp.lua: unknown case ", tostring(what), "\n")
