@@ -5,9 +5,14 @@
 %%   escript estone/bench_otp.escript sup K
 -mode(compile).
 -behaviour(gen_server).
--export([init/1, handle_call/3, handle_cast/2]).
+-export([init/1, handle_call/3, handle_cast/2, start_echo/1]).
 
-init([]) -> {ok, 0}.
+start_echo(I) -> gen_server:start_link(?MODULE, I, []).
+
+init(sup) ->
+    {ok, {#{strategy => simple_one_for_one},
+          [#{id => echo, start => {?MODULE, start_echo, []}}]}};
+init(_) -> {ok, 0}.
 handle_call(Req, _From, S) -> {reply, Req, S}.
 handle_cast(_, S) -> {noreply, S}.
 
@@ -28,6 +33,20 @@ main(["gs_call", Q, N]) ->
     Dt = erlang:monotonic_time(nanosecond) - T0,
     gen_server:stop(Srv),
     io:format("gs_call n=~b ns_per_call=~b queued=~s~n", [Calls, Dt div Calls, Q]);
+main(["sup", K]) ->
+    N = list_to_integer(K),
+    process_flag(trap_exit, true),
+    T0 = erlang:monotonic_time(microsecond),
+    {ok, Sup} = supervisor:start_link(?MODULE, sup),
+    [{ok, _} = supervisor:start_child(Sup, [I]) || I <- lists:seq(1, N)],
+    T1 = erlang:monotonic_time(microsecond),
+    unlink(Sup),
+    Ref = monitor(process, Sup),
+    exit(Sup, shutdown),
+    receive {'DOWN', Ref, _, _, _} -> ok end,
+    T2 = erlang:monotonic_time(microsecond),
+    io:format("sup k=~b start_us_per_child=~b stop_us_per_child=~b~n",
+              [N, (T1 - T0) div N, (T2 - T1) div N]);
 main(_) ->
     io:format(standard_error, "bench_otp.escript: unknown case~n", []),
     halt(2).

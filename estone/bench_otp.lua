@@ -54,6 +54,22 @@ elseif what == "gs_call" then
   local dt = now() - t0
   gen_server.stop(srv)
   report("queued", q, "n", n, "ns_per_call", dt * 1000 // n)
+elseif what == "sup" then
+  -- simple_one_for_one: start K gen_server children (estone/bench_echo.lua), then stop
+  -- the supervisor, which stops them all
+  local k = math.tointeger(tonumber(arg[2]))
+  local supervisor = require "supervisor"
+  local t0 = now()
+  local sup = assert(supervisor.start_link({ strategy = "simple_one_for_one",
+    children = { { start = { "gen_server", "start_link", "bench_echo" } } } }))
+  for i = 1, k do assert(supervisor.start_child(sup, { i })) end
+  local t1 = now()
+  lpvm.unlink(sup)
+  local ref = lpvm.monitor(sup)
+  lpvm.exit(sup, "shutdown")
+  lpvm.receive_ref(ref)
+  local t2 = now()
+  report("k", k, "start_us_per_child", (t1 - t0) // k, "stop_us_per_child", (t2 - t1) // k)
 else
   io.stderr:write("bench_otp.lua: unknown case ", tostring(what), "\n")
   lpvm.halt(2)

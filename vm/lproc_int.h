@@ -102,6 +102,11 @@ void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 
+/* lcode.c: the VM-wide cache of compiled modules, as package.searchers[2] of the
+** package table at index `package`; teardown frees it. */
+void lcode_install(lua_State *L, int package);
+void lcode_teardown(void);
+
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
 void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */

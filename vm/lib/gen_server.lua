@@ -224,6 +224,8 @@ function M.main(parent, tag, name, spec, args)
     gen.ack(parent, tag, "ok")
     return loop(r[4])
   elseif verb == "stop" then
+    -- as OTP 26's init_fail: the starter gets nil, reason, not an exit signal
+    lpvm.unlink(parent)
     gen.ack(parent, tag, "error", r[3])
     lpvm.exit(r[3])
   elseif verb == "ignore" then
