@@ -44,15 +44,38 @@ static lpvm_msg *build_msg(lua_State *L, int first, const char *fname) {
 static lpvm_id check_target(lua_State *L, int arg, const char *fname) {
   int is_name;
   lpvm_id to = lmod_check_dest(L, arg, &is_name);
-  if (is_name && !to) luaL_error(L, "%s: no process registered as '%s'", fname, lua_tostring(L, arg));
+  if (is_name && !to)
+    luaL_error(L, "%s: no process registered as %s", fname, lmod_push_quoted(L, arg));
   return to;
 }
+
+static int send_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* Erlang's sender punishment: a send costs the sender reductions in proportion to
+** the receiver's queue (BEAM charges 4 per queued message), so a sender that fills a
+** mailbox faster than it drains gets a smaller share of the CPU and the receiver
+** catches up. The send itself never waits: once the charge passes a time slice the
+** sender goes to the back of its run queue, as the count hook would send it. */
+#define SEND_PUNISH_PER_MSG 4u
 
 static int lmod_send(lua_State *L) {
   lproc *p = lproc_check(L);
   lpvm_id to = check_target(L, 1, "send");
   lpvm_msg *m = build_msg(L, 2, "send");
-  lpvm_send_msg(&p->task, to, m);
+  uint32_t queued = 0;
+  lpvm_send_msg_queued(&p->task, to, m, &queued);
+  uint64_t charge = (uint64_t)p->punish + (uint64_t)queued * SEND_PUNISH_PER_MSG;
+  p->punish = charge > UINT32_MAX ? UINT32_MAX : (uint32_t)charge;
+  if (p->punish >= (uint32_t)lproc_cfg.reductions && lua_isyieldable(L)) {
+    p->punish = 0;
+    p->wait = LP_RUN;
+    if (L != p->L) p->sched_yield = 1;
+    return lua_yieldk(L, 0, 0, send_k);
+  }
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -223,7 +246,10 @@ static int pred_k(lua_State *L, int status, lua_KContext ctx) {
 
 /* Stack: [1] predicate or nil, [2] timeout or nil. */
 static int recv_loop(lua_State *L, lproc *p) {
-  lpvm_msg *m = next_msg(p, p->scan);
+  /* The timer fired and every message queued before it has been looked at: stop
+  ** here, or a flood of new messages would keep the scan (and the timeout) going. */
+  if (p->timer_set && lpvm_timeout_reached(&p->task, p->scan)) p->timed_out = 1;
+  lpvm_msg *m = p->timed_out ? NULL : next_msg(p, p->scan);
   if (m) {
     if (lua_isnil(L, 1)) {
       recv_finish(p);
@@ -284,7 +310,7 @@ static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
 /* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
 ** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
 ** programmer's mistake and raises. */
-static int lmod_receive(lua_State *L) {
+int lmod_receive(lua_State *L) {
   lproc *p = lproc_check(L);
   check_not_in_pred(L, p, "receive");
   int top = lua_gettop(L), t1 = lua_type(L, 1);

@@ -38,6 +38,30 @@ lpvm_id lport_check(lua_State *L, int arg) {
   return id;
 }
 
+/* What a user calls each kind lpvm_port_kind names. */
+static const struct { const char *kind, *name; } kind_names[] = {
+    {"spawn", "program port"}, {"fd", "fd port"}, {"tcp", "tcp connection"},
+    {"tcp_listen", "tcp listener"}, {"file", "file port"}, {NULL, NULL}};
+
+const char *const lport_stream[] = {"spawn", "fd", "tcp", NULL};
+const char *const lport_owned[] = {"spawn", "fd", "tcp", "tcp_listen", NULL};
+const char *const lport_listener[] = {"tcp_listen", NULL};
+const char *const lport_file[] = {"file", NULL};
+
+lpvm_id lport_check_kind(lua_State *L, int arg, const char *const kinds[],
+                         const char *expected) {
+  lpvm_id id = lport_check(L, arg);
+  const char *k = lpvm_port_kind(id);
+  if (!k) return id;   /* ended: the call answers "closed" */
+  for (int i = 0; kinds[i]; i++)
+    if (strcmp(kinds[i], k) == 0) return id;
+  const char *got = NULL;
+  for (int i = 0; kind_names[i].kind && !got; i++)
+    if (strcmp(kind_names[i].kind, k) == 0) got = kind_names[i].name;
+  if (!got) got = lua_pushfstring(L, "%s port", k);
+  return (lpvm_id)luaL_argerror(L, arg, lua_pushfstring(L, "%s expected, got %s", expected, got));
+}
+
 lproc *lport_check_proc(lua_State *L, const char *fname) {
   lproc *p = lproc_check(L);
   if (p->in_pred) luaL_error(L, "%s: cannot be called from a receive predicate", fname);
@@ -81,26 +105,11 @@ int64_t lport_opt_ms(lua_State *L, int arg) {
   return lua_isnoneornil(L, arg) ? -1 : lmod_check_ms(L, arg);
 }
 
-/* Raise if table t has a key that is not in `known`. */
-static void check_keys(lua_State *L, int t, const char *const known[]) {
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    int i = 0;
-    while (k && known[i] && strcmp(known[i], k) != 0) i++;
-    if (!k || !known[i]) {
-      lua_pushfstring(L, "unknown option '%s'", k ? k : luaL_typename(L, -1));
-      luaL_argerror(L, t, lua_tostring(L, -1));
-    }
-  }
-}
-
 /* The options table at arg (nil or absent: none): its index, or 0. */
 int lport_opt_table(lua_State *L, int arg, const char *const known[]) {
   if (lua_isnoneornil(L, arg)) return 0;
   luaL_checktype(L, arg, LUA_TTABLE);
-  check_keys(L, arg, known);
+  lmod_check_keys(L, arg, known, "option");
   return arg;
 }
 
@@ -134,18 +143,16 @@ int lport_opt_flag(lua_State *L, int t, const char *k, int dflt) {
 int lport_to_active(lua_State *L, int idx, int arg) {
   if (lua_type(L, idx) == LUA_TBOOLEAN)
     return lua_toboolean(L, idx) ? LPVM_ACTIVE_TRUE : LPVM_ACTIVE_FALSE;
-  if (lua_type(L, idx) == LUA_TSTRING && strcmp(lua_tostring(L, idx), "once") == 0)
+  if (lmod_streq(L, idx, "once"))
     return LPVM_ACTIVE_ONCE;
   return luaL_argerror(L, arg, "active must be true, false or \"once\"");
 }
 
 /* "raw" | "line" | 0 | 1 | 2 | 4 */
 int lport_to_packet(lua_State *L, int idx, int arg) {
-  if (lua_type(L, idx) == LUA_TSTRING) {
-    const char *s = lua_tostring(L, idx);
-    if (strcmp(s, "raw") == 0) return LPVM_PACKET_RAW;
-    if (strcmp(s, "line") == 0) return LPVM_PACKET_LINE;
-  } else if (lua_isinteger(L, idx)) {
+  if (lmod_streq(L, idx, "raw")) return LPVM_PACKET_RAW;
+  if (lmod_streq(L, idx, "line")) return LPVM_PACKET_LINE;
+  if (lua_isinteger(L, idx)) {
     lua_Integer n = lua_tointeger(L, idx);
     if (n == 0 || n == 1 || n == 2 || n == 4) return (int)n;
   }
@@ -240,16 +247,10 @@ static int wait_pred(lua_State *L) {
   return 1;
 }
 
-static lua_CFunction receive_fn(void) {
-  for (const lmod_fn *f = lmod_msg_fns; f->name; f++)
-    if (strcmp(f->name, "receive") == 0) return f->fn;
-  return NULL;   /* not reached: lmod_msg.c defines it */
-}
-
 /* Push receive(pred, ms) for wait_msg: ready for lua_callk(L, 2, ...). */
 void lport_push_wait(lua_State *L, lpvm_id port, unsigned mask, uint64_t mref, int64_t ms) {
   luaL_checkstack(L, 8, "wait");
-  lua_pushcfunction(L, receive_fn());
+  lua_pushcfunction(L, lmod_receive);
   lua_pushlightuserdata(L, (void *)(uintptr_t)port);
   lua_pushinteger(L, (lua_Integer)mask);
   lua_pushinteger(L, (lua_Integer)mref);

@@ -23,16 +23,7 @@ static const char dump_key = 'd';   /* registry[&dump_key]: function -> bytecode
 /* Push the bytecode of the function at f as a string (cached per closure). */
 static void push_dump(lua_State *L, int f) {
   if (lua_iscfunction(L, f)) luaL_argerror(L, f, "cannot spawn a C function");
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &dump_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &dump_key);
-  }
+  lmod_weak_table(L, &dump_key, "k");
   lua_pushvalue(L, f);
   if (lua_rawget(L, -2) == LUA_TSTRING) {
     lua_remove(L, -2);
@@ -137,19 +128,14 @@ static int opt_bool(lua_State *L, int t, const char *k, int dflt) {
 typedef struct spawn_opts {
   lpvm_spawn_opts o;
   size_t max_heap;
+  uint32_t max_mailbox;
   int monitor;
 } spawn_opts;
 
 static void check_options(lua_State *L, int t, spawn_opts *so) {
-  static const char *const known[] = {"priority", "thread", "link", "monitor", "max_heap", NULL};
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    int i = 0;
-    while (k && known[i] && strcmp(known[i], k) != 0) i++;
-    if (!k || !known[i]) luaL_argerror(L, t, "unknown spawn option");
-  }
+  static const char *const known[] = {"priority", "thread", "link", "monitor", "max_heap",
+                                      "max_mailbox", NULL};
+  lmod_check_keys(L, t, known, "spawn option");
   if (lua_getfield(L, t, "priority") != LUA_TNIL) {
     lua_Integer pr = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
     luaL_argcheck(L, pr >= LPVM_PRIO_MAX && pr <= LPVM_PRIO_MIN, t,
@@ -161,6 +147,13 @@ static void check_options(lua_State *L, int t, spawn_opts *so) {
     lua_Integer mh = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
     luaL_argcheck(L, mh >= 0, t, "option 'max_heap' must be an integer >= 0 (bytes)");
     so->max_heap = (size_t)mh;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "max_mailbox") != LUA_TNIL) {
+    lua_Integer mm = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
+    luaL_argcheck(L, mm >= 0 && mm <= UINT32_MAX, t,
+                  "option 'max_mailbox' must be an integer >= 0 (messages)");
+    so->max_mailbox = (uint32_t)mm;
   }
   lua_pop(L, 1);
   so->o.thread = opt_bool(L, t, "thread", so->o.thread);
@@ -175,6 +168,7 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   so.o.thread = lproc_cfg.threads ? 1 : 0;
   so.o.link = link;
   so.max_heap = lproc_cfg.max_heap;
+  so.max_mailbox = 0;
   so.monitor = monitor;
   int first = 1;
   if (lua_type(L, 1) == LUA_TTABLE) {
@@ -214,6 +208,7 @@ static int spawn_common(lua_State *L, int link, int monitor) {
     return luaL_error(L, "spawn: not enough memory");
   }
   s->max_heap = so.max_heap;
+  s->max_mailbox = so.max_mailbox;
   s->creator = p->task.id;
   s->wait_marker = so.monitor;
   lpvm_tbuf_free(&up);
@@ -275,8 +270,8 @@ static int lmod_monitor(lua_State *L) {
   lpvm_id id = lmod_check_dest(L, 1, &is_name);
   int alias = opt_word(L, 2, "alias");
   uint64_t ref;
-  /* an unregistered name: monitor a surely dead id to get the noproc DOWN */
-  int rc = lpvm_monitor(&p->task, id ? id : (lpvm_id)UINT32_MAX, &ref);
+  /* an unregistered name: monitor an id no task has, to get the noproc DOWN */
+  int rc = lpvm_monitor(&p->task, id ? id : LPVM_ID_DEAD, &ref);
   if (rc != 0) return lmod_fail(L, rc);
   lmod_mark(p, ref);   /* the DOWN is a signal: it cannot be in the mailbox yet */
   if (alias && lmod_alias_add(p, ref) != 0) {
@@ -369,7 +364,7 @@ static int lmod_exit(lua_State *L) {
 
 static int lmod_register(lua_State *L) {
   lproc *p = lproc_check(L);
-  const char *name = luaL_checkstring(L, 1);
+  const char *name = lmod_check_name(L, 1);
   lpvm_id id = lua_isnoneornil(L, 2) ? p->task.id : lmod_check_pid(L, 2);
   int rc = lpvm_register(name, id);
   if (rc != 0) return lmod_fail(L, rc);
@@ -378,7 +373,7 @@ static int lmod_register(lua_State *L) {
 }
 
 static int lmod_unregister(lua_State *L) {
-  int rc = lpvm_unregister(luaL_checkstring(L, 1));
+  int rc = lpvm_unregister(lmod_check_name(L, 1));
   if (rc != 0) return lmod_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
@@ -442,7 +437,7 @@ static int lmod_is_alive(lua_State *L) {
 }
 
 static int lmod_whereis(lua_State *L) {
-  lpvm_id id = lpvm_whereis(luaL_checkstring(L, 1));
+  lpvm_id id = lpvm_whereis(lmod_check_name(L, 1));
   if (id) lmod_push_pid(L, id);
   else lua_pushnil(L);
   return 1;
@@ -477,7 +472,7 @@ static int migrate_k(lua_State *L, int status, lua_KContext ctx) {
 static int lmod_migrate(lua_State *L) {
   static const char *const modes[] = {"worker", "thread", NULL};
   lproc *p = lproc_check(L);
-  int to_thread = luaL_checkoption(L, 1, NULL, modes);
+  int to_thread = lmod_check_option(L, 1, NULL, modes);
   if (lpvm_on_thread(&p->task) == to_thread) {
     lua_pushboolean(L, 1);
     return 1;
@@ -651,9 +646,11 @@ static int lmod_recycle(lua_State *L) {
 /* spawn_task(type, [arg]) -> pid: init gets a lpvm_task_arg with arg as a term. */
 static int lmod_spawn_task(lua_State *L) {
   lproc *p = lproc_check(L);
-  const char *type = luaL_checkstring(L, 1);
-  const lpvm_task_def *def = ltask_find(type);
-  if (!def) return luaL_argerror(L, 1, lua_pushfstring(L, "unknown task type '%s'", type));
+  size_t len;
+  const char *type = luaL_checklstring(L, 1, &len);
+  const lpvm_task_def *def = strlen(type) == len ? ltask_find(type) : NULL;
+  if (!def)
+    return luaL_argerror(L, 1, lua_pushfstring(L, "unknown task type %s", lmod_push_quoted(L, 1)));
   char err[LTERM_ERRSZ];
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
@@ -670,10 +667,11 @@ static int lmod_spawn_task(lua_State *L) {
   return 1;
 }
 
-/* load_tasks(path) -> number of task types registered, or nil, message */
+/* load_tasks(path) -> number of task types registered, or nil, message. A path
+** longer than PATH_MAX is nil, message (ltask_load: dlopen is never asked). */
 static int lmod_load_tasks(lua_State *L) {
   char err[256];
-  int n = ltask_load(luaL_checkstring(L, 1), err, sizeof err);
+  int n = ltask_load(lmod_check_cstr(L, 1, "path"), err, sizeof err);
   if (n < 0) {
     lua_pushnil(L);
     lua_pushstring(L, err);

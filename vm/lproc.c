@@ -21,7 +21,7 @@
 **
 ** Memory: the allocator counts the state's bytes and refuses past `max_heap`; the
 ** process then exits with reason `max_heap`. Finished states go back to a bounded
-** pool after a cleaning that leaves nothing of their previous owner (state_clean).
+** pool after a cleaning that leaves nothing of their previous owner (clean_cf).
 */
 #include <lauxlib.h>
 #include <lualib.h>
@@ -41,7 +41,7 @@
 #define LPROC_SLICES 4
 #define LPROC_DEFAULT_REDUCTIONS 4000
 
-lproc_config lproc_cfg = {0, LPROC_DEFAULT_REDUCTIONS, 0, 0};
+lproc_config lproc_cfg = {.reductions = LPROC_DEFAULT_REDUCTIONS};
 
 static _Atomic int boot_ok;
 
@@ -72,6 +72,13 @@ int lproc_boot_ok(void) { return atomic_load(&boot_ok); }
 
 /* ---- the allocator ----------------------------------------------------------------------- */
 
+/* Erlang's max_heap_size counts the message queue (on-heap messages), and so does
+** max_heap: the bytes of every message sent to the process and not yet taken, each
+** with its header, from the moment it is sent (the signal queue included). */
+static size_t queue_cost(const lproc *p) {
+  return lpvm_queued_bytes(&p->task) + lpvm_queued_msgs(&p->task) * sizeof(lpvm_msg);
+}
+
 /* ud is the owning process, or NULL for a state between owners (boot, pool). */
 static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
@@ -81,7 +88,8 @@ static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (p) p->mem -= osize;
     return NULL;
   }
-  if (p && p->max_heap && nsize > osize && p->mem + (nsize - osize) > p->max_heap) {
+  if (p && p->max_heap && nsize > osize &&
+      p->mem + (nsize - osize) + queue_cost(p) > p->max_heap) {
     p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
     return NULL;
   }
@@ -168,8 +176,7 @@ static int is_atom(lpvm_tread *r, const char *atom) {
   return 1;
 }
 
-/* Module `name` in this process: a global (the lazy libraries, lpvm) or require. */
-static void push_module_named(lua_State *L, const char *name) {
+void lproc_push_module(lua_State *L, const char *name, int nil_on_error) {
   if (strcmp(name, "_G") == 0) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
     return;
@@ -178,7 +185,12 @@ static void push_module_named(lua_State *L, const char *name) {
   lua_pop(L, 1);
   lua_getglobal(L, "require");
   lua_pushstring(L, name);
-  lua_call(L, 1, 1);
+  if (!nil_on_error) {
+    lua_call(L, 1, 1);
+  } else if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  }
 }
 
 /* The upvalue forms the parent gives by name (lmod_proc.c, put_known): '$env',
@@ -198,7 +210,7 @@ static int push_known(lua_State *L, lpvm_tread *r) {
   if (lpvm_get_binary(&probe, &s, &len) || len >= sizeof name) return 0;
   memcpy(name, s, len);
   name[len] = 0;
-  push_module_named(L, name);
+  lproc_push_module(L, name, 0);
   if (n == 3) {
     if (lpvm_get_binary(&probe, &s, &len)) return 0;
     lua_pushlstring(L, (const char *)s, len);
@@ -239,9 +251,10 @@ static int push_module(lua_State *L, lproc_start *s) {
     lua_remove(L, -2);
   }
   if (lua_type(L, -1) != LUA_TFUNCTION) {
+    const char *got = luaL_typename(L, -1);
     lua_pushlstring(L, (const char *)s->data, s->code_len);   /* not NUL-terminated */
-    luaL_error(L, "module '%s' returned %s (a function, or a table with main or start, "
-               "expected)", lua_tostring(L, -1), luaL_typename(L, -2));
+    luaL_error(L, "module %s returned %s (a function, or a table with main or start, "
+               "expected)", lmod_push_quoted(L, -1), got);
   }
   return lua_gettop(L);
 }
@@ -408,18 +421,16 @@ static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
 ** can match on it; anything else becomes "(error object is a X value)". */
 static int lproc_error(lproc *p) {
   lua_State *L = p->L;
-  char buf[4096];
-  size_t n;
+  char num[64], tb[4096];
+  const char *msg = num;
+  size_t mlen;
   int t = lua_type(L, -1);
   if (t == LUA_TSTRING) {
-    size_t len;
-    const char *s = lua_tolstring(L, -1, &len);
-    n = len < 2048 ? len : 2048;
-    memcpy(buf, s, n);
+    msg = lua_tolstring(L, -1, &mlen);   /* whole: the reason is bounded by memory only */
   } else if (t == LUA_TNUMBER) {
-    n = lua_isinteger(L, -1)
-            ? (size_t)snprintf(buf, sizeof buf, LUA_INTEGER_FMT, lua_tointeger(L, -1))
-            : (size_t)snprintf(buf, sizeof buf, LUA_NUMBER_FMT, lua_tonumber(L, -1));
+    mlen = lua_isinteger(L, -1)
+               ? (size_t)snprintf(num, sizeof num, LUA_INTEGER_FMT, lua_tointeger(L, -1))
+               : (size_t)snprintf(num, sizeof num, LUA_NUMBER_FMT, lua_tonumber(L, -1));
   } else {
     char err[LTERM_ERRSZ];
     lpvm_tbuf b;
@@ -431,12 +442,29 @@ static int lproc_error(lproc *p) {
       return LPVM_EXIT;
     }
     lpvm_tbuf_free(&b);
-    n = (size_t)snprintf(buf, sizeof buf, "(error object is a %s value)", lua_typename(L, t));
+    mlen = (size_t)snprintf(num, sizeof num, "(error object is a %s value)", lua_typename(L, t));
   }
-  n += traceback(L, buf + n, sizeof buf - n);
+  size_t tlen = traceback(L, tb, sizeof tb);   /* 20 frames at most, marked "..." */
+  /* The binary is built with malloc, not in the state (which may be out of memory).
+  ** Only if even that fails is the message cut, and the cut is said in the reason. */
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
-  lpvm_put_binary(&b, buf, n);
+  char *whole = malloc(mlen + tlen);
+  if (whole) {
+    memcpy(whole, msg, mlen);
+    memcpy(whole + mlen, tb, tlen);
+    lpvm_put_binary(&b, whole, mlen + tlen);
+    free(whole);
+  }
+  if (!whole || b.err) {
+    char cut[2048 + 96];
+    size_t keep = mlen < 2048 ? mlen : 2048;
+    memcpy(cut, msg, keep);
+    size_t k = keep + (size_t)snprintf(cut + keep, sizeof cut - keep,
+                                       "... (%zu bytes cut: out of memory)", mlen - keep);
+    lpvm_tbuf_reset(&b);
+    lpvm_put_binary(&b, cut, k);
+  }
   if (!b.err) lpvm_set_reason(&p->task, b.data, b.len);
   else set_reason_atom(p, "error");
   lpvm_tbuf_free(&b);
@@ -451,6 +479,7 @@ static int lproc_resume(lproc *p) {
   int nres, nargs = p->nargs;
   p->nargs = 0;
   p->slices = 0;
+  p->punish = 0;   /* a new slice: send charges start again */
   int st = lua_resume(L, NULL, nargs, &nres);
   p->sched_yield = 0;
   if (p->heap_refused) {
@@ -509,6 +538,7 @@ static int lproc_init(lpvm_task *t, void *arg) {
   lproc_start *s = arg;
   p->start = s;
   p->max_heap = s->max_heap;
+  p->max_mailbox = s->max_mailbox;
   p->boot = (uint8_t)s->boot;
   s->adopted = 1;
   if (s->wait_marker) {
@@ -617,8 +647,23 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   p->nalias = p->calias = 0;
 }
 
+/* Before the process runs (a slice, new mail, a timeout): a queue past max_mailbox,
+** or heap and queue together past max_heap, end it, so a flooded process dies even
+** if it never receives. Senders see nothing (sends stay asynchronous). */
+static int over_limits(lproc *p) {
+  if (p->max_mailbox && lpvm_queued_msgs(&p->task) > p->max_mailbox)
+    set_reason_atom(p, "max_mailbox");
+  else if (p->max_heap && p->mem + queue_cost(p) > p->max_heap)
+    set_reason_atom(p, "max_heap");
+  else
+    return 0;
+  p->failed = 1;
+  return 1;
+}
+
 static int lproc_idle(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   if (p->start) return lproc_first(p);
   if (p->wait == LP_MIGRATE) {
     if (lpvm_on_thread(t) != p->want_thread && ++p->tries <= 3) return LPVM_IDLE;
@@ -651,6 +696,7 @@ static int take_marker(lproc *p) {
 
 static int lproc_handle_event(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   switch (p->wait) {
     case LP_RECV: case LP_INFO: return lproc_resume(p);
     case LP_START:
@@ -663,6 +709,7 @@ static int lproc_handle_event(lpvm_task *t) {
 
 static int lproc_handle_timeout(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   switch (p->wait) {
     case LP_RECV:
       p->timed_out = 1;
@@ -681,7 +728,9 @@ static int lproc_handle_info(lpvm_task *t, lpvm_tbuf *map) {
   lpvm_put_int(map, (int64_t)(p->mem + sizeof(lproc)));
   lpvm_put_atom(map, "heap_limit");
   lpvm_put_int(map, (int64_t)p->max_heap);
-  return 2;
+  lpvm_put_atom(map, "mailbox_limit");
+  lpvm_put_int(map, (int64_t)p->max_mailbox);
+  return 3;
 }
 
 const lpvm_task_def lproc_def = {
@@ -733,95 +782,19 @@ void lproc_teardown(void) {
   lcode_teardown();
 }
 
-/* ---- the boot process ---------------------------------------------------------------------------- */
+/* ---- the boot state ---------------------------------------------------------------------------- */
 
-static char *one_line(const char *prefix, const char *msg) {
-  size_t n = strlen(prefix) + strlen(msg) + 1;
-  char *s = malloc(n);
-  if (!s) return NULL;
-  snprintf(s, n, "%s%s", prefix, msg);
-  for (char *c = s; *c; c++)
-    if (*c == '\n' || *c == '\r') *c = ' ';
-  return s;
-}
-
-/* The folder of the boot script goes on every process's package.path and cpath
-** (llibs.c), absolute so a later chdir does not lose it. A folder whose name holds
-** a path separator of Lua's (';' or '?') cannot be put there and is left out. */
-static void set_script_dir(const char *script) {
-  char *dir = NULL;
-  if (script && strcmp(script, "-") != 0) {
-    char *full = realpath(script, NULL);
-    char *slash = full ? strrchr(full, '/') : NULL;
-    if (slash) {
-      *slash = 0;
-      if (strpbrk(full, ";?") == NULL) dir = full[0] ? full : strcpy(full, "/");
-    }
-    if (!dir) free(full);
-  }
-  llibs_set_script_dir(dir);
-  free(dir);
-}
-
-static int load_stdin(lua_State *L) {
-  luaL_Buffer b;
-  char chunk[4096];
-  size_t n;
-  luaL_buffinit(L, &b);
-  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) luaL_addlstring(&b, chunk, n);
-  luaL_pushresult(&b);
-  size_t len;
-  const char *src = lua_tolstring(L, -1, &len);
-  if (len > 0 && src[0] == '#') {   /* a #! line, as lua does */
-    while (len > 0 && *src != '\n') src++, len--;
-  }
-  return luaL_loadbuffer(L, src, len, "=stdin");
-}
-
-static int load_cf(lua_State *L) {
-  const char *script = lua_touserdata(L, 1);
-  const char *code = lua_touserdata(L, 2);
-  int rc;
-  lua_settop(L, 0);
-  lproc_state_init(L);
-  if (code) rc = luaL_loadbuffer(L, code, strlen(code), "=(command line)");
-  else if (strcmp(script, "-") == 0) rc = load_stdin(L);
-  else rc = luaL_loadfilex(L, script, NULL);
-  if (rc != LUA_OK) return lua_error(L);
-  return 1;
-}
-
-int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm_id *id,
-               char **errmsg) {
-  if (errmsg) *errmsg = NULL;
-  if ((!script && !code) || argc < 0 || (argc > 0 && !argv)) return LPVM_EINVAL;
+/* A state for the boot process, made before it exists (lboot.c): counted from the
+** moment the process adopts it. */
+lua_State *lproc_state_new(void) {
   lua_State *L = lua_newstate(lproc_alloc, NULL);
-  if (!L) {
-    if (errmsg) *errmsg = one_line("lpvm: ", "not enough memory");
-    return LPVM_ENOMEM;
-  }
-  lua_atpanic(L, lproc_panic);
-  set_script_dir(code ? NULL : script);
-  lua_pushcfunction(L, load_cf);
-  lua_pushlightuserdata(L, (void *)script);
-  lua_pushlightuserdata(L, (void *)code);
-  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
-    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot load";
-    if (errmsg) *errmsg = one_line("lpvm: ", msg);
-    lua_close(L);
-    return LPVM_EINVAL;
-  }
-  /* arg, as the stand-alone lua makes it; the chunk also gets arg[1..] as `...` */
-  lua_createtable(L, argc > 0 ? argc - 1 : 0, 1);
-  for (int i = 0; i < argc; i++) {
-    lua_pushstring(L, argv[i]);
-    lua_rawseti(L, -2, i);
-  }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  lua_insert(L, -2);
-  lua_setfield(L, -2, "arg");
-  lua_pop(L, 1);
-  for (int i = 1; i < argc; i++) lua_pushstring(L, argv[i]);
+  if (L) lua_atpanic(L, lproc_panic);
+  return L;
+}
+
+/* Spawn a state made by lproc_state_new whose stack holds a function and `nargs`
+** arguments as the boot process. */
+int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id) {
   lproc_start *s = calloc(1, sizeof *s);
   if (!s) {
     lua_close(L);
@@ -829,17 +802,10 @@ int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm
   }
   s->kind = LS_STATE;
   s->L = L;
-  s->nargs = argc > 1 ? argc - 1 : 0;
+  s->nargs = nargs;
   s->max_heap = lproc_cfg.max_heap;
+  s->boot = 1;
   lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
   o.thread = lproc_cfg.threads ? 1 : 0;
-  s->boot = 1;
-  lpvm_id nid = 0;
-  int rc = lproc_spawn(NULL, s, &o, &nid);
-  if (rc != 0) {
-    if (errmsg) *errmsg = one_line("lpvm: cannot start the boot process: ", lpvm_strerror(rc));
-    return rc;
-  }
-  if (id) *id = nid;
-  return 0;
+  return lproc_spawn(NULL, s, &o, id);
 }

@@ -33,6 +33,7 @@ typedef struct lproc_start {
   lua_State *L;           /* LS_STATE: a ready state, function and args on its stack */
   int nargs;              /* LS_STATE */
   size_t max_heap;        /* 0 = none */
+  uint32_t max_mailbox;   /* messages queued at most; 0 = none */
   lpvm_id creator;        /* LP_START: whose marker to wait for */
   int wait_marker;        /* 1: wait for the creator's start marker (spawn_monitor) */
   int adopted;            /* init ran: the process owns this now */
@@ -47,7 +48,8 @@ typedef struct lproc {
   lpvm_task task;           /* first: the record the runtime knows */
   lua_State *L;             /* the process's state; its main thread is the body */
   lproc_start *start;       /* until the first run */
-  size_t mem, max_heap;     /* bytes the state holds, and its limit (0 = none) */
+  size_t mem, max_heap;     /* bytes the state holds, and its limit with the queue (0 = none) */
+  uint32_t max_mailbox;     /* messages queued at most (0 = none) */
   lpvm_msg *scan;           /* receive: last message looked at and left (save ptr) */
   lpvm_msg *cur;            /* receive: the message the predicate is judging */
   lpvm_msg *owned;          /* a taken message being decoded (freed if that fails) */
@@ -69,6 +71,7 @@ typedef struct lproc {
   int ncur;                 /* values of `cur` on the stack */
   int nargs;                /* values for the next resume */
   uint16_t slices;          /* count-hook calls since the last yield */
+  uint32_t punish;          /* send: reductions charged for receivers' queues */
   uint8_t wait;             /* LP_* */
   uint8_t timer_set;        /* receive: a timer runs for this receive */
   uint8_t timed_out;
@@ -101,6 +104,20 @@ int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id
 void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
+lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
+/* Spawn L (function and nargs arguments on its stack) as the boot process; L is the
+** process's from here on, or closed on failure. */
+int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
+
+/* shell.c: the terminal reader of the shell. lproc_shell_reader starts it and gives
+** 1 when stdin is a terminal, 0 when not (< 0: failure); lproc_shell_watch tells it
+** which process is the shell (it ends with it). */
+int lproc_shell_reader(lpvm_id *reader);
+void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
+
+/* lsys.c: os.execute and io.popen that leave the VM's signals alone */
+void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
+void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
 
 /* lcode.c: the VM-wide cache of compiled modules, as package.searchers[2] of the
 ** package table at index `package`; teardown frees it. */
@@ -122,7 +139,22 @@ uint64_t lmod_check_ref(lua_State *L, int arg);
 /* The process's target: a pid, or a registered name (0 if not registered). */
 lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name);
 int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */
+/* Raise "unknown <what> 'k'" (argument t) if table t has a key not in `known`. */
+void lmod_check_keys(lua_State *L, int t, const char *const known[], const char *what);
+/* Push registry[key], first making it a table with weak `mode` ("k", "v", "kv"). */
+void lmod_weak_table(lua_State *L, const void *key, const char *mode);
 int64_t lmod_check_ms(lua_State *L, int arg); /* timeout in ms; math.huge = -1 (for ever) */
+
+/* lmod_str.c: Lua strings that reach C (NUL bytes raise) and bad values quoted
+** (cut to LMOD_QUOTE_MAX bytes) in error messages. */
+#define LMOD_QUOTE_MAX 48
+const char *lmod_cstr(lua_State *L, int idx, int arg, const char *what);
+const char *lmod_check_cstr(lua_State *L, int arg, const char *what);
+const char *lmod_opt_cstr(lua_State *L, int arg, const char *dflt, const char *what);
+int lmod_streq(lua_State *L, int idx, const char *lit);
+const char *lmod_push_quoted(lua_State *L, int idx);
+int lmod_check_option(lua_State *L, int arg, const char *def, const char *const list[]);
+const char *lmod_check_name(lua_State *L, int arg);
 
 /* lmod_proc.c / lmod_msg.c: the functions of the module, by name. */
 typedef struct lmod_fn {
@@ -140,12 +172,17 @@ char *lproc_dump_top(lua_State *L, size_t *len);
 /* lproc.c: search table t for the value at index v; on a hit push its string key and
 ** return 1 (used to send module functions by name). */
 int lproc_find_key(lua_State *L, int t, int v);
+/* lproc.c: push module `name` in this process (spawn's and newproc's by-name
+** upvalues): a global (the lazy libraries, lpvm), _G, or else require'd; a require
+** that fails raises, or with nil_on_error pushes nil (as luaproc would have). */
+void lproc_push_module(lua_State *L, const char *name, int nil_on_error);
 /* lproc.c: a start record holding code, upvalue term and argument term; NULL when
 ** out of memory. The other fields start zeroed. */
 lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
                              const lpvm_tbuf *up, const lpvm_tbuf *args);
 
 /* lmod_msg.c */
+int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
 void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
 int lmod_alias_add(lproc *p, uint64_t ref);   /* 0, or LPVM_ENOMEM */
