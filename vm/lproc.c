@@ -779,6 +779,7 @@ void lproc_teardown(void) {
   pthread_mutex_unlock(&pool.mu);
   atomic_store(&pool.bound, lproc_cfg.recycle);
   ltask_teardown();
+  lcode_teardown();
 }
 
 /* ---- the boot state ---------------------------------------------------------------------------- */

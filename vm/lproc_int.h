@@ -119,6 +119,11 @@ void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
 void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
 void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
 
+/* lcode.c: the VM-wide cache of compiled modules, as package.searchers[2] of the
+** package table at index `package`; teardown frees it. */
+void lcode_install(lua_State *L, int package);
+void lcode_teardown(void);
+
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
 void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */
