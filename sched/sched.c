@@ -260,7 +260,7 @@ static int work_visible(worker *w) {
 }
 
 /* Nothing to run: spin a little, then sleep until kicked. */
-static void idle(worker *w) {
+static void wait_for_work(worker *w) {
   for (int i = 0; i < S.spin; i++) {
     if (work_visible(w) || atomic_load_explicit(&S.stop, memory_order_relaxed)) return;
     cpu_relax();
@@ -303,7 +303,7 @@ static void *worker_main(void *arg) {
   while (!atomic_load_explicit(&S.stop, memory_order_acquire)) {
     lpvm_task *t = next_task(w);
     if (t) run(w, t);
-    else idle(w);
+    else wait_for_work(w);
   }
   self_w = NULL;
   return NULL;
@@ -357,8 +357,6 @@ void sched_stop(void) {
   S.w = NULL;
   S.n = 0;
 }
-
-int sched_workers(void) { return S.n; }
 
 void sched_note_size(uint64_t live) {
   if (live >= MEM_BIG_VM) atomic_store_explicit(&S.big, 1, memory_order_relaxed);

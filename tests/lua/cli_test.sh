@@ -176,6 +176,38 @@ check "--max-heap leaves a small process alone" 0 "$LPVM" --max-heap 4M -e 'loca
 check "--recycle" 0 "$LPVM" --recycle 100 -e '
   for i = 1, 50 do local _, r = lpvm.spawn_monitor(function() end) lpvm.receive() end'
 
+# ---- crash reports and the log (docs/otp.md) ------------------------------------
+check "a linked child's crash takes the boot process down: status 1" 1 "$LPVM" -e '
+  lpvm.spawn_link(function() error("linked child dies") end) lpvm.receive()'
+err_has "the child's crash report, linked or not" "crash report: process"
+err_has "the crash report holds the message" "linked child dies"
+err_has "and the traceback" "stack traceback:"
+err_has "the boot process prints why it ended" "the boot process <0.1.0> was ended by an exit signal"
+check "a trapping process's crash is reported too" 0 "$LPVM" -e '
+  lpvm.spawn(function() lpvm.trap_exit(true) error({code = 7}) end) lpvm.sleep(50)'
+err_has "a table reason prints as a Lua value" "{code = 7}"
+check "normal and shutdown ends: no report" 0 "$LPVM" -e '
+  lpvm.spawn(function() lpvm.exit("shutdown") end)
+  lpvm.spawn(function() lpvm.exit({"shutdown", "done"}) end)
+  lpvm.spawn(function() end)
+  local p = lpvm.spawn(function() lpvm.receive() end) lpvm.exit(p, "kill")
+  lpvm.sleep(50)'
+err_lines "nothing on stderr" 0
+check "halt: no report for the processes it kills" 0 "$LPVM" -e '
+  lpvm.spawn(function() lpvm.sleep(10) lpvm.halt(0) end) lpvm.receive()'
+err_lines "halt: nothing on stderr" 0
+check "logger: levels filter, formats print tables as Lua" 0 "$LPVM" -e '
+  local logger = require "logger"
+  logger.info("hidden at the default level")
+  logger.warning("shown %d %s", 5, {1, 2})
+  logger.set_level("debug") logger.debug("now shown")'
+err_has "a warning is written with level and pid" "warning <0.1.0>: shown 5 {1, 2}"
+err_has "after set_level debug, debug shows" "debug <0.1.0>: now shown"
+err_lines "info was filtered at the default level (notice)" 2
+check "log level none silences crash reports" 0 "$LPVM" -e '
+  lpvm.log_level("none") lpvm.spawn(function() error("quiet") end) lpvm.sleep(50)'
+err_lines "none: nothing on stderr" 0
+
 # ---- signals -------------------------------------------------------------------
 sig_check() {  # NAME SIGNAL CODE: status must be 128 + the signal's number
   # the code prints "ready" once running: the handler is installed by then
