@@ -10,7 +10,14 @@ TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg tmux
 # Only the benchmarks need these: the HTTP server is measured with wrk.
 BENCH_PKGS = wrk
 
-.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone clean
+# make install [PREFIX=/usr/local] [DESTDIR=]: a Release build of its own (build-install)
+# whose compiled-in Lua library folder is the installed one; make uninstall [DESTDIR=]
+# removes what that install wrote (its install_manifest.txt).
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL_BUILD ?= build-install
+
+.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone clean install uninstall
 
 all: build
 
@@ -55,7 +62,22 @@ bench: bench-deps build
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_otp.sh $(BUILD)/vm/lpvm; fi
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan $(INSTALL_BUILD)
+
+install: deps
+	@cmake -S . -B $(INSTALL_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	  -DLPVM_LIBDIR=$(PREFIX)/share/lpvm/lua >/dev/null
+	@cmake --build $(INSTALL_BUILD) -j$(JOBS) --target lpvm lpvm_shared lpvm_static luaproc >/dev/null
+	@DESTDIR=$(DESTDIR) cmake --install $(INSTALL_BUILD) | sed -n 's/^-- Installing: /installed /p'
+
+uninstall:
+	@m=$(INSTALL_BUILD)/install_manifest.txt; \
+	if [ ! -f $$m ]; then echo "nothing to uninstall: no $$m (make install writes it)"; exit 1; fi; \
+	d="$(DESTDIR)"; sed "s|^$${d:+$$d}||; s|^|$$d|" $$m >$$m.paths; \
+	while read -r f || [ -n "$$f" ]; do rm -f "$$f" && echo "removed $$f"; done <$$m.paths; \
+	sed 's|/[^/]*$$||' $$m.paths | grep '/lpvm\(/\|$$\)' | sort -ru | while read -r d || [ -n "$$d" ]; do rmdir "$$d" 2>/dev/null; done; \
+	rmdir "$$(dirname "$$(dirname "$$(grep -m1 '/share/lpvm/' $$m.paths)")")" 2>/dev/null; \
+	rm -f $$m $$m.paths
 
 # The EStone suite and the seed papers' benchmarks in every configuration (~10 min);
 # writes estone/results/ (JSON, SVG charts, summary.md). See docs/estone.md.

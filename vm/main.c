@@ -33,6 +33,7 @@
 #include <lua.h>
 
 #include "lpvm/lpvm.h"
+#include "lpvm/lpvm_lua.h"
 #include "vm/lproc.h"
 
 static const char *progname = "lpvm";
@@ -352,10 +353,8 @@ int main(int argc, char **argv) {
     else status = lproc_boot_ok() ? 0 : 1;
   }
   fflush(stdout);
-  lsys_stop_children(2000);
-  lpvm_stop();
+  lpvm_lua_stop();   /* os.execute commands ended, tasks killed, threads joined */
   if (have_sig) signals_stop(sig_th);
-  lproc_teardown();
   for (int i = 0; i < c.nsteps; i++)
     if (c.steps[i].kind == LPROC_STEP_LIB) free((char *)c.steps[i].name);
   free(c.steps);
