@@ -44,10 +44,18 @@ install-pkgs:
 configure: deps
 	@cmake -S . -B $(BUILD) $(CMAKEFLAGS) >/dev/null
 
+# cmake's own make runs below this one: without this every one of its steps says
+# "gmake[N]: Entering directory" (one line each way, dozens of them)
+MAKEFLAGS += --no-print-directory
+export MAKEFLAGS
+
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
-run: build
+# The tour, and only the tour: the build's output goes to a log shown on failure.
+run: deps
+	@cmake -S . -B $(BUILD) $(CMAKEFLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) >$(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
 	@if [ -x $(BUILD)/lpvm ]; then $(BUILD)/lpvm examples/boot.lua; \
 	else $(BUILD)/examples/xmpldemo; fi
 
@@ -56,10 +64,10 @@ test: test-deps build
 
 bench: bench-deps build
 	@for b in $(BUILD)/estone/bench_*; do [ -x $$b ] && $$b; done; true
-	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/vm/lpvm; fi
-	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/vm/lpvm; fi
-	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_http.sh $(BUILD)/vm/lpvm; fi
-	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_otp.sh $(BUILD)/vm/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_http.sh $(BUILD)/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_otp.sh $(BUILD)/lpvm; fi
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan $(INSTALL_BUILD)
@@ -82,4 +90,4 @@ uninstall:
 # The EStone suite and the seed papers' benchmarks in every configuration (~10 min);
 # writes estone/results/ (JSON, SVG charts, summary.md). See docs/estone.md.
 estone: build
-	@sh estone/run_estone.sh $(BUILD)/vm/lpvm
+	@sh estone/run_estone.sh $(BUILD)/lpvm
