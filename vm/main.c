@@ -275,6 +275,14 @@ static void signals_stop(pthread_t th) {
 
 /* ---- main --------------------------------------------------------------------- */
 
+/* What parse allocated (every return of main frees it: ASan's leak check runs on
+** --help and --version too). */
+static void cli_free(cli *c) {
+  for (int i = 0; i < c->nsteps; i++)
+    if (c->steps[i].kind == LPROC_STEP_LIB) free((char *)c->steps[i].name);
+  free(c->steps);
+}
+
 int main(int argc, char **argv) {
   cli c;
   memset(&c, 0, sizeof c);
@@ -283,14 +291,17 @@ int main(int argc, char **argv) {
   c.steps = calloc((size_t)argc + 2, sizeof *c.steps);
   if (!c.steps) return 1;
   int script = parse(&c, argc, argv);
-  if (script < 0) return 1;
-  if (c.help) {
-    usage(stdout);
-    return 0;
+  if (script < 0 || c.help) {   /* a bad option, or --help */
+    if (script >= 0) usage(stdout);
+    cli_free(&c);
+    return script < 0 ? 1 : 0;
   }
   int has_e = c.nsteps > 0;   /* -e or -l */
   if (c.version || c.interactive) printf("lpvm %s (%s)\n", LPVM_VERSION, LUA_RELEASE);
-  if (script == argc && c.version && !has_e && !c.interactive) return 0;
+  if (script == argc && c.version && !has_e && !c.interactive) {
+    cli_free(&c);
+    return 0;
+  }
   /* no script: the shell on a terminal, stdin as the script on a pipe (as lua) */
   int shell = c.interactive;
   static char dash[] = "-";
@@ -355,9 +366,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
   lpvm_lua_stop();   /* os.execute commands ended, tasks killed, threads joined */
   if (have_sig) signals_stop(sig_th);
-  for (int i = 0; i < c.nsteps; i++)
-    if (c.steps[i].kind == LPROC_STEP_LIB) free((char *)c.steps[i].name);
-  free(c.steps);
+  cli_free(&c);
   if (av != argv) free(av);
   return status;
 }

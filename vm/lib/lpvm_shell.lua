@@ -166,6 +166,11 @@ end
 -- run(tty, version): read, evaluate, print until the end of input (or q()); then
 -- halt the VM with 0. tty: stdin is a terminal (a banner; the reader prompts).
 function M.run(tty, version)
+  -- The shell runs on a private thread, where no user process can starve it: the
+  -- workers serve priorities strictly, so a few spinners at priority 0 would
+  -- otherwise keep it (and with it Ctrl-D and lpvm.halt typed here) from ever
+  -- running again. Its children still start on the workers.
+  pcall(lpvm.migrate, "thread")
   if rawget(_G, "q") == nil then _G.q = function() lpvm.halt(0) end end
   if rawget(_G, "help") == nil then _G.help = help end
   if tty then
