@@ -296,17 +296,14 @@ int main(int argc, char **argv) {
   c.steps = calloc((size_t)argc + 2, sizeof *c.steps);
   if (!c.steps) return 1;
   int script = parse(&c, argc, argv);
-  if (script < 0 || c.help) {   /* a bad option, or --help */
-    if (script >= 0) usage(stdout);
-    cli_free(&c);
-    return script < 0 ? 1 : 0;
+  if (script < 0) return cli_done(&c, 1);
+  if (c.help) {
+    usage(stdout);
+    return cli_done(&c, 0);
   }
   int has_e = c.nsteps > 0;   /* -e or -l */
   if (c.version || c.interactive) printf("lpvm %s (%s)\n", LPVM_VERSION, LUA_RELEASE);
-  if (script == argc && c.version && !has_e && !c.interactive) {
-    cli_free(&c);
-    return 0;
-  }
+  if (script == argc && c.version && !has_e && !c.interactive) return cli_done(&c, 0);
   /* no script: the shell on a terminal, stdin as the script on a pipe (as lua) */
   int shell = c.interactive;
   static char dash[] = "-";
