@@ -97,4 +97,12 @@ int term_big_at(const uint8_t *p, const uint8_t *end, term_big *big,
 /* Is this node name lpvm's own? */
 int term_node_is_local(const char *node, size_t len);
 
+/* A reader consumed one whole term (or a container's header) ending at next: it was
+** one of the terms the enclosing containers owe (lpvm_tread.owed). */
+static inline int term_took(lpvm_tread *r, const uint8_t *next) {
+  r->p = next;
+  if (r->owed) r->owed--;
+  return 0;
+}
+
 #endif

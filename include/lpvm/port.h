@@ -125,7 +125,8 @@ LPVM_API int lpvm_tcp_connect(lpvm_task *self, const char *host, int port, uint6
 ** once the queue has drained to half of it. */
 LPVM_API int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len);
 /* active false: deliver one message: n bytes exactly (raw; 0 = what is there), or
-** one line or packet (n must be 0). {eof} or {error} answer it as well. */
+** one line or packet (n must be 0). {eof} or {error} answer it as well.
+** LPVM_EINVAL at once for n over the port's max_packet. */
 LPVM_API int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n);
 LPVM_API int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active);
 LPVM_API int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet);
@@ -134,6 +135,10 @@ LPVM_API int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet);
 LPVM_API int lpvm_port_shutdown(lpvm_task *self, lpvm_id port);
 /* Write what is queued, then close: {closed, Port}. Any port kind. */
 LPVM_API int lpvm_port_close(lpvm_task *self, lpvm_id port);
+/* What kind of port `port` is: "spawn", "fd", "tcp", "tcp_listen", "file" (or the
+** type of another port task); NULL if it is not a port or has ended. A static
+** string. The calls for one kind refuse the others with LPVM_EINVAL. */
+LPVM_API const char *lpvm_port_kind(lpvm_id port);
 /* Hand the port to another task (only its owner may). Messages already sent stay
 ** with the old owner: hand over with active false, then set it in the new owner. */
 LPVM_API int lpvm_port_controlling_process(lpvm_task *self, lpvm_id port, lpvm_id new_owner);

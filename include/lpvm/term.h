@@ -82,6 +82,9 @@ enum {
 
 typedef struct lpvm_tread {
   const uint8_t *p, *end;
+  /* terms the containers opened so far still promise; each needs a byte of input, so
+  ** the counts a reader sizes its tables by add up to at most the input's length */
+  uint64_t owed;
 } lpvm_tread;
 
 /* Check the version byte; LPVM_EBADTERM if absent. */
@@ -89,7 +92,9 @@ LPVM_API int lpvm_tread_init(lpvm_tread *r, const uint8_t *term, size_t len);
 /* Type of the next term (LPVM_T_*), or LPVM_EBADTERM at the end of input. */
 LPVM_API int lpvm_get_type(const lpvm_tread *r);
 /* Each get consumes one term (containers: their header) or returns LPVM_EBADTERM
-** (wrong type or truncated input) and consumes nothing. */
+** (wrong type or truncated input) and consumes nothing. A container's count is
+** checked against the bytes left after what the enclosing containers still owe, so
+** a reader may allocate by it: the sum of all counts stays within the input size. */
 LPVM_API int lpvm_get_atom(lpvm_tread *r, const char **name, size_t *len);
 LPVM_API int lpvm_get_int(lpvm_tread *r, int64_t *v);      /* also bigs that fit in 64 bits */
 LPVM_API int lpvm_get_float(lpvm_tread *r, double *v);
