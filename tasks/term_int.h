@@ -108,4 +108,12 @@ int term_cmp(const uint8_t *a, const uint8_t *aend, const uint8_t *b,
 uint64_t term_hash(const uint8_t *p, const uint8_t *end);
 int term_depth(const uint8_t *p, const uint8_t *end, int limit);
 
+/* A reader consumed one whole term (or a container's header) ending at next: it was
+** one of the terms the enclosing containers owe (lpvm_tread.owed). */
+static inline int term_took(lpvm_tread *r, const uint8_t *next) {
+  r->p = next;
+  if (r->owed) r->owed--;
+  return 0;
+}
+
 #endif

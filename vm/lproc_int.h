@@ -33,6 +33,7 @@ typedef struct lproc_start {
   lua_State *L;           /* LS_STATE: a ready state, function and args on its stack */
   int nargs;              /* LS_STATE */
   size_t max_heap;        /* 0 = none */
+  uint32_t max_mailbox;   /* messages queued at most; 0 = none */
   lpvm_id creator;        /* LP_START: whose marker to wait for */
   int wait_marker;        /* 1: wait for the creator's start marker (spawn_monitor) */
   int adopted;            /* init ran: the process owns this now */
@@ -47,7 +48,8 @@ typedef struct lproc {
   lpvm_task task;           /* first: the record the runtime knows */
   lua_State *L;             /* the process's state; its main thread is the body */
   lproc_start *start;       /* until the first run */
-  size_t mem, max_heap;     /* bytes the state holds, and its limit (0 = none) */
+  size_t mem, max_heap;     /* bytes the state holds, and its limit with the queue (0 = none) */
+  uint32_t max_mailbox;     /* messages queued at most (0 = none) */
   lpvm_msg *scan;           /* receive: last message looked at and left (save ptr) */
   lpvm_msg *cur;            /* receive: the message the predicate is judging */
   lpvm_msg *owned;          /* a taken message being decoded (freed if that fails) */
