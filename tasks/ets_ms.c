@@ -20,6 +20,7 @@
 ** per-run arena (computed numbers and built terms); the object is only read.
 */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,26 +29,6 @@
 #define MAX_VAR 1000
 #define MAX_DEPTH 64
 enum { V_ANY = -2, V_NONE = -1, V_OBJ = -3, V_ALL = -4 };
-
-typedef struct clause {
-  const uint8_t *head, *guards, *body;   /* guards/body: the lists */
-  uint32_t nguards, nbody;
-  int nvars;                             /* highest variable index + 1 */
-} clause;
-
-struct ets_ms {
-  uint8_t *term;            /* our copy */
-  size_t len;
-  const uint8_t *end;
-  clause *cl;
-  uint32_t ncl;
-  int maxvars;
-  /* per run */
-  const uint8_t **bp, **be; /* bindings: extent, NULL = unbound */
-  const ets_obj *obj;
-  lpvm_tbuf arena;
-  int depth;
-};
 
 /* A value: an extent in the object or specification, or in the arena by offset
 ** (the arena may move while it grows). */
@@ -112,12 +93,9 @@ static int scan_vars(const uint8_t *p, const uint8_t *end, int *any, int depth) 
 }
 
 void ets_ms_free(ets_ms *m) {
-  if (!m) return;
-  free(m->term);
-  free(m->cl);
-  free(m->bp);
+  if (m->cl != m->cl_in) free(m->cl);
+  if (m->bp != m->b_in) free(m->bp);
   lpvm_tbuf_free(&m->arena);
-  free(m);
 }
 
 /* The tuple or list header at *p (a fresh reader each time: the walk below moves by
@@ -135,22 +113,28 @@ static const uint8_t *skip_list(const uint8_t *p, const uint8_t *end, uint32_t n
   return p;
 }
 
-int ets_ms_compile(const uint8_t *term, size_t len, ets_ms **out) {
+/* Small specifications (the usual one clause, a few variables) need no allocation:
+** the clauses and bindings fit in the record, the arena grows on first use. */
+int ets_ms_compile(const uint8_t *term, size_t len, ets_ms *m) {
+  memset(m, 0, offsetof(ets_ms, cl_in));
+  m->cl = m->cl_in;
+  m->bp = m->b_in;
   if (!term || lpvm_term_check(term, len)) return LPVM_EBADTERM;
   if (ets_too_deep(term + 1, term + len)) return LPVM_ETS_EMATCH;
-  ets_ms *m = calloc(1, sizeof *m);
-  if (!m || !(m->term = malloc(len))) { free(m); return LPVM_ENOMEM; }
-  memcpy(m->term, term, len);
-  m->len = len;
-  m->end = m->term + len;
-  const uint8_t *p = m->term + 1;
+  m->end = term + len;
+  const uint8_t *p = term + 1;
   uint32_t n;
   int rc = LPVM_ETS_EMATCH;
   if (p[0] == TAG_NIL) { rc = 0; goto done; }   /* [] selects nothing */
-  if (header(&p, m->end, 0, &n) || n == 0 || !(m->cl = calloc(n, sizeof *m->cl))) goto done;
+  if (header(&p, m->end, 0, &n) || n == 0) goto done;
+  if (n > ETS_MS_CLAUSES && !(m->cl = calloc(n, sizeof *m->cl))) {
+    m->cl = m->cl_in;
+    rc = LPVM_ENOMEM;
+    goto done;
+  }
   m->ncl = n;
   for (uint32_t i = 0; i < n; i++) {
-    clause *c = &m->cl[i];
+    ets_clause *c = &m->cl[i];
     uint32_t ar;
     int any = 0;
     if (header(&p, m->end, 1, &ar) || ar != 3) goto done;
@@ -172,16 +156,14 @@ int ets_ms_compile(const uint8_t *term, size_t len, ets_ms **out) {
   }
   rc = 0;
 done:
-  if (rc == 0) {
-    size_t nv = m->maxvars ? (size_t)m->maxvars : 1;
-    m->bp = calloc(2 * nv, sizeof *m->bp);
-    m->be = m->bp ? m->bp + nv : NULL;
-    lpvm_tbuf_init(&m->arena);
-    if (!m->bp || m->arena.err) rc = LPVM_ENOMEM;
+  if (rc == 0 && m->maxvars > ETS_MS_VARS / 2) {
+    const uint8_t **b = calloc(2 * (size_t)m->maxvars, sizeof *b);
+    if (!b) rc = LPVM_ENOMEM;
+    else m->bp = b;
   }
-  if (rc) { ets_ms_free(m); return rc; }
-  *out = m;
-  return 0;
+  m->be = m->bp + (m->bp == m->b_in ? ETS_MS_VARS / 2 : m->maxvars);
+  if (rc) ets_ms_free(m);
+  return rc;
 }
 
 int ets_ms_bound_key(const ets_ms *m, uint32_t keypos, const uint8_t **p,
@@ -282,6 +264,12 @@ static int v_type(ets_ms *m, const val *v) {
   return lpvm_get_type(&(lpvm_tread){vptr(m, v), vptr(m, v) + v->len, 0});
 }
 
+/* Where the next value built in the arena starts (the arena is made on first use). */
+static size_t arena_start(ets_ms *m) {
+  if (!m->arena.data) lpvm_tbuf_init(&m->arena);
+  return m->arena.len;
+}
+
 /* Build in the arena from `start`: the value of what was appended. */
 static int arena_val(ets_ms *m, size_t start, val *out) {
   if (m->arena.err) return -1;
@@ -310,7 +298,7 @@ static int arith(ets_ms *m, const char *op, size_t opn, const val *a, const val 
   double fx, fy, fz = 0;
   int ka = num_of(m, a, &x, &fx), kb = b ? num_of(m, b, &y, &fy) : 0;
   if (ka < 0 || kb < 0) return -1;
-  size_t start = m->arena.len;
+  size_t start = arena_start(m);
   int isf = ka == 1 || kb == 1;
   if (!b) {   /* unary: '-' and abs */
     if (atom_is(op, opn, "-")) { if (isf) fz = -fx; else if (__builtin_sub_overflow(0, x, &z)) return -1; }
@@ -388,7 +376,7 @@ static int builtin(ets_ms *m, const char *f, size_t fn, const val *a, const val 
     *out = (val){NULL, b->off + (size_t)(p - vptr(m, b)), (size_t)(r.p - p)};
     return 0;
   }
-  size_t start = m->arena.len;
+  size_t start = arena_start(m);
   if (atom_is(f, fn, "tuple_size") && !b) {
     if (lpvm_get_tuple(&r, &ar)) return -1;
     lpvm_put_int(&m->arena, ar);
@@ -421,7 +409,7 @@ static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
       rc = eval(m, r.p, &vs[i], depth + 1);
       r.p = skip(r.p, m->end);
     }
-    size_t start = m->arena.len;
+    size_t start = arena_start(m);
     if (rc == 0) {
       lpvm_put_tuple(&m->arena, n);
       for (uint32_t i = 0; i < n; i++) {
@@ -485,7 +473,7 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
   }
   if (v == V_OBJ) { *out = lit(m->obj->data + 1, m->obj->len - 1); return 0; }
   if (v == V_ALL) {
-    size_t start = m->arena.len;
+    size_t start = arena_start(m);
     uint32_t n = 0;
     for (int i = 0; i < m->maxvars; i++) n += m->bp[i] != NULL;
     lpvm_put_list(&m->arena, n);
@@ -507,7 +495,7 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
       rc = eval(m, r.p, &vs[i], depth + 1);
       r.p = skip(r.p, m->end);
     }
-    size_t start = m->arena.len;
+    size_t start = arena_start(m);
     if (rc == 0) {
       lpvm_put_list(&m->arena, n);
       for (uint32_t i = 0; i <= n; i++) term_put_raw(&m->arena, vptr(m, &vs[i]), vs[i].len);
@@ -523,10 +511,10 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
 int ets_ms_run(ets_ms *m, const ets_obj *o, lpvm_tbuf *out, int *is_true) {
   m->obj = o;
   for (uint32_t c = 0; c < m->ncl; c++) {
-    clause *cl = &m->cl[c];
+    ets_clause *cl = &m->cl[c];
     if (m->maxvars) memset(m->bp, 0, (size_t)m->maxvars * sizeof *m->bp);
     if (!pmatch(m, cl->head, o->data + 1, o->data + o->len, 0)) continue;
-    lpvm_tbuf_reset(&m->arena);
+    if (m->arena.data) lpvm_tbuf_reset(&m->arena);   /* else the first put makes it */
     const uint8_t *g = cl->guards;
     int ok = 1;
     for (uint32_t i = 0; i < cl->nguards && ok; i++) {
@@ -537,6 +525,16 @@ int ets_ms_run(ets_ms *m, const ets_obj *o, lpvm_tbuf *out, int *is_true) {
     if (!ok) continue;
     const uint8_t *b = cl->body;
     for (uint32_t i = 1; i < cl->nbody; i++) b = skip(b, m->end);   /* the last */
+    if (out && var_of(b, m->end) == V_ALL) {   /* match/2's '$$': straight to out */
+      uint32_t n = 0;
+      for (int i = 0; i < m->maxvars; i++) n += m->bp[i] != NULL;
+      lpvm_put_list(out, n);
+      for (int i = 0; i < m->maxvars; i++)
+        if (m->bp[i]) term_put_raw(out, m->bp[i], (size_t)(m->be[i] - m->bp[i]));
+      lpvm_put_nil(out);
+      *is_true = 0;
+      return 1;
+    }
     val v;
     if (eval(m, b, &v, 0)) return 0;   /* the body failed: no result */
     *is_true = v_is_true(m, &v);
