@@ -183,43 +183,45 @@ int ets_ms_bound_key(const ets_ms *m, uint32_t keypos, const uint8_t **p,
 
 /* ---- matching the head ----------------------------------------------------------------- */
 
-static int pmatch(ets_ms *m, const uint8_t *pat, const uint8_t *o, const uint8_t *oend,
-                  int depth) {
+/* Match the pattern at pat against the object's term at o: the end of o's term, or
+** NULL if it does not match. Each object term is walked once. */
+static const uint8_t *pmatch(ets_ms *m, const uint8_t *pat, const uint8_t *o,
+                             const uint8_t *oend, int depth) {
   const uint8_t *pend = m->end;
+  if (pat[0] == TAG_SMALL_INT && o[0] == TAG_SMALL_INT)   /* the common literal */
+    return pat[1] == o[1] ? o + 2 : NULL;
   int v = var_of(pat, pend);
-  if (v == V_ANY) return 1;
+  if (v == V_ANY) return skip(o, oend);
   if (v >= 0) {
     const uint8_t *oe = skip(o, oend);
-    if (m->bp[v]) return term_cmp(m->bp[v], m->be[v], o, oe, 1) == 0;
+    if (m->bp[v]) return term_cmp(m->bp[v], m->be[v], o, oe, 1) == 0 ? oe : NULL;
     m->bp[v] = o;
     m->be[v] = oe;
-    return 1;
+    return oe;
   }
-  if (depth > MAX_DEPTH) return 0;
+  if (depth > MAX_DEPTH) return NULL;
   lpvm_tread rp = {pat, pend, 0}, ro = {o, oend, 0};
   uint32_t n, k;
   switch (lpvm_get_type(&rp)) {
     case LPVM_T_TUPLE:
-      if (lpvm_get_tuple(&rp, &n) || lpvm_get_tuple(&ro, &k) || n != k) return 0;
-      for (uint32_t i = 0; i < n; i++) {
-        if (!pmatch(m, rp.p, ro.p, oend, depth + 1)) return 0;
+      if (lpvm_get_tuple(&rp, &n) || lpvm_get_tuple(&ro, &k) || n != k) return NULL;
+      for (uint32_t i = 0; i < n && ro.p; i++) {
+        ro.p = pmatch(m, rp.p, ro.p, oend, depth + 1);
         rp.p = skip(rp.p, pend);
-        ro.p = skip(ro.p, oend);
       }
-      return 1;
+      return ro.p;
     case LPVM_T_LIST:
       if (lpvm_get_type(&ro) != LPVM_T_LIST) break;   /* a STRING_EXT: compare */
       lpvm_get_list(&rp, &n);
       lpvm_get_list(&ro, &k);
-      if (n != k) return 0;
-      for (uint32_t i = 0; i <= n; i++) {   /* the elements, then the tail */
-        if (!pmatch(m, rp.p, ro.p, oend, depth + 1)) return 0;
+      if (n != k) return NULL;
+      for (uint32_t i = 0; i <= n && ro.p; i++) {   /* the elements, then the tail */
+        ro.p = pmatch(m, rp.p, ro.p, oend, depth + 1);
         rp.p = skip(rp.p, pend);
-        ro.p = skip(ro.p, oend);
       }
-      return 1;
+      return ro.p;
     case LPVM_T_MAP: {
-      if (lpvm_get_map(&rp, &n) || lpvm_get_map(&ro, &k)) return 0;
+      if (lpvm_get_map(&rp, &n) || lpvm_get_map(&ro, &k)) return NULL;
       const uint8_t *pairs = ro.p;
       for (uint32_t i = 0; i < n; i++) {
         const uint8_t *pk = rp.p, *pv = skip(pk, pend);
@@ -230,14 +232,17 @@ static int pmatch(ets_ms *m, const uint8_t *pat, const uint8_t *o, const uint8_t
           if (term_cmp(pk, pv, q, qv, 1) == 0) hit = qv;
           q = skip(qv, oend);
         }
-        if (!hit || !pmatch(m, pv, hit, oend, depth + 1)) return 0;
+        if (!hit || !pmatch(m, pv, hit, oend, depth + 1)) return NULL;
       }
-      return 1;
+      return skip(o, oend);
     }
     default:
       break;
   }
-  return term_cmp(pat, skip(pat, pend), o, oend, 1) == 0;
+  const uint8_t *oe = skip(o, oend);
+  size_t pn = (size_t)(skip(pat, pend) - pat);
+  if (pn == (size_t)(oe - o) && memcmp(pat, o, pn) == 0) return oe;   /* the same bytes */
+  return term_cmp(pat, pat + pn, o, oe, 1) == 0 ? oe : NULL;
 }
 
 /* ---- guard and body expressions ------------------------------------------------------- */

@@ -193,6 +193,19 @@ test("match, match_object, match_delete with '_' and '$N'", function()
   ets.delete(t)
 end)
 
+test("patterns reach into lists and maps; literals of every kind", function()
+  local t = ets.new("deep", {"set"})
+  ets.insert(t, {1, {"a", 10}, {x = 1, y = "why"}}, {2, {"b", 20}, {x = 2}},
+                {3, {"a", 30, 0}, {}}, {4.5, "str", true})
+  T.eq(sorted(ets.match(t, {"$1", {"a", "$2"}, "_"})), {{1, 10}})
+  T.eq(sorted(ets.match(t, {"$1", "_", {x = "$2"}})), {{1, 1}, {2, 2}})
+  T.eq(ets.match(t, {"_", "_", {y = "why"}}), {{}})
+  T.eq(ets.match_object(t, {4.5, "str", true}), {{4.5, "str", true}})
+  T.eq(ets.match(t, {4, "_", "_"}), {})             -- 4 is not 4.5
+  T.eq(ets.match(t, {"$1", "str", "_"}), {{4.5}})
+  ets.delete(t)
+end)
+
 test("select with guards and bodies; select_count; select_delete", function()
   local t = ets.new("sel", {"set"})
   for i = 1, 20 do ets.insert(t, {i, i % 3 == 0 and "fizz" or "no", i * 1.5}) end
