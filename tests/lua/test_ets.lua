@@ -306,6 +306,29 @@ test("an heir takes the table when its owner dies and gets ETS-TRANSFER", functi
   ets.delete("ets_bequest")
 end)
 
+test("owners and heirs dying at once leave no table behind", function()
+  local base = #ets.all()
+  local me = lpvm.self()
+  local n = T.scaled(300, 30)
+  local pids = {}
+  for i = 1, n do
+    local heir = lpvm.spawn(function() lpvm.receive() end)
+    local owner = lpvm.spawn(function(h, top)
+      for _ = 1, 3 do ets.new("race", {heir = h, heir_data = "d"}) end
+      lpvm.send(top, "ready")
+      lpvm.receive()
+    end, heir, me)
+    pids[#pids + 1] = heir
+    pids[#pids + 1] = owner
+    T.recv_match(function(tag) return tag == "ready" end)
+    if i % 2 == 0 then pids[#pids - 1], pids[#pids] = pids[#pids], pids[#pids - 1] end
+  end
+  T.ok(#ets.all() >= base + 3 * n)
+  for _, p in ipairs(pids) do lpvm.send(p, "go") end   -- owner and heir end together
+  T.ok(T.wait_until(function() return #ets.all() == base end, 20000),
+       "tables left: " .. (#ets.all() - base))
+end)
+
 test("give_away hands a table over; only the owner may", function()
   local me = lpvm.self()
   local t = ets.new("ga", {"protected"})
