@@ -306,6 +306,9 @@ out_has "kv_server: terminate runs on stop" "kv: terminating (normal) with 1 key
 check "examples/supervision_tree.lua runs" 0 "$LPVM" "$ROOT/examples/supervision_tree.lua"
 out_has "supervision_tree: the pool was restarted by top" "top: 2 children, 2 active, 1 supervisor"
 out_has "supervision_tree: a clean shutdown" "top ended: shutdown"
+check "examples/door_lock.lua runs" 0 "$LPVM" "$ROOT/examples/door_lock.lua"
+out_has "door_lock: the right code opens it" "after 1 2 3:	open"
+out_has "door_lock: the state timeout locked it again" "400 ms more:	locked"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -132,6 +132,30 @@ function gen.ack(parent, tag, ...)
   lpvm.send(parent, tag, ...)
 end
 
+-- In the new process: register, load the callbacks, run init(args). Returns the
+-- module and init's packed results when init said "ok" (the caller acknowledges once
+-- it is ready); otherwise tells the starter and ends the process as OTP does.
+function gen.init(parent, tag, name, spec, args)
+  if not gen.register(parent, tag, name) then lpvm.exit("normal") end
+  local ok, mod = pcall(gen.load_module, spec)
+  if not ok then
+    gen.ack(parent, tag, "error", mod)
+    lpvm.exit(mod)
+  end
+  local r = table.pack(xpcall(mod.init, gen.traceback, args))
+  if not r[1] then
+    gen.ack(parent, tag, "error", r[2])
+    lpvm.exit(r[2])
+  end
+  if r[2] == "ok" then return mod, r end
+  local reason = r[2] == "stop" and r[3] or r[2] == "ignore" and "ignore"
+      or { "bad_return_value", "init", tostring(r[2]) }
+  -- as OTP 26's init_fail: the starter gets nil, reason, not an exit signal
+  lpvm.unlink(parent)
+  gen.ack(parent, tag, "error", reason)
+  lpvm.exit(reason == "ignore" and "normal" or reason)
+end
+
 -- The pid behind a server reference (pid or registered name), or nil.
 function gen.whereis(server)
   if type(server) == "string" then return lpvm.whereis(server) end
@@ -191,6 +215,32 @@ function gen.stop(server, reason, timeout, fname)
   end
   if why == reason then return true end
   error(why, 0)
+end
+
+-- The client functions every behaviour has (its process speaks the same protocol):
+-- start, start_link, call, cast, reply, stop, named "<behaviour>.<fn>" in errors.
+function gen.client_api(M, behaviour)
+  local n_start, n_link = behaviour .. ".start", behaviour .. ".start_link"
+  local n_call, n_stop = behaviour .. ".call", behaviour .. ".stop"
+  local call = gen.call
+  function M.start(mod, args, opts)
+    return gen.start(behaviour, false, mod, args, opts, n_start)
+  end
+  function M.start_link(mod, args, opts)
+    return gen.start(behaviour, true, mod, args, opts, n_link)
+  end
+  function M.call(server, request, timeout)
+    return call(server, "$gen_call", request, timeout, n_call)
+  end
+  function M.cast(server, request)
+    local pid = gen.whereis(server)
+    if pid then lpvm.send(pid, "$gen_cast", request) end
+    return true
+  end
+  function M.reply(from, value) return gen.reply(from, value) end
+  function M.stop(server, reason, timeout)
+    return gen.stop(server, reason, timeout, n_stop)
+  end
 end
 
 -- A reason that is not worth a report: normal, shutdown, {"shutdown", _}.
