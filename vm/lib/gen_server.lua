@@ -25,7 +25,7 @@ local gen = require "gen"
 
 local M = {}
 
-local receive, pack, select, xpcall = lpvm.receive, table.pack, select, xpcall
+local receive, send_alias, pack, select, xpcall = lpvm.receive, lpvm.send_alias, table.pack, select, xpcall
 local traceback = gen.traceback
 
 -- ---- the client API -------------------------------------------------------------
@@ -109,7 +109,7 @@ local function call_result(pid, ref, ok, ...)
   if not ok then terminate((...)) end
   local verb, a, b, c = ...
   if verb == "reply" then
-    lpvm.send_alias(pid, ref, a)
+    send_alias(pid, ref, a)
     S.state = b
     return c
   elseif verb == "noreply" then
@@ -159,7 +159,7 @@ end
 
 local function loop(action)
   while true do
-    action = do_continue(action)
+    if type(action) == "table" then action = do_continue(action) end
     local r
     if action == nil then
       action = dispatch(receive())
