@@ -198,6 +198,16 @@ function gen.reply(from, ...)
   return true
 end
 
+-- Two reasons alike: equal, or tables with alike contents (a reason comes back from
+-- a DOWN as a copy).
+local function same(a, b)
+  if a == b then return true end
+  if type(a) ~= "table" or type(b) ~= "table" then return false end
+  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
 -- stop(server, reason, timeout): ask the process to terminate with reason and wait
 -- until it has; raises noproc, timeout, or the other reason it ended with.
 function gen.stop(server, reason, timeout, fname)
@@ -213,7 +223,7 @@ function gen.stop(server, reason, timeout, fname)
     lpvm.demonitor(ref, "flush")
     error("timeout", 0)
   end
-  if why == reason then return true end
+  if same(why, reason) then return true end
   error(why, 0)
 end
 
