@@ -110,6 +110,9 @@ test("call: bad arguments name themselves", function()
   T.raises(function() gs.call("x", 1, -5) end, "bad argument #3 to 'gen_server.call'")
   T.raises(function() gs.start(42) end, "bad argument #1 to 'gen_server.start'")
   T.raises(function() gs.start("otp_kv", {}, { nme = "x" }) end, "unknown option 'nme'")
+  T.raises(function() gs.start({ init = function() end }) end, "gen_server.start",
+    "the callback table is no module", "put it in a module file")
+  T.raises(function() gs.start("otp_kv", { print }) end, "gen_server.start", "cannot send a function")
 end)
 
 test("deferred replies: noreply now, gen_server.reply later", function()

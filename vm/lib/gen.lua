@@ -17,7 +17,7 @@ local gen = {}
 gen.DEFAULT_TIMEOUT = 5000
 
 local spawn_keys = { priority = true, thread = true, max_heap = true }
-local start_keys = { name = true, timeout = true, spawn_opt = true, hibernate_after = true }
+local start_keys = { name = true, timeout = true, spawn_opt = true }
 
 -- A timeout argument: nil -> dflt; math.huge is for ever; else a number >= 0.
 function gen.check_timeout(v, arg, fname, dflt)
@@ -93,9 +93,14 @@ function gen.start(behaviour, link, mod, args, opts, fname)
   so.monitor = true
   so.link = link or nil
   local tag = lpvm.make_ref()
-  local ok, pid, mref = pcall(lpvm.spawn, so, behaviour, lpvm.self(), tag, name or false, spec, args,
-    opts and opts.hibernate_after or false)
-  if not ok then error(string.format("%s: %s", fname, tostring(pid)), 3) end
+  local ok, pid, mref = pcall(lpvm.spawn, so, behaviour, lpvm.self(), tag, name or false, spec, args)
+  if not ok then
+    if type(spec) == "table" then
+      error(string.format("%s: the callback table is no module and cannot be sent to the new "
+        .. "process (%s): put it in a module file", fname, tostring(pid)), 3)
+    end
+    error(string.format("%s: %s", fname, tostring(pid)), 3)
+  end
   if not pid then return nil, mref end
   local r = table.pack(lpvm.receive(function(a, b) return a == tag or (a == "DOWN" and b == mref) end,
     timeout))
