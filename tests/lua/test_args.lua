@@ -155,6 +155,7 @@ test("fd_port refuses descriptors that do not fit an int (2^32+1 is not fd 1)", 
   T.raises(function() lpvm.fd_port(nil, 2 ^ 31) end, "#2", "descriptor expected")
   T.raises(function() lpvm.fd_port(-2) end, "#1", "descriptor expected")
   T.raises(function() lpvm.fd_port() end, "#1", "at least one descriptor")
+  T.eqv(table.pack(lpvm.fd_port(987654)), table.pack(nil, "ebadf"), "not an open descriptor")
   local p = assert(lpvm.fd_port(nil, 2))
   lpvm.port_close(p)
 end)
