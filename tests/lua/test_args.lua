@@ -53,16 +53,19 @@ test("open_port: NULs in the program, arguments, cwd or env raise", function()
   T.raises(function() lpvm.open_port("echo a\0b") end, "#1", "NUL")
   T.raises(function() lpvm.open_port({ "/bin/echo", "a\0b" }) end, "#1", "NUL")
   T.raises(function() lpvm.open_port({ "/bin/true" }, { cwd = "/\0tmp" }) end, "#2", "NUL")
-  T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { ["A\0B"] = "1" } }) end, "#2", "NUL")
+  T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { ["A\0B"] = "1" } }) end,
+           "#2", "NUL")
   T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { A = "1\0" } }) end, "#2", "NUL")
   T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { ["A=B"] = "1" } }) end, "#2", "'='")
-  T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { [""] = "1" } }) end, "#2", "non-empty")
+  T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { [""] = "1" } }) end,
+           "#2", "non-empty")
   T.raises(function() lpvm.open_port({ "/bin/true" }, { cwd = 1 }) end, "#2", "cwd")
   -- sizes the OS refuses are its answer, not a crash
   T.eqv(table.pack(lpvm.open_port({ BIG })), table.pack(nil, "enametoolong"))
   T.eqv(table.pack(lpvm.open_port({ "/bin/true" }, { cwd = "/" .. BIG })),
         table.pack(nil, "enametoolong"))
-  short(T.raises(function() lpvm.open_port({ "/bin/true" }, { [BIG] = 1 }) end, "#2", "unknown option"))
+  short(T.raises(function() lpvm.open_port({ "/bin/true" }, { [BIG] = 1 }) end,
+                 "#2", "unknown option"))
 end)
 
 test("tcp: a NUL in the host raises; a 10 MB host is einval", function()
@@ -143,7 +146,8 @@ test("register('') and a name over 255 bytes raise; a taken name is nil, reason"
   T.raises(function() lpvm.unregister("") end, "#1", "name of 1..255 bytes")
   T.ok(lpvm.register(string.rep("n", 255)))
   local other = lpvm.spawn(function() lpvm.receive() end)
-  T.eqv(table.pack(lpvm.register(string.rep("n", 255), other)), table.pack(nil, "already_registered"))
+  T.eqv(table.pack(lpvm.register(string.rep("n", 255), other)),
+        table.pack(nil, "already_registered"))
   T.eqv(table.pack(lpvm.unregister("never_registered")), table.pack(nil, "noproc"))
   lpvm.unregister(string.rep("n", 255))
   lpvm.exit(other, "kill")
@@ -197,7 +201,8 @@ end
 test("file calls on any other port raise 'file port expected, got <kind>'", function()
   local P, close = ports()
   for kind, p in pairs(kinds_except(P, { ["file port"] = true })) do
-    T.raises(function() lpvm.file_read(p, 1) end, "#1", "'file_read'", "file port expected, got " .. kind)
+    T.raises(function() lpvm.file_read(p, 1) end, "#1", "'file_read'",
+             "file port expected, got " .. kind)
     T.raises(function() lpvm.file_write(p, "x") end, "#1", "file port expected, got " .. kind)
     T.raises(function() lpvm.file_seek(p, "set", 0) end, "#1", "file port expected, got " .. kind)
   end
