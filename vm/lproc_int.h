@@ -89,6 +89,17 @@ void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 
+/* lproc_slice.c: time slices. enter/leave bracket every lua_resume of a process's
+** threads (the main one and coroutines), so a tick knows which Lua thread runs. */
+extern _Thread_local lua_State *volatile lproc_slice_running;
+void lproc_slice_setup(int reductions);  /* 0: CPU-time ticks, N: every N instructions */
+int lproc_slice_ticks(void);             /* 1 in tick mode */
+void lproc_slice_init(lua_State *L);     /* a new or recycled state */
+lua_State *lproc_slice_enter(lua_State *L);   /* returns what ran before */
+static inline void lproc_slice_leave(lua_State *prev) { lproc_slice_running = prev; }
+void lproc_slice_end(lua_State *L);      /* yield at the next instruction (exit, max_heap) */
+void lproc_slice_closing(lua_State *L);  /* count instructions while finalizers run */
+
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
 void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */
