@@ -714,6 +714,7 @@ void lproc_teardown(void) {
   pthread_mutex_unlock(&pool.mu);
   atomic_store(&pool.bound, lproc_cfg.recycle);
   ltask_teardown();
+  lproc_slice_teardown();
 }
 
 /* ---- the boot state ---------------------------------------------------------------------------- */

@@ -121,10 +121,10 @@ void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack 
 ** threads (the main one and coroutines), so a tick knows which Lua thread runs. */
 extern _Thread_local lua_State *volatile lproc_slice_running;
 void lproc_slice_setup(int reductions);  /* 0: CPU-time ticks, N: every N instructions */
-int lproc_slice_ticks(void);             /* 1 in tick mode */
 void lproc_slice_init(lua_State *L);     /* a new or recycled state */
 lua_State *lproc_slice_enter(lua_State *L);   /* returns what ran before */
-static inline void lproc_slice_leave(lua_State *prev) { lproc_slice_running = prev; }
+void lproc_slice_leave(lua_State *prev);
+void lproc_slice_teardown(void);         /* stop the ticker (after lpvm_stop) */
 void lproc_slice_end(lua_State *L);      /* yield at the next instruction (exit, max_heap) */
 void lproc_slice_closing(lua_State *L);  /* count instructions while finalizers run */
 

@@ -4,47 +4,55 @@
 **
 ** Lua can only be interrupted from inside: a hook that runs between two VM
 ** instructions and yields. Keeping a count hook set all the time (the simple way)
-** makes Lua trap on *every* instruction (luaG_traceexec decrements the count), about
-** a tenth of a message hop. So by default the hook is off, and it is armed only when
-** a slice is over, the way lua.c arms it on Ctrl-C:
+** makes Lua trap on *every* instruction (luaG_traceexec counts down), about a tenth
+** of a message hop. So by default the hook is off, and it is armed only when a slice
+** is over, the way lua.c arms it on Ctrl-C:
 **
-**   tick mode (default)   Each OS thread that runs Lua (a worker, a private thread)
-**                         gets a POSIX timer on its own CPU-time clock that sends
-**                         it LPROC_SLICE_SIG every LPROC_SLICE_US of CPU it burns
-**                         (the kernel checks CPU timers at its tick, so in practice
-**                         every 1-4 ms). The handler arms a count-1 hook on the Lua
-**                         thread this OS thread runs now (lua_sethook may be called
-**                         from a signal handler of the thread that runs L); the hook
-**                         yields and disarms. An idle thread burns no CPU, so its
-**                         clock stands still and it is never woken.
-**   count mode            --reductions N (and ThreadSanitizer builds, where signals
-**                         wait for the next intercepted call, and any thread whose
-**                         timer cannot be made): the hook fires every N/4
-**                         instructions and yields every fourth call, as before.
+**   tick mode (default)   A ticker thread wakes every LPROC_SLICE_US. Each OS thread
+**                         that runs Lua (a worker, a private thread) has a slot with
+**                         a counter of the resumes it made; a thread still inside
+**                         the same resume as one tick ago has used its slice, and the
+**                         ticker sends it LPROC_SLICE_SIG. The handler, on that
+**                         thread, arms a count-1 hook on the Lua thread running there
+**                         (lua_sethook may be called from a signal handler of the
+**                         thread that runs L); the hook yields and disarms. When no
+**                         thread has run Lua for two ticks the ticker sleeps until one
+**                         does, so an idle VM is never woken.
+**   count mode            --reductions N (and ThreadSanitizer builds, whose signals
+**                         wait for the next intercepted call): the hook fires every
+**                         N/4 instructions and yields every fourth call, or at once
+**                         when a higher-priority task waits (lpvm_should_yield).
 **
 ** In both modes the hook yields at once when the process must end (exit(), an
 ** allocation refused by max_heap): those set a flag and call lproc_slice_end.
-** A higher-priority task made runnable on this worker is noticed at the next tick.
 **
-** Who writes what: `running`, `timer_state` and `skip` are thread-local, written by their
-** own thread and read by its signal handler only. The handler writes nothing but the
-** Lua thread's hook fields, as lua.c's does.
+** State diagram of a slot's `armed`: 0 --ticker signals--> 1 --hook runs or the
+** thread starts a new resume--> 0. The ticker signals a slot only while `armed` is 0,
+** so a thread stuck in a long C call or a blocking system call is not signalled again
+** and again.
+**
+** Who writes what: `running` (thread-local) and a slot's `on`/`seq` are written by the
+** slot's thread; `armed` by the ticker (0 -> 1) and the slot's thread (1 -> 0); `seen`
+** and the slot list under tk.mu; `sleeping` by the ticker. The signal handler writes
+** only the Lua thread's hook fields, as lua.c's does, and `skip`.
 */
 #include <errno.h>
 #include <lauxlib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
-#include <stdint.h>
-#include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 
 #include "vm/lproc_int.h"
 
 #define LPROC_SLICES 4           /* count mode: hook calls per slice */
-#define LPROC_SLICE_US 1000      /* tick mode: CPU time per slice (rounded up by the kernel) */
+#define LPROC_SLICE_US 1000      /* tick mode: the length of a slice */
 #define LPROC_RETRY 1000         /* instructions before trying again where Lua can't yield */
 #define LPROC_SLICE_SIG (SIGRTMIN + 6)
 
@@ -59,13 +67,34 @@
 #define LPROC_CAN_TICK 1
 #endif
 
-static int tick_mode;            /* set by lproc_slice_setup before any process runs */
+typedef struct slot {
+  struct slot *next;            /* under tk.mu */
+  pthread_t th;
+  _Atomic int on;               /* the thread is inside a resume */
+  _Atomic uint32_t seq;         /* resumes started */
+  _Atomic int armed;            /* signalled, hook not yet run */
+  uint32_t seen;                /* ticker: seq at the last tick */
+} slot;
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  slot *slots;
+  pthread_t th;
+  int started, stop;
+  _Atomic int sleeping;
+  int barrier;                  /* membarrier works: the ticker may sleep for good */
+} tk = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0};
+
+static int tick_mode;           /* set by lproc_slice_setup before any process runs */
 
 _Thread_local lua_State *volatile lproc_slice_running;
-static _Thread_local int timer_state;   /* 0 not tried, 1 ticking, -1 count mode here */
-static pthread_key_t timer_key;
+static _Thread_local slot *me;
+static _Thread_local int skip;
+static _Thread_local int joined;      /* thread_join was tried */
+static pthread_key_t slot_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int handler_ok;
+static int tick_ok;             /* the handler and key are installed */
 
 static void lproc_hook(lua_State *L, lua_Debug *ar);
 
@@ -75,7 +104,7 @@ static void arm(lua_State *L, int count) {
   lua_sethook(L, lproc_hook, LUA_MASKCOUNT, count);
 }
 
-static int counting(void) { return !tick_mode || timer_state < 0; }
+static int counting(void) { return !tick_mode || !me; }
 
 static void lproc_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
@@ -100,17 +129,15 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
     return;
   }
   p->slices = 0;
-  if (!counting()) lua_sethook(L, NULL, 0, 0);
+  if (!counting()) {
+    lua_sethook(L, NULL, 0, 0);
+    atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
+  }
   if (L != p->L) p->sched_yield = 1; /* a coroutine: llibs.c passes it up */
   lua_yield(L, 0);
 }
 
-/* ---- ticks ------------------------------------------------------------------------------- */
-
-/* Arming walks the Lua thread's whole call chain (lua_sethook marks every frame), so
-** a very deep recursion makes it slow: a tick then skips as many later ticks as keep
-** that walk under a tenth of the thread's time. */
-static _Thread_local int skip;
+/* ---- the signal -------------------------------------------------------------------------- */
 
 static int64_t cpu_ns(void) {
   struct timespec ts;
@@ -118,12 +145,16 @@ static int64_t cpu_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Arming walks the Lua thread's whole call chain (lua_sethook marks every frame), so
+** in a very deep recursion it is slow: a signal then skips as many later ones as keep
+** that walk under a tenth of the thread's time. */
 static void on_tick(int sig) {
   (void)sig;
   int e = errno;
   lua_State *L = lproc_slice_running;
   if (L && skip > 0) {
     skip--;
+    if (me) atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
   } else if (L) {
     int64_t t0 = cpu_ns();
     arm(L, 1);
@@ -133,10 +164,68 @@ static void on_tick(int sig) {
   errno = e;
 }
 
-static void timer_free(void *v) {
-  timer_t *t = v;
-  timer_delete(*t);
-  free(t);
+/* ---- the ticker -------------------------------------------------------------------------- */
+
+static void sleep_us(long us) {
+  struct timespec ts = {0, us * 1000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static void *ticker(void *arg) {
+  (void)arg;
+  int idle = 0;
+  pthread_mutex_lock(&tk.mu);
+  while (!tk.stop) {
+    int busy = 0;
+    for (slot *s = tk.slots; s; s = s->next) {
+      if (!atomic_load_explicit(&s->on, memory_order_relaxed)) continue;
+      busy = 1;
+      uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+      if (q == s->seen && !atomic_load_explicit(&s->armed, memory_order_relaxed)) {
+        atomic_store_explicit(&s->armed, 1, memory_order_relaxed);
+        pthread_kill(s->th, LPROC_SLICE_SIG);
+      }
+      s->seen = q;
+    }
+    idle = busy ? 0 : idle + 1;
+    if (idle >= 2 && tk.barrier) {
+      /* Sleep for good unless a thread is on. A thread sets `on` and then reads
+      ** `sleeping` with plain loads; membarrier makes every thread's earlier stores
+      ** visible before we look, so one of us sees the other. */
+      atomic_store(&tk.sleeping, 1);
+      syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+      int any = 0;
+      for (slot *s = tk.slots; s; s = s->next) any |= atomic_load(&s->on);
+      if (!any && !tk.stop && atomic_load(&tk.sleeping)) pthread_cond_wait(&tk.cv, &tk.mu);
+      atomic_store(&tk.sleeping, 0);
+      idle = 0;
+      continue;
+    }
+    pthread_mutex_unlock(&tk.mu);
+    sleep_us(LPROC_SLICE_US);
+    pthread_mutex_lock(&tk.mu);
+  }
+  pthread_mutex_unlock(&tk.mu);
+  return NULL;
+}
+
+static void wake_ticker(void) {
+  pthread_mutex_lock(&tk.mu);
+  pthread_cond_signal(&tk.cv);
+  pthread_mutex_unlock(&tk.mu);
+}
+
+/* A thread that ran Lua ends: its slot leaves the list. */
+static void slot_free(void *v) {
+  slot *s = v;
+  pthread_mutex_lock(&tk.mu);
+  for (slot **pp = &tk.slots; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  pthread_mutex_unlock(&tk.mu);
+  free(s);
 }
 
 static void init_once(void) {
@@ -145,38 +234,46 @@ static void init_once(void) {
   sa.sa_handler = on_tick;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  handler_ok = pthread_key_create(&timer_key, timer_free) == 0 &&
-               sigaction(LPROC_SLICE_SIG, &sa, NULL) == 0;
+  tick_ok = pthread_key_create(&slot_key, slot_free) == 0 &&
+            sigaction(LPROC_SLICE_SIG, &sa, NULL) == 0;
+  tk.barrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
-/* First Lua run on this OS thread in tick mode: make its CPU-time timer. A thread
-** that cannot have one counts instructions instead. */
-void lproc_slice_thread(void) {
-  timer_state = -1;
+/* First Lua run on this OS thread in tick mode: a slot, and the ticker if it is not
+** running yet. A thread that cannot have a slot counts instructions instead. */
+static void thread_join(void) {
   pthread_once(&once, init_once);
-  if (!handler_ok) return;
-  timer_t *t = malloc(sizeof *t);
-  if (!t) return;
-  struct sigevent ev;
-  memset(&ev, 0, sizeof ev);
-  ev.sigev_notify = SIGEV_THREAD_ID;
-  ev.sigev_signo = LPROC_SLICE_SIG;
-  ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, t) != 0) {
-    free(t);
+  if (!tick_ok) return;
+  slot *s = calloc(1, sizeof *s);
+  if (!s) return;
+  s->th = pthread_self();
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, LPROC_SLICE_SIG);
+  if (pthread_setspecific(slot_key, s) != 0 || pthread_sigmask(SIG_UNBLOCK, &set, NULL) != 0) {
+    free(s);
     return;
   }
-  struct itimerspec it = {{0, LPROC_SLICE_US * 1000L}, {0, LPROC_SLICE_US * 1000L}};
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, LPROC_SLICE_SIG);
-  if (timer_settime(*t, 0, &it, NULL) != 0 || pthread_setspecific(timer_key, t) != 0 ||
-      pthread_sigmask(SIG_UNBLOCK, &s, NULL) != 0) {
-    timer_delete(*t);
-    free(t);
+  pthread_mutex_lock(&tk.mu);
+  if (!tk.started && !tk.stop) {
+    /* the ticker blocks the signal: it only sends it */
+    sigset_t old;
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    tk.started = pthread_create(&tk.th, NULL, ticker, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+  int ok = tk.started;
+  if (ok) {
+    s->next = tk.slots;
+    tk.slots = s;
+  }
+  pthread_mutex_unlock(&tk.mu);
+  if (!ok) {
+    pthread_setspecific(slot_key, NULL);
+    free(s);
     return;
   }
-  timer_state = 1;
+  me = s;
 }
 
 /* ---- the interface ----------------------------------------------------------------------- */
@@ -185,7 +282,18 @@ void lproc_slice_setup(int reductions) {
   tick_mode = LPROC_CAN_TICK && reductions == 0;
 }
 
-int lproc_slice_ticks(void) { return tick_mode; }
+void lproc_slice_teardown(void) {
+  pthread_mutex_lock(&tk.mu);
+  int started = tk.started;
+  tk.stop = 1;
+  pthread_cond_signal(&tk.cv);
+  pthread_mutex_unlock(&tk.mu);
+  if (started) pthread_join(tk.th, NULL);
+  pthread_mutex_lock(&tk.mu);
+  tk.started = 0;
+  tk.stop = 0;
+  pthread_mutex_unlock(&tk.mu);
+}
 
 void lproc_slice_init(lua_State *L) {
   int count = lproc_cfg.reductions / LPROC_SLICES;
@@ -195,15 +303,32 @@ void lproc_slice_init(lua_State *L) {
 
 lua_State *lproc_slice_enter(lua_State *L) {
   lua_State *prev = lproc_slice_running;
-  if (tick_mode && timer_state <= 0) {
-    if (timer_state == 0) lproc_slice_thread();
-    if (timer_state < 0 && !lua_gethook(L)) {   /* this thread counts */
-      int count = lproc_cfg.reductions / LPROC_SLICES;
-      arm(L, count > 0 ? count : 1);
+  if (tick_mode) {
+    if (!joined) {
+      joined = 1;
+      thread_join();
+      if (!me && !lua_gethook(L)) {   /* no ticks for this thread: count */
+        int count = lproc_cfg.reductions / LPROC_SLICES;
+        arm(L, count > 0 ? count : 1);
+      }
+    }
+    if (me && !prev) {   /* a process's resume (a coroutine's is part of it) */
+      atomic_store_explicit(&me->seq, atomic_load_explicit(&me->seq, memory_order_relaxed) + 1,
+                            memory_order_relaxed);
+      atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
+      atomic_store_explicit(&me->on, 1, memory_order_relaxed);
+      if (atomic_load_explicit(&tk.sleeping, memory_order_relaxed) &&
+          atomic_exchange(&tk.sleeping, 0))
+        wake_ticker();
     }
   }
   lproc_slice_running = L;
   return prev;
+}
+
+void lproc_slice_leave(lua_State *prev) {
+  lproc_slice_running = prev;
+  if (!prev && me) atomic_store_explicit(&me->on, 0, memory_order_relaxed);
 }
 
 void lproc_slice_end(lua_State *L) { arm(L, 1); }
