@@ -24,7 +24,9 @@
 **                         when a higher-priority task waits (lpvm_should_yield).
 **
 ** In both modes the hook yields at once when the process must end (exit(), an
-** allocation refused by max_heap): those set a flag and call lproc_slice_end.
+** allocation refused by max_heap): those set a flag and call lproc_slice_end. The
+** shell's Ctrl-C (lproc_interrupt) is raised by the hook too: a running process
+** meets it at its next tick.
 **
 ** State diagram of a slot's `armed`: 0 --ticker signals--> 1 --hook runs or the
 ** thread starts a new resume--> 0. The ticker signals a slot only while `armed` is 0,
@@ -117,6 +119,7 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
     if (++p->slices > 2000) luaL_error(L, "finalizer ran too long at process exit");
     return;
   }
+  if (lproc_take_interrupt(p)) luaL_error(L, "interrupted!");   /* the shell's Ctrl-C */
   int must = p->exiting || p->heap_refused;
   if (counting()) {
     p->task.reductions += (uint64_t)lproc_cfg.reductions / LPROC_SLICES;
