@@ -366,7 +366,9 @@ static int lmod_exit(lua_State *L) {
   lpvm_tbuf_free(&b);
   p->exiting = 1;
   yield_now(L, p);
-  return luaL_error(L, "exit");   /* not yieldable here: unwind; the hook finishes it */
+  lproc_slice_end(L);             /* not yieldable here: unwind; the hook finishes it */
+  if (L != p->L) lproc_slice_end(p->L);
+  return luaL_error(L, "exit");
 }
 
 /* ---- names ------------------------------------------------------------------------------------ */
