@@ -29,7 +29,7 @@ test("8 senders: no message lost, duplicated or reordered", function()
 end)
 
 test("kill storm: every DOWN and every EXIT exactly once", function()
-  local n = T.scaled(10000, 1000)
+  local n = T.scaled(5000, 200)
   local me = lpvm.self()
   -- a root with n linked children; odd ones trap exits and report the EXIT message,
   -- even ones die with the root; the test monitors them all
@@ -82,7 +82,7 @@ local function rss_kb()
 end
 
 test("spawn/exit churn leaves no process and no memory behind", function()
-  local rounds, batch = 3, T.scaled(20000, 2000)
+  local rounds, batch = 3, T.scaled(10000, 300)
   local me = lpvm.self()
   local base = #lpvm.processes()
   local rss = {}
@@ -94,7 +94,9 @@ test("spawn/exit churn leaves no process and no memory behind", function()
     rss[r] = rss_kb()
   end
   -- after the first round has warmed every cache (state pool, allocator arenas) the
-  -- later rounds must not grow: a generous 32 MB for allocator noise
+  -- later rounds must not grow: a generous 32 MB for allocator noise. Only at full
+  -- size: under the sanitizers (scaled down) RSS is their shadow memory's.
+  if T.scaled(100) < 100 then return end
   T.ok(rss[rounds] - rss[1] < 32 * 1024,
        string.format("RSS grew from %d KB to %d KB over %d rounds of %d", rss[1], rss[rounds],
                      rounds, batch))
