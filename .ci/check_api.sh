@@ -3,9 +3,12 @@
 #
 #   check_api.sh SRC LPVM_BINARY [LUAPROC_SO] [CXX]
 #
+# 0. Every function declared in SRC/include/lpvm/*.h is marked LPVM_API.
 # 1. The names marked LPVM_API in SRC/include/lpvm/*.h are exactly the lpvm symbols
 #    the lpvm executable exports to C task modules (the core and vm/ are built with
-#    -fvisibility=hidden), and luaproc.so exports them plus luaopen_luaproc only.
+#    -fvisibility=hidden), and luaproc.so exports them plus luaopen_luaproc only --
+#    less lpvm_lua.h's embedding calls (lpvm_lua_*): a Lua interpreter that loads
+#    luaproc.so is the embedder there, and task modules do not call them.
 #    lpvm_register_tasks is the entry point a task module defines, not lpvm.
 # 2. With a C++ compiler: a C++ file including every public header compiles, and it
 #    refers to the API by its C names (the extern "C" guards).
@@ -18,6 +21,12 @@ bad=0
 sed -n 's/^LPVM_API[^(]*[ *]\([a-z_0-9]*\)(.*/\1/p' "$src"/include/lpvm/*.h |
   grep -vx lpvm_register_tasks | sort -u > "$tmp/declared"
 [ -s "$tmp/declared" ] || { echo "no LPVM_API declarations found"; exit 1; }
+# A public function declared without LPVM_API would be hidden from C task modules.
+if grep -nE '^[a-z][a-z_ *0-9]*[ *]lpvm_[a-z_0-9]+\(' "$src"/include/lpvm/*.h |
+   grep -vE ':(static|typedef) '; then
+  echo "^ public functions declared without LPVM_API"
+  bad=1
+fi
 
 # Defined dynamic symbols, without what every ELF program has.
 exported() {
@@ -40,7 +49,7 @@ compare() {  # what, file with the expected names, binary
 
 compare "$(basename "$bin")" "$tmp/declared" "$bin" ""
 if [ -n "$so" ]; then
-  { cat "$tmp/declared"; echo luaopen_luaproc; } | sort -u > "$tmp/declared_so"
+  { grep -v '^lpvm_lua_' "$tmp/declared"; echo luaopen_luaproc; } | sort -u > "$tmp/declared_so"
   compare "$(basename "$so")" "$tmp/declared_so" "$so" " and luaopen_luaproc"
 fi
 

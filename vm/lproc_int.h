@@ -105,6 +105,8 @@ void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
+int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */
+int lproc_is_interrupt_msg(lpvm_msg *m); /* the wake-up of an interrupt: drop it */
 /* Spawn L (function and nargs arguments on its stack) as the boot process; L is the
 ** process's from here on, or closed on failure. */
 int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
@@ -118,6 +120,11 @@ void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
 /* lsys.c: os.execute and io.popen that leave the VM's signals alone */
 void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
 void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
+
+/* lcode.c: the VM-wide cache of compiled modules, as package.searchers[2] of the
+** package table at index `package`; teardown frees it. */
+void lcode_install(lua_State *L, int package);
+void lcode_teardown(void);
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
