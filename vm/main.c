@@ -141,6 +141,14 @@ static int o_recycle(cli *c, const char *v) {
   return 0;
 }
 
+static int o_loglevel(cli *c, const char *v) {
+  if (!lproc_log_level_ok(v))
+    return bad("--log-level", "needs a level: emergency, alert, critical, error, warning, "
+                              "notice, info, debug, none or all");
+  c->pcfg.log_level = v;
+  return 0;
+}
+
 static const option options[] = {
     {"-e", "code", o_exec, "run code (each -e and -l in the order given)"},
     {"-l", "mod", o_lib, "require mod into the global mod; -l g=mod: into g"},
@@ -154,6 +162,7 @@ static const option options[] = {
     {"--no-worker-cache", NULL, o_nocache, "turn the scheduler's worker cache off"},
     {"--max-heap", "BYTES", o_maxheap, "default heap limit per process (suffix k, m or g)"},
     {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},
+    {"--log-level", "LEVEL", o_loglevel, "the log's level (default notice; none, all)"},
     {"--version", NULL, o_version, "print the version"},
     {"--help", NULL, o_help, "this text"},
     {"-h", NULL, o_help, NULL},
