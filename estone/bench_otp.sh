@@ -5,7 +5,7 @@
 # stopping 10,000 children. BEAM runs estone/bench_otp.escript (escript, erlang-nox).
 # One worker / one scheduler each, so the figures compare the runtimes, not the cores.
 #   LPVM_BENCH_QUICK=1 sh estone/bench_otp.sh    -- smaller sizes
-LPVM=${1:-build/vm/lpvm}
+LPVM=${1:-build/lpvm}
 HERE=$(cd "$(dirname "$0")" && pwd)
 B="$HERE/bench_otp.lua"
 E="$HERE/bench_otp.escript"

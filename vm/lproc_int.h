@@ -105,6 +105,8 @@ void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
+int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */
+int lproc_is_interrupt_msg(lpvm_msg *m); /* the wake-up of an interrupt: drop it */
 /* Spawn L (function and nargs arguments on its stack) as the boot process; L is the
 ** process's from here on, or closed on failure. */
 int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
@@ -166,6 +168,7 @@ extern const lmod_fn lmod_msg_fns[];
 extern const lmod_fn lmod_port_fns[];
 extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */   /* lmod_port.c: ports (docs/lua-ports.md) */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
+int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
 ** malloc'd buffer; NULL if it cannot be dumped. */
 char *lproc_dump_top(lua_State *L, size_t *len);

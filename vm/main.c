@@ -17,7 +17,9 @@
 ** SIGINT and SIGTERM stop the VM cleanly: the handler only writes the signal number
 ** to a pipe (the one thing a handler may safely do), and a small thread reading that
 ** pipe calls lpvm_halt(). A second signal while the VM is still stopping ends the OS
-** process at once, for a process stuck in a blocking C call.
+** process at once, for a process stuck in a blocking C call. With the shell, SIGINT
+** is the shell's Ctrl-C instead (vm/shell.c). Nothing a Lua process calls changes
+** this: os.execute and io.popen are lpvm's own (vm/lsys.c), not system()/popen().
 */
 #include <errno.h>
 #include <limits.h>
@@ -31,6 +33,7 @@
 #include <lua.h>
 
 #include "lpvm/lpvm.h"
+#include "lpvm/lpvm_lua.h"
 #include "vm/lproc.h"
 
 static const char *progname = "lpvm";
@@ -234,11 +237,12 @@ static void add_init(cli *c) {
 
 static int sig_pipe[2] = {-1, -1};
 static volatile sig_atomic_t sig_seen;
+static volatile sig_atomic_t sig_shell;   /* SIGINT goes to the shell (lproc_shell_sigint) */
 
 static void on_signal(int sig) {
   int saved = errno;
   if (sig_seen) _exit(128 + sig);  /* second signal: the VM did not stop in time */
-  sig_seen = sig;
+  if (!(sig == SIGINT && sig_shell)) sig_seen = sig;
   unsigned char b = (unsigned char)sig;
   ssize_t n = write(sig_pipe[1], &b, 1);
   (void)n;
@@ -253,6 +257,7 @@ static void *signal_thread(void *arg) {
     ssize_t n = read(sig_pipe[0], &b, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || b == 0) return NULL;
+    if (b == SIGINT && sig_shell && lproc_shell_sigint()) continue;
     lpvm_halt(128 + b);
   }
 }
@@ -287,6 +292,11 @@ static void cli_free(cli *c) {
   free(c->steps);
 }
 
+static int cli_done(cli *c, int status) {
+  cli_free(c);
+  return status;
+}
+
 int main(int argc, char **argv) {
   cli c;
   memset(&c, 0, sizeof c);
@@ -295,17 +305,14 @@ int main(int argc, char **argv) {
   c.steps = calloc((size_t)argc + 2, sizeof *c.steps);
   if (!c.steps) return 1;
   int script = parse(&c, argc, argv);
-  if (script < 0 || c.help) {   /* a bad option, or --help */
-    if (script >= 0) usage(stdout);
-    cli_free(&c);
-    return script < 0 ? 1 : 0;
+  if (script < 0) return cli_done(&c, 1);
+  if (c.help) {
+    usage(stdout);
+    return cli_done(&c, 0);
   }
   int has_e = c.nsteps > 0;   /* -e or -l */
   if (c.version || c.interactive) printf("lpvm %s (%s)\n", LPVM_VERSION, LUA_RELEASE);
-  if (script == argc && c.version && !has_e && !c.interactive) {
-    cli_free(&c);
-    return 0;
-  }
+  if (script == argc && c.version && !has_e && !c.interactive) return cli_done(&c, 0);
   /* no script: the shell on a terminal, stdin as the script on a pipe (as lua) */
   int shell = c.interactive;
   static char dash[] = "-";
@@ -315,7 +322,7 @@ int main(int argc, char **argv) {
       shell = 1;
     } else {
       av = malloc(((size_t)argc + 2) * sizeof *av);   /* argv with "-" appended */
-      if (!av) return 1;
+      if (!av) return cli_done(&c, 1);
       memcpy(av, argv, (size_t)argc * sizeof *av);
       av[argc] = dash;
       av[argc + 1] = NULL;
@@ -334,16 +341,19 @@ int main(int argc, char **argv) {
   int rc = lpvm_start(&c.vcfg);
   if (rc < 0) {
     fprintf(stderr, "%s: cannot start the VM: %s\n", progname, lpvm_strerror(rc));
-    return 1;
+    if (av != argv) free(av);
+    return cli_done(&c, 1);
   }
   rc = lproc_setup(&c.pcfg);
   if (rc < 0) {
     lpvm_stop();
     fprintf(stderr, "%s: cannot set up Lua processes: %s\n", progname, lpvm_strerror(rc));
-    return 1;
+    if (av != argv) free(av);
+    return cli_done(&c, 1);
   }
 
   pthread_t sig_th;
+  sig_shell = shell;
   int have_sig = signals_start(&sig_th) == 0;
 
   lpvm_id boot = 0;
@@ -367,11 +377,8 @@ int main(int argc, char **argv) {
     else status = lproc_boot_ok() ? 0 : 1;
   }
   fflush(stdout);
-  lsys_stop_children(2000);
-  lpvm_stop();
+  lpvm_lua_stop();   /* os.execute commands ended, tasks killed, threads joined */
   if (have_sig) signals_stop(sig_th);
-  lproc_teardown();
-  cli_free(&c);
   if (av != argv) free(av);
-  return status;
+  return cli_done(&c, status);
 }
