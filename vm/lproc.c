@@ -374,50 +374,16 @@ static size_t traceback(lua_State *L, char *out, size_t cap) {
   return n < cap ? n : cap - 1;
 }
 
-/* A reason that is no failure: normal, shutdown, {shutdown, _} (OTP's rule; from
-** Lua {"shutdown", x} arrives as a list whose head is a binary). */
-static int normal_reason(const uint8_t *reason, size_t len) {
-  if (lpvm_term_is_atom(reason, len, "normal") || lpvm_term_is_atom(reason, len, "shutdown"))
-    return 1;
-  lpvm_tread r;
-  uint32_t n;
-  const char *a;
-  const uint8_t *bin;
-  size_t alen;
-  if (lpvm_tread_init(&r, reason, len)) return 0;
-  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
-    if (lpvm_get_tuple(&r, &n) || n != 2) return 0;
-  } else if (lpvm_get_list(&r, &n) || n != 2) {
-    return 0;
-  }
-  if (lpvm_get_atom(&r, &a, &alen) != 0) {
-    if (lpvm_get_binary(&r, &bin, &alen) != 0) return 0;
-    a = (const char *)bin;
-  }
-  return alen == 8 && memcmp(a, "shutdown", 8) == 0;
-}
-
-/* OTP's crash report, for a process that failed by itself (an error, exit(reason),
-** max_heap) with a reason that is not normal or shutdown, linked or not, trapping or
-** not; and for the boot process whatever ended it, so `lpvm app.lua` never exits 1
-** without saying why. The whole reason: a load error's location is on its second
-** line, a module not found lists the places searched, the traceback says where. */
+/* OTP's crash report (llog.c writes it), for a process that failed by itself (an
+** error, exit(reason), max_heap) with a reason that is not normal or shutdown,
+** linked or not, trapping or not; and for the boot process whatever ended it, so
+** `lpvm app.lua` never exits 1 without saying why. Not for a process killed by a
+** signal (its sender reports), nor while the VM stops (halt, SIGINT). */
 static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
-  if (!llog_enabled(LLOG_ERROR) || normal_reason(reason, len)) return;
-  /* killed by a signal: its sender reports; or the VM is stopping (halt, SIGINT) */
   if (!p->failed && (!p->boot || lpvm_halted())) return;
-  size_t cap = 8192;
-  char *buf = malloc(cap);
-  if (!buf) return;
-  int n = snprintf(buf, cap, "%s%s <0.%u.%u> %s with reason:\n",
-                   p->failed ? "crash report: " : "", p->boot ? "the boot process" : "process",
-                   lpvm_id_slot(p->task.id), lpvm_id_gen(p->task.id),
-                   p->failed ? "ended" : "was ended by an exit signal");
-  size_t k = (size_t)n + llog_format_term(reason, len, 1, buf + n, cap - (size_t)n - 128);
-  snprintf(buf + k, cap - k, "\nmessage_queue_len: %u, memory: %zu bytes, reductions: %llu",
-           (unsigned)lpvm_mbox_len(&p->task), p->mem, (unsigned long long)p->task.reductions);
-  llog_write(LLOG_ERROR, p->task.id, buf, strlen(buf));
-  free(buf);
+  llog_proc who = {p->task.id, p->boot, p->failed, lpvm_mbox_len(&p->task), p->mem,
+                   p->task.reductions};
+  llog_crash_report(&who, reason, len);
 }
 
 /* The process failed with the error object on top of its stack. The reason is a
