@@ -121,6 +121,11 @@ void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
 void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
 void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
 
+/* ldl.c: every dlopen/dlclose of the VM under one (recursive) lock */
+void ldl_lock(void);
+void ldl_unlock(void);
+void ldl_wrap_package(lua_State *L);     /* loadlib, the C searchers, CLIBS' __gc */
+
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
 void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */
