@@ -112,15 +112,15 @@ keep:
 }
 
 void ltask_teardown(void) {
+  ldl_lock();   /* lock order: ldl's, then R.mu (ltask_load registers under ldl's) */
   pthread_mutex_lock(&R.mu);
   free(R.defs);
   R.defs = NULL;
   R.n = R.cap = 0;
-  ldl_lock();
   for (size_t i = 0; i < R.nlibs; i++) dlclose(R.libs[i]);
-  ldl_unlock();
   free(R.libs);
   R.libs = NULL;
   R.nlibs = R.caplibs = 0;
   pthread_mutex_unlock(&R.mu);
+  ldl_unlock();
 }
