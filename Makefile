@@ -7,8 +7,8 @@ DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev libedit-dev pkg
 # modules prove that require works in processes (tests/lua/test_stdlibs.lua); tmux
 # gives the shell's test a terminal (tests/lua/shell_tty_test.sh).
 TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg tmux
-# Only the benchmarks need these: the HTTP server is measured with wrk.
-BENCH_PKGS = wrk
+# Only the benchmarks need these: the HTTP server is measured with wrk, ETS beside BEAM's.
+BENCH_PKGS = wrk erlang-nox
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: a Release build of its own (build-install)
 # whose compiled-in Lua library folder is the installed one; make uninstall [DESTDIR=]
@@ -67,6 +67,7 @@ bench: bench-deps build
 	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/lpvm; fi
 	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/lpvm; fi
 	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_http.sh $(BUILD)/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_ets.sh $(BUILD)/lpvm; fi
 	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_otp.sh $(BUILD)/lpvm; fi
 
 # The fuzz targets (fuzz/fuzz_*.c) for FUZZ_TIME seconds each under ASan+UBSan, from

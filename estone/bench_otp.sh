@@ -24,3 +24,13 @@ for q in 0 10000; do
   a=$(field ns_per_call "$l"); b=$(field ns_per_call "$e")
   printf '%-34s %12s %12s %8s\n' "call by hand, $q queued (ns)" "$a" "$b" "$(ratio "$a" "$b")"
 done
+for q in 0 10000; do
+  l=$(lp gs_call $q $N); e=$(be gs_call $q $N)
+  a=$(field ns_per_call "$l"); b=$(field ns_per_call "$e")
+  printf '%-34s %12s %12s %8s\n' "gen_server call, $q queued (ns)" "$a" "$b" "$(ratio "$a" "$b")"
+done
+l=$(lp sup $K); e=$(be sup $K)
+for f in start_us_per_child stop_us_per_child; do
+  a=$(field $f "$l"); b=$(field $f "$e")
+  printf '%-34s %12s %12s %8s\n' "simple_one_for_one $K: $f" "$a" "$b" "$(ratio "$a" "$b")"
+done

@@ -109,7 +109,7 @@ void lmod_check_keys(lua_State *L, int t, const char *const known[], const char 
     lua_pop(L, 1);
     const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
     int i = 0;
-    while (k && known[i] && strcmp(known[i], k) != 0) i++;
+    while (k && known[i] && !lmod_streq(L, -1, known[i])) i++;   /* "link\0x" is no option */
     if (!k || !known[i]) {
       lua_pushfstring(L, "unknown %s %s", what, k ? lmod_push_quoted(L, -1) : luaL_typename(L, -1));
       luaL_argerror(L, t, lua_tostring(L, -1));
@@ -184,6 +184,13 @@ int lmod_fail(lua_State *L, int err) {
 static int lmod_index(lua_State *L) {
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *k = lua_tostring(L, 2);
+  if (strcmp(k, "ets") == 0) {   /* lpvm.ets is require "ets" */
+    luaL_requiref(L, "ets", lmod_ets_open, 0);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 1);
+    return 1;
+  }
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns};
   for (int t = 0; t < 4; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++)

@@ -59,8 +59,12 @@ void lproc_config_init(lproc_config *c) {
   c->reductions = LPROC_DEFAULT_REDUCTIONS;
 }
 
+int lproc_log_level_ok(const char *name) { return llog_parse_level(name) != -2; }
+
 int lproc_setup(const lproc_config *c) {
   if (!c || c->reductions < 0 || c->recycle < 0) return LPVM_EINVAL;
+  if (c->log_level && !lproc_log_level_ok(c->log_level)) return LPVM_EINVAL;
+  llog_set_level(c->log_level ? llog_parse_level(c->log_level) : LLOG_NOTICE);
   lproc_cfg = *c;
   if (lproc_cfg.reductions == 0) lproc_cfg.reductions = LPROC_DEFAULT_REDUCTIONS;
   atomic_store(&pool.bound, c->recycle);
@@ -433,7 +437,7 @@ static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
   if (!buf) return;
   int n = snprintf(buf, cap, "%s%s <0.%u.%u> %s with reason:\n",
                    p->failed ? "crash report: " : "", p->boot ? "the boot process" : "process",
-                   (unsigned)(uint32_t)p->task.id, (unsigned)((p->task.id >> 32) & 0x7fffffff),
+                   lpvm_id_slot(p->task.id), lpvm_id_gen(p->task.id),
                    p->failed ? "ended" : "was ended by an exit signal");
   size_t k = (size_t)n + llog_format_term(reason, len, 1, buf + n, cap - (size_t)n - 128);
   snprintf(buf + k, cap - k, "\nmessage_queue_len: %u, memory: %zu bytes, reductions: %llu",
@@ -811,6 +815,7 @@ void lproc_teardown(void) {
   pthread_mutex_unlock(&pool.mu);
   atomic_store(&pool.bound, lproc_cfg.recycle);
   ltask_teardown();
+  lcode_teardown();
 }
 
 /* ---- the boot state ---------------------------------------------------------------------------- */

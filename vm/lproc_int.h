@@ -125,6 +125,10 @@ void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack 
 void ldl_lock(void);
 void ldl_unlock(void);
 void ldl_wrap_package(lua_State *L);     /* loadlib, the C searchers, CLIBS' __gc */
+/* lcode.c: the VM-wide cache of compiled modules, as package.searchers[2] of the
+** package table at index `package`; teardown frees it. */
+void lcode_install(lua_State *L, int package);
+void lcode_teardown(void);
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
@@ -168,6 +172,7 @@ extern const lmod_fn lmod_msg_fns[];
 extern const lmod_fn lmod_port_fns[];
 extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */   /* lmod_port.c: ports (docs/lua-ports.md) */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
+int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
 ** malloc'd buffer; NULL if it cannot be dumped. */
 char *lproc_dump_top(lua_State *L, size_t *len);

@@ -1,0 +1,192 @@
+-- gen_server.lua -- OTP's generic server for lpvm (docs/otp.md).
+--
+--   local gen_server = require "gen_server"
+--   local pid = gen_server.start_link("my_server", args, { name = "kv" })
+--   gen_server.call("kv", { "get", "a" })      -- handle_call(request, from, state)
+--   gen_server.cast("kv", { "put", "a", 1 })   -- handle_cast(request, state)
+--
+-- Callbacks return a verb and values instead of OTP's tuples:
+--   init(args)                      -> "ok", state [, action] | "stop", reason | "ignore"
+--   handle_call(req, from, state)   -> "reply", reply, state [, action]
+--                                    | "noreply", state [, action]
+--                                    | "stop", reason, reply, state | "stop", reason, state
+--   handle_cast(req, state)         -> "noreply", state [, action] | "stop", reason, state
+--   handle_info(msg, state)         -> the same as handle_cast
+--   handle_continue(arg, state)     -> the same as handle_cast
+--   terminate(reason, state)        -> ignored
+--   code_change(old_vsn, state, extra) -> "ok", state
+--   format_status(status)           -> status (what a crash report shows of the state)
+-- action: a timeout in ms (handle_info("timeout", state) if nothing comes first),
+-- "hibernate" (a full garbage collection, then wait), or { continue = arg }.
+-- A message of several values reaches handle_info as the table {v1, ..., vn} (as a
+-- tuple would); a message of one value as that value.
+local lpvm = require "lpvm"
+local gen = require "gen"
+
+local M = {}
+
+local receive, send_alias, pack, select, xpcall = lpvm.receive, lpvm.send_alias, table.pack, select, xpcall
+local traceback = gen.traceback
+
+-- ---- the client API -------------------------------------------------------------
+
+-- start, start_link, call, cast, reply, stop (gen.lua: the same for gen_statem):
+--   start(mod, args [, opts]) / start_link(...) -> pid | nil, reason
+--   call(server, request [, timeout_ms = 5000]) -> reply
+--   cast(server, request) -> true (a dead or unknown server loses it)
+--   reply(from, reply): a deferred reply to a handle_call that returned "noreply"
+--   stop(server [, reason = "normal" [, timeout_ms = math.huge]]) -> true
+gen.client_api(M, "gen_server")
+
+-- abcast(names, request): cast to each registered name (this node only).
+function M.abcast(names, request)
+  for _, n in ipairs(names) do M.cast(n, request) end
+  return true
+end
+
+-- multi_call(names, request [, timeout]) -> replies {name = reply}, bad {name, ...}
+-- (this node only: every name is called, each within the timeout).
+function M.multi_call(names, request, timeout)
+  local replies, bad = {}, {}
+  for _, n in ipairs(names) do
+    local ok, r = pcall(M.call, n, request, timeout)
+    if ok then replies[n] = r else bad[#bad + 1] = n end
+  end
+  return replies, bad
+end
+
+-- ---- the server process -----------------------------------------------------------
+
+local S = {}        -- the running server: mod, state, parent, name (one per process)
+
+local function terminate(reason, stacktrace)
+  local f = S.mod.terminate
+  if f then
+    local ok, err = xpcall(f, traceback, reason, S.state)
+    if not ok then reason = err end   -- an error in terminate replaces the reason
+  end
+  if not gen.is_normal(reason) then gen.report_terminate("gen_server", S, reason) end
+  lpvm.exit(reason)
+end
+
+local function bad_return(what, ...)
+  local vals = pack(...)
+  local shown = {}
+  for i = 1, vals.n do shown[i] = tostring(vals[i]) end
+  terminate({ "bad_return_value", what, table.concat(shown, ", ") })
+end
+
+-- The callback fn(...) under xpcall: an error terminates the server (terminate is
+-- called with the error and its traceback, which is also the exit reason).
+local function run(ok, ...)
+  if ok then return ... end
+  terminate((...))
+end
+
+-- After a callback returned `verb, ...` for a cast, info or continue.
+-- Returns the action (timeout, "hibernate", table) or nil.
+local function noreply_result(what, verb, a, b, ...)
+  if verb == "noreply" then
+    S.state = a
+    return b
+  elseif verb == "stop" then
+    S.state = b
+    terminate(a)
+  end
+  bad_return(what, verb, a, b, ...)
+end
+
+local function do_continue(action)
+  while type(action) == "table" and action.continue ~= nil do
+    local f = S.mod.handle_continue
+    if not f then terminate({ "undef", "handle_continue" }) end
+    action = noreply_result("handle_continue", run(xpcall(f, traceback, action.continue, S.state)))
+  end
+  return action
+end
+
+local function call_result(pid, ref, ok, ...)
+  if not ok then terminate((...)) end
+  local verb, a, b, c = ...
+  if verb == "reply" then
+    send_alias(pid, ref, a)
+    S.state = b
+    return c
+  elseif verb == "noreply" then
+    S.state = a
+    return b
+  elseif verb == "stop" then
+    if select("#", ...) >= 4 then      -- "stop", reason, reply, state
+      lpvm.send_alias(pid, ref, b)
+      S.state = c
+    else
+      S.state = b
+    end
+    terminate(a)
+  end
+  bad_return("handle_call", ...)
+end
+
+local function handle_call(pid, ref, request)
+  return call_result(pid, ref, xpcall(S.mod.handle_call, traceback, request, { pid, ref }, S.state))
+end
+
+-- One message: returns the next action.
+local function handle_common(n, tag, a, b, c, ...)
+  if tag == "$gen_call" and n == 4 then
+    return handle_call(a, b, c)
+  elseif tag == "$gen_cast" and n == 2 then
+    return noreply_result("handle_cast", run(xpcall(S.mod.handle_cast, traceback, a, S.state)))
+  elseif tag == "$gen_stop" and n == 2 then
+    terminate(a)
+  elseif tag == "EXIT" and n == 3 and a == S.parent then
+    terminate(b)                       -- trapping exits: the parent's end is ours
+  end
+  local msg = tag
+  if n ~= 1 then msg = { tag, a, b, c, ... } end
+  local f = S.mod.handle_info
+  if not f then
+    require("logger").warning("gen_server %s: unexpected message dropped (no handle_info): %s",
+      tostring(S.name or lpvm.self()), tostring(msg))
+    return nil
+  end
+  return noreply_result("handle_info", run(xpcall(f, traceback, msg, S.state)))
+end
+
+local function dispatch(...)
+  return handle_common(select("#", ...), ...)
+end
+
+local function loop(action)
+  while true do
+    if type(action) == "table" then action = do_continue(action) end
+    local r
+    if action == nil then
+      action = dispatch(receive())
+    elseif action == "hibernate" then
+      collectgarbage("collect")
+      action = dispatch(receive())
+    elseif math.type(action) == "integer" or type(action) == "number" then
+      r = pack(receive(nil, action))
+      if r.n == 2 and r[1] == nil and r[2] == "timeout" then
+        action = noreply_result("handle_info", run(xpcall(S.mod.handle_info or function(_, s)
+          return "noreply", s
+        end, traceback, "timeout", S.state)))
+      else
+        action = handle_common(r.n, table.unpack(r, 1, r.n))
+      end
+    else
+      bad_return("action", action)
+    end
+  end
+end
+
+-- The new process: main(parent, tag, name, spec, args).
+function M.main(parent, tag, name, spec, args)
+  local mod, r = gen.init(parent, tag, name, spec, args)
+  S.mod, S.name, S.parent, S.state = mod, name, parent, r[3]
+  gen.ack(parent, tag, "ok")
+  return loop(r[4])
+end
+
+return M
