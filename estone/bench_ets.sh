@@ -5,7 +5,7 @@
 # objects. Both sides: a public table with read_concurrency and write_concurrency,
 # keys visited with the same stride (estone/bench_ets.lua, estone/bench_ets.escript).
 #   ETS_BENCH_OPS=100000 sh estone/bench_ets.sh   -- fewer operations, a quick look
-LPVM=${1:-build/vm/lpvm}
+LPVM=${1:-build/lpvm}
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ -x "$LPVM" ] || { echo "bench_ets.sh: no $LPVM (build first)"; exit 1; }
 ERL=$(command -v escript || true)

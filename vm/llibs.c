@@ -272,6 +272,7 @@ static int open_package(lua_State *L) {
   lua_getfield(L, -1, "loadlib");
   lua_pushcclosure(L, loadlib_checked, 1);
   lua_setfield(L, -2, "loadlib");
+  ldl_wrap_package(L);   /* dlopen and dlclose under one lock (ldl.c) */
   lua_getfield(L, -1, "preload");
   lua_pushcfunction(L, lmod_open);
   lua_setfield(L, -2, "lpvm");

@@ -132,6 +132,10 @@ void lproc_slice_teardown(void);         /* stop the ticker (after lpvm_stop) */
 void lproc_slice_end(lua_State *L);      /* yield at the next instruction (exit, max_heap) */
 void lproc_slice_closing(lua_State *L);  /* count instructions while finalizers run */
 
+/* ldl.c: every dlopen/dlclose of the VM under one (recursive) lock */
+void ldl_lock(void);
+void ldl_unlock(void);
+void ldl_wrap_package(lua_State *L);     /* loadlib, the C searchers, CLIBS' __gc */
 /* lcode.c: the VM-wide cache of compiled modules, as package.searchers[2] of the
 ** package table at index `package`; teardown frees it. */
 void lcode_install(lua_State *L, int package);
