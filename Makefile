@@ -87,7 +87,7 @@ fuzz:
 # A 10-minute run is in docs/reliability.md.
 SOAK_MINUTES ?= 10
 soak: build
-	@$(BUILD)/vm/lpvm estone/soak.lua $(SOAK_MINUTES)
+	@$(BUILD)/lpvm estone/soak.lua $(SOAK_MINUTES)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan $(INSTALL_BUILD)
