@@ -2,7 +2,7 @@
 BUILD   ?= build
 JOBS    ?= 2
 CMAKEFLAGS ?=
-DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev pkg-config cmake gcc make
+DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev nettle-dev pkg-config cmake gcc make
 # Only the tests need these: a real Erlang checks our term encodings.
 TEST_PKGS = erlang-nox
 # Only the benchmarks need these: the HTTP server is measured with wrk.

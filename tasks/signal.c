@@ -12,6 +12,7 @@
 #include "lpvm/term.h"
 #include "sched/sched.h"
 #include "tasks/mpsc.h"
+#include "tasks/node.h"
 #include "tasks/task_int.h"
 
 /* Signals a task handles per step before it yields to others: a flood of
@@ -56,7 +57,10 @@ void sig_push(lpvm_task *t, struct lpvm_sig *s) {
   notify(t);
 }
 
+/* A remote id's signals go to the router (io/), which hands them to the connection
+** of that node: links, monitors and exits keep their local rules. */
 int sig_send(lpvm_id to, struct lpvm_sig *s) {
+  if (node_id_is_remote(to)) return node_route(to, s);
   lpvm_task *t = ptab_pin(to);
   if (!t) return LPVM_ENOPROC;
   sig_push(t, s);
@@ -174,7 +178,7 @@ static void on_migrate(lpvm_task *t, int to_thread) {
 /* Handle one signal; returns 1 when it must not be freed (it became a message). */
 static int handle_one(lpvm_task *t, struct lpvm_sig *s) {
   switch (s->kind) {
-    case SIG_MESSAGE: mbox_append(t, s); return 1;
+    case SIG_MESSAGE: case SIG_DIST: mbox_append(t, s); return 1;
     case SIG_LINK: rel_link_add(t, s->from); break;
     case SIG_UNLINK: rel_link_del(t, s->from); break;
     case SIG_EXIT: on_exit_sig(t, s, 0); break;

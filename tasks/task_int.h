@@ -35,7 +35,8 @@
 enum {
   SIG_MESSAGE = 1, SIG_LINK, SIG_UNLINK, SIG_EXIT, SIG_EXIT_LINK, SIG_MONITOR,
   SIG_DEMONITOR, SIG_DOWN, SIG_SUSPEND, SIG_RESUME, SIG_INFO, SIG_PRIORITY,
-  SIG_MIGRATE, SIG_TIMEOUT
+  SIG_MIGRATE, SIG_TIMEOUT,
+  SIG_DIST       /* a signal for a remote id, wrapped for its connection (io/dist) */
 };
 
 /* lpvm_task.tflags */

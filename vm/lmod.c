@@ -25,10 +25,14 @@ static const char ref_tab_key = 't';     /* registry[&ref_tab_key]: weak intern 
 
 /* ---- pids -------------------------------------------------------------------------------- */
 
+/* A remote pid shows its node entry's index first, as Erlang shows <N.ID.Serial>. */
 static int pid_tostring(lua_State *L) {
   lpvm_id id = (lpvm_id)(uintptr_t)lua_touserdata(L, 1);
-  unsigned slot = (unsigned)(uint32_t)id, gen = (unsigned)((id >> 32) & 0x7fffffff);
-  if (lpvm_id_is_port(id)) lua_pushfstring(L, "#Port<0.%d>", (int)slot);
+  unsigned slot = (unsigned)(uint32_t)id, gen = (unsigned)((id >> 32) & 0x3fffffff);
+  if (lpvm_id_is_remote(id) && !lpvm_id_is_port(id))
+    lua_pushfstring(L, "<%d.%d.%d>", (int)((id >> 48) & 0x3fff), (int)(id & 0xffffff),
+                    (int)((id >> 24) & 0xffffff));
+  else if (lpvm_id_is_port(id)) lua_pushfstring(L, "#Port<0.%d>", (int)slot);
   else lua_pushfstring(L, "<0.%d.%d>", (int)slot, (int)gen);
   return 1;
 }
@@ -165,8 +169,8 @@ int lmod_fail(lua_State *L, int err) {
 static int lmod_index(lua_State *L) {
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *k = lua_tostring(L, 2);
-  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns};
-  for (int t = 0; t < 3; t++)
+  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_dist_fns};
+  for (int t = 0; t < 4; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++)
       if (strcmp(f->name, k) == 0) {
         lua_pushcfunction(L, f->fn);
@@ -180,8 +184,8 @@ static int lmod_index(lua_State *L) {
 
 /* pairs(lpvm) should list every function: load them all first. */
 static int lmod_pairs(lua_State *L) {
-  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns};
-  for (int t = 0; t < 3; t++)
+  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_dist_fns};
+  for (int t = 0; t < 4; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++) {
       lua_pushcfunction(L, f->fn);
       lua_setfield(L, 1, f->name);

@@ -111,6 +111,7 @@ typedef struct lmod_fn {
 } lmod_fn;
 extern const lmod_fn lmod_proc_fns[];
 extern const lmod_fn lmod_msg_fns[];
+extern const lmod_fn lmod_dist_fns[];   /* lmod_dist.c: distribution */
 extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
