@@ -29,7 +29,7 @@
 #include "io/dist_conn.h"
 #include "io/port_int.h"
 #include "lpvm/dist.h"
-#include "tasks/task_int.h"
+#include "tasks/sig.h"
 
 #define MAX_CONNS 1024
 

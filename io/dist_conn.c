@@ -33,7 +33,7 @@
 
 #include "io/dist_conn.h"
 #include "io/port_int.h"
-#include "tasks/task_int.h"
+#include "tasks/sig.h"
 
 #define HS_TIMEOUT_MS 10000
 #define READ_CHUNK 65536

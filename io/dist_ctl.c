@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "io/dist_conn.h"
-#include "tasks/task_int.h"
+#include "tasks/sig.h"
 
 static const uint8_t noconnection[] = {131, 119, 12, 'n', 'o', 'c', 'o', 'n', 'n', 'e',
                                        'c', 't', 'i', 'o', 'n'};

@@ -16,7 +16,10 @@
 #include <sys/random.h>
 
 #include "io/dist_int.h"
-#include "tasks/term_int.h"
+
+static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
+static uint32_t be32(const uint8_t *p) { return be16(p) << 16 | be16(p + 2); }
+static uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
 
 static uint8_t *put16(uint8_t *q, uint32_t v) {
   q[0] = (uint8_t)(v >> 8); q[1] = (uint8_t)v;
@@ -37,12 +40,12 @@ static uint8_t *put64(uint8_t *q, uint64_t v) {
 static int parse_n(const uint8_t *p, size_t n, int chal, hs_name *o) {
   size_t fixed = 1 + 8 + (chal ? 4 : 0) + 4 + 2;
   if (n < fixed || p[0] != 'N') return LPVM_EBADTERM;
-  o->flags = term_be64(p + 1);
+  o->flags = be64(p + 1);
   p += 9;
   o->challenge = 0;
-  if (chal) { o->challenge = term_be32(p); p += 4; }
-  o->creation = term_be32(p);
-  size_t len = term_be16(p + 4);
+  if (chal) { o->challenge = be32(p); p += 4; }
+  o->creation = be32(p);
+  size_t len = be16(p + 4);
   if (len == 0 || len > NODE_NAME_MAX || len != n - fixed) return LPVM_EBADTERM;
   o->name = (const char *)p + 6;
   o->len = len;
@@ -67,7 +70,7 @@ int hs_parse_status(const uint8_t *p, size_t n, const char **st, size_t *len) {
 
 int hs_parse_reply(const uint8_t *p, size_t n, uint32_t *chal, const uint8_t **digest) {
   if (n != 21 || p[0] != 'r') return LPVM_EBADTERM;
-  *chal = term_be32(p + 1);
+  *chal = be32(p + 1);
   *digest = p + 5;
   return 0;
 }

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "lpvm/term.h"
-#include "sched/sched.h"
 #include "tasks/mpsc.h"
 #include "tasks/node.h"
 #include "tasks/task_int.h"
@@ -36,10 +35,9 @@ static const uint8_t *sig_data(const struct lpvm_sig *s) {
   return (const uint8_t *)(s + 1);
 }
 
-/* Raise PENDING; the sender whose CAS takes the task out of WAITING schedules it. */
-static void notify(lpvm_task *t) {
-  uint32_t cur = atomic_fetch_or_explicit(&t->sched_word, TS_PENDING,
-                                          memory_order_acq_rel) | TS_PENDING;
+/* The one WAITING -> QUEUED transition (task_sched.h): whoever's CAS makes it
+** schedules the task, so it is queued exactly once. cur is the word last seen. */
+void task_claim(lpvm_task *t, uint32_t cur) {
   while (ts_status(cur) == TS_WAITING) {
     uint32_t next = (cur & ~TS_STATUS) | TS_QUEUED;
     if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
@@ -52,21 +50,32 @@ static void notify(lpvm_task *t) {
   }
 }
 
-void sig_push(lpvm_task *t, struct lpvm_sig *s) {
+/* Raise PENDING; the sender whose CAS takes the task out of WAITING schedules it. */
+static void notify(lpvm_task *t) {
+  task_claim(t, atomic_fetch_or_explicit(&t->sched_word, TS_PENDING,
+                                         memory_order_acq_rel) | TS_PENDING);
+}
+
+uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s) {
+  uint32_t q = s->kind == SIG_MESSAGE ? mbox_count_in(t, s) : 0;
   mpsc_push(t, s);
   notify(t);
+  return q;
 }
 
 /* A remote id's signals go to the router (io/), which hands them to the connection
 ** of that node: links, monitors and exits keep their local rules. */
-int sig_send(lpvm_id to, struct lpvm_sig *s) {
+int sig_send_q(lpvm_id to, struct lpvm_sig *s, uint32_t *queued) {
   if (node_id_is_remote(to)) return node_route(to, s);
   lpvm_task *t = ptab_pin(to);
   if (!t) return LPVM_ENOPROC;
-  sig_push(t, s);
+  uint32_t q = sig_push(t, s);
+  if (queued) *queued = q;
   ptab_unpin(t);
   return 0;
 }
+
+int sig_send(lpvm_id to, struct lpvm_sig *s) { return sig_send_q(to, s, NULL); }
 
 /* Send a signal built here; a dead receiver just loses it. */
 static int send_new(lpvm_id to, uint32_t kind, lpvm_id from, uint64_t ref,
@@ -85,6 +94,7 @@ static void deliver(lpvm_task *t, lpvm_tbuf *b, lpvm_id from) {
   lpvm_tbuf_free(b);
   if (!m) return;  /* out of memory: the notice is lost, the task lives on */
   m->from = from;
+  mbox_count_in(t, m);
   mbox_append(t, m);
 }
 
@@ -224,13 +234,18 @@ void sig_drain_dead(lpvm_task *t) {
 
 static lpvm_id self_id(const lpvm_task *self) { return self ? self->id : 0; }
 
-int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m) {
+int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued) {
+  if (queued) *queued = 0;
   if (!m) return LPVM_EINVAL;
   m->kind = SIG_MESSAGE;
   m->from = self_id(self);
-  int rc = sig_send(to, m);
+  int rc = sig_send_q(to, m, queued);
   if (rc) free(m);
   return rc;
+}
+
+int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m) {
+  return lpvm_send_msg_queued(self, to, m, NULL);
 }
 
 int lpvm_send(lpvm_task *self, lpvm_id to, const void *term, size_t len) {

@@ -17,7 +17,10 @@
 ** afterwards, so a coroutine can block in receive and can be preempted.
 */
 #include <lauxlib.h>
+#include <limits.h>
 #include <lualib.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,7 +149,40 @@ static const luaL_Reg string_stub[] = {
     {"__pow", s_pow},         {"__unm", s_unm}, {"__idiv", s_idiv},
     {NULL, NULL}};
 
+/* ---- warn(): off until "@on" (or lua -W), as the stand-alone lua ---------------------- */
+
+static void warn_on(void *ud, const char *msg, int tocont);
+static void warn_cont(void *ud, const char *msg, int tocont);
+
+static void warn_off(void *ud, const char *msg, int tocont) {
+  lua_State *L = ud;
+  if (!tocont && strcmp(msg, "@on") == 0) lua_setwarnf(L, warn_on, L);
+}
+
+static void warn_on(void *ud, const char *msg, int tocont) {
+  lua_State *L = ud;
+  if (!tocont && *msg == '@') {
+    if (strcmp(msg, "@off") == 0) lua_setwarnf(L, warn_off, L);
+    return;
+  }
+  fprintf(stderr, "Lua warning: ");
+  warn_cont(ud, msg, tocont);
+}
+
+static void warn_cont(void *ud, const char *msg, int tocont) {
+  lua_State *L = ud;
+  fputs(msg, stderr);
+  if (tocont) {
+    lua_setwarnf(L, warn_cont, L);
+  } else {
+    fputc('\n', stderr);
+    fflush(stderr);
+    lua_setwarnf(L, warn_on, L);
+  }
+}
+
 void llibs_install(lua_State *L) {
+  lua_setwarnf(L, lproc_cfg.warnings ? warn_on : warn_off, L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, globals_index);
@@ -162,29 +198,103 @@ void llibs_install(lua_State *L) {
 
 /* ---- package: `require "lpvm"` finds the module ---------------------------------------- */
 
+/* require "string" (and every other library name) returns the library even before
+** the global was touched: a preload entry opens it as the global access would, so
+** both give the same table (lua-socket starts with `local string = require("string")`). */
+static int preload_lib(lua_State *L) {
+  open_lib(L, &libs[lua_tointeger(L, lua_upvalueindex(1))]);
+  return 1;
+}
+
+static int preload_G(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  return 1;
+}
+
+/* The boot script's folder: set once before the boot process starts, read by every
+** process's open_package (the spawn that follows orders the accesses). */
+static _Atomic(char *) script_dir;
+
+void llibs_set_script_dir(const char *dir) {
+  char *d = dir ? strdup(dir) : NULL;
+  free(atomic_exchange(&script_dir, d));
+}
+
 /* Where the shipped Lua libraries are: $LPVM_LIBDIR, else the build's choice (the
 ** source tree's vm/lib for a build folder). */
 #ifndef LPVM_LIBDIR
 #define LPVM_LIBDIR "vm/lib"
 #endif
 
+/* package.loadlib(path, funcname), upvalue 1 the real one: glibc's dlopen copies
+** the name onto the stack while it searches the library path, so a name of
+** megabytes would overflow a worker's stack; no file name is longer than PATH_MAX.
+** A NUL would cut either name silently. */
+static int loadlib_checked(lua_State *L) {
+  size_t len;
+  luaL_checklstring(L, 1, &len);
+  lmod_cstr(L, 1, 1, "path");
+  luaL_checkstring(L, 2);
+  lmod_cstr(L, 2, 2, "function name");
+  if (len >= PATH_MAX) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "file name too long (%I bytes; PATH_MAX is %d)", (lua_Integer)len,
+                    PATH_MAX);
+    lua_pushliteral(L, "open");   /* as loadlib: the library could not be opened */
+    return 3;
+  }
+  lua_settop(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 2, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
 static int open_package(lua_State *L) {
+  if (lproc_cfg.noenv) {   /* lua -E: package ignores LUA_PATH and LUA_CPATH */
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+  }
   luaopen_package(L);
+  lua_getfield(L, -1, "loadlib");
+  lua_pushcclosure(L, loadlib_checked, 1);
+  lua_setfield(L, -2, "loadlib");
   lua_getfield(L, -1, "preload");
   lua_pushcfunction(L, lmod_open);
   lua_setfield(L, -2, "lpvm");
   lua_pushcfunction(L, luaproc_open);   /* vm/luaproc.c: luaproc compatibility */
   lua_setfield(L, -2, "luaproc");
+  for (const lib *l = libs; l->name; l++) {
+    if (l->open == lmod_open || l->open == open_package) continue;
+    lua_pushinteger(L, l - libs);
+    lua_pushcclosure(L, preload_lib, 1);
+    lua_setfield(L, -2, l->name);
+  }
+  lua_pushcfunction(L, preload_G);
+  lua_setfield(L, -2, "_G");
   lua_pop(L, 1);
   /* The Lua libraries that ship with lpvm (vm/lib/: OTP behaviours, ets, code...)
   ** come first on package.path, so `require "gen_server"` finds them in every
-  ** process and loads them only when asked for. */
+  ** process and loads them only when asked for.
+  ** The boot script's folder follows, so a script finds its siblings (modules
+  ** spawned by name included) wherever it is run from. */
   const char *dir = getenv("LPVM_LIBDIR");
   if (!dir || !*dir) dir = LPVM_LIBDIR;
+  const char *sd = atomic_load(&script_dir);
   lua_getfield(L, -1, "path");
-  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
+  if (sd)
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s/?.lua;%s/?/init.lua;%s", dir, dir, sd, sd,
+                    lua_tostring(L, -1));
+  else
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
   lua_setfield(L, -3, "path");
   lua_pop(L, 1);
+  if (sd) {
+    lua_getfield(L, -1, "cpath");
+    lua_pushfstring(L, "%s/?.so;%s", sd, lua_tostring(L, -1));
+    lua_setfield(L, -3, "cpath");
+    lua_pop(L, 1);
+  }
   return 1;
 }
 

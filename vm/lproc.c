@@ -21,7 +21,7 @@
 **
 ** Memory: the allocator counts the state's bytes and refuses past `max_heap`; the
 ** process then exits with reason `max_heap`. Finished states go back to a bounded
-** pool after a cleaning that leaves nothing of their previous owner (state_clean).
+** pool after a cleaning that leaves nothing of their previous owner (clean_cf).
 */
 #include <lauxlib.h>
 #include <lualib.h>
@@ -39,7 +39,7 @@
 #define LPROC_SLICES 4
 #define LPROC_DEFAULT_REDUCTIONS 4000
 
-lproc_config lproc_cfg = {0, LPROC_DEFAULT_REDUCTIONS, 0, 0};
+lproc_config lproc_cfg = {.reductions = LPROC_DEFAULT_REDUCTIONS};
 
 static _Atomic int boot_ok;
 
@@ -166,8 +166,7 @@ static int is_atom(lpvm_tread *r, const char *atom) {
   return 1;
 }
 
-/* Module `name` in this process: a global (the lazy libraries, lpvm) or require. */
-static void push_module_named(lua_State *L, const char *name) {
+void lproc_push_module(lua_State *L, const char *name, int nil_on_error) {
   if (strcmp(name, "_G") == 0) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
     return;
@@ -176,7 +175,12 @@ static void push_module_named(lua_State *L, const char *name) {
   lua_pop(L, 1);
   lua_getglobal(L, "require");
   lua_pushstring(L, name);
-  lua_call(L, 1, 1);
+  if (!nil_on_error) {
+    lua_call(L, 1, 1);
+  } else if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  }
 }
 
 /* The upvalue forms the parent gives by name (lmod_proc.c, put_known): '$env',
@@ -196,7 +200,7 @@ static int push_known(lua_State *L, lpvm_tread *r) {
   if (lpvm_get_binary(&probe, &s, &len) || len >= sizeof name) return 0;
   memcpy(name, s, len);
   name[len] = 0;
-  push_module_named(L, name);
+  lproc_push_module(L, name, 0);
   if (n == 3) {
     if (lpvm_get_binary(&probe, &s, &len)) return 0;
     lua_pushlstring(L, (const char *)s, len);
@@ -236,9 +240,12 @@ static int push_module(lua_State *L, lproc_start *s) {
     }
     lua_remove(L, -2);
   }
-  if (lua_type(L, -1) != LUA_TFUNCTION)
-    luaL_error(L, "module '%s' returned no function (nor a table with main or start)",
-               lua_tostring(L, -2 + 0) ? (const char *)s->data : "?");
+  if (lua_type(L, -1) != LUA_TFUNCTION) {
+    const char *got = luaL_typename(L, -1);
+    lua_pushlstring(L, (const char *)s->data, s->code_len);   /* not NUL-terminated */
+    luaL_error(L, "module %s returned %s (a function, or a table with main or start, "
+               "expected)", lmod_push_quoted(L, -1), got);
+  }
   return lua_gettop(L);
 }
 
@@ -358,10 +365,10 @@ static void log_crash(lproc *p, const char *msg, int boot) {
     fprintf(stderr, "lpvm: %s\n", msg);
     return;
   }
-  const char *nl = strchr(msg, '\n');
-  int len = nl ? (int)(nl - msg) : (int)strlen(msg);
-  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %.*s\n", (unsigned)(uint32_t)id,
-          (unsigned)((id >> 32) & 0x7fffffff), len, msg);
+  /* the whole reason: a load error's location is on its second line, a module not
+  ** found lists the places searched, and the traceback says where it happened */
+  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %s\n", lpvm_id_slot(id),
+          lpvm_id_gen(id), msg);
 }
 
 /* The process failed with the error object on top of its stack. The reason is a
@@ -415,6 +422,7 @@ static int lproc_resume(lproc *p) {
   int nres, nargs = p->nargs;
   p->nargs = 0;
   p->slices = 0;
+  p->punish = 0;   /* a new slice: send charges start again */
   int st = lua_resume(L, NULL, nargs, &nres);
   p->sched_yield = 0;
   if (p->heap_refused) {
@@ -574,6 +582,9 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   if (p->L) release_state(p);
   free(p->exit_reason);
   p->exit_reason = NULL;
+  free(p->aliases);
+  p->aliases = NULL;
+  p->nalias = p->calias = 0;
 }
 
 static int lproc_idle(lpvm_task *t) {
@@ -691,76 +702,19 @@ void lproc_teardown(void) {
   ltask_teardown();
 }
 
-/* ---- the boot process ---------------------------------------------------------------------------- */
+/* ---- the boot state ---------------------------------------------------------------------------- */
 
-static char *one_line(const char *prefix, const char *msg) {
-  size_t n = strlen(prefix) + strlen(msg) + 1;
-  char *s = malloc(n);
-  if (!s) return NULL;
-  snprintf(s, n, "%s%s", prefix, msg);
-  for (char *c = s; *c; c++)
-    if (*c == '\n' || *c == '\r') *c = ' ';
-  return s;
-}
-
-static int load_stdin(lua_State *L) {
-  luaL_Buffer b;
-  char chunk[4096];
-  size_t n;
-  luaL_buffinit(L, &b);
-  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) luaL_addlstring(&b, chunk, n);
-  luaL_pushresult(&b);
-  size_t len;
-  const char *src = lua_tolstring(L, -1, &len);
-  if (len > 0 && src[0] == '#') {   /* a #! line, as lua does */
-    while (len > 0 && *src != '\n') src++, len--;
-  }
-  return luaL_loadbuffer(L, src, len, "=stdin");
-}
-
-static int load_cf(lua_State *L) {
-  const char *script = lua_touserdata(L, 1);
-  const char *code = lua_touserdata(L, 2);
-  int rc;
-  lua_settop(L, 0);
-  lproc_state_init(L);
-  if (code) rc = luaL_loadbuffer(L, code, strlen(code), "=(command line)");
-  else if (strcmp(script, "-") == 0) rc = load_stdin(L);
-  else rc = luaL_loadfilex(L, script, NULL);
-  if (rc != LUA_OK) return lua_error(L);
-  return 1;
-}
-
-int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm_id *id,
-               char **errmsg) {
-  if (errmsg) *errmsg = NULL;
-  if ((!script && !code) || argc < 0 || (argc > 0 && !argv)) return LPVM_EINVAL;
+/* A state for the boot process, made before it exists (lboot.c): counted from the
+** moment the process adopts it. */
+lua_State *lproc_state_new(void) {
   lua_State *L = lua_newstate(lproc_alloc, NULL);
-  if (!L) {
-    if (errmsg) *errmsg = one_line("lpvm: ", "not enough memory");
-    return LPVM_ENOMEM;
-  }
-  lua_atpanic(L, lproc_panic);
-  lua_pushcfunction(L, load_cf);
-  lua_pushlightuserdata(L, (void *)script);
-  lua_pushlightuserdata(L, (void *)code);
-  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
-    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot load";
-    if (errmsg) *errmsg = one_line("lpvm: ", msg);
-    lua_close(L);
-    return LPVM_EINVAL;
-  }
-  /* arg, as the stand-alone lua makes it; the chunk also gets arg[1..] as `...` */
-  lua_createtable(L, argc > 0 ? argc - 1 : 0, 1);
-  for (int i = 0; i < argc; i++) {
-    lua_pushstring(L, argv[i]);
-    lua_rawseti(L, -2, i);
-  }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  lua_insert(L, -2);
-  lua_setfield(L, -2, "arg");
-  lua_pop(L, 1);
-  for (int i = 1; i < argc; i++) lua_pushstring(L, argv[i]);
+  if (L) lua_atpanic(L, lproc_panic);
+  return L;
+}
+
+/* Spawn a state made by lproc_state_new whose stack holds a function and `nargs`
+** arguments as the boot process. */
+int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id) {
   lproc_start *s = calloc(1, sizeof *s);
   if (!s) {
     lua_close(L);
@@ -768,17 +722,10 @@ int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm
   }
   s->kind = LS_STATE;
   s->L = L;
-  s->nargs = argc > 1 ? argc - 1 : 0;
+  s->nargs = nargs;
   s->max_heap = lproc_cfg.max_heap;
+  s->boot = 1;
   lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
   o.thread = lproc_cfg.threads ? 1 : 0;
-  s->boot = 1;
-  lpvm_id nid = 0;
-  int rc = lproc_spawn(NULL, s, &o, &nid);
-  if (rc != 0) {
-    if (errmsg) *errmsg = one_line("lpvm: cannot start the boot process: ", lpvm_strerror(rc));
-    return rc;
-  }
-  if (id) *id = nid;
-  return 0;
+  return lproc_spawn(NULL, s, &o, id);
 }

@@ -52,11 +52,24 @@ typedef struct lproc {
   lpvm_msg *cur;            /* receive: the message the predicate is judging */
   lpvm_msg *owned;          /* a taken message being decoded (freed if that fails) */
   uint64_t want_ref, mon_ref;  /* info(): request and monitor references */
+  uint64_t recv_ref;        /* receive_ref: the reference waited for */
+  /* The ref-receive optimisation: when a reference is made here (make_ref, alias,
+  ** monitor) the mailbox's last message is noted; no message up to it can hold the
+  ** new reference, so receive_ref of that reference starts after it. A take since
+  ** (mq_gen moved) may have freed the noted message: the mark is then ignored. */
+  uint64_t mark_ref;
+  lpvm_msg *mark_msg;       /* NULL: the mailbox was empty */
+  uint32_t mark_gen;
+  /* Active aliases: a message sent with send_alias carries its alias in the
+  ** message's ref field and is dropped unseen unless the alias is still active. */
+  uint64_t *aliases;
+  uint32_t nalias, calias;
   uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding */
   uint32_t exit_len;
   int ncur;                 /* values of `cur` on the stack */
   int nargs;                /* values for the next resume */
   uint16_t slices;          /* count-hook calls since the last yield */
+  uint32_t punish;          /* send: reductions charged for receivers' queues */
   uint8_t wait;             /* LP_* */
   uint8_t timer_set;        /* receive: a timer runs for this receive */
   uint8_t timed_out;
@@ -88,9 +101,20 @@ int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id
 void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
+lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
+/* Spawn L (function and nargs arguments on its stack) as the boot process; L is the
+** process's from here on, or closed on failure. */
+int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
+
+/* shell.c: the terminal reader of the shell. lproc_shell_reader starts it and gives
+** 1 when stdin is a terminal, 0 when not (< 0: failure); lproc_shell_watch tells it
+** which process is the shell (it ends with it). */
+int lproc_shell_reader(lpvm_id *reader);
+void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
+void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */
 
 /* lmod.c: the module table, and pids and references as Lua values. */
 int lmod_open(lua_State *L);             /* luaopen_lpvm */
@@ -103,6 +127,22 @@ uint64_t lmod_check_ref(lua_State *L, int arg);
 /* The process's target: a pid, or a registered name (0 if not registered). */
 lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name);
 int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */
+/* Raise "unknown <what> 'k'" (argument t) if table t has a key not in `known`. */
+void lmod_check_keys(lua_State *L, int t, const char *const known[], const char *what);
+/* Push registry[key], first making it a table with weak `mode` ("k", "v", "kv"). */
+void lmod_weak_table(lua_State *L, const void *key, const char *mode);
+int64_t lmod_check_ms(lua_State *L, int arg); /* timeout in ms; math.huge = -1 (for ever) */
+
+/* lmod_str.c: Lua strings that reach C (NUL bytes raise) and bad values quoted
+** (cut to LMOD_QUOTE_MAX bytes) in error messages. */
+#define LMOD_QUOTE_MAX 48
+const char *lmod_cstr(lua_State *L, int idx, int arg, const char *what);
+const char *lmod_check_cstr(lua_State *L, int arg, const char *what);
+const char *lmod_opt_cstr(lua_State *L, int arg, const char *dflt, const char *what);
+int lmod_streq(lua_State *L, int idx, const char *lit);
+const char *lmod_push_quoted(lua_State *L, int idx);
+int lmod_check_option(lua_State *L, int arg, const char *def, const char *const list[]);
+const char *lmod_check_name(lua_State *L, int arg);
 
 /* lmod_proc.c / lmod_msg.c: the functions of the module, by name. */
 typedef struct lmod_fn {
@@ -120,13 +160,22 @@ char *lproc_dump_top(lua_State *L, size_t *len);
 /* lproc.c: search table t for the value at index v; on a hit push its string key and
 ** return 1 (used to send module functions by name). */
 int lproc_find_key(lua_State *L, int t, int v);
+/* lproc.c: push module `name` in this process (spawn's and newproc's by-name
+** upvalues): a global (the lazy libraries, lpvm), _G, or else require'd; a require
+** that fails raises, or with nil_on_error pushes nil (as luaproc would have). */
+void lproc_push_module(lua_State *L, const char *name, int nil_on_error);
 /* lproc.c: a start record holding code, upvalue term and argument term; NULL when
 ** out of memory. The other fields start zeroed. */
 lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
                              const lpvm_tbuf *up, const lpvm_tbuf *args);
 
 /* lmod_msg.c */
+int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
+void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
+int lmod_alias_add(lproc *p, uint64_t ref);   /* 0, or LPVM_ENOMEM */
+int lmod_alias_del(lproc *p, uint64_t ref);   /* 1 if it was active */
+void lmod_flush_down(lproc *p, uint64_t ref); /* drop a queued DOWN for ref */
 
 /* ltask.c */
 const lpvm_task_def *ltask_find(const char *type);

@@ -84,6 +84,81 @@ err_has "an unlinked crash is logged to stderr" "child dies"
 check "exit(reason) in the boot process: status 1" 1 "$LPVM" -e 'lpvm.exit("shutdown")'
 check "exit('normal') in the boot process: status 0" 0 "$LPVM" -e 'lpvm.exit("normal")'
 
+# ---- the boot script's folder, whole error reasons -------------------------------
+mkdir -p "$TMP/app"
+printf 'return function(parent) lpvm.send(parent, "sibling ran") end\n' >"$TMP/app/sib.lua"
+printf 'x = = 1\n' >"$TMP/app/badmod.lua"
+printf 'local x = 1\n' >"$TMP/app/nothing.lua"
+printf 'lpvm.spawn("sib", lpvm.self()) print(lpvm.receive(5000))\nprint(require("sib") ~= nil)\n' >"$TMP/app/main.lua"
+check "spawn by name finds the script's sibling from another folder" 0 "$LPVM" "$TMP/app/main.lua"
+out_has "the sibling module ran in a spawned process" "sibling ran"
+printf 'lpvm.spawn("badmod") lpvm.sleep(100)\n' >"$TMP/app/spawnbad.lua"
+check "spawn of a module with a syntax error" 0 "$LPVM" "$TMP/app/spawnbad.lua"
+err_has "the error log keeps the location and message" "badmod.lua:1: unexpected symbol near '='"
+printf 'lpvm.spawn("no_such_mod") lpvm.sleep(100)\n' >"$TMP/app/spawnmissing.lua"
+check "spawn of a module that does not exist" 0 "$LPVM" "$TMP/app/spawnmissing.lua"
+err_has "module not found lists the places searched" "no file '$TMP/app/no_such_mod.lua'"
+printf 'lpvm.spawn("nothing") lpvm.sleep(100)\n' >"$TMP/app/spawnnothing.lua"
+check "spawn of a module that returns nothing" 0 "$LPVM" "$TMP/app/spawnnothing.lua"
+err_has "the module is named" "module 'nothing' returned boolean"
+
+# ---- flags as lua5.4 -------------------------------------------------------------
+check "-e runs in order" 0 "$LPVM" -e 'x = 1' -e 'x = x * 10' -eprint\(x+1\)
+out_has "each -e saw the one before" "11"
+check "-l mod sets the global" 0 "$LPVM" -l string -e 'assert(string.upper("a") == "A")'
+check "-l g=mod sets g" 0 "$LPVM" -l s=string -lt=table -e 'assert(s == string and t == table)'
+check "-l of a missing module: status 1" 1 "$LPVM" -l no_such_module_x -e 'print(1)'
+err_has "the missing module is named" "no_such_module_x"
+printf 'print(arg[-2], arg[-1], arg[0], arg[1], arg[2], ...)\n' >"$TMP/argt.lua"
+check "arg as lua5.4: options at negative indices" 0 "$LPVM" -W --workers=1 "$TMP/argt.lua" a b
+out_has "arg[-2], arg[-1], arg[0], arg[1..] and ..." "-W	--workers=1	$TMP/argt.lua	a	b	a	b"
+check "arg with no script: arg[0] is the program" 0 "$LPVM" -e 'print(arg[0] == arg[-0], #arg, arg[1], arg[2])'
+out_has "the options are arg[1..]" "true	2	-e	print"
+check "words after -e code are the script" 1 "$LPVM" -e 'x = 1' "$TMP/nonexistent.lua"
+err_has "the script is named" "nonexistent.lua"
+check "-- ends the options" 0 "$LPVM" -- "$TMP/argt.lua" -e
+out_has "-e after the script is an argument" "$TMP/argt.lua	-e"
+check "--opt=value" 0 "$LPVM" --workers=1 --max-heap=4m --reductions=100 -e 'x = 1'
+check "--opt= with a bad value: status 1" 1 "$LPVM" --workers=0 -e 'x = 1'
+check "a flag does not take =value" 1 "$LPVM" --threads=1 -e 'x = 1'
+check "-v prints the version and exits" 0 "$LPVM" -v
+out_has "-v output" "lpvm 0."
+check "-v then a script runs it" 0 "$LPVM" -v -e 'print("after v")'
+out_has "-v ran -e" "after v"
+check "-W turns warnings on" 0 "$LPVM" -W -e 'warn("careful")'
+err_has "warn() printed" "Lua warning: careful"
+check "warnings are off without -W" 0 "$LPVM" -e 'warn("quiet") lpvm.spawn(function() warn("@on") warn("child") end) lpvm.sleep(50)'
+err_has "warn('@on') turns them on in that process" "Lua warning: child"
+if grep -q quiet "$TMP/err"; then bad "warn is off by default"; else ok "warn is off by default"; fi
+check "LUA_INIT runs first" 0 env LUA_INIT='x = 41' "$LPVM" -e 'print(x + 1)'
+out_has "LUA_INIT's x" "42"
+check "LUA_INIT_5_4 wins over LUA_INIT" 0 env LUA_INIT='x = 1' LUA_INIT_5_4='x = 2' "$LPVM" -e 'print("x=" .. x)'
+out_has "LUA_INIT_5_4's x" "x=2"
+printf 'y = "from init file"\n' >"$TMP/init.lua"
+check "LUA_INIT=@file" 0 env LUA_INIT="@$TMP/init.lua" "$LPVM" -e 'print(y)'
+out_has "the init file ran" "from init file"
+check "-E ignores LUA_INIT" 0 env LUA_INIT='error("ran")' "$LPVM" -E -e 'print("clean")'
+check "-E ignores LUA_PATH" 0 env LUA_PATH='/nowhere/?.lua' "$LPVM" -E -e 'assert(not package.path:find("/nowhere"))'
+check "LUA_PATH without -E is used" 0 env LUA_PATH='/nowhere/?.lua' "$LPVM" -e 'assert(package.path:find("/nowhere"))'
+check "LUA_INIT with an error: status 1" 1 env LUA_INIT='error("init fails")' "$LPVM" -e 'print(1)'
+printf 'z = 6\n' >"$TMP/inter.lua"
+printf 'z * 7\n' | "$LPVM" -i "$TMP/inter.lua" >"$TMP/out" 2>"$TMP/err"
+out_has "-i: the shell sees the script's globals" "42"
+printf '1\n' | "$LPVM" -i -e 'error("before shell")' >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 1 ]; then ok "-i after a failing -e: status 1, no shell"; else bad "-i after a failing -e: status 1, no shell"; fi
+check "--help lists -l and LUA_INIT" 0 "$LPVM" --help
+out_has "--help: -l" "-l mod"
+out_has "--help: LUA_INIT" "LUA_INIT"
+
+# ---- piped stdin is a script (as lua5.4) ------------------------------------------
+printf 'print("piped", 1 + 1)\n' | "$LPVM" >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 0 ]; then ok "piped stdin runs as a script"; else bad "piped stdin runs as a script" "$(cat "$TMP/err")"; fi
+out_has "piped script printed" "piped	2"
+printf 'error("x")\n' | "$LPVM" >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 1 ]; then ok "piped stdin with an error exits 1"; else bad "piped stdin with an error exits 1"; fi
+printf 'x = = 1\n' | "$LPVM" >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 1 ]; then ok "piped stdin with a syntax error exits 1"; else bad "piped stdin with a syntax error exits 1"; fi
+
 printf 'print("stdin script")\n' >"$TMP/stdin.lua"
 if "$LPVM" - <"$TMP/stdin.lua" >"$TMP/out" 2>"$TMP/err"; then ok "script from stdin (-)"; else bad "script from stdin (-)" "$(cat "$TMP/err")"; fi
 out_has "stdin script ran" "stdin script"
@@ -134,12 +209,12 @@ sig_check "SIGTERM stops a VM with thread-mode processes" TERM '
   lpvm.receive()'
 
 # ---- the shell -----------------------------------------------------------------
-shell() {  # INPUT: run the shell with INPUT on a pipe
-  printf "$1" | "$LPVM" >"$TMP/out" 2>"$TMP/err"
+shell() {  # INPUT: run the shell (-i) with INPUT on a pipe
+  printf "$1" | "$LPVM" -i >"$TMP/out" 2>"$TMP/err"
 }
 if shell '1+1\nlpvm.self()\n'; then ok "shell over a pipe exits 0 at EOF"; else bad "shell over a pipe exits 0 at EOF" "$(cat "$TMP/err")"; fi
 out_has "shell evaluates expressions" "2"
-if [ "$(wc -l <"$TMP/out")" -eq 2 ]; then ok "shell prints one line per result"; else bad "shell prints one line per result" "$(cat "$TMP/out")"; fi
+if [ "$(wc -l <"$TMP/out")" -eq 3 ]; then ok "shell prints the version, then one line per result"; else bad "shell prints the version, then one line per result" "$(cat "$TMP/out")"; fi
 shell 'x = 40\nx + 2\nfor i = 1, 2 do\nprint("loop", i)\nend\n"multi", 3\n'
 out_has "shell keeps globals" "42"
 out_has "shell reads multi-line chunks" "loop	2"
