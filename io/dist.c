@@ -33,11 +33,16 @@
 
 #define MAX_CONNS 1024
 
+/* A node's entry: its connection and who waits for it to come up ({wait}: connect)
+** or go down (monitor_node). Kept here, under the mutex, not in the connection task,
+** so that a subscription can never miss a connection that dies meanwhile. */
 typedef struct mapent {
   char name[NODE_NAME_MAX + 1];
   size_t len;
   lpvm_id conn;
   int up;
+  lpvm_id *waiters, *mons;
+  size_t nwait, cwait, nmon, cmon;
 } mapent;
 
 static struct {
@@ -56,6 +61,16 @@ static const uint8_t disconnect_cmd[] = {131, 119, 10, 'd', 'i', 's', 'c', 'o', 
 
 const dist_self *dist_conf(void) { return &D.self; }
 
+static _Atomic(const lpvm_dist_spawner *) spawner;
+
+void lpvm_dist_set_spawner(const lpvm_dist_spawner *s) {
+  atomic_store_explicit(&spawner, s, memory_order_release);
+}
+
+const lpvm_dist_spawner *dist_spawner(void) {
+  return atomic_load_explicit(&spawner, memory_order_acquire);
+}
+
 void dist_log(const char *fmt, ...) {
   char line[512];
   va_list ap;
@@ -63,6 +78,30 @@ void dist_log(const char *fmt, ...) {
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   fprintf(stderr, "lpvm dist: %s\n", line);
+}
+
+/* {nodeup | nodedown, Node} to a local process */
+static void tell(lpvm_id to, const char *what, const char *node) {
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 2);
+  lpvm_put_atom(&b, what);
+  lpvm_put_atom(&b, node);
+  lpvm_msg *m = lpvm_tbuf_to_msg(&b);
+  lpvm_tbuf_free(&b);
+  if (m) lpvm_send_msg(NULL, to, m);
+}
+
+static int add_pid(lpvm_id **arr, size_t *n, size_t *cap, lpvm_id id) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 4;
+    lpvm_id *a = realloc(*arr, nc * sizeof *a);
+    if (!a) return LPVM_ENOMEM;
+    *arr = a;
+    *cap = nc;
+  }
+  (*arr)[(*n)++] = id;
+  return 0;
 }
 
 /* ---- the map ------------------------------------------------------------------------- */
@@ -102,8 +141,10 @@ lpvm_id dist_conn_for(const char *name, size_t len, int start) {
       memcpy(e->name, name, len);
       e->name[len] = 0;
       e->len = len;
+      memset(e, 0, sizeof *e);
+      memcpy(e->name, name, len);
+      e->len = len;
       e->conn = id;
-      e->up = 0;
       node_foreach_named(name, len, cache_set, &id);
     }
   }
@@ -122,26 +163,70 @@ void dist_conn_up(lpvm_id conn, const char *name, size_t len, uint32_t creation)
   if (e && e->conn != conn) old = e->conn;
   if (!e && D.nmap < MAX_CONNS) {
     e = &D.map[D.nmap++];
+    memset(e, 0, sizeof *e);
     memcpy(e->name, name, len);
     e->name[len] = 0;
     e->len = len;
   }
+  lpvm_id *waiters = NULL;
+  size_t nwait = 0;
   if (e) {
     e->conn = conn;
     e->up = 1;
+    waiters = e->waiters, nwait = e->nwait;
+    e->waiters = NULL, e->nwait = e->cwait = 0;
   }
   node_foreach_named(name, len, cache_set, &conn);
   pthread_mutex_unlock(&D.mu);
+  for (size_t i = 0; i < nwait; i++) tell(waiters[i], "nodeup", name);
+  free(waiters);
   if (old) lpvm_send(NULL, old, disconnect_cmd, sizeof disconnect_cmd);
 }
 
 void dist_conn_gone(lpvm_id conn, const char *name, size_t len, int was_up) {
   (void)was_up;
+  mapent gone = {0};
   pthread_mutex_lock(&D.mu);
   mapent *e = map_find(name, len);
-  if (e && e->conn == conn) *e = D.map[--D.nmap];
+  if (e && e->conn == conn) {
+    gone = *e;
+    *e = D.map[--D.nmap];
+  }
   node_foreach_named(name, len, cache_clear, &conn);
   pthread_mutex_unlock(&D.mu);
+  for (size_t i = 0; i < gone.nwait; i++) tell(gone.waiters[i], "nodedown", gone.name);
+  for (size_t i = 0; i < gone.nmon; i++) tell(gone.mons[i], "nodedown", gone.name);
+  free(gone.waiters);
+  free(gone.mons);
+}
+
+/* lpvm.connect's wait and monitor_node: subscribe `who` to the entry of `node`
+** (started when `start`). No entry: the node is unreachable, nodedown at once. */
+static int subscribe(lpvm_id who, const char *node, int mon, int on) {
+  size_t len = node ? strlen(node) : 0;
+  if (!valid_name(node, len)) return LPVM_EINVAL;
+  if (on) (void)dist_conn_for(node, len, 1);
+  int rc = LPVM_ENOPROC, up = 0;
+  pthread_mutex_lock(&D.mu);
+  mapent *e = map_find(node, len);
+  if (e && !mon && e->up) up = 1, rc = 0;
+  else if (e && on) rc = mon ? add_pid(&e->mons, &e->nmon, &e->cmon, who)
+                             : add_pid(&e->waiters, &e->nwait, &e->cwait, who);
+  else if (e) {                                  /* monitor_node(node, false) */
+    for (size_t i = 0; i < e->nmon; i++)
+      if (e->mons[i] == who) { e->mons[i] = e->mons[--e->nmon]; break; }
+    rc = 0;
+  }
+  pthread_mutex_unlock(&D.mu);
+  if (up) tell(who, "nodeup", node);
+  else if (rc && on) tell(who, "nodedown", node);
+  return 0;
+}
+
+int lpvm_dist_wait(lpvm_id who, const char *node) { return subscribe(who, node, 0, 1); }
+
+int lpvm_dist_monitor_node(lpvm_id who, const char *node, int on) {
+  return subscribe(who, node, 1, on);
 }
 
 /* ---- the router ------------------------------------------------------------------------ */
@@ -387,6 +472,36 @@ int lpvm_dist_send_name(lpvm_task *self, const char *name, const char *node,
   w->kind = SIG_DIST;
   w->from = self ? self->id : 0;
   w->ref = 0;
+  if (sig_send(conn, w) != 0) { free(w); return LPVM_ENOPROC; }
+  return 0;
+}
+
+int lpvm_dist_spawn_request(lpvm_task *self, const char *node, const char *mod,
+                            const char *fn, const uint8_t *args, size_t alen,
+                            int opts, uint64_t *ref) {
+  size_t ml = mod ? strlen(mod) : 0, fl = fn ? strlen(fn) : 0;
+  if (!self || ml == 0 || ml > 255 || fl == 0 || fl > 255 || !args || !ref)
+    return LPVM_EINVAL;
+  lpvm_id conn = lpvm_dist_conn(node, 1);
+  if (!conn) return LPVM_ENOPROC;
+  size_t n = sizeof(dist_wrap) + 3 + ml + fl + alen;
+  struct lpvm_sig *w = lpvm_msg_new(n);
+  if (!w) return LPVM_ENOMEM;
+  dist_wrap h = {DW_SPAWN_REQ, 0, 0};
+  uint8_t *d = lpvm_msg_data(w);
+  memcpy(d, &h, sizeof h);
+  d += sizeof h;
+  *d++ = (uint8_t)opts;
+  *d++ = (uint8_t)ml;
+  memcpy(d, mod, ml);
+  d += ml;
+  *d++ = (uint8_t)fl;
+  memcpy(d, fn, fl);
+  memcpy(d + fl, args, alen);
+  *ref = lpvm_make_ref();
+  w->kind = SIG_DIST;
+  w->from = self->id;
+  w->ref = *ref;
   if (sig_send(conn, w) != 0) { free(w); return LPVM_ENOPROC; }
   return 0;
 }

@@ -48,8 +48,6 @@ typedef struct dconn_arg {
   size_t len;
 } dconn_arg;
 
-static void tell(dconn *c, lpvm_id to, const char *what);
-
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
@@ -149,8 +147,6 @@ static int go_up(dconn *c) {
     lpvm_msg_free(c->held[i]);
   }
   c->nheld = 0;
-  for (size_t i = 0; i < c->nwaiters; i++) tell(c, c->waiters[i], "nodeup");
-  c->nwaiters = 0;
   return LPVM_WAIT;
 }
 
@@ -371,58 +367,6 @@ static void hold(dconn *c, lpvm_msg *m) {
   c->held[c->nheld++] = m;
 }
 
-/* {nodeup | nodedown, Node} to a local process */
-static void tell(dconn *c, lpvm_id to, const char *what) {
-  lpvm_tbuf b;
-  lpvm_tbuf_init(&b);
-  lpvm_put_tuple(&b, 2);
-  lpvm_put_atom(&b, what);
-  lpvm_put_atom(&b, c->peer);
-  lpvm_msg *m = lpvm_tbuf_to_msg(&b);
-  lpvm_tbuf_free(&b);
-  if (m) lpvm_send_msg(&c->task, to, m);
-}
-
-static void add_pid(lpvm_id **arr, size_t *n, size_t *cap, lpvm_id id) {
-  if (*n == *cap) {
-    size_t nc = *cap ? *cap * 2 : 4;
-    lpvm_id *a = realloc(*arr, nc * sizeof *a);
-    if (!a) return;
-    *arr = a;
-    *cap = nc;
-  }
-  (*arr)[(*n)++] = id;
-}
-
-/* {wait, Pid}: {nodeup, Node} once up (at once if up), {nodedown, Node} if it fails.
-** {monitor_node, Pid, true | false}: erlang:monitor_node/2, one nodedown per call. */
-static void command(dconn *c, lpvm_msg *m) {
-  lpvm_tread r;
-  uint32_t n;
-  const char *a;
-  size_t al;
-  lpvm_id pid;
-  if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) || lpvm_get_tuple(&r, &n) ||
-      n < 2 || lpvm_get_atom(&r, &a, &al) || lpvm_get_pid(&r, &pid) ||
-      node_id_is_remote(pid))
-    return;
-  if (n == 2 && al == 4 && !memcmp(a, "wait", 4)) {
-    if (c->up) tell(c, pid, "nodeup");
-    else add_pid(&c->waiters, &c->nwaiters, &c->cwaiters, pid);
-  } else if (n == 3 && al == 12 && !memcmp(a, "monitor_node", 12) &&
-             lpvm_get_atom(&r, &a, &al) == 0) {
-    if (al == 4 && !memcmp(a, "true", 4)) {
-      add_pid(&c->monitors, &c->nmonitors, &c->cmonitors, pid);
-    } else {
-      for (size_t i = 0; i < c->nmonitors; i++)
-        if (c->monitors[i] == pid) {
-          c->monitors[i] = c->monitors[--c->nmonitors];
-          break;
-        }
-    }
-  }
-}
-
 static int c_event(lpvm_task *t) {
   dconn *c = (dconn *)t;
   lpvm_msg *m;
@@ -442,8 +386,6 @@ static int c_event(lpvm_task *t) {
     } else if (lpvm_term_is_atom(lpvm_msg_data(m), lpvm_msg_len(m), "disconnect")) {
       c->quiet = 1;
       rc = fail(c, NULL);
-    } else {
-      command(c, m);
     }
     lpvm_msg_free(m);
   }
@@ -481,16 +423,7 @@ static void c_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   io_close_fd(&c->w);
   if (c->plen) dist_conn_gone(t->id, c->peer, c->plen, c->up);
   dconn_rel_lost(c);
-  while ((m = lpvm_recv(t)) != NULL) {   /* commands that came meanwhile */
-    if (m->kind == SIG_DIST) dconn_refuse(c, m);
-    else command(c, m);
-    lpvm_msg_free(m);
-  }
-  if (c->plen) {
-    for (size_t i = 0; i < c->nwaiters; i++) tell(c, c->waiters[i], "nodedown");
-    for (size_t i = 0; i < c->nmonitors; i++) tell(c, c->monitors[i], "nodedown");
-  }
-  c->nwaiters = c->nmonitors = 0;
+
 }
 
 static void c_free(lpvm_task *t) {
@@ -498,8 +431,6 @@ static void c_free(lpvm_task *t) {
   free(c->rbuf);
   free(c->wbuf);
   free(c->held);
-  free(c->waiters);
-  free(c->monitors);
   dconn_rel_free(c);
   free(c);
 }

@@ -19,6 +19,9 @@ typedef struct dist_wrap {
 /* A wrap kind beside the signal kinds: a send to a registered name over there
 ** (payload: name length byte, name, message). */
 #define DW_REG_SEND 0x100u
+/* A spawn request (payload: opts byte, module length byte, module, function length
+** byte, function, argument list term); ref = the request's reference. */
+#define DW_SPAWN_REQ 0x101u
 
 typedef struct dlink { lpvm_id local, remote; } dlink;
 /* a local watcher monitors a remote target (our reference) */
@@ -52,8 +55,6 @@ typedef struct dconn {
   dmon_in *mi;
   size_t nlinks, clinks, nmo, cmo, nmi, cmi;
   uint64_t unlink_id;
-  lpvm_id *waiters, *monitors;    /* {wait, Pid} and monitor_node subscribers */
-  size_t nwaiters, cwaiters, nmonitors, cmonitors;
 } dconn;
 
 /* dist_conn.c: queue one packet (control term built in ctl, message bytes or none) */

@@ -149,6 +149,37 @@ static uint8_t *whole_of(const uint8_t *sub, size_t n) {
   return w;
 }
 
+/* {29, ReqId, From, GroupLeader, {M, F, Arity}, Opts} + argument list. The reply
+** comes back as {'$spawn_reply', Ref, Pid | Error} (in_spawn_reply). */
+static void out_spawn_request(dconn *c, lpvm_id from, uint64_t ref, const uint8_t *p,
+                              size_t n) {
+  if (n < 3 || n < 3u + p[1] || n < 3u + p[1] + p[2 + p[1]]) return;
+  int opts = p[0];
+  const char *mod = (const char *)p + 2, *fn = (const char *)p + 3 + p[1];
+  size_t ml = p[1], fl = p[2 + p[1]];
+  const uint8_t *args = p + 3 + ml + fl;
+  size_t alen = n - 3 - ml - fl;
+  lpvm_tread r;
+  uint32_t arity = 0;
+  if (lpvm_tread_init(&r, args, alen)) return;
+  if (lpvm_get_type(&r) != LPVM_T_NIL && lpvm_get_list(&r, &arity)) return;
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 6);
+  lpvm_put_int(&b, OP_SPAWN_REQUEST);
+  lpvm_put_ref(&b, ref);
+  lpvm_put_pid(&b, from);
+  lpvm_put_pid(&b, from);                 /* group leader: the caller */
+  lpvm_put_tuple(&b, 3);
+  lpvm_put_atom_len(&b, mod, ml);
+  lpvm_put_atom_len(&b, fn, fl);
+  lpvm_put_int(&b, arity);
+  lpvm_put_list(&b, (opts & LPVM_DIST_SPAWN_LINK) ? 1 : 0);
+  if (opts & LPVM_DIST_SPAWN_LINK) lpvm_put_atom(&b, "link");
+  lpvm_put_nil(&b);
+  send_ctl(c, &b, args, alen);
+}
+
 void dconn_out(dconn *c, lpvm_msg *m) {
   if (lpvm_msg_len(m) < sizeof(dist_wrap)) return;
   dist_wrap h;
@@ -166,6 +197,10 @@ void dconn_out(dconn *c, lpvm_msg *m) {
     lpvm_put_atom(&b, "");
     lpvm_put_atom_len(&b, (const char *)body + 1, body[0]);
     send_ctl(c, &b, body + 1 + body[0], blen - 1 - body[0]);
+    return;
+  }
+  if (h.kind == DW_SPAWN_REQ) {
+    out_spawn_request(c, from, m->ref, body, blen);
     return;
   }
   node_desc *d = node_get(node_id_index(h.to));
@@ -370,6 +405,146 @@ static int in_demonitor(dconn *c, lpvm_tread *r) {
   return 0;
 }
 
+/* An argument list (a complete term) as a tuple of the same elements, for the
+** spawner: [] -> {}, [A, B] -> {A, B}, "abc" (STRING_EXT) -> {97, 98, 99}. */
+static int args_tuple(const uint8_t *msg, size_t mlen, lpvm_tbuf *out) {
+  lpvm_tread r;
+  uint32_t n;
+  const uint8_t *bytes;
+  size_t len;
+  lpvm_tbuf_init(out);
+  if (lpvm_tread_init(&r, msg, mlen)) return LPVM_EBADTERM;
+  if (lpvm_get_nil(&r) == 0) { lpvm_put_tuple(out, 0); return 0; }
+  if (lpvm_get_string(&r, &bytes, &len) == 0) {
+    lpvm_put_tuple(out, (uint32_t)len);
+    for (size_t i = 0; i < len; i++) lpvm_put_int(out, bytes[i]);
+    return 0;
+  }
+  if (lpvm_get_list(&r, &n)) return LPVM_EBADTERM;
+  lpvm_put_tuple(out, n);
+  for (uint32_t i = 0; i < n; i++) {
+    const uint8_t *e;
+    size_t el;
+    if (sub_at(&r, &e, &el)) return LPVM_EBADTERM;
+    uint8_t *w = whole_of(e, el);
+    if (!w) return LPVM_ENOMEM;
+    lpvm_put_term(out, w, el + 1);
+    free(w);
+  }
+  return lpvm_get_nil(&r);   /* a proper list */
+}
+
+static void spawn_reply(dconn *c, const uint8_t *reqid, size_t rlen, lpvm_id to,
+                        int flags, lpvm_id pid, const char *err) {
+  uint8_t *w = whole_of(reqid, rlen);
+  if (!w) return;
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 5);
+  lpvm_put_int(&b, OP_SPAWN_REPLY);
+  lpvm_put_term(&b, w, rlen + 1);
+  lpvm_put_pid(&b, to);
+  lpvm_put_int(&b, flags);
+  if (err) lpvm_put_atom(&b, err);
+  else lpvm_put_pid(&b, pid);
+  send_ctl(c, &b, NULL, 0);
+  free(w);
+}
+
+/* {29, ReqId, From, GroupLeader, {M, F, Arity}, Opts} + Args: erlang:spawn on this
+** node, and rpc:call (erpc spawns erpc:execute_call). The new process waits until
+** the link and monitor asked for are in place and the reply is on its way. */
+static int in_spawn_request(dconn *c, lpvm_tread *r, const uint8_t *msg, size_t mlen) {
+  const uint8_t *reqid, *optl;
+  size_t rlen, olen;
+  lpvm_id from, pid = 0;
+  uint32_t n;
+  const char *mod, *fn;
+  size_t ml, fl;
+  int64_t arity;
+  if (!msg || sub_at(r, &reqid, &rlen) || lpvm_get_pid(r, &from) || lpvm_skip(r) ||
+      lpvm_get_tuple(r, &n) || n != 3 || lpvm_get_atom(r, &mod, &ml) ||
+      lpvm_get_atom(r, &fn, &fl) || lpvm_get_int(r, &arity))
+    return LPVM_EBADTERM;
+  lpvm_tread o = *r;
+  if (sub_at(r, &optl, &olen)) return LPVM_EBADTERM;
+  int link = 0, monitor = 0;
+  if (lpvm_get_list(&o, &n) == 0) {
+    for (uint32_t i = 0; i < n; i++) {
+      const char *a;
+      size_t al;
+      if (lpvm_get_atom(&o, &a, &al) == 0) {
+        if (al == 4 && !memcmp(a, "link", 4)) link = 1;
+        else if (al == 7 && !memcmp(a, "monitor", 7)) monitor = 1;
+      } else if (lpvm_skip(&o)) {
+        return LPVM_EBADTERM;
+      }
+    }
+  }
+  const lpvm_dist_spawner *sp = dist_spawner();
+  lpvm_tbuf args;
+  if (!sp) { spawn_reply(c, reqid, rlen, from, 0, 0, "notsup"); return 0; }
+  if (args_tuple(msg, mlen, &args) || args.err) {
+    lpvm_tbuf_free(&args);
+    spawn_reply(c, reqid, rlen, from, 0, 0, "badarg");
+    return 0;
+  }
+  int rc = sp->spawn(&c->task, mod, ml, fn, fl, args.data, args.len, &pid);
+  lpvm_tbuf_free(&args);
+  if (rc) {
+    spawn_reply(c, reqid, rlen, from, 0, 0, rc == LPVM_ELIMIT ? "system_limit" : "badarg");
+    return 0;
+  }
+  int flags = 0;
+  if (link) {
+    link_add(c, pid, from);
+    local_sig(SIG_LINK, from, pid, 0, NULL, 0, 0);
+    flags |= 1;
+  }
+  uint8_t *we = monitor ? whole_of(reqid, rlen) : NULL;
+  if (we && !grow((void **)&c->mi, &c->cmi, c->nmi, sizeof(dmon_in))) {
+    uint64_t ref = lpvm_make_ref();
+    c->mi[c->nmi++] = (dmon_in){ref, pid, from, we, rlen + 1};
+    local_sig(SIG_MONITOR, from, pid, ref, NULL, 0, 0);
+    flags |= 2;
+  } else {
+    free(we);
+  }
+  spawn_reply(c, reqid, rlen, from, flags, pid, NULL);
+  sp->release(&c->task, pid);
+  return 0;
+}
+
+/* {31, ReqId, To, Flags, Result}: the answer to our request, as the message
+** {'$spawn_reply', Ref, Pid | Error} to the process that asked. */
+static int in_spawn_reply(dconn *c, lpvm_tread *r) {
+  uint64_t ref;
+  lpvm_id to, pid = 0;
+  int64_t flags;
+  const uint8_t *res;
+  size_t reslen;
+  if (lpvm_get_ref(r, &ref)) return 0;   /* not ours */
+  if (lpvm_get_pid(r, &to) || lpvm_get_int(r, &flags)) return LPVM_EBADTERM;
+  lpvm_tread pr = *r;
+  if (sub_at(r, &res, &reslen)) return LPVM_EBADTERM;
+  if (lpvm_get_pid(&pr, &pid) == 0 && (flags & 1)) {
+    link_add(c, to, pid);
+    local_sig(SIG_LINK, pid, to, 0, NULL, 0, 0);
+  }
+  uint8_t *w = whole_of(res, reslen);
+  if (!w) return 0;
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 3);
+  lpvm_put_atom(&b, "$spawn_reply");
+  lpvm_put_ref(&b, ref);
+  lpvm_put_term(&b, w, reslen + 1);
+  free(w);
+  if (!b.err) local_sig(SIG_MESSAGE, pid, to, 0, b.data, b.len, 1);
+  lpvm_tbuf_free(&b);
+  return 0;
+}
+
 /* The control tuple's elements after its op, and the message (or NULL). */
 static int in_ctl(dconn *c, int64_t op, uint32_t arity, lpvm_tread *r, const uint8_t *msg,
                   size_t mlen) {
@@ -465,8 +640,14 @@ static int in_ctl(dconn *c, int64_t op, uint32_t arity, lpvm_tread *r, const uin
         local_sig(SIG_DOWN, mo.target, mo.watcher, ref, reason, rlen, whole);
       return 0;
     }
+    case OP_SPAWN_REQUEST:
+      if (arity != 6) return LPVM_EBADTERM;
+      return in_spawn_request(c, r, msg, mlen);
+    case OP_SPAWN_REPLY:
+      if (arity != 5) return LPVM_EBADTERM;
+      return in_spawn_reply(c, r);
     default:
-      return 0;   /* an operation we did not ask for (we announce no spawn, no alias) */
+      return 0;   /* an operation we did not ask for (we announce no alias) */
   }
 }
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "lpvm/term.h"
+#include "lpvm/dist.h"
 #include "tasks/node.h"
 
 /* Capability flags (DFLAG_*). */
@@ -48,14 +49,15 @@
                       DF_EXPORT_PTR_TAG | DF_BIT_BINARIES | DF_HANDSHAKE_23)
 #define DF_OURS (DF_MANDATORY | DF_DIST_MONITOR | DF_DIST_MONITOR_NAME |                 \
                  DF_SMALL_ATOM_TAGS | DF_UNICODE_IO | DF_SEND_SENDER | DF_BIG_SEQTRACE | \
-                 DF_UNLINK_ID | DF_V4_NC)
+                 DF_UNLINK_ID | DF_V4_NC | DF_SPAWN)
 
 /* Control message operations (the first element of the control tuple). */
 enum {
   OP_LINK = 1, OP_SEND = 2, OP_EXIT = 3, OP_UNLINK = 4, OP_REG_SEND = 6,
   OP_EXIT2 = 8, OP_MONITOR_P = 19, OP_DEMONITOR_P = 20, OP_MONITOR_P_EXIT = 21,
   OP_SEND_SENDER = 22, OP_PAYLOAD_EXIT = 24, OP_PAYLOAD_EXIT2 = 26,
-  OP_PAYLOAD_MONITOR_P_EXIT = 27, OP_UNLINK_ID = 35, OP_UNLINK_ID_ACK = 36
+  OP_PAYLOAD_MONITOR_P_EXIT = 27, OP_SPAWN_REQUEST = 29, OP_SPAWN_REPLY = 31,
+  OP_UNLINK_ID = 35, OP_UNLINK_ID_ACK = 36
 };
 
 /* ---- dist_hs.c: handshake messages (pure: no I/O, fuzzable) ---------------------- */
@@ -113,6 +115,8 @@ lpvm_id dist_conn_for(const char *name, size_t len, int start);
 /* The connection task tells the node table and the map that it is up / gone. */
 void dist_conn_up(lpvm_id conn, const char *name, size_t len, uint32_t creation);
 void dist_conn_gone(lpvm_id conn, const char *name, size_t len, int was_up);
+/* The installed spawner (lpvm_dist_set_spawner), or NULL. */
+const lpvm_dist_spawner *dist_spawner(void);
 /* Log one line about distribution (stderr: "lpvm dist: ..."). */
 void dist_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

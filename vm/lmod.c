@@ -133,6 +133,23 @@ void lmod_weak_table(lua_State *L, const void *key, const char *mode) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
 
+void lmod_metatable(lua_State *L, const void *key, const char *name, lua_CFunction tostr,
+                    lua_CFunction eq) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 3);
+  lua_pushcfunction(L, tostr);
+  lua_setfield(L, -2, "__tostring");
+  if (eq) {
+    lua_pushcfunction(L, eq);
+    lua_setfield(L, -2, "__eq");
+  }
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "__name");
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, key);
+}
+
 void lmod_push_ref(lua_State *L, uint64_t ref) {
   lmod_weak_table(L, &ref_tab_key, "v");
   if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {
@@ -141,18 +158,7 @@ void lmod_push_ref(lua_State *L, uint64_t ref) {
   }
   lua_pop(L, 1);
   *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_mt_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_createtable(L, 0, 3);
-    lua_pushcfunction(L, ref_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pushcfunction(L, ref_eq);
-    lua_setfield(L, -2, "__eq");
-    lua_pushliteral(L, "reference");
-    lua_setfield(L, -2, "__name");
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &ref_mt_key);
-  }
+  lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
   lua_setmetatable(L, -2);
   lua_pushvalue(L, -1);
   lua_rawseti(L, -3, (lua_Integer)ref);

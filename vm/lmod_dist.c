@@ -11,6 +11,39 @@
 
 #include "lpvm/dist.h"
 #include "vm/lproc_int.h"
+#include "vm/lterm.h"
+
+/* ---- a peer's spawn requests ------------------------------------------------------------- */
+
+/* erlang:spawn(Node, M, F, A) runs require(M)[F](A...); rpc:call arrives as erpc's
+** execute_call, which lpvm.erpc (vm/lib/lpvm/erpc.lua) provides. */
+static int d_spawn(lpvm_task *creator, const char *mod, size_t ml, const char *fn,
+                   size_t fl, const uint8_t *args, size_t alen, lpvm_id *id) {
+  if (ml == 4 && !memcmp(mod, "erpc", 4) && fl == 12 && !memcmp(fn, "execute_call", 12))
+    mod = "lpvm.erpc", ml = 9;
+  lpvm_tbuf up, a;
+  lpvm_tbuf_init(&up);
+  lpvm_put_binary(&up, fn, fl);
+  a.data = (uint8_t *)args;        /* read only: lproc_start_new copies it */
+  a.len = a.cap = alen;
+  a.err = 0;
+  lproc_start *s = NULL;
+  if (!up.err) s = lproc_start_new(LS_MODULE, mod, ml, &up, &a);
+  lpvm_tbuf_free(&up);
+  if (!s) return LPVM_ENOMEM;
+  s->max_heap = lproc_cfg.max_heap;
+  s->creator = creator->id;
+  s->wait_marker = 1;
+  lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
+  o.thread = lproc_cfg.threads ? 1 : 0;
+  return lproc_spawn(NULL, s, &o, id);
+}
+
+static void d_release(lpvm_task *creator, lpvm_id id) { lproc_release(creator, id); }
+
+static const lpvm_dist_spawner spawner = {d_spawn, d_release};
+
+void lmod_dist_install(void) { lpvm_dist_set_spawner(&spawner); }
 
 static int opt_field(lua_State *L, int t, const char *k) {
   lua_getfield(L, t, k);
@@ -33,6 +66,7 @@ static int lmod_net_start(lua_State *L) {
       o.ticktime = (unsigned)t;
     }
   }
+  lmod_dist_install();
   int rc = lpvm_dist_start(&o);
   if (rc == LPVM_ESTATE) { lua_pushnil(L); lua_pushliteral(L, "already_started"); return 2; }
   if (rc) return lmod_fail(L, rc);
@@ -83,15 +117,7 @@ static int lmod_dist_conn(lua_State *L) {
                                                                 : "not_distributed");
     return 2;
   }
-  if (lua_toboolean(L, 2)) {
-    lpvm_tbuf b;
-    lpvm_tbuf_init(&b);
-    lpvm_put_tuple(&b, 2);
-    lpvm_put_atom(&b, "wait");
-    lpvm_put_pid(&b, p->task.id);
-    if (!b.err) lpvm_send(&p->task, c, b.data, b.len);
-    lpvm_tbuf_free(&b);
-  }
+  if (lua_toboolean(L, 2)) lpvm_dist_wait(p->task.id, n);
   lmod_push_pid(L, c);
   return 1;
 }
@@ -126,27 +152,86 @@ static int lmod_monitor_node(lua_State *L) {
   lproc *p = lproc_check(L);
   const char *n = check_node(L, 1);
   int on = lua_isnoneornil(L, 2) ? 1 : lua_toboolean(L, 2);
-  lpvm_id c = lpvm_dist_conn(n, on);
-  lpvm_tbuf b;
-  lpvm_tbuf_init(&b);
-  if (c) {
-    lpvm_put_tuple(&b, 3);
-    lpvm_put_atom(&b, "monitor_node");
-    lpvm_put_pid(&b, p->task.id);
-    lpvm_put_atom(&b, on ? "true" : "false");
-    lpvm_send(&p->task, c, b.data, b.len);
-  } else if (on) {   /* no connection can be made: nodedown at once, as Erlang */
-    lpvm_put_tuple(&b, 2);
-    lpvm_put_atom(&b, "nodedown");
-    lpvm_put_atom(&b, n);
-    lpvm_send(&p->task, p->task.id, b.data, b.len);
-  }
-  lpvm_tbuf_free(&b);
+  lpvm_dist_monitor_node(p->task.id, n, on);
   lua_pushboolean(L, 1);
   return 1;
 }
 
+/* ---- spawning on another node ---------------------------------------------------------- */
+
+static int spawn_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status;
+  return lua_gettop(L) - (int)ctx;
+}
+
+/* spawn({node = N [, fn = F] [, link = true]}, "mod", args...): a spawn request;
+** waits for the answer (lpvm.dist.spawn_wait): pid, or nil and the reason. */
+int lmod_dist_spawn(lua_State *L, int link) {
+  lproc *p = lproc_check(L);
+  lua_getfield(L, 1, "node");
+  const char *node = luaL_checkstring(L, -1);
+  lua_getfield(L, 1, "fn");
+  const char *fn = lua_isnil(L, -1) ? "main" : luaL_checkstring(L, -1);
+  lua_pop(L, 2);
+  const char *mod = luaL_checkstring(L, 2);
+  luaL_argcheck(L, strchr(node, '@') != NULL, 1, "option 'node' must be name@host");
+  int top = lua_gettop(L);
+  char err[LTERM_ERRSZ];
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_list(&b, (uint32_t)(top - 2));
+  for (int i = 3; i <= top; i++)
+    if (lterm_put(L, i, &b, err) != 0) {
+      lpvm_tbuf_free(&b);
+      return luaL_error(L, "spawn: argument %s", err);
+    }
+  lpvm_put_nil(&b);
+  uint64_t ref = 0;
+  int rc = b.err ? b.err : lpvm_dist_spawn_request(&p->task, node, mod, fn, b.data, b.len,
+                                                   link ? LPVM_DIST_SPAWN_LINK : 0, &ref);
+  lpvm_tbuf_free(&b);
+  if (rc == LPVM_ENOPROC) { lua_pushnil(L); lua_pushliteral(L, "noconnection"); return 2; }
+  if (rc) return lmod_fail(L, rc);
+  int base = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "lpvm.dist");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "spawn_wait");
+  lua_remove(L, -2);
+  lua_pushstring(L, node);
+  lmod_push_ref(L, ref);
+  lua_callk(L, 2, LUA_MULTRET, base, spawn_k);
+  return spawn_k(L, LUA_OK, base);
+}
+
+/* _erpc_result(ref, ok, value): erpc's exit reason {Ref, return, Value} or
+** {Ref, error, Value, []}, as a value lpvm.exit passes on unchanged. */
+static int lmod_erpc_result(lua_State *L) {
+  char err[LTERM_ERRSZ];
+  int ok = lua_toboolean(L, 2);
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, ok ? 3 : 4);
+  if (lterm_put(L, 1, &b, err) != 0) { lpvm_tbuf_free(&b); return luaL_error(L, "%s", err); }
+  lpvm_put_atom(&b, ok ? "return" : "error");
+  if (lterm_put(L, 3, &b, err) != 0) {
+    lpvm_tbuf_free(&b);
+    lpvm_tbuf_init(&b);
+    lpvm_put_tuple(&b, 4);
+    lterm_put(L, 1, &b, err);
+    lpvm_put_atom(&b, "error");
+    lpvm_put_binary(&b, "result cannot travel", 20);
+    ok = 0;
+  }
+  if (!ok) lpvm_put_nil(&b);
+  if (b.err) { lpvm_tbuf_free(&b); return luaL_error(L, "not enough memory"); }
+  lterm_push_foreign(L, b.data, b.len);
+  lpvm_tbuf_free(&b);
+  return 1;
+}
+
 const lmod_fn lmod_dist_fns[] = {
+  {"_erpc_result", lmod_erpc_result},
   {"net_start", lmod_net_start},
   {"net_stop", lmod_net_stop},
   {"node", lmod_node},

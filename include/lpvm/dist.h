@@ -31,13 +31,39 @@ int lpvm_dist_stop(void);
 /* This node's name ("nonode@nohost" when not distributed). */
 const char *lpvm_node_name(void);
 /* The connection task for `node`, started if none (0 if not distributed or the
-** name is malformed). A task may send it {wait, Pid} (answers {nodeup, Node} or
-** {nodedown, Node}) and {monitor_node, Pid, Bool}. */
+** name is malformed). */
 lpvm_id lpvm_dist_conn(const char *node, int start);
+/* `who` gets {nodeup, Node} once `node` is connected (at once if it is, after a
+** connection attempt if not) or {nodedown, Node} if that fails. */
+int lpvm_dist_wait(lpvm_id who, const char *node);
+/* erlang:monitor_node/2: with on, `who` gets {nodedown, Node} once when the
+** connection to `node` goes (at once if none can be made); without, one such
+** subscription is dropped. */
+int lpvm_dist_monitor_node(lpvm_id who, const char *node, int on);
 /* Send a message (a complete term) to the process registered as `name` on `node`
 ** ({Name, Node} ! Msg); connects first if needed. LPVM_ENOPROC: no such node. */
 int lpvm_dist_send_name(lpvm_task *self, const char *name, const char *node,
                         const void *term, size_t len);
+/* How a peer's spawn request (erlang:spawn(Node, M, F, A), rpc:call) starts a
+** process here: the VM's Lua side installs this. spawn starts module `mod`'s
+** function `fn` with `args` (a complete term: a tuple of the arguments) held back
+** until release(creator, id), so the connection can link or monitor it first. */
+typedef struct lpvm_dist_spawner {
+  int (*spawn)(lpvm_task *creator, const char *mod, size_t mlen, const char *fn,
+               size_t flen, const uint8_t *args, size_t alen, lpvm_id *id);
+  void (*release)(lpvm_task *creator, lpvm_id id);
+} lpvm_dist_spawner;
+void lpvm_dist_set_spawner(const lpvm_dist_spawner *s);
+
+/* Ask `node` to spawn mod:fn(args) (args: a complete term, a list); the answer
+** comes to `self` as {'$spawn_reply', Ref, Pid | Error} with Ref = *ref.
+** opts: LPVM_DIST_SPAWN_LINK / _MONITOR (the monitor's reference is *ref). */
+#define LPVM_DIST_SPAWN_LINK    1
+#define LPVM_DIST_SPAWN_MONITOR 2
+int lpvm_dist_spawn_request(lpvm_task *self, const char *node, const char *mod,
+                            const char *fn, const uint8_t *args, size_t alen,
+                            int opts, uint64_t *ref);
+
 /* Close the connection to `node`: LPVM_ENOPROC if there is none. */
 int lpvm_dist_disconnect(const char *node);
 /* Call fn for the name of every node with a connection up. */

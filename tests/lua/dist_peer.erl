@@ -25,6 +25,10 @@ loop() ->
             From ! {linked, spawn(fun() -> watch_link(From, LpvmPid) end)};
         {<<"monitor">>, From, LpvmPid} ->
             From ! {monitoring, spawn(fun() -> watch_mon(From, LpvmPid) end)};
+        {<<"rpc">>, From, M, F, A} ->
+            From ! {rpc_result, rpc:call(node(From), binary_to_atom(M), binary_to_atom(F), A)};
+        {<<"spawn_on">>, From, M, F, A} ->
+            From ! {spawned, spawn(node(From), binary_to_atom(M), binary_to_atom(F), A)};
         stop ->
             halt()
     end,

@@ -108,6 +108,27 @@ test("monitor an erl process and be monitored from erl", function()
   T.eq(select(2, T.down(ref2)), "noproc")
 end)
 
+test("rpc:call into lpvm runs require(M)[F](A...) and returns its result", function()
+  lpvm.send(agent, "rpc", lpvm.self(), "dist_mod", "add", {2, 40})
+  local r = T.recv_match(function(t) return t == "rpc_result" end, 15000)
+  T.eq(r[2], 42)
+  lpvm.send(agent, "rpc", lpvm.self(), "dist_mod", "fail", {})
+  r = T.recv_match(function(t) return t == "rpc_result" end, 15000)
+  T.eq(r[2][1], "badrpc")      -- {badrpc, {'EXIT', {Message, []}}}
+  T.ok(tostring(r[2][2][2][1]):find("deliberate", 1, true), T.show(r[2]))
+  lpvm.send(agent, "rpc", lpvm.self(), "no_such_module", "f", {})
+  r = T.recv_match(function(t) return t == "rpc_result" end, 15000)
+  T.eq(r[2][1], "badrpc")
+end)
+
+test("erlang:spawn(LpvmNode, M, F, A) starts a Lua process here", function()
+  lpvm.send(agent, "spawn_on", lpvm.self(), "dist_mod", "hello", {lpvm.self()})
+  local sp = T.recv_match(function(t) return t == "spawned" end, 15000)
+  local r = T.recv_match(function(t) return t == "hello_from_spawned" end, 15000)
+  T.eq(r[2], sp[2])
+  T.eq(r[3], me)
+end)
+
 test("a wrong cookie is refused both ways", function()
   local bad, badnode = start_peer("erlbad" .. tag, "wrong" .. cookie)
   -- its ping fails, so it never says hello; we refuse it and log why

@@ -19,4 +19,23 @@ function M.connect(node)
   return ok
 end
 
+-- The answer to a spawn request: pid, or nil and the reason ("noconnection" when
+-- the connection goes first).
+function M.spawn_wait(node, ref)
+  local conn = lpvm._dist_conn(node)
+  local mon = type(conn) == "userdata" and lpvm.monitor(conn) or nil
+  local res, got = nil, false
+  lpvm.receive(function(tag, r, x)
+    if tag == "$spawn_reply" and r == ref then
+      res, got = x, true
+      return true
+    end
+    return mon ~= nil and tag == "DOWN" and r == mon
+  end)
+  if mon then lpvm.demonitor(mon) end
+  if not got then return nil, "noconnection" end
+  if type(res) == "userdata" then return res end
+  return nil, res
+end
+
 return M

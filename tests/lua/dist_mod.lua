@@ -1,0 +1,31 @@
+-- dist_mod.lua -- a module the distribution tests run on other nodes: by remote
+-- spawn from lpvm, by erlang:spawn and rpc:call from erl.
+local M = {}
+
+function M.main(parent)
+  lpvm.send(parent, "started", lpvm.self(), lpvm.node())
+  lpvm.receive()
+end
+
+function M.add(a, b) return a + b end
+
+function M.fail() error("deliberate") end
+
+function M.hello(to) lpvm.send(to, "hello_from_spawned", lpvm.self(), lpvm.node()) end
+
+-- A ring member: learns the next member, then passes the token on until it is 0.
+function M.ring(parent)
+  local r = table.pack(lpvm.receive(function(t) return t == "next" end))
+  local nxt = r[2]
+  while true do
+    local t, n = lpvm.receive()
+    if t == "token" then
+      if n == 0 then lpvm.send(parent, "done", lpvm.node())
+      else lpvm.send(nxt, "token", n - 1) end
+    elseif t == "stop" then
+      return
+    end
+  end
+end
+
+return M

@@ -1,0 +1,122 @@
+-- test_dist2.lua -- two lpvm nodes (docs/distribution.md): this one and a second lpvm
+-- OS process running dist_node.lua. Remote spawn by module name, a ring that crosses
+-- the nodes, links and monitors across, node down when the other VM is killed.
+-- Loopback only; epmd is started if none runs (needs Debian's erlang-base: the
+-- test passes as skipped without it); every wait is bounded.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+if not os.execute("command -v epmd >/dev/null 2>&1") then
+  print("skip: epmd not installed (Debian: erlang-base)")
+  lpvm.halt(0)
+  return
+end
+
+local HERE = (arg[0]:match("^(.*/)") or "./")
+local tag = tostring(os.time() % 100000) .. tostring(math.random(1000, 9999))
+local cookie = "lpvm2test" .. tag
+T.ok(lpvm.net_start("lpvma" .. tag, {cookie = cookie}))
+local me = lpvm.node()
+lpvm.register("lpvm_test", lpvm.self())
+
+local exe
+do
+  local f = io.open("/proc/self/stat")
+  local pid = f:read("n")
+  f:close()
+  f = io.popen("readlink /proc/" .. pid .. "/exe")
+  exe = f:read("l")
+  f:close()
+end
+
+local function start_b(name)
+  local port = assert(lpvm.open_port({exe, HERE .. "dist_node.lua", name, cookie, me},
+                                     {stderr = "stdout"}))
+  local r = T.recv_match(function(t) return t == "hello_b" end, 20000)
+  return port, r[2], r[3], r[4]
+end
+
+local portb, nodeb_pid, nodeb, ospid_b = start_b("lpvmb" .. tag)
+
+test("the second node said hello by name; connect, nodes, echo by pid", function()
+  T.ok(nodeb:match("^lpvmb"), nodeb)
+  T.eq(lpvm.connect(nodeb), true)
+  local found = false
+  for _, n in ipairs(lpvm.nodes()) do found = found or n == nodeb end
+  T.ok(found)
+  lpvm.send(nodeb_pid, "echo", lpvm.self(), {k = "v"})
+  local r = T.recv_match(function(t) return t == "echo_b" end)
+  T.eq(r[2].k, "v")
+  T.eq(r[3], nodeb)
+  lpvm.send({"nodeb", nodeb}, "echo", lpvm.self(), 7)
+  r = T.recv_match(function(t) return t == "echo_b" end)
+  T.eq(r[2], 7)
+end)
+
+test("connect to a node that does not exist is false", function()
+  T.eq(lpvm.connect("nosuchnode" .. tag .. "@localhost"), false)
+  T.raises(function() lpvm.connect("no-at-sign") end, "name@host")
+end)
+
+test("remote spawn by module name runs there", function()
+  local pid = assert(lpvm.spawn({node = nodeb}, "dist_mod", lpvm.self()))
+  local r = T.recv_match(function(t) return t == "started" end)
+  T.eq(r[2], pid)
+  T.eq(r[3], nodeb)
+  local pid2 = assert(lpvm.spawn({node = nodeb, fn = "hello"}, "dist_mod", lpvm.self()))
+  r = T.recv_match(function(t) return t == "hello_from_spawned" end)
+  T.eq(r[2], pid2)
+  -- a module that is not there: the process dies at once, the spawn itself succeeds
+  T.ok(lpvm.spawn({node = nodeb}, "no_such_module_here"))
+end)
+
+test("a ring crosses the nodes", function()
+  local members, k, rounds = {}, 8, T.scaled(50, 5)
+  for i = 1, k do
+    if i % 2 == 0 then
+      members[i] = assert(lpvm.spawn({node = nodeb, fn = "ring"}, "dist_mod", lpvm.self()))
+    else
+      members[i] = lpvm.spawn(function(parent) require("dist_mod").ring(parent) end,
+                              lpvm.self())
+    end
+  end
+  for i = 1, k do lpvm.send(members[i], "next", members[i % k + 1]) end
+  lpvm.send(members[1], "token", k * rounds)
+  local r = T.recv_match(function(t) return t == "done" end, 30000)
+  T.eq(r[2], me)      -- k * rounds hops end back at member 1
+  for i = 1, k do lpvm.send(members[i], "stop") end
+end)
+
+test("links and monitors across lpvm nodes", function()
+  lpvm.trap_exit(true)
+  local p = assert(lpvm.spawn({node = nodeb, link = true}, "dist_mod", lpvm.self()))
+  T.recv_match(function(t) return t == "started" end)
+  local ref = lpvm.monitor(p)
+  lpvm.exit(p, "stopped")
+  T.eq(T.exit_from(p), "stopped")
+  T.eq(select(2, T.down(ref)), "stopped")
+end)
+
+test("node down: noconnection, nodedown, and no spawn there", function()
+  lpvm.trap_exit(true)
+  local p = assert(lpvm.spawn({node = nodeb}, "dist_mod", lpvm.self()))
+  T.recv_match(function(t) return t == "started" end)
+  lpvm.link(p)
+  local ref = lpvm.monitor(p)
+  lpvm.monitor_node(nodeb)
+  lpvm.sleep(100)
+  os.execute("kill -9 " .. ospid_b)
+  T.eq(T.exit_from(p, 15000), "noconnection")
+  T.eq(select(2, T.down(ref, 15000)), "noconnection")
+  T.recv_match(function(t, n) return t == "nodedown" and n == nodeb end, 15000)
+  local again = lpvm.receive(function(t, x)
+    return (t == "EXIT" and x == p) or (t == "DOWN" and x == ref) or t == "nodedown"
+  end, 500)
+  T.eq(again, nil)
+  local pid, why = lpvm.spawn({node = nodeb}, "dist_mod", lpvm.self())
+  T.eq(pid, nil)
+  T.eq(why, "noconnection")
+  lpvm.monitor_node(nodeb)   -- no connection can be made: nodedown at once
+  T.recv_match(function(t, n) return t == "nodedown" and n == nodeb end, 15000)
+end)
+
+T.run()
