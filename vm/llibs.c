@@ -34,10 +34,23 @@ typedef struct lib {
 static int open_coroutine(lua_State *L);
 static int open_package(lua_State *L);
 
+/* os and io with lsys.c's os.execute and io.popen (no system(), no popen()). */
+static int open_os(lua_State *L) {
+  luaopen_os(L);
+  lsys_patch_os(L);
+  return 1;
+}
+
+static int open_io(lua_State *L) {
+  luaopen_io(L);
+  lsys_patch_io(L);
+  return 1;
+}
+
 static const lib libs[] = {
     {"string", luaopen_string}, {"table", luaopen_table},
-    {"math", luaopen_math},     {"io", luaopen_io},
-    {"os", luaopen_os},         {"coroutine", open_coroutine},
+    {"math", luaopen_math},     {"io", open_io},
+    {"os", open_os},         {"coroutine", open_coroutine},
     {"utf8", luaopen_utf8},     {"debug", luaopen_debug},
     {"package", open_package},  {"lpvm", lmod_open},
     {NULL, NULL}};

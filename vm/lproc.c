@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/lpvm.h"
+#include "vm/llog.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
@@ -379,16 +381,50 @@ static size_t traceback(lua_State *L, char *out, size_t cap) {
   return n < cap ? n : cap - 1;
 }
 
-static void log_crash(lproc *p, const char *msg, int boot) {
-  lpvm_id id = p->task.id;
-  if (boot) {
-    fprintf(stderr, "lpvm: %s\n", msg);
-    return;
+/* A reason that is no failure: normal, shutdown, {shutdown, _} (OTP's rule; from
+** Lua {"shutdown", x} arrives as a list whose head is a binary). */
+static int normal_reason(const uint8_t *reason, size_t len) {
+  if (lpvm_term_is_atom(reason, len, "normal") || lpvm_term_is_atom(reason, len, "shutdown"))
+    return 1;
+  lpvm_tread r;
+  uint32_t n;
+  const char *a;
+  const uint8_t *bin;
+  size_t alen;
+  if (lpvm_tread_init(&r, reason, len)) return 0;
+  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
+    if (lpvm_get_tuple(&r, &n) || n != 2) return 0;
+  } else if (lpvm_get_list(&r, &n) || n != 2) {
+    return 0;
   }
-  /* the whole reason: a load error's location is on its second line, a module not
-  ** found lists the places searched, and the traceback says where it happened */
-  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %s\n", lpvm_id_slot(id),
-          lpvm_id_gen(id), msg);
+  if (lpvm_get_atom(&r, &a, &alen) != 0) {
+    if (lpvm_get_binary(&r, &bin, &alen) != 0) return 0;
+    a = (const char *)bin;
+  }
+  return alen == 8 && memcmp(a, "shutdown", 8) == 0;
+}
+
+/* OTP's crash report, for a process that failed by itself (an error, exit(reason),
+** max_heap) with a reason that is not normal or shutdown, linked or not, trapping or
+** not; and for the boot process whatever ended it, so `lpvm app.lua` never exits 1
+** without saying why. The whole reason: a load error's location is on its second
+** line, a module not found lists the places searched, the traceback says where. */
+static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
+  if (!llog_enabled(LLOG_ERROR) || normal_reason(reason, len)) return;
+  /* killed by a signal: its sender reports; or the VM is stopping (halt, SIGINT) */
+  if (!p->failed && (!p->boot || lpvm_halted())) return;
+  size_t cap = 8192;
+  char *buf = malloc(cap);
+  if (!buf) return;
+  int n = snprintf(buf, cap, "%s%s <0.%u.%u> %s with reason:\n",
+                   p->failed ? "crash report: " : "", p->boot ? "the boot process" : "process",
+                   (unsigned)(uint32_t)p->task.id, (unsigned)((p->task.id >> 32) & 0x7fffffff),
+                   p->failed ? "ended" : "was ended by an exit signal");
+  size_t k = (size_t)n + llog_format_term(reason, len, 1, buf + n, cap - (size_t)n - 128);
+  snprintf(buf + k, cap - k, "\nmessage_queue_len: %u, memory: %zu bytes, reductions: %llu",
+           (unsigned)lpvm_mbox_len(&p->task), p->mem, (unsigned long long)p->task.reductions);
+  llog_write(LLOG_ERROR, p->task.id, buf, strlen(buf));
+  free(buf);
 }
 
 /* The process failed with the error object on top of its stack. The reason is a
@@ -415,9 +451,8 @@ static int lproc_error(lproc *p) {
     lpvm_tbuf_init(&b);
     if (lterm_put(L, -1, &b, err) == 0 && !b.err) {
       lpvm_set_reason(&p->task, b.data, b.len);
-      lpvm_term_format(b.data, b.len, buf, sizeof buf);
       lpvm_tbuf_free(&b);
-      if (!p->task.rel || p->boot) log_crash(p, buf, p->boot);
+      p->failed = 1;
       return LPVM_EXIT;
     }
     lpvm_tbuf_free(&b);
@@ -430,8 +465,7 @@ static int lproc_error(lproc *p) {
   if (!b.err) lpvm_set_reason(&p->task, b.data, b.len);
   else set_reason_atom(p, "error");
   lpvm_tbuf_free(&b);
-  buf[n < sizeof buf ? n : sizeof buf - 1] = 0;
-  if (!p->task.rel || p->boot) log_crash(p, buf, p->boot);
+  p->failed = 1;
   return LPVM_EXIT;
 }
 
@@ -447,11 +481,12 @@ static int lproc_resume(lproc *p) {
   p->sched_yield = 0;
   if (p->heap_refused) {
     set_reason_atom(p, "max_heap");
-    if (!p->task.rel) log_crash(p, "max_heap exceeded", 0);
+    p->failed = 1;
     return LPVM_EXIT;
   }
   if (p->exiting) {
     if (p->exit_reason) lpvm_set_reason(&p->task, p->exit_reason, p->exit_len);
+    p->failed = 1;   /* its own exit(reason): a report unless the reason is normal */
     return LPVM_EXIT;
   }
   if (st == LUA_YIELD) {
@@ -594,6 +629,7 @@ static void release_state(lproc *p) {
 
 static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   lproc *p = (lproc *)t;
+  crash_report(p, reason, len);
   if (p->boot)
     atomic_store(&boot_ok, lpvm_term_is_atom(reason, len, "normal"));
   free_start(p->start);

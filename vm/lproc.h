@@ -56,6 +56,11 @@ int lproc_boot_spec_run(const lproc_boot_spec *b, lpvm_id *id, char **errmsg);
 int lproc_boot(const char *script, const char *code, int argc, char **argv,
                lpvm_id *id, char **errmsg);
 
+/* Between lpvm_wait() and lpvm_stop(): end the commands that processes still wait
+** for in os.execute or io.popen (SIGTERM, then SIGKILL after grace_ms), so that
+** none is left running as an orphan and no worker stays blocked in its wait. */
+void lsys_stop_children(int grace_ms);
+
 /* After lpvm_wait(): 1 when the boot process ended with reason normal. */
 int lproc_boot_ok(void);
 

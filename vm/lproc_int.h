@@ -83,6 +83,7 @@ typedef struct lproc {
   uint8_t closing;          /* terminate: the state is being closed */
   uint8_t sched_yield;      /* a coroutine yielded for the scheduler (see llibs.c) */
   uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
+  uint8_t failed;           /* it ended by itself: error, exit(reason), max_heap */
 } lproc;
 
 extern lproc_config lproc_cfg;
@@ -111,6 +112,10 @@ int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
 ** which process is the shell (it ends with it). */
 int lproc_shell_reader(lpvm_id *reader);
 void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
+
+/* lsys.c: os.execute and io.popen that leave the VM's signals alone */
+void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
+void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
@@ -160,6 +165,7 @@ int lmod_dist_spawn(lua_State *L, int link);
 /* Install the spawner a peer's spawn requests use (lpvm.net_start does). */
 void lmod_dist_install(void);
 extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
+extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
 ** malloc'd buffer; NULL if it cannot be dumped. */

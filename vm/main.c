@@ -347,6 +347,7 @@ int main(int argc, char **argv) {
     else status = lproc_boot_ok() ? 0 : 1;
   }
   fflush(stdout);
+  lsys_stop_children(2000);
   lpvm_stop();
   if (have_sig) signals_stop(sig_th);
   lproc_teardown();

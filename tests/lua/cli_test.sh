@@ -176,6 +176,38 @@ check "--max-heap leaves a small process alone" 0 "$LPVM" --max-heap 4M -e 'loca
 check "--recycle" 0 "$LPVM" --recycle 100 -e '
   for i = 1, 50 do local _, r = lpvm.spawn_monitor(function() end) lpvm.receive() end'
 
+# ---- crash reports and the log (docs/otp.md) ------------------------------------
+check "a linked child's crash takes the boot process down: status 1" 1 "$LPVM" -e '
+  lpvm.spawn_link(function() error("linked child dies") end) lpvm.receive()'
+err_has "the child's crash report, linked or not" "crash report: process"
+err_has "the crash report holds the message" "linked child dies"
+err_has "and the traceback" "stack traceback:"
+err_has "the boot process prints why it ended" "the boot process <0.1.0> was ended by an exit signal"
+check "a trapping process's crash is reported too" 0 "$LPVM" -e '
+  lpvm.spawn(function() lpvm.trap_exit(true) error({code = 7}) end) lpvm.sleep(50)'
+err_has "a table reason prints as a Lua value" "{code = 7}"
+check "normal and shutdown ends: no report" 0 "$LPVM" -e '
+  lpvm.spawn(function() lpvm.exit("shutdown") end)
+  lpvm.spawn(function() lpvm.exit({"shutdown", "done"}) end)
+  lpvm.spawn(function() end)
+  local p = lpvm.spawn(function() lpvm.receive() end) lpvm.exit(p, "kill")
+  lpvm.sleep(50)'
+err_lines "nothing on stderr" 0
+check "halt: no report for the processes it kills" 0 "$LPVM" -e '
+  lpvm.spawn(function() lpvm.sleep(10) lpvm.halt(0) end) lpvm.receive()'
+err_lines "halt: nothing on stderr" 0
+check "logger: levels filter, formats print tables as Lua" 0 "$LPVM" -e '
+  local logger = require "logger"
+  logger.info("hidden at the default level")
+  logger.warning("shown %d %s", 5, {1, 2})
+  logger.set_level("debug") logger.debug("now shown")'
+err_has "a warning is written with level and pid" "warning <0.1.0>: shown 5 {1, 2}"
+err_has "after set_level debug, debug shows" "debug <0.1.0>: now shown"
+err_lines "info was filtered at the default level (notice)" 2
+check "log level none silences crash reports" 0 "$LPVM" -e '
+  lpvm.log_level("none") lpvm.spawn(function() error("quiet") end) lpvm.sleep(50)'
+err_lines "none: nothing on stderr" 0
+
 # ---- signals -------------------------------------------------------------------
 sig_check() {  # NAME SIGNAL CODE: status must be 128 + the signal's number
   # the code prints "ready" once running: the handler is installed by then
@@ -207,6 +239,22 @@ sig_check "SIGINT stops a VM of endless loops" INT '
 sig_check "SIGTERM stops a VM with thread-mode processes" TERM '
   for i = 1, 4 do lpvm.spawn({thread = true}, function() lpvm.receive() end) end
   lpvm.receive()'
+
+# Signals do not depend on what a process calls: glibc's system() ignored SIGINT for
+# the whole VM while a process was in os.execute. The command is ended with the VM.
+orphan_check() {  # NAME MARK: no process whose command line has MARK is left
+  i=0
+  while pgrep -f "$2" >/dev/null 2>&1 && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  if pgrep -f "$2" >/dev/null 2>&1; then pkill -f "$2"; bad "$1"; else ok "$1"; fi
+}
+sig_check "SIGINT stops a VM while a process waits in os.execute" INT '
+  os.execute("sleep 29.5001")'
+orphan_check "the command of an interrupted os.execute is not orphaned" "sleep 29.5001"
+sig_check "SIGTERM stops a VM while processes wait in os.execute and io.popen" TERM '
+  lpvm.spawn({thread = true}, function() io.popen("sleep 29.5002; echo x"):read("a") end)
+  os.execute("sleep 29.5003 & sleep 29.5004; wait")'
+orphan_check "io.popen's command is not orphaned" "sleep 29.5002"
+orphan_check "a command's own children are not orphaned" "sleep 29.500[34]"
 
 # ---- the shell -----------------------------------------------------------------
 shell() {  # INPUT: run the shell (-i) with INPUT on a pipe
