@@ -64,4 +64,8 @@ void lsys_stop_children(int grace_ms);
 /* After lpvm_wait(): 1 when the boot process ended with reason normal. */
 int lproc_boot_ok(void);
 
+/* Lua processes answer a peer's spawn requests (lmod_dist.c): before distribution
+** starts (lpvm.net_start and --sname do it). */
+void lmod_dist_install(void);
+
 #endif

@@ -162,8 +162,6 @@ extern const lmod_fn lmod_msg_fns[];
 extern const lmod_fn lmod_dist_fns[];   /* lmod_dist.c: distribution */
 /* spawn({node = N, ...}, "mod", ...) on another node (stack: opts, mod, args...) */
 int lmod_dist_spawn(lua_State *L, int link);
-/* Install the spawner a peer's spawn requests use (lpvm.net_start does). */
-void lmod_dist_install(void);
 extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
 extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */

@@ -30,6 +30,7 @@
 
 #include <lua.h>
 
+#include "lpvm/dist.h"
 #include "lpvm/lpvm.h"
 #include "vm/lproc.h"
 
@@ -43,6 +44,7 @@ typedef struct cli {
   lproc_step *steps;      /* -e and -l in order (LUA_INIT and the script added later) */
   int nsteps;
   int interactive, version, noenv, help;
+  lpvm_dist_opts dist;    /* --sname/--name/--cookie/--listen: distribution */
 } cli;
 
 /* A setter returns 0, or -1 with the error printed. */
@@ -138,6 +140,23 @@ static int o_recycle(cli *c, const char *v) {
   return 0;
 }
 
+static int o_sname(cli *c, const char *v) {
+  if (!*v || strchr(v, '@')) return bad("--sname", "needs a name without @host");
+  c->dist.name = v;
+  c->dist.longnames = 0;
+  return 0;
+}
+
+static int o_name(cli *c, const char *v) {
+  if (!*v) return bad("--name", "needs a name (name@host or name)");
+  c->dist.name = v;
+  c->dist.longnames = 1;
+  return 0;
+}
+
+static int o_cookie(cli *c, const char *v) { c->dist.cookie = v; return 0; }
+static int o_listen(cli *c, const char *v) { c->dist.listen = v; return 0; }
+
 static const option options[] = {
     {"-e", "code", o_exec, "run code (each -e and -l in the order given)"},
     {"-l", "mod", o_lib, "require mod into the global mod; -l g=mod: into g"},
@@ -151,6 +170,10 @@ static const option options[] = {
     {"--no-worker-cache", NULL, o_nocache, "turn the scheduler's worker cache off"},
     {"--max-heap", "BYTES", o_maxheap, "default heap limit per process (suffix k, m or g)"},
     {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},
+    {"--sname", "NAME", o_sname, "a distributed node NAME@shorthost (see distribution.md)"},
+    {"--name", "NAME", o_name, "a distributed node with a long name (NAME@host.domain)"},
+    {"--cookie", "C", o_cookie, "the cookie (default: ~/.erlang.cookie, as erl)"},
+    {"--listen", "ADDR", o_listen, "IPv4 address the node listens on (default: all)"},
     {"--version", NULL, o_version, "print the version"},
     {"--help", NULL, o_help, "this text"},
     {"-h", NULL, o_help, NULL},
@@ -323,6 +346,19 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (c.dist.name) {
+    c.dist.hidden = 1;
+    lmod_dist_install();
+    rc = lpvm_dist_start(&c.dist);
+    if (rc < 0) {
+      lpvm_stop();
+      lproc_teardown();
+      fprintf(stderr, "%s: cannot start distribution as %s: %s\n", progname, c.dist.name,
+              lpvm_strerror(rc));
+      return 1;
+    }
+  }
+
   pthread_t sig_th;
   int have_sig = signals_start(&sig_th) == 0;
 
@@ -348,6 +384,7 @@ int main(int argc, char **argv) {
   }
   fflush(stdout);
   lsys_stop_children(2000);
+  lpvm_dist_stop();   /* unregister from EPMD at once, not at exit */
   lpvm_stop();
   if (have_sig) signals_stop(sig_th);
   lproc_teardown();

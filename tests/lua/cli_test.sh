@@ -47,6 +47,13 @@ check "--workers 0: status 1" 1 "$LPVM" --workers 0 -e "x=1"
 check "--reductions abc: status 1" 1 "$LPVM" --reductions abc -e "x=1"
 check "--max-heap bad: status 1" 1 "$LPVM" --max-heap 12q -e "x=1"
 check "-e without code: status 1" 1 "$LPVM" -e
+check "--sname with @host: status 1" 1 "$LPVM" --sname a@b -e "x=1"
+err_has "--sname with @host says why" "--sname needs a name without @host"
+if command -v epmd >/dev/null 2>&1; then
+  check "--sname starts a node" 0 "$LPVM" --sname "clitest$$" --cookie c \
+    -e 'print(lpvm.node()) lpvm.halt(0)'
+  out_has "--sname: lpvm.node() is name@shorthost" "clitest$$@$(hostname -s)"
+fi
 
 # ---- running code --------------------------------------------------------------
 check "-e runs code" 0 "$LPVM" -e 'print(1 + 1)'
