@@ -14,7 +14,8 @@ end
 local HERE = (arg[0]:match("^(.*/)") or "./")
 local tag = tostring(os.time() % 100000) .. tostring(math.random(1000, 9999))
 local cookie = "lpvm2test" .. tag
-T.ok(lpvm.net_start("lpvma" .. tag, {cookie = cookie}))
+-- ticktime 2 s: ticks every 500 ms, a silent peer is gone after 2 s
+T.ok(lpvm.net_start("lpvma" .. tag, {cookie = cookie, ticktime = 2}))
 local me = lpvm.node()
 lpvm.register("lpvm_test", lpvm.self())
 
@@ -50,6 +51,43 @@ test("the second node said hello by name; connect, nodes, echo by pid", function
   lpvm.send({"nodeb", nodeb}, "echo", lpvm.self(), 7)
   r = T.recv_match(function(t) return t == "echo_b" end)
   T.eq(r[2], 7)
+end)
+
+test("an idle connection lives on ticks", function()
+  lpvm.sleep(3000)   -- longer than the 2 s a silent peer is allowed
+  local found = false
+  for _, n in ipairs(lpvm.nodes()) do found = found or n == nodeb end
+  T.ok(found, "the idle connection was dropped")
+  lpvm.send(nodeb_pid, "echo", lpvm.self(), "still")
+  T.eq(T.recv_match(function(t) return t == "echo_b" end)[2], "still")
+end)
+
+-- The port this node listens on, from EPMD (`epmd -names`).
+local function my_port()
+  local f = io.popen("epmd -names")
+  local out = f:read("a")
+  f:close()
+  return tonumber(out:match("name " .. me:match("^[^@]+") .. " at port (%d+)"))
+end
+
+test("garbage on the distribution port closes that connection, not the VM", function()
+  local port = assert(my_port())
+  local junk = {
+    "\0\5Nxxxx",                                    -- send_name too short
+    "\255\255" .. string.rep("A", 100),              -- a handshake message too long
+    "\0\3abc",                                       -- not a handshake message
+    string.rep("\0", 64),                             -- zeros
+  }
+  for _, bytes in ipairs(junk) do
+    local conn = assert(lpvm.tcp_connect("127.0.0.1", port, {active = true}))
+    lpvm.port_send(conn, bytes)
+    T.recv_match(function(t, p) return (t == "eof" or t == "closed") and p == conn end, 15000)
+    lpvm.port_close(conn)
+  end
+  -- a peer that stops in the middle of the handshake is dropped after its timeout
+  -- (not waited for here); the node still works:
+  lpvm.send(nodeb_pid, "echo", lpvm.self(), "alive")
+  T.eq(T.recv_match(function(t) return t == "echo_b" end)[2], "alive")
 end)
 
 test("connect to a node that does not exist is false", function()
