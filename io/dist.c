@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "io/dist_conn.h"
+#include "io/io.h"
 #include "io/port_int.h"
 #include "lpvm/dist.h"
 #include "tasks/sig.h"
@@ -448,6 +449,8 @@ int lpvm_dist_stop(void) {
   node_set_self(NULL, 0, 0);
   return 0;
 }
+
+void io_dist_stop(void) { (void)lpvm_dist_stop(); }
 
 const char *lpvm_node_name(void) { return node_self()->name; }
 

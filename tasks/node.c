@@ -27,6 +27,10 @@ static struct {
 
 static node_desc nonode;
 static _Atomic(const node_desc *) self_desc;
+/* Every name this node has had: an encoder may still read a replaced one, so they
+** are freed only by node_fini, when no task is left. Guarded by N.mu. */
+static node_desc **retired;
+static size_t nretired;
 static _Atomic node_router_fn router;
 
 static void desc_fill(node_desc *d, const char *name, size_t len, uint32_t creation) {
@@ -62,10 +66,28 @@ int node_set_self(const char *name, size_t len, uint32_t creation) {
   }
   if (len == 0 || len > NODE_NAME_MAX || !memchr(name, '@', len)) return LPVM_EINVAL;
   node_desc *d = malloc(sizeof *d);
-  if (!d) return LPVM_ENOMEM;
+  pthread_mutex_lock(&N.mu);
+  node_desc **r = d ? realloc(retired, (nretired + 1) * sizeof *r) : NULL;
+  if (r) (retired = r)[nretired++] = d;
+  pthread_mutex_unlock(&N.mu);
+  if (!r) {
+    free(d);
+    return LPVM_ENOMEM;
+  }
   desc_fill(d, name, len, creation);
   atomic_store_explicit(&self_desc, d, memory_order_release);
   return 0;
+}
+
+void node_fini(void) {
+  (void)node_self();
+  atomic_store_explicit(&self_desc, &nonode, memory_order_release);
+  pthread_mutex_lock(&N.mu);
+  for (size_t i = 0; i < nretired; i++) free(retired[i]);
+  free(retired);
+  retired = NULL;
+  nretired = 0;
+  pthread_mutex_unlock(&N.mu);
 }
 
 int node_is_self(const char *name, size_t len, uint32_t creation) {

@@ -51,6 +51,9 @@ const node_desc *node_self(void);
 /* Become name@host with `creation` (distribution started) or, with name NULL,
 ** nonode@nohost again. */
 int node_set_self(const char *name, size_t len, uint32_t creation);
+/* The VM stopped (no task is left): nonode@nohost again, earlier names freed. The
+** node entries stay: a remote id outlives nothing, but costs nothing either. */
+void node_fini(void);
 /* Is (name, creation) this node? creation UINT32_MAX: any creation. Ids of
 ** nonode@nohost are always this node's (what lpvm wrote before it had a name). */
 int node_is_self(const char *name, size_t len, uint32_t creation);

@@ -35,13 +35,13 @@ Test(handshake, round_trips) {
   hs_digest("secret", 0xdeadbeef, dg);   /* MD5("secret" ++ "3735928559") */
   const uint8_t want[16] = {195, 147, 155, 49, 215, 169, 19, 216, 46, 42, 206, 9, 36,
                             124, 123, 65};
-  cr_assert_arr_eq(dg, want, 16);
+  cr_assert(memcmp(dg, want, 16) == 0);
   uint32_t chal;
   const uint8_t *d;
   len = hs_build_reply(m, 42, dg);
   cr_assert_eq(hs_parse_reply(m + 2, len - 2, &chal, &d), 0);
   cr_assert_eq(chal, 42u);
-  cr_assert_arr_eq(d, dg, 16);
+  cr_assert(memcmp(d, dg, 16) == 0);
   len = hs_build_ack(m, dg);
   cr_assert_eq(hs_parse_ack(m + 2, len - 2, &d), 0);
   const char *st;

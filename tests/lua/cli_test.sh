@@ -296,6 +296,10 @@ out_has "ring prints microseconds per hop" "hop"
 check "examples/pingpong.lua runs" 0 "$LPVM" "$ROOT/examples/pingpong.lua" 1000
 check "examples/supervisor.lua runs" 0 "$LPVM" "$ROOT/examples/supervisor.lua"
 out_has "the supervisor restarts its worker" "restart"
+if command -v epmd >/dev/null 2>&1; then
+  check "examples/cluster/main.lua runs" 0 timeout 60 "$LPVM" "$ROOT/examples/cluster/main.lua"
+  out_has "examples/cluster: squares computed on node b" "5^2 = 25 (computed on b"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

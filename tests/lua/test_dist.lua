@@ -11,7 +11,7 @@ if not os.execute("command -v erl >/dev/null 2>&1") then
   return
 end
 
-local tag = tostring(lpvm.self()):gsub("%D", "") .. tostring(os.time() % 100000)
+local tag = tostring(io.open("/proc/self/stat"):read("n"))   -- unique on this host
 local cookie = "lpvmtest" .. tag
 local host
 do
