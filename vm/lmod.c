@@ -194,6 +194,13 @@ int lmod_fail(lua_State *L, int err) {
 static int lmod_index(lua_State *L) {
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *k = lua_tostring(L, 2);
+  if (strcmp(k, "ets") == 0) {   /* lpvm.ets is require "ets" */
+    luaL_requiref(L, "ets", lmod_ets_open, 0);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 1);
+    return 1;
+  }
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
                            lmod_dist_fns};
   for (int t = 0; t < 5; t++)

@@ -72,6 +72,13 @@ int lproc_boot_ok(void) { return atomic_load(&boot_ok); }
 
 /* ---- the allocator ----------------------------------------------------------------------- */
 
+/* Erlang's max_heap_size counts the message queue (on-heap messages), and so does
+** max_heap: the bytes of every message sent to the process and not yet taken, each
+** with its header, from the moment it is sent (the signal queue included). */
+static size_t queue_cost(const lproc *p) {
+  return lpvm_queued_bytes(&p->task) + lpvm_queued_msgs(&p->task) * sizeof(lpvm_msg);
+}
+
 /* ud is the owning process, or NULL for a state between owners (boot, pool). */
 static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
@@ -81,7 +88,8 @@ static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (p) p->mem -= osize;
     return NULL;
   }
-  if (p && p->max_heap && nsize > osize && p->mem + (nsize - osize) > p->max_heap) {
+  if (p && p->max_heap && nsize > osize &&
+      p->mem + (nsize - osize) + queue_cost(p) > p->max_heap) {
     p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
     return NULL;
   }
@@ -101,6 +109,32 @@ static int lproc_panic(lua_State *L) {
   abort();
 }
 
+/* ---- interrupts (the shell's Ctrl-C) ---------------------------------------------------- */
+
+/* The process to interrupt, set by lproc_interrupt from any thread and taken (reset to
+** 0) by that process: its count hook raises "interrupted!" in running code, and a
+** receive or sleep it waits in is woken by a marker message (from outside any task,
+** never shown to Lua: lmod_msg.c drops it) and raises there. */
+static _Atomic lpvm_id interrupt_id;
+static const uint8_t interrupt_marker[] = {131, 119, 15, '$', 'l', 'p', 'v', 'm', '_', 'i',
+                                           'n', 't', 'e', 'r', 'r', 'u', 'p', 't'};
+
+int lproc_interrupt(lpvm_id id) {
+  atomic_store(&interrupt_id, id);
+  return lpvm_send(NULL, id, interrupt_marker, sizeof interrupt_marker);
+}
+
+int lproc_take_interrupt(lproc *p) {
+  lpvm_id want = p->task.id;
+  if (atomic_load_explicit(&interrupt_id, memory_order_relaxed) != want) return 0;
+  return atomic_compare_exchange_strong(&interrupt_id, &want, 0);
+}
+
+int lproc_is_interrupt_msg(lpvm_msg *m) {
+  return lpvm_msg_from(m) == 0 && lpvm_msg_len(m) == sizeof interrupt_marker &&
+         memcmp(lpvm_msg_data(m), interrupt_marker, sizeof interrupt_marker) == 0;
+}
+
 /* ---- the count hook ---------------------------------------------------------------------- */
 
 static void lproc_hook(lua_State *L, lua_Debug *ar) {
@@ -111,6 +145,7 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
     if (++p->slices > 2000) luaL_error(L, "finalizer ran too long at process exit");
     return;
   }
+  if (lproc_take_interrupt(p)) luaL_error(L, "interrupted!");
   p->task.reductions += (uint64_t)lproc_cfg.reductions / LPROC_SLICES;
   if (++p->slices < LPROC_SLICES && !lpvm_should_yield(&p->task) && !p->exiting &&
       !p->heap_refused)
@@ -418,7 +453,7 @@ static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
   if (!buf) return;
   int n = snprintf(buf, cap, "%s%s <0.%u.%u> %s with reason:\n",
                    p->failed ? "crash report: " : "", p->boot ? "the boot process" : "process",
-                   (unsigned)(uint32_t)p->task.id, (unsigned)((p->task.id >> 32) & 0x7fffffff),
+                   lpvm_id_slot(p->task.id), lpvm_id_gen(p->task.id),
                    p->failed ? "ended" : "was ended by an exit signal");
   size_t k = (size_t)n + llog_format_term(reason, len, 1, buf + n, cap - (size_t)n - 128);
   snprintf(buf + k, cap - k, "\nmessage_queue_len: %u, memory: %zu bytes, reductions: %llu",
@@ -433,18 +468,16 @@ static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
 ** can match on it; anything else becomes "(error object is a X value)". */
 static int lproc_error(lproc *p) {
   lua_State *L = p->L;
-  char buf[4096];
-  size_t n;
+  char num[64], tb[4096];
+  const char *msg = num;
+  size_t mlen;
   int t = lua_type(L, -1);
   if (t == LUA_TSTRING) {
-    size_t len;
-    const char *s = lua_tolstring(L, -1, &len);
-    n = len < 2048 ? len : 2048;
-    memcpy(buf, s, n);
+    msg = lua_tolstring(L, -1, &mlen);   /* whole: the reason is bounded by memory only */
   } else if (t == LUA_TNUMBER) {
-    n = lua_isinteger(L, -1)
-            ? (size_t)snprintf(buf, sizeof buf, LUA_INTEGER_FMT, lua_tointeger(L, -1))
-            : (size_t)snprintf(buf, sizeof buf, LUA_NUMBER_FMT, lua_tonumber(L, -1));
+    mlen = lua_isinteger(L, -1)
+               ? (size_t)snprintf(num, sizeof num, LUA_INTEGER_FMT, lua_tointeger(L, -1))
+               : (size_t)snprintf(num, sizeof num, LUA_NUMBER_FMT, lua_tonumber(L, -1));
   } else {
     char err[LTERM_ERRSZ];
     lpvm_tbuf b;
@@ -456,12 +489,29 @@ static int lproc_error(lproc *p) {
       return LPVM_EXIT;
     }
     lpvm_tbuf_free(&b);
-    n = (size_t)snprintf(buf, sizeof buf, "(error object is a %s value)", lua_typename(L, t));
+    mlen = (size_t)snprintf(num, sizeof num, "(error object is a %s value)", lua_typename(L, t));
   }
-  n += traceback(L, buf + n, sizeof buf - n);
+  size_t tlen = traceback(L, tb, sizeof tb);   /* 20 frames at most, marked "..." */
+  /* The binary is built with malloc, not in the state (which may be out of memory).
+  ** Only if even that fails is the message cut, and the cut is said in the reason. */
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
-  lpvm_put_binary(&b, buf, n);
+  char *whole = malloc(mlen + tlen);
+  if (whole) {
+    memcpy(whole, msg, mlen);
+    memcpy(whole + mlen, tb, tlen);
+    lpvm_put_binary(&b, whole, mlen + tlen);
+    free(whole);
+  }
+  if (!whole || b.err) {
+    char cut[2048 + 96];
+    size_t keep = mlen < 2048 ? mlen : 2048;
+    memcpy(cut, msg, keep);
+    size_t k = keep + (size_t)snprintf(cut + keep, sizeof cut - keep,
+                                       "... (%zu bytes cut: out of memory)", mlen - keep);
+    lpvm_tbuf_reset(&b);
+    lpvm_put_binary(&b, cut, k);
+  }
   if (!b.err) lpvm_set_reason(&p->task, b.data, b.len);
   else set_reason_atom(p, "error");
   lpvm_tbuf_free(&b);
@@ -535,6 +585,7 @@ static int lproc_init(lpvm_task *t, void *arg) {
   lproc_start *s = arg;
   p->start = s;
   p->max_heap = s->max_heap;
+  p->max_mailbox = s->max_mailbox;
   p->boot = (uint8_t)s->boot;
   s->adopted = 1;
   if (s->wait_marker) {
@@ -643,8 +694,23 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   p->nalias = p->calias = 0;
 }
 
+/* Before the process runs (a slice, new mail, a timeout): a queue past max_mailbox,
+** or heap and queue together past max_heap, end it, so a flooded process dies even
+** if it never receives. Senders see nothing (sends stay asynchronous). */
+static int over_limits(lproc *p) {
+  if (p->max_mailbox && lpvm_queued_msgs(&p->task) > p->max_mailbox)
+    set_reason_atom(p, "max_mailbox");
+  else if (p->max_heap && p->mem + queue_cost(p) > p->max_heap)
+    set_reason_atom(p, "max_heap");
+  else
+    return 0;
+  p->failed = 1;
+  return 1;
+}
+
 static int lproc_idle(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   if (p->start) return lproc_first(p);
   if (p->wait == LP_MIGRATE) {
     if (lpvm_on_thread(t) != p->want_thread && ++p->tries <= 3) return LPVM_IDLE;
@@ -681,18 +747,25 @@ static int take_marker(lproc *p) {
 
 static int lproc_handle_event(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   switch (p->wait) {
     case LP_RECV: case LP_INFO: return lproc_resume(p);
     case LP_START:
       if (!take_marker(p)) return LPVM_WAIT;
       p->wait = LP_RUN;
       return lproc_first(p);
-    default: return LPVM_WAIT;   /* sleep, halt: messages wait for a receive */
+    case LP_SLEEP:   /* messages wait for a receive; an interrupt ends the sleep */
+      if (atomic_load(&interrupt_id) != p->task.id) return LPVM_WAIT;
+      lpvm_cancel_timer(&p->task);
+      p->wait = LP_RUN;
+      return lproc_resume(p);
+    default: return LPVM_WAIT;   /* halt: messages wait for a receive */
   }
 }
 
 static int lproc_handle_timeout(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   switch (p->wait) {
     case LP_RECV:
       p->timed_out = 1;
@@ -711,7 +784,9 @@ static int lproc_handle_info(lpvm_task *t, lpvm_tbuf *map) {
   lpvm_put_int(map, (int64_t)(p->mem + sizeof(lproc)));
   lpvm_put_atom(map, "heap_limit");
   lpvm_put_int(map, (int64_t)p->max_heap);
-  return 2;
+  lpvm_put_atom(map, "mailbox_limit");
+  lpvm_put_int(map, (int64_t)p->max_mailbox);
+  return 3;
 }
 
 const lpvm_task_def lproc_def = {
@@ -760,6 +835,7 @@ void lproc_teardown(void) {
   pthread_mutex_unlock(&pool.mu);
   atomic_store(&pool.bound, lproc_cfg.recycle);
   ltask_teardown();
+  lcode_teardown();
 }
 
 /* ---- the boot state ---------------------------------------------------------------------------- */

@@ -33,6 +33,7 @@ typedef struct lproc_start {
   lua_State *L;           /* LS_STATE: a ready state, function and args on its stack */
   int nargs;              /* LS_STATE */
   size_t max_heap;        /* 0 = none */
+  uint32_t max_mailbox;   /* messages queued at most; 0 = none */
   lpvm_id creator;        /* LP_START: whose marker to wait for */
   int wait_marker;        /* 1: wait for the creator's start marker (spawn_monitor) */
   int adopted;            /* init ran: the process owns this now */
@@ -47,7 +48,8 @@ typedef struct lproc {
   lpvm_task task;           /* first: the record the runtime knows */
   lua_State *L;             /* the process's state; its main thread is the body */
   lproc_start *start;       /* until the first run */
-  size_t mem, max_heap;     /* bytes the state holds, and its limit (0 = none) */
+  size_t mem, max_heap;     /* bytes the state holds, and its limit with the queue (0 = none) */
+  uint32_t max_mailbox;     /* messages queued at most (0 = none) */
   lpvm_msg *scan;           /* receive: last message looked at and left (save ptr) */
   lpvm_msg *cur;            /* receive: the message the predicate is judging */
   lpvm_msg *owned;          /* a taken message being decoded (freed if that fails) */
@@ -103,6 +105,8 @@ void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
+int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */
+int lproc_is_interrupt_msg(lpvm_msg *m); /* the wake-up of an interrupt: drop it */
 /* Spawn L (function and nargs arguments on its stack) as the boot process; L is the
 ** process's from here on, or closed on failure. */
 int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
@@ -116,6 +120,11 @@ void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
 /* lsys.c: os.execute and io.popen that leave the VM's signals alone */
 void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
 void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
+
+/* lcode.c: the VM-wide cache of compiled modules, as package.searchers[2] of the
+** package table at index `package`; teardown frees it. */
+void lcode_install(lua_State *L, int package);
+void lcode_teardown(void);
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
@@ -165,6 +174,7 @@ int lmod_dist_spawn(lua_State *L, int link);
 extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
 extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
+int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
 ** malloc'd buffer; NULL if it cannot be dumped. */
 char *lproc_dump_top(lua_State *L, size_t *len);

@@ -17,7 +17,9 @@
 ** SIGINT and SIGTERM stop the VM cleanly: the handler only writes the signal number
 ** to a pipe (the one thing a handler may safely do), and a small thread reading that
 ** pipe calls lpvm_halt(). A second signal while the VM is still stopping ends the OS
-** process at once, for a process stuck in a blocking C call.
+** process at once, for a process stuck in a blocking C call. With the shell, SIGINT
+** is the shell's Ctrl-C instead (vm/shell.c). Nothing a Lua process calls changes
+** this: os.execute and io.popen are lpvm's own (vm/lsys.c), not system()/popen().
 */
 #include <errno.h>
 #include <limits.h>
@@ -32,6 +34,7 @@
 
 #include "lpvm/dist.h"
 #include "lpvm/lpvm.h"
+#include "lpvm/lpvm_lua.h"
 #include "vm/lproc.h"
 
 static const char *progname = "lpvm";
@@ -248,11 +251,12 @@ static void add_init(cli *c) {
 
 static int sig_pipe[2] = {-1, -1};
 static volatile sig_atomic_t sig_seen;
+static volatile sig_atomic_t sig_shell;   /* SIGINT goes to the shell (lproc_shell_sigint) */
 
 static void on_signal(int sig) {
   int saved = errno;
   if (sig_seen) _exit(128 + sig);  /* second signal: the VM did not stop in time */
-  sig_seen = sig;
+  if (!(sig == SIGINT && sig_shell)) sig_seen = sig;
   unsigned char b = (unsigned char)sig;
   ssize_t n = write(sig_pipe[1], &b, 1);
   (void)n;
@@ -267,6 +271,7 @@ static void *signal_thread(void *arg) {
     ssize_t n = read(sig_pipe[0], &b, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || b == 0) return NULL;
+    if (b == SIGINT && sig_shell && lproc_shell_sigint()) continue;
     lpvm_halt(128 + b);
   }
 }
@@ -293,6 +298,19 @@ static void signals_stop(pthread_t th) {
 
 /* ---- main --------------------------------------------------------------------- */
 
+/* What parse allocated (every return of main frees it: ASan's leak check runs on
+** --help and --version too). */
+static void cli_free(cli *c) {
+  for (int i = 0; i < c->nsteps; i++)
+    if (c->steps[i].kind == LPROC_STEP_LIB) free((char *)c->steps[i].name);
+  free(c->steps);
+}
+
+static int cli_done(cli *c, int status) {
+  cli_free(c);
+  return status;
+}
+
 int main(int argc, char **argv) {
   cli c;
   memset(&c, 0, sizeof c);
@@ -301,14 +319,17 @@ int main(int argc, char **argv) {
   c.steps = calloc((size_t)argc + 2, sizeof *c.steps);
   if (!c.steps) return 1;
   int script = parse(&c, argc, argv);
-  if (script < 0) return 1;
-  if (c.help) {
-    usage(stdout);
-    return 0;
+  if (script < 0 || c.help) {   /* a bad option, or --help */
+    if (script >= 0) usage(stdout);
+    cli_free(&c);
+    return script < 0 ? 1 : 0;
   }
   int has_e = c.nsteps > 0;   /* -e or -l */
   if (c.version || c.interactive) printf("lpvm %s (%s)\n", LPVM_VERSION, LUA_RELEASE);
-  if (script == argc && c.version && !has_e && !c.interactive) return 0;
+  if (script == argc && c.version && !has_e && !c.interactive) {
+    cli_free(&c);
+    return 0;
+  }
   /* no script: the shell on a terminal, stdin as the script on a pipe (as lua) */
   int shell = c.interactive;
   static char dash[] = "-";
@@ -318,7 +339,7 @@ int main(int argc, char **argv) {
       shell = 1;
     } else {
       av = malloc(((size_t)argc + 2) * sizeof *av);   /* argv with "-" appended */
-      if (!av) return 1;
+      if (!av) return cli_done(&c, 1);
       memcpy(av, argv, (size_t)argc * sizeof *av);
       av[argc] = dash;
       av[argc + 1] = NULL;
@@ -337,13 +358,15 @@ int main(int argc, char **argv) {
   int rc = lpvm_start(&c.vcfg);
   if (rc < 0) {
     fprintf(stderr, "%s: cannot start the VM: %s\n", progname, lpvm_strerror(rc));
-    return 1;
+    if (av != argv) free(av);
+    return cli_done(&c, 1);
   }
   rc = lproc_setup(&c.pcfg);
   if (rc < 0) {
     lpvm_stop();
     fprintf(stderr, "%s: cannot set up Lua processes: %s\n", progname, lpvm_strerror(rc));
-    return 1;
+    if (av != argv) free(av);
+    return cli_done(&c, 1);
   }
 
   if (c.dist.name) {
@@ -360,6 +383,7 @@ int main(int argc, char **argv) {
   }
 
   pthread_t sig_th;
+  sig_shell = shell;
   int have_sig = signals_start(&sig_th) == 0;
 
   lpvm_id boot = 0;
@@ -383,14 +407,8 @@ int main(int argc, char **argv) {
     else status = lproc_boot_ok() ? 0 : 1;
   }
   fflush(stdout);
-  lsys_stop_children(2000);
-  lpvm_dist_stop();   /* unregister from EPMD at once, not at exit */
-  lpvm_stop();
+  lpvm_lua_stop();   /* os.execute commands ended, tasks killed, threads joined */
   if (have_sig) signals_stop(sig_th);
-  lproc_teardown();
-  for (int i = 0; i < c.nsteps; i++)
-    if (c.steps[i].kind == LPROC_STEP_LIB) free((char *)c.steps[i].name);
-  free(c.steps);
   if (av != argv) free(av);
-  return status;
+  return cli_done(&c, status);
 }

@@ -13,6 +13,10 @@
 
 #include "task.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct lpvm_dist_opts {
   const char *name;      /* "alive" (short names: @ and the short host name are added)
                          ** or "alive@host" */
@@ -25,24 +29,24 @@ typedef struct lpvm_dist_opts {
 
 /* Start distribution (net_kernel:start). LPVM_ESTATE if it runs already,
 ** LPVM_EEXIST if EPMD has that name. */
-int lpvm_dist_start(const lpvm_dist_opts *o);
+LPVM_API int lpvm_dist_start(const lpvm_dist_opts *o);
 /* Stop: close every connection and unregister from EPMD. */
-int lpvm_dist_stop(void);
+LPVM_API int lpvm_dist_stop(void);
 /* This node's name ("nonode@nohost" when not distributed). */
-const char *lpvm_node_name(void);
+LPVM_API const char *lpvm_node_name(void);
 /* The connection task for `node`, started if none (0 if not distributed or the
 ** name is malformed). */
-lpvm_id lpvm_dist_conn(const char *node, int start);
+LPVM_API lpvm_id lpvm_dist_conn(const char *node, int start);
 /* `who` gets {nodeup, Node} once `node` is connected (at once if it is, after a
 ** connection attempt if not) or {nodedown, Node} if that fails. */
-int lpvm_dist_wait(lpvm_id who, const char *node);
+LPVM_API int lpvm_dist_wait(lpvm_id who, const char *node);
 /* erlang:monitor_node/2: with on, `who` gets {nodedown, Node} once when the
 ** connection to `node` goes (at once if none can be made); without, one such
 ** subscription is dropped. */
-int lpvm_dist_monitor_node(lpvm_id who, const char *node, int on);
+LPVM_API int lpvm_dist_monitor_node(lpvm_id who, const char *node, int on);
 /* Send a message (a complete term) to the process registered as `name` on `node`
 ** ({Name, Node} ! Msg); connects first if needed. LPVM_ENOPROC: no such node. */
-int lpvm_dist_send_name(lpvm_task *self, const char *name, const char *node,
+LPVM_API int lpvm_dist_send_name(lpvm_task *self, const char *name, const char *node,
                         const void *term, size_t len);
 /* How a peer's spawn request (erlang:spawn(Node, M, F, A), rpc:call) starts a
 ** process here: the VM's Lua side installs this. spawn starts module `mod`'s
@@ -53,20 +57,24 @@ typedef struct lpvm_dist_spawner {
                size_t flen, const uint8_t *args, size_t alen, lpvm_id *id);
   void (*release)(lpvm_task *creator, lpvm_id id);
 } lpvm_dist_spawner;
-void lpvm_dist_set_spawner(const lpvm_dist_spawner *s);
+LPVM_API void lpvm_dist_set_spawner(const lpvm_dist_spawner *s);
 
 /* Ask `node` to spawn mod:fn(args) (args: a complete term, a list); the answer
 ** comes to `self` as {'$spawn_reply', Ref, Pid | Error} with Ref = *ref.
 ** opts: LPVM_DIST_SPAWN_LINK / _MONITOR (the monitor's reference is *ref). */
 #define LPVM_DIST_SPAWN_LINK    1
 #define LPVM_DIST_SPAWN_MONITOR 2
-int lpvm_dist_spawn_request(lpvm_task *self, const char *node, const char *mod,
+LPVM_API int lpvm_dist_spawn_request(lpvm_task *self, const char *node, const char *mod,
                             const char *fn, const uint8_t *args, size_t alen,
                             int opts, uint64_t *ref);
 
 /* Close the connection to `node`: LPVM_ENOPROC if there is none. */
-int lpvm_dist_disconnect(const char *node);
+LPVM_API int lpvm_dist_disconnect(const char *node);
 /* Call fn for the name of every node with a connection up. */
-void lpvm_dist_nodes(void (*fn)(const char *node, void *ud), void *ud);
+LPVM_API void lpvm_dist_nodes(void (*fn)(const char *node, void *ud), void *ud);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

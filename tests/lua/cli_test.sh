@@ -277,7 +277,7 @@ out_has "shell prints several results" '"multi"	3'
 shell 'error("shell boom")\n1 + 2\n'
 err_has "shell reports errors" "shell boom"
 out_has "shell survives errors" "3"
-shell 'p = lpvm.spawn(function() lpvm.receive() end)\n#lpvm.processes() >= 2\nlpvm.info(p).status\n'
+shell 'p = lpvm.spawn(function() lpvm.receive() end)\n#lpvm.processes() >= 2\nlpvm.sleep(100)\nlpvm.info(p).status\n'
 out_has "shell: processes() works" "true"
 out_has "shell: info(pid) works" '"waiting"'
 shell 'lpvm.send(lpvm.self(), "hi")\nlpvm.receive(100)\n'
@@ -286,6 +286,16 @@ shell 'lpvm.spawn(function() while true do lpvm.sleep(1000) end end)\n'
 if [ $? -eq 0 ]; then ok "shell: EOF ends the VM even with live processes"; else bad "shell: EOF ends the VM even with live processes"; fi
 shell 'lpvm.halt(5)\n'
 if [ $? -eq 5 ]; then ok "shell: halt(5) gives status 5"; else bad "shell: halt(5) gives status 5"; fi
+# issue 10, item 6: priority-0 spinners on every worker cannot starve the shell
+spin='for i = 1, 8 do lpvm.spawn({priority = 0}, function() while true do end end) end\n'
+printf "${spin}lpvm.halt(5)\n" | timeout 60 "$LPVM" -i >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 5 ]; then ok "shell: halt typed after priority-0 spinners still halts"; else bad "shell: halt typed after priority-0 spinners still halts"; fi
+printf "${spin}1 + 41\n" | timeout 60 "$LPVM" -i >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 0 ]; then ok "shell: EOF (Ctrl-D) after priority-0 spinners ends the VM"; else bad "shell: EOF (Ctrl-D) after priority-0 spinners ends the VM"; fi
+out_has "shell: still evaluates beside priority-0 spinners" "42"
+printf 'lpvm.spawn(function() for i = 1, 8 do lpvm.spawn({priority = 0}, function() while true do end end) end; lpvm.halt(6) end)\nlpvm.sleep(60000)\n' \
+  | timeout 60 "$LPVM" -i >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 6 ]; then ok "halt from a priority-20 process stops priority-0 spinners"; else bad "halt from a priority-20 process stops priority-0 spinners"; fi
 shell 'x = = 1\n"after"\n'
 out_has "shell: a syntax error does not end the shell" '"after"'
 
@@ -296,6 +306,13 @@ out_has "ring prints microseconds per hop" "hop"
 check "examples/pingpong.lua runs" 0 "$LPVM" "$ROOT/examples/pingpong.lua" 1000
 check "examples/supervisor.lua runs" 0 "$LPVM" "$ROOT/examples/supervisor.lua"
 out_has "the supervisor restarts its worker" "restart"
+check "examples/kv_server.lua runs" 0 "$LPVM" "$ROOT/examples/kv_server.lua"
+out_has "kv_server: a deferred reply reaches the waiter" "waiter got	yes"
+out_has "kv_server: a timed-out call raises timeout" "wait_for missing ->	false	timeout"
+out_has "kv_server: terminate runs on stop" "kv: terminating (normal) with 1 keys"
+check "examples/supervision_tree.lua runs" 0 "$LPVM" "$ROOT/examples/supervision_tree.lua"
+out_has "supervision_tree: the pool was restarted by top" "top: 2 children, 2 active, 1 supervisor"
+out_has "supervision_tree: a clean shutdown" "top ended: shutdown"
 if command -v epmd >/dev/null 2>&1; then
   check "examples/cluster/main.lua runs" 0 timeout 60 "$LPVM" "$ROOT/examples/cluster/main.lua"
   out_has "examples/cluster: squares computed on node b" "5^2 = 25 (computed on b"
