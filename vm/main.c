@@ -48,6 +48,7 @@ typedef struct cli {
   int nsteps;
   int interactive, version, noenv, help;
   lpvm_dist_opts dist;    /* --sname/--name/--cookie/--listen: distribution */
+  const char *remsh;      /* --remsh node: the shell evaluates on that node */
 } cli;
 
 /* A setter returns 0, or -1 with the error printed. */
@@ -157,6 +158,14 @@ static int o_name(cli *c, const char *v) {
   return 0;
 }
 
+static int o_remsh(cli *c, const char *v) {
+  if (!strchr(v, '@') || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "0123456789_-.@") != strlen(v))
+    return bad("--remsh", "needs a node name (name@host)");
+  c->remsh = v;
+  return 0;
+}
+
 static int o_cookie(cli *c, const char *v) { c->dist.cookie = v; return 0; }
 static int o_listen(cli *c, const char *v) { c->dist.listen = v; return 0; }
 
@@ -175,6 +184,7 @@ static const option options[] = {
     {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},
     {"--sname", "NAME", o_sname, "a distributed node NAME@shorthost (see distribution.md)"},
     {"--name", "NAME", o_name, "a distributed node with a long name (NAME@host.domain)"},
+    {"--remsh", "NODE", o_remsh, "the shell, attached to the running node NODE"},
     {"--cookie", "C", o_cookie, "the cookie (default: ~/.erlang.cookie, as erl)"},
     {"--listen", "ADDR", o_listen, "IPv4 address the node listens on (default: all)"},
     {"--version", NULL, o_version, "print the version"},
@@ -334,7 +344,16 @@ int main(int argc, char **argv) {
   int shell = c.interactive;
   static char dash[] = "-";
   char **av = argv;
-  if (script == argc && !has_e && !c.interactive && !c.version) {
+  static char remsh_name[64], remsh_code[400];
+  if (c.remsh) {   /* this VM: a hidden node of its own, running only the shell */
+    shell = 1;
+    if (!c.dist.name) {
+      snprintf(remsh_name, sizeof remsh_name, "remsh%ld", (long)getpid());
+      c.dist.name = remsh_name;
+    }
+    snprintf(remsh_code, sizeof remsh_code, "require('lpvm_shell').remote = '%s'", c.remsh);
+    c.steps[c.nsteps++] = (lproc_step){LPROC_STEP_CODE, remsh_code, "=(--remsh)"};
+  } else if (script == argc && !has_e && !c.interactive && !c.version) {
     if (isatty(STDIN_FILENO)) {
       shell = 1;
     } else {

@@ -53,6 +53,23 @@ if command -v epmd >/dev/null 2>&1; then
   check "--sname starts a node" 0 "$LPVM" --sname "clitest$$" --cookie c \
     -e 'print(lpvm.node()) lpvm.halt(0)'
   out_has "--sname: lpvm.node() is name@shorthost" "clitest$$@$(hostname -s)"
+  # --remsh: a running node evaluates what the attached shell reads
+  "$LPVM" --sname "rsrv$$" --cookie rc -e 'lpvm.receive(20000) lpvm.halt(0)' \
+    >/dev/null 2>&1 &
+  srv=$!
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    epmd -names 2>/dev/null | grep -q "name rsrv$$ " && break
+    sleep 0.3
+  done
+  printf 'print(lpvm.node(), "hi")\ny = 20 + 1\ny * 2\n' >"$TMP/in"
+  check "--remsh attaches to a running node" 0 sh -c \
+    "timeout 20 '$LPVM' --remsh 'rsrv$$@$(hostname -s)' --cookie rc <'$TMP/in'"
+  out_has "--remsh: print comes back from the node" "rsrv$$@$(hostname -s)	hi"
+  out_has "--remsh: globals live from line to line" "42"
+  kill "$srv" 2>/dev/null
+  check "--remsh to a node that is not there: status 1" 1 sh -c \
+    "timeout 20 '$LPVM' --remsh 'nosuch$$@$(hostname -s)' --cookie rc </dev/null"
+  err_has "--remsh says it cannot reach the node" "remote shell: cannot reach"
 fi
 
 # ---- running code --------------------------------------------------------------
