@@ -28,4 +28,16 @@ function M.ring(parent)
   end
 end
 
+-- Collects `total` messages {"m", sender, seq}; checks each sender's order; answers
+-- parent "collected", in_order, count.
+function M.collect(parent, total)
+  local last, ok = {}, true
+  for _ = 1, total do
+    local _, who, seq = lpvm.receive(function(t) return t == "m" end)
+    if seq ~= (last[who] or 0) + 1 then ok = false end
+    last[who] = seq
+  end
+  lpvm.send(parent, "collected", ok, total)
+end
+
 return M

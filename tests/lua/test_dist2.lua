@@ -124,6 +124,39 @@ test("a ring crosses the nodes", function()
   for i = 1, k do lpvm.send(members[i], "stop") end
 end)
 
+test("many senders over one connection: nothing lost, each sender's order kept", function()
+  local senders, each = 16, T.scaled(2000, 100)
+  local coll = assert(lpvm.spawn({node = nodeb, fn = "collect"}, "dist_mod", lpvm.self(),
+                                 senders * each))
+  for s = 1, senders do
+    lpvm.spawn(function(to, who, n)
+      for i = 1, n do lpvm.send(to, "m", who, i) end
+    end, coll, s, each)
+  end
+  local r = T.recv_match(function(t) return t == "collected" end, 60000)
+  T.eq(r[2], true, "a sender's messages arrived out of order")
+  T.eq(r[3], senders * each)
+end)
+
+test("disconnect, then racing senders reconnect once and lose nothing", function()
+  T.eq(lpvm.disconnect(nodeb), true)
+  T.ok(T.wait_until(function()
+    for _, n in ipairs(lpvm.nodes()) do if n == nodeb then return false end end
+    return true
+  end, 5000), "still connected after disconnect")
+  local me, k = lpvm.self(), 8
+  for i = 1, k do
+    lpvm.spawn(function() lpvm.send(nodeb_pid, "echo", me, i) end)
+  end
+  local got = {}
+  for _ = 1, k do
+    local r = T.recv_match(function(t) return t == "echo_b" end, 15000)
+    got[r[2]] = true
+  end
+  for i = 1, k do T.ok(got[i], "echo " .. i .. " lost") end
+  T.eq(#lpvm.nodes(), 1)
+end)
+
 test("links and monitors across lpvm nodes", function()
   lpvm.trap_exit(true)
   local p = assert(lpvm.spawn({node = nodeb, link = true}, "dist_mod", lpvm.self()))
