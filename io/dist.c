@@ -236,7 +236,7 @@ int lpvm_dist_monitor_node(lpvm_id who, const char *node, int on) {
 ** erl connects on first send). No connection possible: LPVM_ENOPROC, and the caller
 ** answers links and monitors with noproc; the connection itself answers noconnection
 ** when it fails later. */
-static int route(lpvm_id to, struct lpvm_sig *s) {
+static int route(lpvm_id to, struct lpvm_sig *s, uint32_t *queued) {
   node_desc *d = node_get(node_id_index(to));
   if (!d) return LPVM_ENOPROC;
   lpvm_id conn = atomic_load_explicit(&d->conn, memory_order_acquire);
@@ -250,7 +250,7 @@ static int route(lpvm_id to, struct lpvm_sig *s) {
   w->kind = SIG_DIST;
   w->from = s->from;
   w->ref = s->ref;
-  if (sig_send(conn, w) != 0) {
+  if (sig_send_q(conn, w, queued) != 0) {
     free(w);
     return LPVM_ENOPROC;
   }

@@ -36,6 +36,10 @@
 #include "tasks/sig.h"
 
 #define HS_TIMEOUT_MS 10000
+/* Bytes waiting for the socket above which the connection stops taking signals to
+** send: they wait in its mailbox, whose length punishes their senders (lmod_send),
+** until the peer reads again (the port engine's high-water mark). */
+#define OUT_HWM (1u << 20)
 #define READ_CHUNK 65536
 #define MAX_PACKET (64u << 20)
 
@@ -367,11 +371,22 @@ static void hold(dconn *c, lpvm_msg *m) {
   c->held[c->nheld++] = m;
 }
 
+/* The next message to handle: the oldest, or while the output is above OUT_HWM the
+** oldest that is not a signal to send (readiness, a disconnect). */
+static lpvm_msg *next_msg(dconn *c) {
+  lpvm_task *t = &c->task;
+  if (!c->up || c->wlen - c->wpos <= OUT_HWM) return lpvm_recv(t);
+  lpvm_msg *m = lpvm_mbox_next(t, NULL);
+  while (m && m->kind == SIG_DIST) m = lpvm_mbox_next(t, m);
+  if (m) lpvm_mbox_take(t, m);
+  return m;
+}
+
 static int c_event(lpvm_task *t) {
   dconn *c = (dconn *)t;
   lpvm_msg *m;
   int rc = LPVM_WAIT;
-  while (rc == LPVM_WAIT && (m = lpvm_recv(t)) != NULL) {
+  while (rc == LPVM_WAIT && (m = next_msg(c)) != NULL) {
     int tag;
     uint32_t ev;
     if (m->kind == SIG_DIST) {
@@ -383,6 +398,7 @@ static int c_event(lpvm_task *t) {
       io_fired(&c->w);
       if (c->st == ST_CONNECTING) rc = connected(c);
       else if (ev & (IO_IN | IO_ERR)) rc = read_some(c);
+      if (rc == LPVM_WAIT && (ev & IO_OUT) && flush(c) < 0) rc = fail(c, "write failed");
     } else if (lpvm_term_is_atom(lpvm_msg_data(m), lpvm_msg_len(m), "disconnect")) {
       c->quiet = 1;
       rc = fail(c, NULL);

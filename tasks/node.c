@@ -157,7 +157,7 @@ void node_set_router(node_router_fn fn) {
   atomic_store_explicit(&router, fn, memory_order_release);
 }
 
-int node_route(lpvm_id to, struct lpvm_sig *s) {
+int node_route(lpvm_id to, struct lpvm_sig *s, uint32_t *queued) {
   node_router_fn fn = atomic_load_explicit(&router, memory_order_acquire);
-  return fn ? fn(to, s) : LPVM_ENOPROC;
+  return fn ? fn(to, s, queued) : LPVM_ENOPROC;
 }

@@ -71,9 +71,11 @@ void node_foreach_named(const char *name, size_t len,
 lpvm_id node_remote_pid(uint32_t idx, uint32_t num, uint32_t serial);
 
 /* The router: takes s (returns 0) or leaves it to the caller (negative: LPVM_ENOPROC
-** for an unreachable node, so links and monitors answer noproc/noconnection). */
-typedef int (*node_router_fn)(lpvm_id to, struct lpvm_sig *s);
+** for an unreachable node, so links and monitors answer noproc/noconnection).
+** *queued (may be NULL): what waits in the connection, for the sender's punishment,
+** as for a local receiver's mailbox. */
+typedef int (*node_router_fn)(lpvm_id to, struct lpvm_sig *s, uint32_t *queued);
 void node_set_router(node_router_fn fn);
-int node_route(lpvm_id to, struct lpvm_sig *s);
+int node_route(lpvm_id to, struct lpvm_sig *s, uint32_t *queued);
 
 #endif

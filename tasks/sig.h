@@ -18,5 +18,8 @@ enum {
 
 /* Push s to `to`; on a negative code (LPVM_ENOPROC) the signal is still the caller's. */
 int sig_send(lpvm_id to, struct lpvm_sig *s);
+/* The same; *queued (may be NULL) gets the receiver's queued messages after a
+** MESSAGE went in (what a sender is punished by). */
+int sig_send_q(lpvm_id to, struct lpvm_sig *s, uint32_t *queued);
 
 #endif

@@ -57,7 +57,7 @@ static void notify(lpvm_task *t) {
 }
 
 uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s) {
-  uint32_t q = s->kind == SIG_MESSAGE ? mbox_count_in(t, s) : 0;
+  uint32_t q = s->kind == SIG_MESSAGE || s->kind == SIG_DIST ? mbox_count_in(t, s) : 0;
   mpsc_push(t, s);
   notify(t);
   return q;
@@ -66,7 +66,7 @@ uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s) {
 /* A remote id's signals go to the router (io/), which hands them to the connection
 ** of that node: links, monitors and exits keep their local rules. */
 int sig_send_q(lpvm_id to, struct lpvm_sig *s, uint32_t *queued) {
-  if (node_id_is_remote(to)) return node_route(to, s);
+  if (node_id_is_remote(to)) return node_route(to, s, queued);
   lpvm_task *t = ptab_pin(to);
   if (!t) return LPVM_ENOPROC;
   uint32_t q = sig_push(t, s);

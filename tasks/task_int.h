@@ -30,9 +30,6 @@
 void task_claim(lpvm_task *t, uint32_t cur);
 struct lpvm_sig *sig_new(uint32_t kind, lpvm_id from, uint64_t ref, const void *data,
                          size_t len);
-/* sig_send (tasks/sig.h), and *queued (may be NULL) gets the receiver's queued messages after a
-** MESSAGE went in. */
-int sig_send_q(lpvm_id to, struct lpvm_sig *s, uint32_t *queued);
 /* Push s to a task the caller has pinned (or owns); for a MESSAGE, returns the
 ** messages queued for t with it (0 for other signals). */
 uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s);
