@@ -21,6 +21,15 @@
 static const uint8_t noconnection[] = {131, 119, 12, 'n', 'o', 'c', 'o', 'n', 'n', 'e',
                                        'c', 't', 'i', 'o', 'n'};
 
+/* One element of the control tuple, as raw bytes. */
+static int sub_at(lpvm_tread *r, const uint8_t **p, size_t *n) {
+  const uint8_t *s = r->p;
+  if (lpvm_skip(r)) return LPVM_EBADTERM;
+  *p = s;
+  *n = (size_t)(r->p - s);
+  return 0;
+}
+
 /* ---- relations ---------------------------------------------------------------------- */
 
 static int grow(void **arr, size_t *cap, size_t n, size_t elem) {
@@ -210,7 +219,24 @@ void dconn_out(dconn *c, lpvm_msg *m) {
   }
   switch (h.kind) {
     case SIG_MESSAGE:
-      if (from && (c->peer_flags & DF_SEND_SENDER)) {
+      if (m->ref == LPVM_DIST_ALIAS_SEND) {   /* {2, Alias, To}: see lpvm/dist.h */
+        const uint8_t *alias = NULL;
+        size_t alen = 0;
+        lpvm_tread r;
+        uint32_t n;
+        if (lpvm_tread_init(&r, body, blen) == 0) {
+          if (lpvm_get_tuple(&r, &n) == 0 && n >= 1) (void)sub_at(&r, &alias, &alen);
+          else (void)sub_at(&r, &alias, &alen);
+        }
+        uint8_t *wa = alias ? whole_of(alias, alen) : NULL;
+        lpvm_tbuf_init(&b);
+        lpvm_put_tuple(&b, 3);
+        lpvm_put_int(&b, OP_SEND);
+        if (wa) lpvm_put_term(&b, wa, alen + 1);
+        else lpvm_put_atom(&b, "");
+        lpvm_put_pid(&b, h.to);
+        free(wa);
+      } else if (from && (c->peer_flags & DF_SEND_SENDER)) {
         ctl3(&b, 3, OP_SEND_SENDER, from, h.to);
       } else {
         lpvm_tbuf_init(&b);
@@ -312,14 +338,6 @@ void dconn_rel_free(dconn *c) {
 
 /* ---- packets from the peer --------------------------------------------------------------- */
 
-/* One element of the control tuple, as raw bytes. */
-static int sub_at(lpvm_tread *r, const uint8_t **p, size_t *n) {
-  const uint8_t *s = r->p;
-  if (lpvm_skip(r)) return LPVM_EBADTERM;
-  *p = s;
-  *n = (size_t)(r->p - s);
-  return 0;
-}
 
 /* net_adm:ping is a gen_server call {is_auth, Node} to net_kernel: with no process
 ** of that name here, the connection answers yes itself (the peer is authenticated). */
@@ -555,13 +573,21 @@ static int in_ctl(dconn *c, int64_t op, uint32_t arity, lpvm_tread *r, const uin
   size_t al;
   int whole = 1;
   switch (op) {
-    case OP_SEND:           /* {2, Cookie, To} */
-    case OP_SEND_SENDER:    /* {22, From, To} */
+    case OP_SEND:           /* {2, Unused, To}: an alias of ours there: an alias send */
+    case OP_SEND_SENDER: {  /* {22, From, To} */
+      uint64_t alias = 0;
       if (arity != 3 || !msg) return LPVM_EBADTERM;
-      if (op == OP_SEND ? lpvm_skip(r) : lpvm_get_pid(r, &from)) return LPVM_EBADTERM;
+      if (op == OP_SEND) {
+        lpvm_tread a = *r;
+        if (lpvm_get_ref(&a, &alias) != 0) alias = 0;
+        if (lpvm_skip(r)) return LPVM_EBADTERM;
+      } else if (lpvm_get_pid(r, &from)) {
+        return LPVM_EBADTERM;
+      }
       if (lpvm_get_pid(r, &to)) return LPVM_EBADTERM;
-      local_sig(SIG_MESSAGE, from, to, 0, msg, mlen, 1);
+      local_sig(SIG_MESSAGE, from, to, alias, msg, mlen, 1);
       return 0;
+    }
     case OP_REG_SEND:       /* {6, From, Cookie, ToName} */
       if (arity != 4 || !msg || lpvm_get_pid(r, &from) || lpvm_skip(r) ||
           lpvm_get_atom(r, &a, &al))

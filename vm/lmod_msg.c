@@ -436,9 +436,13 @@ static int lmod_unalias(lua_State *L) {
 static int lmod_send_alias(lua_State *L) {
   lproc *p = lproc_check(L);
   lpvm_id to = check_target(L, 1, "send_alias");
-  uint64_t ref = lmod_check_ref(L, 2);
+  size_t flen;
+  uint64_t ref = lmod_to_ref(L, 2);
+  /* a caller on another node gave its own reference: it arrives here as a foreign
+  ** value, and the reply goes back to that node as an alias send */
+  if (!ref && !lterm_foreign(L, 2, &flen)) ref = lmod_check_ref(L, 2);
   lpvm_msg *m = build_msg(L, 2, "send_alias");
-  m->ref = ref;
+  m->ref = lpvm_id_is_remote(to) ? LPVM_DIST_ALIAS_SEND : ref;
   lpvm_send_msg(&p->task, to, m);
   lua_pushboolean(L, 1);
   return 1;

@@ -27,6 +27,12 @@ typedef struct lpvm_dist_opts {
   unsigned ticktime;     /* seconds, as erl's net_ticktime; 0: 60 */
 } lpvm_dist_opts;
 
+/* The ref of a message to a remote pid that is an alias send (send_alias): its first
+** value is the alias, a reference of the receiver's node. It travels in the SEND
+** control message's unused field, and the receiving lpvm tags the message with it
+** again, so the caller's receive_ref finds it. */
+#define LPVM_DIST_ALIAS_SEND UINT64_MAX
+
 /* Start distribution (net_kernel:start). LPVM_ESTATE if it runs already,
 ** LPVM_EEXIST if EPMD has that name. */
 LPVM_API int lpvm_dist_start(const lpvm_dist_opts *o);

@@ -40,4 +40,12 @@ function M.collect(parent, total)
   lpvm.send(parent, "collected", ok, total)
 end
 
+-- Starts a dist_adder gen_server here and tells parent its pid; lives until "stop".
+function M.start_adder(parent, base)
+  local gs = require("gen_server")
+  local pid = assert(gs.start("dist_adder", base))
+  lpvm.send(parent, "adder", pid)
+  lpvm.receive(function(t) return t == "stop" end)
+end
+
 return M

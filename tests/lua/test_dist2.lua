@@ -157,6 +157,17 @@ test("disconnect, then racing senders reconnect once and lose nothing", function
   T.eq(#lpvm.nodes(), 1)
 end)
 
+test("gen_server.call to a server on the other node (alias reply)", function()
+  local holder = assert(lpvm.spawn({node = nodeb, fn = "start_adder"}, "dist_mod",
+                                   lpvm.self(), 100))
+  local srv = T.recv_match(function(t) return t == "adder" end)[2]
+  local gs = require("gen_server")
+  T.eq(gs.call(srv, 5), 105)
+  T.eq(gs.call(srv, -1), 99)
+  T.no_msg(100)   -- no stray reply or DOWN left behind
+  lpvm.send(holder, "stop")
+end)
+
 test("links and monitors across lpvm nodes", function()
   lpvm.trap_exit(true)
   local p = assert(lpvm.spawn({node = nodeb, link = true}, "dist_mod", lpvm.self()))
