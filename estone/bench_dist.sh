@@ -3,7 +3,7 @@
 # latency and one-way throughput of 10-byte messages, lpvm <-> lpvm against erl <-> erl
 # (erlang-nox). One worker / +S 1 per node, so the figures compare the runtimes.
 #   LPVM_BENCH_QUICK=1 sh estone/bench_dist.sh    -- smaller sizes
-LPVM=${1:-build/vm/lpvm}
+LPVM=${1:-build/lpvm}
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ -x "$LPVM" ] || { echo "bench_dist.sh: no $LPVM (build first)"; exit 1; }
 if [ -n "$LPVM_BENCH_QUICK" ]; then N=2000; M=20000; else N=20000; M=200000; fi

@@ -78,8 +78,8 @@ static int send_k(lua_State *L, int status, lua_KContext ctx) {
   return 1;
 }
 
-/* Erlang's sender punishment: a send costs the sender reductions in proportion to
-** the receiver's queue (BEAM charges 4 per queued message), so a sender that fills a
+/* After BEAM's sender punishment: a send costs the sender part of its time slice in
+** proportion to the receiver's queue (4 per queued message), so a sender that fills a
 ** mailbox faster than it drains gets a smaller share of the CPU and the receiver
 ** catches up. The send itself never waits: once the charge passes a time slice the
 ** sender goes to the back of its run queue, as the count hook would send it. */

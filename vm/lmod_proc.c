@@ -9,6 +9,7 @@
 ** times dumps it once.
 */
 #include <lauxlib.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,14 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   int kind = lua_type(L, first);
   if (kind != LUA_TFUNCTION && kind != LUA_TSTRING)
     luaL_typeerror(L, first, "function or module name");
+  if (kind == LUA_TSTRING) {   /* a name require can look up as a file */
+    size_t len;
+    lua_tolstring(L, first, &len);
+    if (len == 0 || len >= PATH_MAX)
+      luaL_argerror(L, first, lua_pushfstring(L, "module name of 1..%d bytes expected",
+                                              PATH_MAX - 1));
+    lmod_cstr(L, first, first, "module name");
+  }
   char err[LTERM_ERRSZ];
   lpvm_tbuf up, args;
   if (kind == LUA_TFUNCTION) {
@@ -363,7 +372,9 @@ static int lmod_exit(lua_State *L) {
   lpvm_tbuf_free(&b);
   p->exiting = 1;
   yield_now(L, p);
-  return luaL_error(L, "exit");   /* not yieldable here: unwind; the hook finishes it */
+  lproc_slice_end(L);             /* not yieldable here: unwind; the hook finishes it */
+  if (L != p->L) lproc_slice_end(p->L);
+  return luaL_error(L, "exit");
 }
 
 /* ---- names ------------------------------------------------------------------------------------ */
