@@ -69,6 +69,23 @@
 #define LPROC_CAN_TICK 1
 #endif
 
+/* ThreadSanitizer and Lua's throws. Debian's liblua is built with _FORTIFY_SOURCE, so
+** luaD_throw (an error, and every yield: the hook's, a punished send's, a blocking
+** receive's) leaves through __longjmp_chk, which gcc 12's libtsan does not intercept
+** (it does longjmp, _setjmp). TSan then never unwinds its shadow stack: each throw
+** leaves the instrumented frames below it there for good, the shadow stack grows by a
+** frame or two per yield, and since TSan records the whole stack at every malloc and
+** new atomic, a flood of punished sends cost ~100 KB and half a millisecond each.
+** Defined here (the executable's and liblpvm's symbol wins over libc's), it becomes
+** the longjmp that TSan intercepts and unwinds. ASan intercepts __longjmp_chk itself. */
+#if !LPROC_CAN_TICK
+#include <setjmp.h>
+/* by its symbol: a _FORTIFY_SOURCE build of this file would turn longjmp into us */
+__attribute__((noreturn)) void lproc_tsan_longjmp(jmp_buf env, int val) __asm__("longjmp");
+__attribute__((visibility("default"), noreturn)) void __longjmp_chk(jmp_buf env, int val);
+void __longjmp_chk(jmp_buf env, int val) { lproc_tsan_longjmp(env, val); }
+#endif
+
 typedef struct slot {
   struct slot *next;            /* under tk.mu */
   pthread_t th;
