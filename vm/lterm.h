@@ -45,4 +45,9 @@ int lterm_push_values(lua_State *L, const uint8_t *term, size_t len);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */
 void lterm_push(lua_State *L, lpvm_tread *r);
 
+/* The bytes (a complete term) of a foreign reference value at idx, or NULL. */
+const uint8_t *lterm_foreign(lua_State *L, int idx, size_t *len);
+/* Push a term Lua has no value for (a complete term) as such a foreign value. */
+void lterm_push_foreign(lua_State *L, const uint8_t *term, size_t len);
+
 #endif

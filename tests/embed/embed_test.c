@@ -56,6 +56,9 @@ int main(void) {
   int rc = lpvm_lua_boot(NULL, acc_code, 1, argv, &acc, &err);
   check(rc == 0 && acc != 0, "lpvm_lua_boot runs the accumulator");
   if (rc != 0) fprintf(stderr, "%s\n", err ? err : lpvm_strerror(rc));
+  /* named from C before the worker can send to the name (the process itself may not
+  ** have run yet) */
+  check(lpvm_register("acc", acc) == 0, "lpvm_register names the accumulator");
 
   /* {<<"add">>, 100}: Lua gets the values "add", 100 */
   lpvm_tbuf b;
