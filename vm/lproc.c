@@ -33,6 +33,7 @@
 
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
+#include "vm/lterm_int.h"
 
 /* Hook calls per time slice: the hook also checks lpvm_should_yield, so a slice is
 ** cut short within reductions/LPROC_SLICES instructions of a higher-priority wake. */
@@ -157,56 +158,6 @@ static int main_k(lua_State *L, int status, lua_KContext ctx) {
   return 0;
 }
 
-static int is_atom(lpvm_tread *r, const char *atom) {
-  const char *a;
-  size_t len;
-  lpvm_tread probe = *r;
-  if (lpvm_get_atom(&probe, &a, &len) || len != strlen(atom) || memcmp(a, atom, len)) return 0;
-  *r = probe;
-  return 1;
-}
-
-/* Module `name` in this process: a global (the lazy libraries, lpvm) or require. */
-static void push_module_named(lua_State *L, const char *name) {
-  if (strcmp(name, "_G") == 0) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-    return;
-  }
-  if (lua_getglobal(L, name) != LUA_TNIL) return;
-  lua_pop(L, 1);
-  lua_getglobal(L, "require");
-  lua_pushstring(L, name);
-  lua_call(L, 1, 1);
-}
-
-/* The upvalue forms the parent gives by name (lmod_proc.c, put_known): '$env',
-** {'$mod', Name}, {'$fn', Name, Field}. Pushes the value and returns 1 if it is one. */
-static int push_known(lua_State *L, lpvm_tread *r) {
-  if (is_atom(r, "$env")) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-    return 1;
-  }
-  lpvm_tread probe = *r;
-  uint32_t n;
-  if (lpvm_get_tuple(&probe, &n) || (n != 2 && n != 3)) return 0;
-  if (!is_atom(&probe, n == 2 ? "$mod" : "$fn")) return 0;
-  const uint8_t *s;
-  size_t len;
-  char name[256];
-  if (lpvm_get_binary(&probe, &s, &len) || len >= sizeof name) return 0;
-  memcpy(name, s, len);
-  name[len] = 0;
-  push_module_named(L, name);
-  if (n == 3) {
-    if (lpvm_get_binary(&probe, &s, &len)) return 0;
-    lua_pushlstring(L, (const char *)s, len);
-    lua_gettable(L, -2);
-    lua_remove(L, -2);
-  }
-  *r = probe;
-  return 1;
-}
-
 /* Push the function and set its upvalues; returns the function's stack index. */
 static int push_func(lua_State *L, lproc_start *s) {
   const char *code = (const char *)s->data;
@@ -217,7 +168,7 @@ static int push_func(lua_State *L, lproc_start *s) {
   if (lpvm_tread_init(&r, s->data + s->code_len, s->up_len) || lpvm_get_tuple(&r, &n))
     luaL_error(L, "spawn: malformed upvalues");
   for (uint32_t i = 1; i <= n; i++) {
-    if (!push_known(L, &r)) lterm_push(L, &r);
+    if (!lfun_push_known(L, &r)) lterm_push(L, &r);
     if (!lua_setupvalue(L, f, (int)i)) lua_pop(L, 1);
   }
   return f;
@@ -247,8 +198,15 @@ static int lproc_main(lua_State *L) {
   lproc_start *s = p->start;
   if (lua_toboolean(L, 1)) lproc_state_init(L);   /* a fresh state */
   lua_settop(L, 0);
-  if (s->kind == LS_FUNC) push_func(L, s);
-  else push_module(L, s);
+  if (s->kind == LS_FUNC) {
+    push_func(L, s);
+  } else if (s->kind == LS_TERM) {
+    if (lterm_push_values(L, s->data + s->code_len, s->up_len) != 1 ||
+        lua_type(L, -1) != LUA_TFUNCTION)
+      luaL_error(L, "spawn: malformed function");
+  } else {
+    push_module(L, s);
+  }
   int n = lterm_push_values(L, s->data + s->code_len + s->up_len, s->args_len);
   p->start = NULL;
   free(s);
@@ -386,7 +344,7 @@ static int lproc_error(lproc *p) {
     char err[LTERM_ERRSZ];
     lpvm_tbuf b;
     lpvm_tbuf_init(&b);
-    if (lterm_put(L, -1, &b, err) == 0 && !b.err) {
+    if (lterm_put_reason(L, -1, &b, err) == 0 && !b.err) {
       lpvm_set_reason(&p->task, b.data, b.len);
       lpvm_term_format(b.data, b.len, buf, sizeof buf);
       lpvm_tbuf_free(&b);

@@ -26,7 +26,9 @@ enum {
 };
 
 /* How a process starts (the spawn argument, owned by the process until it runs). */
-enum { LS_FUNC = 1, LS_MODULE, LS_STATE };
+/* LS_FUNC: bytecode + upvalue tuple (luaproc's newproc); LS_TERM: the function as a
+** term in the upvalue part (spawn, lfun.c); LS_MODULE: a module name. */
+enum { LS_FUNC = 1, LS_MODULE, LS_STATE, LS_TERM };
 
 typedef struct lproc_start {
   int kind;
@@ -38,7 +40,7 @@ typedef struct lproc_start {
   int adopted;            /* init ran: the process owns this now */
   int boot;               /* the boot process */
   size_t code_len;        /* LS_FUNC: bytecode; LS_MODULE: module name */
-  size_t up_len;          /* LS_FUNC: term of the upvalues (a tuple) */
+  size_t up_len;          /* LS_FUNC: term of the upvalues (a tuple); LS_TERM: the function */
   size_t args_len;        /* term of the arguments (a tuple) */
   uint8_t data[];         /* code, upvalues, args */
 } lproc_start;
@@ -123,6 +125,10 @@ int lproc_find_key(lua_State *L, int t, int v);
 ** out of memory. The other fields start zeroed. */
 lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
                              const lpvm_tbuf *up, const lpvm_tbuf *args);
+
+/* lfun.c: module `name` in this process: a global (the lazy libraries, lpvm) or
+** required; soft: nil instead of an error when it cannot be loaded. */
+void lfun_push_module(lua_State *L, const char *name, int soft);
 
 /* lmod_msg.c */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */

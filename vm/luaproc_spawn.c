@@ -183,22 +183,6 @@ int luaproc_newproc(lua_State *L) {
 
 /* ---- in the new process ---------------------------------------------------------------------- */
 
-/* Module `name`: a global (the lazy libraries) or, failing that, require'd. */
-static void push_module(lua_State *L, const char *name) {
-  if (strcmp(name, "_G") == 0) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-    return;
-  }
-  if (lua_getglobal(L, name) != LUA_TNIL) return;
-  lua_pop(L, 1);
-  lua_getglobal(L, "require");
-  lua_pushstring(L, name);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {   /* gone here: nil, as luaproc would have */
-    lua_pop(L, 1);
-    lua_pushnil(L);
-  }
-}
-
 static int start_k(lua_State *L, int status, lua_KContext ctx) {
   (void)L, (void)status, (void)ctx;
   return 0;
@@ -220,9 +204,9 @@ int luaproc_start(lua_State *L) {
     switch (kind ? kind[0] : 'n') {
       case 'e': lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS); break;
       case 'v': lua_pushvalue(L, at + 1); break;
-      case 'm': push_module(L, lua_tostring(L, at + 1)); break;
+      case 'm': lfun_push_module(L, lua_tostring(L, at + 1), 1); break;
       case 'f':
-        push_module(L, lua_tostring(L, at + 1));
+        lfun_push_module(L, lua_tostring(L, at + 1), 1);
         if (lua_type(L, -1) == LUA_TTABLE) lua_getfield(L, -1, lua_tostring(L, at + 2));
         else lua_pushnil(L);
         lua_remove(L, -2);
