@@ -3,8 +3,9 @@ BUILD   ?= build
 JOBS    ?= 2
 CMAKEFLAGS ?=
 DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev pkg-config cmake gcc make
-# Only the tests need these: a real Erlang checks our term encodings.
-TEST_PKGS = erlang-nox
+# Only the tests need these: a real Erlang checks our term encodings; Debian's Lua
+# modules prove that require works in processes (tests/lua/test_stdlibs.lua).
+TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg
 # Only the benchmarks need these: the HTTP server is measured with wrk.
 BENCH_PKGS = wrk
 

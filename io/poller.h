@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "io/io.h"
 #include "lpvm/task.h"
 
 /* Readiness bits in {'$io', Tag, Events}. */
@@ -34,8 +35,6 @@ void io_fdw_init(io_fdw *w, int fd, int tag);
 
 /* Start the poller thread if it is not running (the first port does). */
 int io_poller_ensure(void);
-/* Stop and join it; called by lpvm_stop once every task is dead. */
-void io_poller_stop(void);
 
 /* Arm w for `events` (IO_IN | IO_OUT) on behalf of port `id`; one shot. Does
 ** nothing if it is armed for exactly those events already. */

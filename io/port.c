@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "io/port_int.h"
-#include "tasks/task_int.h"
+#include "tasks/ptab.h"
 
 /* ---- messages to the owner ------------------------------------------------------- */
 

@@ -24,7 +24,6 @@
 #include <string.h>
 
 #include "sched/sched.h"
-#include "tasks/task_int.h"
 
 #define LEVELS 32
 #define NO_LEVEL LEVELS

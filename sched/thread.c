@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "sched/sched.h"
-#include "tasks/task_int.h"
 
 static _Atomic uint64_t live;
 static pthread_mutex_t join_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "lpvm/term.h"
-#include "sched/sched.h"
 #include "tasks/mpsc.h"
 #include "tasks/task_int.h"
 
@@ -35,10 +34,9 @@ static const uint8_t *sig_data(const struct lpvm_sig *s) {
   return (const uint8_t *)(s + 1);
 }
 
-/* Raise PENDING; the sender whose CAS takes the task out of WAITING schedules it. */
-static void notify(lpvm_task *t) {
-  uint32_t cur = atomic_fetch_or_explicit(&t->sched_word, TS_PENDING,
-                                          memory_order_acq_rel) | TS_PENDING;
+/* The one WAITING -> QUEUED transition (task_sched.h): whoever's CAS makes it
+** schedules the task, so it is queued exactly once. cur is the word last seen. */
+void task_claim(lpvm_task *t, uint32_t cur) {
   while (ts_status(cur) == TS_WAITING) {
     uint32_t next = (cur & ~TS_STATUS) | TS_QUEUED;
     if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
@@ -49,6 +47,12 @@ static void notify(lpvm_task *t) {
       return;
     }
   }
+}
+
+/* Raise PENDING; the sender whose CAS takes the task out of WAITING schedules it. */
+static void notify(lpvm_task *t) {
+  task_claim(t, atomic_fetch_or_explicit(&t->sched_word, TS_PENDING,
+                                         memory_order_acq_rel) | TS_PENDING);
 }
 
 void sig_push(lpvm_task *t, struct lpvm_sig *s) {

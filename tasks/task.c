@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "lpvm/term.h"
-#include "sched/sched.h"
 #include "tasks/mpsc.h"
 #include "tasks/task_int.h"
 
@@ -30,21 +29,6 @@ static int check_spawn(lpvm_task *creator, const lpvm_task_def *def,
   if (o->link && !creator) return LPVM_EINVAL;
   if (!thread && (def->flags & LPVM_TASK_CANT_SCHEDULE)) return LPVM_ECANTSCHED;
   return 0;
-}
-
-/* Take a task that is WAITING to QUEUED and schedule it, unless a sender did. */
-static void claim(lpvm_task *t) {
-  uint32_t cur = atomic_load_explicit(&t->sched_word, memory_order_acquire);
-  while (ts_status(cur) == TS_WAITING) {
-    uint32_t next = (cur & ~TS_STATUS) | TS_QUEUED;
-    if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
-                                              memory_order_acq_rel,
-                                              memory_order_acquire)) {
-      if (next & TS_THREAD) thread_wake(t);
-      else sched_make_runnable(t);
-      return;
-    }
-  }
 }
 
 int lpvm_spawn_task_opt(lpvm_task *creator, const lpvm_task_def *def, void *arg,
@@ -88,10 +72,12 @@ int lpvm_spawn_task_opt(lpvm_task *creator, const lpvm_task_def *def, void *arg,
     rel_link_add(creator, nid);
     rel_link_add(t, creator->id);
   }
-  rt_task_born();
+  task_count_born();
   if (id) *id = nid;
   ptab_publish(t);  /* visible: from here on others may signal it */
-  if (st != LPVM_WAIT) claim(t);
+  /* Schedule it unless a sender already did. */
+  if (st != LPVM_WAIT)
+    task_claim(t, atomic_load_explicit(&t->sched_word, memory_order_acquire));
   return 0;
 }
 
@@ -141,7 +127,7 @@ static void task_die(lpvm_task *t) {
   mbox_free_all(t);
   free(t->reason);
   t->reason = NULL;
-  rt_task_died();
+  task_count_died();
   ptab_close(t);  /* may free t */
 }
 

@@ -1,17 +1,7 @@
 /*
-** task_int.h -- what the tasks/ files share with each other and with sched/.
+** task_int.h -- what the tasks/ files share with each other (private to tasks/).
 **
-** The scheduling word (lpvm_task.sched_word) decides who may put a task on a run
-** queue, so a task is never queued twice and never left waiting with a signal:
-**
-**   bits 0-1  status   WAITING -> QUEUED -> RUNNING -> (WAITING | QUEUED | DEAD)
-**   bit  2    PENDING  a signal was pushed since the task last started draining
-**   bit  3    THREAD   the task runs on a private thread (wake it, don't queue it)
-**
-** A sender pushes its signal, then sets PENDING; if the status was WAITING it also
-** moves it to QUEUED, and that one successful CAS is what entitles it to schedule
-** the task. A running task clears PENDING before it drains and may only go back to
-** WAITING with a CAS that fails if PENDING came back meanwhile.
+** The scheduling word and the step are the tasks <-> sched interface: task_sched.h.
 */
 #ifndef LPVM_TASK_INT_H
 #define LPVM_TASK_INT_H
@@ -20,16 +10,9 @@
 #include <stdint.h>
 
 #include "lpvm/task.h"
-
-#define TS_WAITING  0u
-#define TS_QUEUED   1u
-#define TS_RUNNING  2u
-#define TS_DEAD     3u
-#define TS_STATUS   3u
-#define TS_PENDING  4u
-#define TS_THREAD   8u
-
-#define ts_status(w) ((w) & TS_STATUS)
+#include "tasks/ptab.h"
+#include "tasks/task_sched.h"
+#include "tasks/tasks.h"
 
 /* Signal kinds. */
 enum {
@@ -45,18 +28,10 @@ enum {
 #define TF_TO_WORKER   0x08u   /* MIGRATE asked for the workers */
 #define TF_DECLINED    0x10u   /* handle_event took nothing: wait for new mail */
 
-/* What one step (RunTask) leaves the caller to do. */
-enum {
-  STEP_REQUEUE,   /* status is QUEUED: put it back on a run queue */
-  STEP_WAIT,      /* status is WAITING: a sender will wake it */
-  STEP_DEAD,      /* terminated: forget it */
-  STEP_HANDOFF    /* moved to another mode (thread <-> workers): forget it */
-};
-
-/* task.c */
-int task_step(lpvm_task *t);
-
 /* signal.c */
+/* WAITING -> QUEUED and schedule t, unless somebody else's CAS did (cur: the word
+** as last seen). The only place a task is put on a run queue from WAITING. */
+void task_claim(lpvm_task *t, uint32_t cur);
 struct lpvm_sig *sig_new(uint32_t kind, lpvm_id from, uint64_t ref, const void *data,
                          size_t len);
 /* Push s to `to`; on LPVM_ENOPROC the signal is still the caller's. */
@@ -93,8 +68,6 @@ void ptab_fini(void);
 int ptab_alloc(lpvm_task *t, int port, lpvm_id *id);  /* reserve a slot, not visible */
 void ptab_publish(lpvm_task *t);                        /* visible to lookups */
 void ptab_unreserve(lpvm_id id);                        /* spawn failed */
-lpvm_task *ptab_pin(lpvm_id id);                        /* NULL if dead */
-void ptab_unpin(lpvm_task *t);
 void ptab_close(lpvm_task *t);                          /* the task is dead */
 /* Call fn on every live task (pinned during the call). */
 void ptab_foreach(void (*fn)(lpvm_task *t, void *ud), void *ud);
@@ -109,10 +82,9 @@ int term_is(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 /* task_timer.c */
 void task_timer_drop(lpvm_task *t);
 void task_timer_fired(lpvm_task *t, uint64_t seq);
-void task_timer_shutdown(void);
 
-/* runtime (sched/runtime.c) */
-void rt_task_born(void);
-void rt_task_died(void);
+/* tasks.c: the live, spawned and exited counts. */
+void task_count_born(void);
+void task_count_died(void);
 
 #endif

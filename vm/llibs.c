@@ -18,6 +18,7 @@
 */
 #include <lauxlib.h>
 #include <lualib.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +163,28 @@ void llibs_install(lua_State *L) {
 
 /* ---- package: `require "lpvm"` finds the module ---------------------------------------- */
 
+/* require "string" (and every other library name) returns the library even before
+** the global was touched: a preload entry opens it as the global access would, so
+** both give the same table (lua-socket starts with `local string = require("string")`). */
+static int preload_lib(lua_State *L) {
+  open_lib(L, &libs[lua_tointeger(L, lua_upvalueindex(1))]);
+  return 1;
+}
+
+static int preload_G(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  return 1;
+}
+
+/* The boot script's folder: set once before the boot process starts, read by every
+** process's open_package (the spawn that follows orders the accesses). */
+static _Atomic(char *) script_dir;
+
+void llibs_set_script_dir(const char *dir) {
+  char *d = dir ? strdup(dir) : NULL;
+  free(atomic_exchange(&script_dir, d));
+}
+
 /* Where the shipped Lua libraries are: $LPVM_LIBDIR, else the build's choice (the
 ** source tree's vm/lib for a build folder). */
 #ifndef LPVM_LIBDIR
@@ -175,16 +198,37 @@ static int open_package(lua_State *L) {
   lua_setfield(L, -2, "lpvm");
   lua_pushcfunction(L, luaproc_open);   /* vm/luaproc.c: luaproc compatibility */
   lua_setfield(L, -2, "luaproc");
+  for (const lib *l = libs; l->name; l++) {
+    if (l->open == lmod_open || l->open == open_package) continue;
+    lua_pushinteger(L, l - libs);
+    lua_pushcclosure(L, preload_lib, 1);
+    lua_setfield(L, -2, l->name);
+  }
+  lua_pushcfunction(L, preload_G);
+  lua_setfield(L, -2, "_G");
   lua_pop(L, 1);
   /* The Lua libraries that ship with lpvm (vm/lib/: OTP behaviours, ets, code...)
   ** come first on package.path, so `require "gen_server"` finds them in every
-  ** process and loads them only when asked for. */
+  ** process and loads them only when asked for.
+  ** The boot script's folder follows, so a script finds its siblings (modules
+  ** spawned by name included) wherever it is run from. */
   const char *dir = getenv("LPVM_LIBDIR");
   if (!dir || !*dir) dir = LPVM_LIBDIR;
+  const char *sd = atomic_load(&script_dir);
   lua_getfield(L, -1, "path");
-  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
+  if (sd)
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s/?.lua;%s/?/init.lua;%s", dir, dir, sd, sd,
+                    lua_tostring(L, -1));
+  else
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
   lua_setfield(L, -3, "path");
   lua_pop(L, 1);
+  if (sd) {
+    lua_getfield(L, -1, "cpath");
+    lua_pushfstring(L, "%s/?.so;%s", sd, lua_tostring(L, -1));
+    lua_setfield(L, -3, "cpath");
+    lua_pop(L, 1);
+  }
   return 1;
 }
 

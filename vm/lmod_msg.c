@@ -52,12 +52,14 @@ static int lmod_send(lua_State *L) {
 
 /* ---- receive ------------------------------------------------------------------------------ */
 
-/* Timeout argument: nil/absent/math.huge = forever (-1), else milliseconds >= 0. */
-static int64_t check_ms(lua_State *L, int arg) {
-  if (lua_isnoneornil(L, arg)) return -1;
+/* A timeout in milliseconds: math.huge means for ever (-1), as Erlang's `infinity`;
+** any other number must be >= 0 and is rounded up (a finite timeout too long for the
+** clock saturates: it is accepted and fires, in theory, at the end of time). */
+int64_t lmod_check_ms(lua_State *L, int arg) {
   lua_Number ms = luaL_checknumber(L, arg);
-  luaL_argcheck(L, ms >= 0 && ms == ms, arg, "timeout must be >= 0");
-  if (ms >= 1e15) return -1;
+  luaL_argcheck(L, ms >= 0 && ms == ms, arg, "timeout must be >= 0 or math.huge");
+  if (ms == HUGE_VAL) return -1;
+  if (ms >= 0x1p62) return INT64_C(1) << 62;
   return (int64_t)ceil(ms);
 }
 
@@ -177,18 +179,25 @@ static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
   if (p->in_pred) luaL_error(L, "%s: cannot be called from a receive predicate", fname);
 }
 
-/* receive([timeout]) or receive(pred [, timeout]). */
+/* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
+** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
+** programmer's mistake and raises. */
 static int lmod_receive(lua_State *L) {
   lproc *p = lproc_check(L);
   check_not_in_pred(L, p, "receive");
-  int has_pred = !lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TNUMBER;
-  if (has_pred) luaL_checktype(L, 1, LUA_TFUNCTION);
-  int64_t ms = check_ms(L, has_pred ? 2 : 1);
-  if (has_pred) {
-    lua_settop(L, 1);
-  } else {
+  int top = lua_gettop(L), t1 = lua_type(L, 1);
+  int64_t ms = -1;
+  if (t1 == LUA_TNUMBER) {           /* receive(timeout) */
+    luaL_argexpected(L, top < 2 || lua_isnil(L, 2), 2, "no value after a timeout");
+    ms = lmod_check_ms(L, 1);
     lua_settop(L, 0);
     lua_pushnil(L);
+  } else {                            /* receive([pred [, timeout]]) */
+    luaL_argexpected(L, t1 == LUA_TNONE || t1 == LUA_TNIL || t1 == LUA_TFUNCTION, 1,
+                     "function or number");
+    luaL_argexpected(L, top < 3, 3, "no value");
+    if (!lua_isnoneornil(L, 2)) ms = lmod_check_ms(L, 2);
+    lua_settop(L, 1);
   }
   if (ms < 0) lua_pushnil(L);
   else lua_pushinteger(L, ms);
@@ -204,16 +213,18 @@ static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
   return 0;
 }
 
-/* sleep(ms): messages that arrive meanwhile wait in the mailbox. */
+/* sleep(ms): messages that arrive meanwhile wait in the mailbox. sleep(math.huge)
+** never returns (a kill or an exit signal still ends the process). */
 static int lmod_sleep(lua_State *L) {
   lproc *p = lproc_check(L);
   check_not_in_pred(L, p, "sleep");
-  int64_t ms = check_ms(L, 1);
-  luaL_argcheck(L, ms >= 0, 1, "milliseconds expected");
+  int64_t ms = lmod_check_ms(L, 1);
   if (!lua_isyieldable(L))
     return luaL_error(L, "sleep: cannot wait here (inside a C call such as a metamethod)");
   if (ms == 0) {
     p->wait = LP_RUN;   /* just give the others a turn */
+  } else if (ms < 0) {
+    p->wait = LP_SLEEP;   /* sleep(math.huge): for ever, as timer:sleep(infinity) */
   } else {
     if (lpvm_set_timer(&p->task, (uint64_t)ms) != 0) return luaL_error(L, "sleep: no timer");
     p->wait = LP_SLEEP;
@@ -225,8 +236,8 @@ static int lmod_sleep(lua_State *L) {
 /* send_after(ms, pid | name, ...) -> reference */
 static int lmod_send_after(lua_State *L) {
   lproc *p = lproc_check(L);
-  int64_t ms = check_ms(L, 1);
-  luaL_argcheck(L, ms >= 0, 1, "milliseconds expected");
+  int64_t ms = lmod_check_ms(L, 1);
+  luaL_argcheck(L, ms >= 0, 1, "finite timeout expected (a message never sent is no message)");
   lpvm_id to = check_target(L, 2, "send_after");
   lpvm_msg *m = build_msg(L, 3, "send_after");
   uint64_t ref;

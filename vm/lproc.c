@@ -187,9 +187,11 @@ static int push_module(lua_State *L, lproc_start *s) {
     }
     lua_remove(L, -2);
   }
-  if (lua_type(L, -1) != LUA_TFUNCTION)
-    luaL_error(L, "module '%s' returned no function (nor a table with main or start)",
-               lua_tostring(L, -2 + 0) ? (const char *)s->data : "?");
+  if (lua_type(L, -1) != LUA_TFUNCTION) {
+    lua_pushlstring(L, (const char *)s->data, s->code_len);   /* not NUL-terminated */
+    luaL_error(L, "module '%s' returned %s (a function, or a table with main or start, "
+               "expected)", lua_tostring(L, -1), luaL_typename(L, -2));
+  }
   return lua_gettop(L);
 }
 
@@ -316,10 +318,10 @@ static void log_crash(lproc *p, const char *msg, int boot) {
     fprintf(stderr, "lpvm: %s\n", msg);
     return;
   }
-  const char *nl = strchr(msg, '\n');
-  int len = nl ? (int)(nl - msg) : (int)strlen(msg);
-  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %.*s\n", (unsigned)(uint32_t)id,
-          (unsigned)((id >> 32) & 0x7fffffff), len, msg);
+  /* the whole reason: a load error's location is on its second line, a module not
+  ** found lists the places searched, and the traceback says where it happened */
+  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %s\n", (unsigned)(uint32_t)id,
+          (unsigned)((id >> 32) & 0x7fffffff), msg);
 }
 
 /* The process failed with the error object on top of its stack. The reason is a
@@ -661,6 +663,24 @@ static char *one_line(const char *prefix, const char *msg) {
   return s;
 }
 
+/* The folder of the boot script goes on every process's package.path and cpath
+** (llibs.c), absolute so a later chdir does not lose it. A folder whose name holds
+** a path separator of Lua's (';' or '?') cannot be put there and is left out. */
+static void set_script_dir(const char *script) {
+  char *dir = NULL;
+  if (script && strcmp(script, "-") != 0) {
+    char *full = realpath(script, NULL);
+    char *slash = full ? strrchr(full, '/') : NULL;
+    if (slash) {
+      *slash = 0;
+      if (strpbrk(full, ";?") == NULL) dir = full[0] ? full : strcpy(full, "/");
+    }
+    if (!dir) free(full);
+  }
+  llibs_set_script_dir(dir);
+  free(dir);
+}
+
 static int load_stdin(lua_State *L) {
   luaL_Buffer b;
   char chunk[4096];
@@ -699,6 +719,7 @@ int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm
     return LPVM_ENOMEM;
   }
   lua_atpanic(L, lproc_panic);
+  set_script_dir(code ? NULL : script);
   lua_pushcfunction(L, load_cf);
   lua_pushlightuserdata(L, (void *)script);
   lua_pushlightuserdata(L, (void *)code);

@@ -93,6 +93,7 @@ int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
+void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */
 
 /* lmod.c: the module table, and pids and references as Lua values. */
 int lmod_open(lua_State *L);             /* luaopen_lpvm */
@@ -105,6 +106,7 @@ uint64_t lmod_check_ref(lua_State *L, int arg);
 /* The process's target: a pid, or a registered name (0 if not registered). */
 lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name);
 int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */
+int64_t lmod_check_ms(lua_State *L, int arg); /* timeout in ms; math.huge = -1 (for ever) */
 
 /* lmod_proc.c / lmod_msg.c: the functions of the module, by name. */
 typedef struct lmod_fn {

@@ -84,6 +84,24 @@ err_has "an unlinked crash is logged to stderr" "child dies"
 check "exit(reason) in the boot process: status 1" 1 "$LPVM" -e 'lpvm.exit("shutdown")'
 check "exit('normal') in the boot process: status 0" 0 "$LPVM" -e 'lpvm.exit("normal")'
 
+# ---- the boot script's folder, whole error reasons -------------------------------
+mkdir -p "$TMP/app"
+printf 'return function(parent) lpvm.send(parent, "sibling ran") end\n' >"$TMP/app/sib.lua"
+printf 'x = = 1\n' >"$TMP/app/badmod.lua"
+printf 'local x = 1\n' >"$TMP/app/nothing.lua"
+printf 'lpvm.spawn("sib", lpvm.self()) print(lpvm.receive(5000))\nprint(require("sib") ~= nil)\n' >"$TMP/app/main.lua"
+check "spawn by name finds the script's sibling from another folder" 0 "$LPVM" "$TMP/app/main.lua"
+out_has "the sibling module ran in a spawned process" "sibling ran"
+printf 'lpvm.spawn("badmod") lpvm.sleep(100)\n' >"$TMP/app/spawnbad.lua"
+check "spawn of a module with a syntax error" 0 "$LPVM" "$TMP/app/spawnbad.lua"
+err_has "the error log keeps the location and message" "badmod.lua:1: unexpected symbol near '='"
+printf 'lpvm.spawn("no_such_mod") lpvm.sleep(100)\n' >"$TMP/app/spawnmissing.lua"
+check "spawn of a module that does not exist" 0 "$LPVM" "$TMP/app/spawnmissing.lua"
+err_has "module not found lists the places searched" "no file '$TMP/app/no_such_mod.lua'"
+printf 'lpvm.spawn("nothing") lpvm.sleep(100)\n' >"$TMP/app/spawnnothing.lua"
+check "spawn of a module that returns nothing" 0 "$LPVM" "$TMP/app/spawnnothing.lua"
+err_has "the module is named" "module 'nothing' returned boolean"
+
 printf 'print("stdin script")\n' >"$TMP/stdin.lua"
 if "$LPVM" - <"$TMP/stdin.lua" >"$TMP/out" 2>"$TMP/err"; then ok "script from stdin (-)"; else bad "script from stdin (-)" "$(cat "$TMP/err")"; fi
 out_has "stdin script ran" "stdin script"

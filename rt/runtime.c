@@ -1,14 +1,19 @@
 /*
 ** runtime.c -- the VM's lifecycle: start, wait, halt, stop; counts and statistics.
+**
+** The one place that knows every subsystem, so that none of them has to know
+** another's start and stop: rt -> {io, tasks, sched, timers}, and nothing in the
+** core includes rt/. Each subsystem offers the runtime a narrow header (io/io.h,
+** tasks/tasks.h, sched/sched.h, timers/timer.h).
 */
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "io/poller.h"
+#include "io/io.h"
 #include "lpvm/lpvm.h"
 #include "sched/sched.h"
-#include "tasks/task_int.h"
+#include "tasks/tasks.h"
 #include "timers/timer.h"
 
 #define DEFAULT_MAX_TASKS (8u << 20)
@@ -17,7 +22,6 @@
 static struct {
   int running;
   int halted, halt_code;
-  _Atomic uint64_t live, spawned, exited;
   pthread_mutex_t mu;
   pthread_cond_t cv;
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -52,15 +56,21 @@ static int online_cpus(void) {
   return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
+/* tasks/ calls it when the last live task dies: wake lpvm_wait and lpvm_stop. */
+static void all_dead(void) {
+  pthread_mutex_lock(&R.mu);
+  pthread_cond_broadcast(&R.cv);
+  pthread_mutex_unlock(&R.mu);
+}
+
 int lpvm_start(const lpvm_config *cfg) {
   lpvm_config c;
   if (cfg) c = *cfg;
   else lpvm_config_init(&c);
   if (R.running) return LPVM_ESTATE;
   if (c.workers < 0 || c.workers > 64) return LPVM_EINVAL;
-  int rc = ptab_init(c.max_tasks ? c.max_tasks : DEFAULT_MAX_TASKS);
+  int rc = tasks_init(c.max_tasks ? c.max_tasks : DEFAULT_MAX_TASKS, all_dead);
   if (rc) return rc;
-  if ((rc = names_init()) != 0) goto fail_names;
   if ((rc = timer_service_start(NULL)) != 0) goto fail_timer;
   R.halted = 0;
   R.halt_code = 0;
@@ -72,30 +82,14 @@ int lpvm_start(const lpvm_config *cfg) {
 fail_sched:
   timer_service_stop();
 fail_timer:
-  names_fini();
-fail_names:
-  ptab_fini();
+  tasks_fini();
   return rc;
 }
 
-void rt_task_born(void) {
-  uint64_t live = atomic_fetch_add(&R.live, 1) + 1;
-  if (live == MEM_BIG_VM) sched_note_size(live);
-  atomic_fetch_add_explicit(&R.spawned, 1, memory_order_relaxed);
-}
-
-void rt_task_died(void) {
-  atomic_fetch_add_explicit(&R.exited, 1, memory_order_relaxed);
-  if (atomic_fetch_sub(&R.live, 1) == 1) {
-    pthread_mutex_lock(&R.mu);
-    pthread_cond_broadcast(&R.cv);
-    pthread_mutex_unlock(&R.mu);
-  }
-}
 
 int lpvm_wait(void) {
   pthread_mutex_lock(&R.mu);
-  while (!R.halted && atomic_load(&R.live) > 0) pthread_cond_wait(&R.cv, &R.mu);
+  while (!R.halted && tasks_live() > 0) pthread_cond_wait(&R.cv, &R.mu);
   int code = R.halted ? R.halt_code : 0;
   pthread_mutex_unlock(&R.mu);
   return code;
@@ -111,19 +105,13 @@ void lpvm_halt(int code) {
   pthread_mutex_unlock(&R.mu);
 }
 
-static void kill_one(lpvm_task *t, void *ud) {
-  (void)ud;
-  struct lpvm_sig *s = sig_new(SIG_EXIT, 0, 0, term_kill, term_kill_len);
-  if (s) sig_push(t, s);
-}
-
 int lpvm_stop(void) {
   if (!R.running) return LPVM_ESTATE;
   /* Kill until none is left: a task may spawn another while we sweep. */
-  while (atomic_load(&R.live) > 0) {
-    ptab_foreach(kill_one, NULL);
+  while (tasks_live() > 0) {
+    tasks_kill_all();
     pthread_mutex_lock(&R.mu);
-    if (atomic_load(&R.live) > 0) {
+    if (tasks_live() > 0) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       ts.tv_nsec += 50 * 1000000;
@@ -139,13 +127,12 @@ int lpvm_stop(void) {
   timer_service_stop();
   task_timer_shutdown();
   sched_stop();
-  names_fini();
-  ptab_fini();
+  tasks_fini();
   R.running = 0;
   return 0;
 }
 
-size_t lpvm_task_count(void) { return (size_t)atomic_load(&R.live); }
+size_t lpvm_task_count(void) { return (size_t)tasks_live(); }
 
 uint64_t lpvm_now_ms(void) { return timer_now_ms(); }
 
@@ -153,9 +140,9 @@ int lpvm_stats(lpvm_vmstats *out) {
   if (!out) return LPVM_EINVAL;
   memset(out, 0, sizeof *out);
   if (R.running) sched_fill_stats(out);
-  out->tasks_spawned = atomic_load(&R.spawned);
-  out->tasks_exited = atomic_load(&R.exited);
-  out->tasks_live = atomic_load(&R.live);
+  out->tasks_spawned = tasks_spawned();
+  out->tasks_exited = tasks_exited();
+  out->tasks_live = tasks_live();
   out->threads_live = thread_live();
   return 0;
 }

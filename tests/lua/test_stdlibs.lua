@@ -1,0 +1,75 @@
+-- test_stdlibs.lua -- the lazy standard libraries are invisible to require, so
+-- Debian's Lua 5.4 modules (lua-socket, lua-cjson, lua-lpeg) load in any process.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+local NAMES = {"string", "table", "math", "io", "os", "utf8", "coroutine", "debug",
+               "package", "_G"}
+
+test("require of a standard library name returns it, before and after the global", function()
+  local me = lpvm.self()
+  -- a fresh process, where nothing has been touched yet: require first
+  lpvm.spawn(function(parent, names)
+    local got = {}
+    for _, n in ipairs(names) do got[n] = require(n) end
+    local same = {}
+    for _, n in ipairs(names) do same[#same + 1] = (got[n] == _G[n]) and n or ("!" .. n) end
+    lpvm.send(parent, table.concat(same, " "), (got.string.format("%d", 7)),
+              ("x"):rep(3), "10" + 1)
+  end, me, NAMES)
+  T.eqv(T.recv(), table.pack(table.concat(NAMES, " "), "7", "xxx", 11))
+  -- and in this process, where the globals have been used already
+  for _, n in ipairs(NAMES) do T.ok(require(n) == _G[n], n) end
+  T.ok(package.loaded.string == string)
+end)
+
+-- Each worker process requires the three modules and uses them for real: a TCP
+-- round trip over loopback with lua-socket, a JSON round trip with lua-cjson, a
+-- grammar with lua-lpeg. Worker-mode and thread-mode processes, many at once.
+local function use_modules(parent, k)
+  local ok, err = pcall(function()
+    local socket = require("socket")
+    local cjson = require("cjson")
+    local lpeg = require("lpeg")
+    local server = assert(socket.bind("127.0.0.1", 0))
+    local ip, port = server:getsockname()
+    local client = assert(socket.connect(ip, port))
+    local conn = assert(server:accept())
+    local doc = cjson.encode({k = k, list = {1, 2, 3}})
+    assert(client:send(doc .. "\n"))
+    local line = assert(conn:receive("*l"))
+    client:close(); conn:close(); server:close()
+    local back = cjson.decode(line)
+    local digits = lpeg.C(lpeg.R("09") ^ 1) / tonumber
+    local list = lpeg.Ct(digits * ("," * digits) ^ 0)
+    local nums = list:match(line:match("%[(.-)%]"))   -- "1,2,3"
+    lpvm.send(parent, "done", math.tointeger(back.k), nums[1] + nums[2] + nums[3],
+              type(socket.gettime()))
+  end)
+  if not ok then lpvm.send(parent, "failed", k, tostring(err)) end
+end
+
+test("lua-socket, lua-cjson and lua-lpeg work in many processes on several threads", function()
+  local me = lpvm.self()
+  local n = T.scaled(24, 6)
+  for k = 1, n do
+    lpvm.spawn({thread = (k % 4 == 0)}, use_modules, me, k)
+  end
+  local seen = {}
+  for _ = 1, n do
+    local r = T.recv()
+    T.eq(r[1], "done", T.show(r))
+    T.eq(r[3], 6)
+    T.eq(r[4], "number")
+    seen[r[2]] = true
+  end
+  for k = 1, n do T.ok(seen[k], "process " .. k .. " answered") end
+end)
+
+test("the modules are loaded once per process and shared with package.loaded", function()
+  local socket = require("socket")
+  T.ok(package.loaded.socket == socket)
+  T.ok(require("socket") == socket)
+  T.ok(package.loaded["socket.core"], "socket.core (a C module) is loaded")
+end)
+
+T.run()
