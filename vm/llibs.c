@@ -229,6 +229,7 @@ static int open_package(lua_State *L) {
     lua_setfield(L, -3, "cpath");
     lua_pop(L, 1);
   }
+  lcode_install(L);   /* Lua modules load through the code server (lcode.c) */
   return 1;
 }
 

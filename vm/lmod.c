@@ -165,6 +165,15 @@ int lmod_fail(lua_State *L, int err) {
 static int lmod_index(lua_State *L) {
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *k = lua_tostring(L, 2);
+  if (strcmp(k, "code") == 0) {   /* lpvm.code: vm/lib/lpvm/code.lua, on first use */
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "lpvm.code");
+    lua_call(L, 1, 1);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 1);
+    return 1;
+  }
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns};
   for (int t = 0; t < 3; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++)

@@ -373,6 +373,7 @@ static int lproc_error(lproc *p) {
 static int lproc_resume(lproc *p) {
   lua_State *L = p->L;
   int nres, nargs = p->nargs;
+  lcode_safe_point(p);   /* new module versions, before any Lua of it runs again */
   p->nargs = 0;
   p->slices = 0;
   int st = lua_resume(L, NULL, nargs, &nres);
@@ -490,6 +491,7 @@ static int clean_cf(lua_State *L) {
 static void release_state(lproc *p) {
   lua_State *L = p->L;
   p->L = NULL;
+  p->helper = NULL;
   p->max_heap = 0;
   p->closing = 1;
   p->slices = 0;
@@ -600,7 +602,7 @@ static int lproc_handle_info(lpvm_task *t, lpvm_tbuf *map) {
   lpvm_put_int(map, (int64_t)(p->mem + sizeof(lproc)));
   lpvm_put_atom(map, "heap_limit");
   lpvm_put_int(map, (int64_t)p->max_heap);
-  return 2;
+  return 2 + lcode_info(p, map);
 }
 
 const lpvm_task_def lproc_def = {
@@ -649,6 +651,7 @@ void lproc_teardown(void) {
   pthread_mutex_unlock(&pool.mu);
   atomic_store(&pool.bound, lproc_cfg.recycle);
   ltask_teardown();
+  lcode_teardown();
 }
 
 /* ---- the boot process ---------------------------------------------------------------------------- */

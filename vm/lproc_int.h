@@ -72,6 +72,8 @@ typedef struct lproc {
   uint8_t closing;          /* terminate: the state is being closed */
   uint8_t sched_yield;      /* a coroutine yielded for the scheduler (see llibs.c) */
   uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
+  uint64_t code_gen;        /* lcode.c: the code generation this process is at */
+  lua_State *helper;        /* lcode.c: coroutine that runs module updates */
 } lproc;
 
 extern lproc_config lproc_cfg;
@@ -131,6 +133,12 @@ lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
 /* lfun.c: module `name` in this process: a global (the lazy libraries, lpvm) or
 ** required; soft: nil instead of an error when it cannot be loaded. */
 void lfun_push_module(lua_State *L, const char *name, int soft);
+
+/* lcode.c: the code server (docs/code.md) */
+void lcode_install(lua_State *L);       /* package on top: searcher and preload */
+void lcode_safe_point(lproc *p);        /* before a resume: apply new module versions */
+int lcode_info(lproc *p, lpvm_tbuf *map);   /* info: old_code => [module, ...] */
+void lcode_teardown(void);
 
 /* lmod_msg.c */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
