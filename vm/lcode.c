@@ -562,6 +562,8 @@ void lcode_install(lua_State *L) {
   lua_getfield(L, -1, "preload");
   lua_pushcfunction(L, lcode_open);
   lua_setfield(L, -2, "lpvm.codeserver");
+  lua_pushcfunction(L, leval_open);
+  lua_setfield(L, -2, "lpvm.evalserver");
   lua_pop(L, 1);
 }
 

@@ -128,6 +128,10 @@ static int pred_k(lua_State *L, int status, lua_KContext ctx) {
 /* Stack: [1] predicate or nil, [2] timeout or nil. */
 static int recv_loop(lua_State *L, lproc *p) {
   lpvm_msg *m = lpvm_mbox_next(&p->task, p->scan);
+  if (m && leval_is_request(m)) {   /* lpvm.eval: run it, wait on (leval.c) */
+    leval_take(L, p, m);
+    return recv_loop(L, p);
+  }
   if (m) {
     if (lua_isnil(L, 1)) {
       recv_finish(p);
@@ -177,6 +181,7 @@ static int recv_loop(lua_State *L, lproc *p) {
 
 static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
   if (p->in_pred) luaL_error(L, "%s: cannot be called from a receive predicate", fname);
+  if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
 }
 
 /* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message

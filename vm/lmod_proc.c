@@ -380,6 +380,7 @@ static int info_loop(lua_State *L, lproc *p) {
 static int lmod_info(lua_State *L) {
   lproc *p = lproc_check(L);
   if (p->in_pred) return luaL_error(L, "info: cannot be called from a receive predicate");
+  if (p->in_eval) return luaL_error(L, "info: cannot wait inside lpvm.eval");
   lpvm_id id = lua_isnoneornil(L, 1) ? p->task.id : lmod_check_pid(L, 1);
   if (!lua_isyieldable(L)) return luaL_error(L, "info: cannot wait here (inside a C call)");
   lmod_drop_owned(p);

@@ -115,6 +115,7 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
       !p->heap_refused)
     return;
   if (!lua_isyieldable(L)) return;   /* inside a C boundary: try again later */
+  leval_poll(L, p);                  /* lpvm.eval requests for a busy process */
   p->slices = 0;
   if (L != p->L) p->sched_yield = 1; /* a coroutine: llibs.c passes it up */
   lua_yield(L, 0);

@@ -64,6 +64,7 @@ typedef struct lproc {
   uint8_t timed_out;
   uint8_t polled;           /* receive(0): pending signals were drained once */
   uint8_t in_pred;          /* receive: the predicate runs */
+  uint8_t in_eval;          /* leval.c: an lpvm.eval request runs */
   uint8_t heap_refused;     /* the allocator refused: max_heap */
   uint8_t exiting;          /* exit(reason) was called */
   uint8_t want_thread;      /* migrate(): wanted mode */
@@ -139,6 +140,12 @@ void lcode_install(lua_State *L);       /* package on top: searcher and preload 
 void lcode_safe_point(lproc *p);        /* before a resume: apply new module versions */
 int lcode_info(lproc *p, lpvm_tbuf *map);   /* info: old_code => [module, ...] */
 void lcode_teardown(void);
+
+/* leval.c: lpvm.eval's requests, run by the target at its safe points */
+int leval_is_request(const lpvm_msg *m);
+void leval_take(lua_State *L, lproc *p, lpvm_msg *m);   /* unlink m, run it, answer */
+void leval_poll(lua_State *L, lproc *p);                /* the hook: run queued requests */
+int leval_open(lua_State *L);                           /* require "lpvm.evalserver" */
 
 /* lmod_msg.c */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
