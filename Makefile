@@ -51,6 +51,7 @@ bench: bench-deps build
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_http.sh $(BUILD)/vm/lpvm; fi
+	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_otp.sh $(BUILD)/vm/lpvm; fi
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan

@@ -105,6 +105,13 @@ void lpvm_halt(int code) {
   pthread_mutex_unlock(&R.mu);
 }
 
+int lpvm_halted(void) {
+  pthread_mutex_lock(&R.mu);
+  int h = R.halted;
+  pthread_mutex_unlock(&R.mu);
+  return h;
+}
+
 int lpvm_stop(void) {
   if (!R.running) return LPVM_ESTATE;
   /* Kill until none is left: a task may spawn another while we sweep. */

@@ -32,22 +32,27 @@ typedef struct level {
   lpvm_task *head, *tail;
 } level;
 
+/* Each field says which threads write it. "Owner" is the worker's own thread. */
 typedef struct worker {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  level lv[LEVELS];
-  _Atomic uint32_t bitmap;        /* non-empty levels, bit i = priority i */
-  _Atomic uint32_t qlen;
-  _Atomic(lpvm_task *) cache;
-  _Atomic int sleeping;
-  _Atomic int preempt;
-  _Atomic int running_prio;       /* NO_LEVEL when not running a task */
+  level lv[LEVELS];               /* any thread, under mu (a queuer, a thief) */
+  _Atomic uint32_t bitmap;        /* non-empty levels, bit i = priority i; under mu,
+                                  ** read by any worker without it */
+  _Atomic uint32_t qlen;          /* under mu, read without it */
+  _Atomic(lpvm_task *) cache;     /* set by the owner (CAS from empty); taken by the
+                                  ** owner or an idle worker (exchange) */
+  _Atomic int sleeping;           /* under mu: set by the owner, cleared by the owner
+                                  ** or by the one waker that signals it */
+  _Atomic int preempt;            /* raised by any queuer of a higher priority,
+                                  ** cleared by the owner as it starts a task */
+  _Atomic int running_prio;       /* owner; NO_LEVEL when not running a task */
   int kick;                       /* under mu */
-  int index;
-  int bound;                      /* bound to its own allocator arena */
+  int index;                      /* set once by sched_start */
+  int bound;                      /* owner: bound to its own allocator arena */
   pthread_t th;
-  lpvm_task *last;
-  _Atomic uint64_t runs, switches, steals, cache_hits, sleeps;
+  lpvm_task *last;                /* owner */
+  _Atomic uint64_t runs, switches, steals, cache_hits, sleeps;  /* owner; stats read */
 } __attribute__((aligned(64))) worker;
 
 static struct {
@@ -255,7 +260,7 @@ static int work_visible(worker *w) {
 }
 
 /* Nothing to run: spin a little, then sleep until kicked. */
-static void idle(worker *w) {
+static void wait_for_work(worker *w) {
   for (int i = 0; i < S.spin; i++) {
     if (work_visible(w) || atomic_load_explicit(&S.stop, memory_order_relaxed)) return;
     cpu_relax();
@@ -298,7 +303,7 @@ static void *worker_main(void *arg) {
   while (!atomic_load_explicit(&S.stop, memory_order_acquire)) {
     lpvm_task *t = next_task(w);
     if (t) run(w, t);
-    else idle(w);
+    else wait_for_work(w);
   }
   self_w = NULL;
   return NULL;
@@ -352,8 +357,6 @@ void sched_stop(void) {
   S.w = NULL;
   S.n = 0;
 }
-
-int sched_workers(void) { return S.n; }
 
 void sched_note_size(uint64_t live) {
   if (live >= MEM_BIG_VM) atomic_store_explicit(&S.big, 1, memory_order_relaxed);

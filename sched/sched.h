@@ -11,7 +11,6 @@
 
 int sched_start(int workers, int worker_cache, int spin);
 void sched_stop(void);
-int sched_workers(void);
 void sched_fill_stats(lpvm_vmstats *out);
 
 /* memory.c: workers allocate from arenas whose fresh memory comes pre-populated,

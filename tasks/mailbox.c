@@ -5,6 +5,8 @@
 ** built by the sender and handed over whole (the thesis's "temporary heap"): one
 ** malloc and no copy between send and receive. Only the owning task touches its
 ** message queue, a doubly-linked list so selective receive can take from the middle.
+** Every message is counted from the moment it is pushed until it is taken
+** (mq_queued, mq_bytes): senders read the count, memory limits weigh the bytes.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,19 @@ size_t lpvm_msg_len(const lpvm_msg *m) { return m->len; }
 lpvm_id lpvm_msg_from(const lpvm_msg *m) { return m->from; }
 void lpvm_msg_free(lpvm_msg *m) { free(m); }
 
+uint32_t mbox_count_in(lpvm_task *t, const struct lpvm_sig *m) {
+  atomic_fetch_add_explicit(&t->mq_bytes, m->len, memory_order_relaxed);
+  return atomic_fetch_add_explicit(&t->mq_queued, 1, memory_order_relaxed) + 1;
+}
+
+size_t lpvm_queued_msgs(const lpvm_task *t) {
+  return atomic_load_explicit(&((lpvm_task *)t)->mq_queued, memory_order_relaxed);
+}
+
+size_t lpvm_queued_bytes(const lpvm_task *t) {
+  return (size_t)atomic_load_explicit(&((lpvm_task *)t)->mq_bytes, memory_order_relaxed);
+}
+
 void mbox_append(lpvm_task *t, struct lpvm_sig *m) {
   atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
   m->prev = t->mq_last;
@@ -39,6 +54,7 @@ void mbox_append(lpvm_task *t, struct lpvm_sig *m) {
 }
 
 void lpvm_mbox_take(lpvm_task *t, lpvm_msg *m) {
+  if (m == t->timeout_mark) t->timeout_mark = m->prev;  /* the boundary stays put */
   lpvm_msg *next = atomic_load_explicit(&m->next, memory_order_relaxed);
   if (m->prev) atomic_store_explicit(&m->prev->next, next, memory_order_relaxed);
   else t->mq_first = next;
@@ -48,6 +64,8 @@ void lpvm_mbox_take(lpvm_task *t, lpvm_msg *m) {
   atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
   t->mq_len--;
   t->mq_gen++;
+  atomic_fetch_sub_explicit(&t->mq_queued, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&t->mq_bytes, m->len, memory_order_relaxed);
 }
 
 lpvm_msg *lpvm_recv(lpvm_task *t) {

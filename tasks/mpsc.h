@@ -7,7 +7,7 @@
 ** Between a producer's exchange and its link the queue looks shorter to the
 ** consumer: mpsc_pop then returns NULL although a push is under way. That is
 ** harmless here because the producer raises the task's PENDING bit only after the
-** link, and the task never goes to sleep while PENDING is set (task_state.h).
+** link, and the task never goes to sleep while PENDING is set (task_sched.h).
 */
 #ifndef LPVM_MPSC_H
 #define LPVM_MPSC_H

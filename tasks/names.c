@@ -158,6 +158,14 @@ lpvm_id lpvm_whereis(const char *name) {
   return id;
 }
 
+void lpvm_foreach_name(void (*fn)(const char *name, lpvm_id id, void *ud), void *ud) {
+  if (!fn || !N.b) return;
+  pthread_rwlock_rdlock(&N.lock);
+  for (uint32_t i = 0; i < N.nb; i++)
+    for (entry *e = N.b[i]; e; e = e->next) fn(e->name, e->id, ud);
+  pthread_rwlock_unlock(&N.lock);
+}
+
 void names_drop_task(lpvm_task *t) {
   pthread_rwlock_wrlock(&N.lock);
   char *name = t->reg_name;

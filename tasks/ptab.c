@@ -23,8 +23,6 @@
 #define W_REFS    UINT64_C(0x7fffffff)
 #define W_LIVE    (UINT64_C(1) << 31)
 #define W_GEN(w)  (((w) >> 32) & UINT64_C(0x7fffffff))
-#define ID_SLOT(id) ((uint32_t)(id))
-#define ID_GEN(id)  (((id) >> 32) & UINT64_C(0x7fffffff))
 
 /* Reuse a slot only once this many are free: a dead id's slot rests a while. */
 #define REUSE_AFTER 1024
@@ -103,9 +101,9 @@ int ptab_alloc(lpvm_task *t, int port, lpvm_id *id) {
 }
 
 void ptab_publish(lpvm_task *t) {
-  slot *s = &P.slots[ID_SLOT(t->id)];
+  slot *s = &P.slots[lpvm_id_slot(t->id)];
   /* the table's own pin + LIVE; release makes the whole record visible */
-  atomic_store_explicit(&s->word, (ID_GEN(t->id) << 32) | W_LIVE | 1,
+  atomic_store_explicit(&s->word, ((uint64_t)lpvm_id_gen(t->id) << 32) | W_LIVE | 1,
                         memory_order_release);
 }
 
@@ -118,14 +116,14 @@ static void retire(uint32_t n, uint64_t gen) {
 }
 
 void ptab_unreserve(lpvm_id id) {
-  retire(ID_SLOT(id), ID_GEN(id));
+  retire(lpvm_id_slot(id), lpvm_id_gen(id));
 }
 
 lpvm_task *ptab_pin(lpvm_id id) {
-  uint32_t n = ID_SLOT(id);
+  uint32_t n = lpvm_id_slot(id);
   if (n == 0 || n >= P.cap) return NULL;
   slot *s = &P.slots[n];
-  uint64_t gen = ID_GEN(id);
+  uint64_t gen = lpvm_id_gen(id);
   uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
   do {
     if (W_GEN(w) != gen || !(w & W_LIVE)) return NULL;
@@ -141,17 +139,17 @@ static void reap(lpvm_task *t) {
   sig_drain_dead(t);
   if (t->def->free) t->def->free(t);
   else free(t);
-  retire(ID_SLOT(id), ID_GEN(id));
+  retire(lpvm_id_slot(id), lpvm_id_gen(id));
 }
 
 void ptab_unpin(lpvm_task *t) {
-  slot *s = &P.slots[ID_SLOT(t->id)];
+  slot *s = &P.slots[lpvm_id_slot(t->id)];
   uint64_t w = atomic_fetch_sub_explicit(&s->word, 1, memory_order_acq_rel) - 1;
   if ((w & W_REFS) == 0 && !(w & W_LIVE)) reap(t);
 }
 
 void ptab_close(lpvm_task *t) {
-  slot *s = &P.slots[ID_SLOT(t->id)];
+  slot *s = &P.slots[lpvm_id_slot(t->id)];
   uint64_t w = atomic_fetch_sub_explicit(&s->word, W_LIVE + 1, memory_order_acq_rel);
   w -= W_LIVE + 1;
   if ((w & W_REFS) == 0) reap(t);
@@ -179,6 +177,14 @@ struct foreach_ids {
 static void call_with_id(lpvm_task *t, void *ud) {
   struct foreach_ids *f = ud;
   f->fn(t->id, f->ud);
+}
+
+int lpvm_is_alive(lpvm_id id) {
+  lpvm_task *t = ptab_pin(id);
+  if (!t) return 0;
+  int alive = ts_status(atomic_load_explicit(&t->sched_word, memory_order_acquire)) != TS_DEAD;
+  ptab_unpin(t);
+  return alive;
 }
 
 void lpvm_foreach_task(void (*fn)(lpvm_id id, void *ud), void *ud) {

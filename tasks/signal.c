@@ -55,18 +55,23 @@ static void notify(lpvm_task *t) {
                                          memory_order_acq_rel) | TS_PENDING);
 }
 
-void sig_push(lpvm_task *t, struct lpvm_sig *s) {
+uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s) {
+  uint32_t q = s->kind == SIG_MESSAGE ? mbox_count_in(t, s) : 0;
   mpsc_push(t, s);
   notify(t);
+  return q;
 }
 
-int sig_send(lpvm_id to, struct lpvm_sig *s) {
+int sig_send_q(lpvm_id to, struct lpvm_sig *s, uint32_t *queued) {
   lpvm_task *t = ptab_pin(to);
   if (!t) return LPVM_ENOPROC;
-  sig_push(t, s);
+  uint32_t q = sig_push(t, s);
+  if (queued) *queued = q;
   ptab_unpin(t);
   return 0;
 }
+
+int sig_send(lpvm_id to, struct lpvm_sig *s) { return sig_send_q(to, s, NULL); }
 
 /* Send a signal built here; a dead receiver just loses it. */
 static int send_new(lpvm_id to, uint32_t kind, lpvm_id from, uint64_t ref,
@@ -85,6 +90,7 @@ static void deliver(lpvm_task *t, lpvm_tbuf *b, lpvm_id from) {
   lpvm_tbuf_free(b);
   if (!m) return;  /* out of memory: the notice is lost, the task lives on */
   m->from = from;
+  mbox_count_in(t, m);
   mbox_append(t, m);
 }
 
@@ -224,13 +230,18 @@ void sig_drain_dead(lpvm_task *t) {
 
 static lpvm_id self_id(const lpvm_task *self) { return self ? self->id : 0; }
 
-int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m) {
+int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued) {
+  if (queued) *queued = 0;
   if (!m) return LPVM_EINVAL;
   m->kind = SIG_MESSAGE;
   m->from = self_id(self);
-  int rc = sig_send(to, m);
+  int rc = sig_send_q(to, m, queued);
   if (rc) free(m);
   return rc;
+}
+
+int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m) {
+  return lpvm_send_msg_queued(self, to, m, NULL);
 }
 
 int lpvm_send(lpvm_task *self, lpvm_id to, const void *term, size_t len) {

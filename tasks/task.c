@@ -104,10 +104,12 @@ static int call_handle_event(lpvm_task *t) {
 static int call_callbacks(lpvm_task *t, int st) {
   if (st == LPVM_SETUP) st = t->def->setup ? t->def->setup(t) : LPVM_WAIT;
   if (st == LPVM_WAIT) {
-    if (has_event(t)) {
-      st = call_handle_event(t);
-    } else if ((t->tflags & TF_TIMEOUT) && mpsc_empty(t)) {
+    if (has_event(t)) st = call_handle_event(t);
+    /* A fired timer is honoured in this step even if more mail keeps coming:
+    ** handle_event has just looked at everything queued (Erlang's `after`). */
+    if (st == LPVM_WAIT && (t->tflags & TF_TIMEOUT)) {
       t->tflags &= ~TF_TIMEOUT;
+      t->timeout_mark = NULL;
       st = t->def->handle_timeout ? t->def->handle_timeout(t) : LPVM_WAIT;
     }
   }

@@ -36,13 +36,19 @@ struct lpvm_sig *sig_new(uint32_t kind, lpvm_id from, uint64_t ref, const void *
                          size_t len);
 /* Push s to `to`; on LPVM_ENOPROC the signal is still the caller's. */
 int sig_send(lpvm_id to, struct lpvm_sig *s);
-/* Push s to a task the caller has pinned (or owns). */
-void sig_push(lpvm_task *t, struct lpvm_sig *s);
+/* The same; *queued (may be NULL) gets the receiver's queued messages after a
+** MESSAGE went in. */
+int sig_send_q(lpvm_id to, struct lpvm_sig *s, uint32_t *queued);
+/* Push s to a task the caller has pinned (or owns); for a MESSAGE, returns the
+** messages queued for t with it (0 for other signals). */
+uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s);
 int sig_handle_all(lpvm_task *t);   /* 1: signals left over */
 /* Answer what is left in a dead task's signal queue (LINK -> noproc, ...). */
 void sig_drain_dead(lpvm_task *t);
 
 /* mailbox.c */
+/* Count m as queued for t (before it is pushed); returns the new count. */
+uint32_t mbox_count_in(lpvm_task *t, const struct lpvm_sig *m);
 void mbox_append(lpvm_task *t, struct lpvm_sig *m);
 void mbox_free_all(lpvm_task *t);
 

@@ -40,17 +40,24 @@ int lpvm_cancel_timer(lpvm_task *self) {
   }
   self->timer_seq = 0;
   self->tflags &= ~TF_TIMEOUT;
+  self->timeout_mark = NULL;
   return won;
 }
 
 void task_timer_fired(lpvm_task *t, uint64_t seq) {
   if (seq == 0 || seq != t->timer_seq) return;  /* stale: cancelled or replaced */
   t->tflags |= TF_TIMEOUT;
+  t->timeout_mark = t->mq_last;   /* the messages a receive must still look at */
   t->timer_seq = 0;
   if (t->timer) {
     timer_release(t->timer);
     t->timer = NULL;
   }
+}
+
+int lpvm_timeout_reached(const lpvm_task *self, const lpvm_msg *seen) {
+  if (!self || !(self->tflags & TF_TIMEOUT)) return 0;
+  return self->timeout_mark == NULL || self->timeout_mark == seen;
 }
 
 void task_timer_drop(lpvm_task *t) {

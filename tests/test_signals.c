@@ -65,12 +65,16 @@ typedef struct sender_arg {
   lpvm_id to;
   int index;
   int64_t n;
+  _Atomic int *gate;   /* if set: halfway, wait (at most 10 s) until *gate >= 4 */
 } sender_arg;
 
 static void *sender_main(void *p) {
   sender_arg *a = p;
-  for (int64_t i = 0; i < a->n; i++)
+  for (int64_t i = 0; i < a->n; i++) {
+    if (a->gate && i == a->n / 2)
+      for (int w = 0; w < 10000 && atomic_load(a->gate) < 4; w++) sleep_ms(1);
     if (lpvm_send_msg(NULL, a->to, int_msg(a->index, i)) != 0) break;
+  }
   return NULL;
 }
 
@@ -86,7 +90,7 @@ static void run_order(int thread, int cache) {
   pthread_t th[SENDERS];
   sender_arg args[SENDERS];
   for (int i = 0; i < SENDERS; i++) {
-    args[i] = (sender_arg){id, i, per};
+    args[i] = (sender_arg){id, i, per, NULL};
     pthread_create(&th[i], NULL, sender_main, &args[i]);
   }
   for (int i = 0; i < SENDERS; i++) pthread_join(th[i], NULL);
@@ -275,6 +279,23 @@ Test(signals, link_and_monitor_on_dead_id_answer_noproc) {
   vm_stop();
 }
 
+Test(signals, id_slot_and_gen_decode_ids_and_LPVM_ID_DEAD_is_never_a_task) {
+  vm_start_n(2, 1);
+  lpvm_id c = coll_spawn();
+  lpvm_register("sink", c);
+  cr_assert(lpvm_id_slot(c) != 0, "slot 0 is never allocated");
+  cr_assert_eq(((uint64_t)lpvm_id_gen(c) << 32) | lpvm_id_slot(c), c);
+  cr_assert_eq(lpvm_id_slot(LPVM_ID_DEAD), 0);
+  cr_assert_eq(lpvm_send(NULL, LPVM_ID_DEAD, "\x83\x61\x01", 3), LPVM_ENOPROC);
+  spawn_watcher(LPVM_ID_DEAD);       /* monitoring it answers DOWN noproc at once */
+  char buf[256];
+  lpvm_msg *m = coll_next(5000);
+  cr_assert_not_null(m);
+  cr_assert(ends_with(fmt_msg(m, buf, sizeof buf), ",noproc}"), "%s", buf);
+  lpvm_msg_free(m);
+  vm_stop();
+}
+
 /* monitor -> demonitor: no DOWN; monitor twice: two DOWNs, each exactly once */
 static lpvm_id mon_target;
 static int mon_setup(lpvm_task *t) {
@@ -369,6 +390,7 @@ Test(signals, higher_priority_level_always_served_first) {
 /* ---- migration under a message flood ----------------------------------------------------- */
 
 Test(signals, migrate_back_and_forth_under_flood_loses_nothing) {
+  static _Atomic int flipped;
   vm_start_n(2, 1);
   int64_t per = (int64_t)test_scaled(20000, 1000);
   order_total = per * 4;
@@ -378,13 +400,15 @@ Test(signals, migrate_back_and_forth_under_flood_loses_nothing) {
   pthread_t th[4];
   sender_arg args[4];
   for (int i = 0; i < 4; i++) {
-    args[i] = (sender_arg){id, i, per};
+    args[i] = (sender_arg){id, i, per, &flipped};
     pthread_create(&th[i], NULL, sender_main, &args[i]);
   }
+  /* The senders wait halfway for the first migrations, so the flood overlaps them
+  ** however the threads are scheduled on a loaded machine. */
   int flips = 0;
   while (atomic_load(&order_done) == 0 && flips < 400) {
     if (lpvm_migrate(NULL, id, (flips & 1) == 0) != 0) break;
-    flips++;
+    atomic_store(&flipped, ++flips);
     sleep_ms(1);
   }
   for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);

@@ -40,7 +40,7 @@
 #include "lpvm/lpvm.h"
 #include "timers/wheel.h"
 
-enum { TS_NEW, TS_WHEEL, TS_FIRED, TS_CANCELLED, TS_DROPPED };
+enum { TM_NEW, TM_WHEEL, TM_FIRED, TM_CANCELLED, TM_DROPPED };
 enum { SVC_STOPPED, SVC_BUSY, SVC_RUNNING };
 
 #define FLUSH_AT     4096u                   /* queued requests that force a wake */
@@ -324,7 +324,7 @@ lpvm_timer *timer_start(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint
   if (t == NULL) return NULL;
   uint64_t d = deadline_after(ms);
   t->node.deadline = d;
-  atomic_init(&t->word, TS_NEW | 2 * REF_ONE);
+  atomic_init(&t->word, TM_NEW | 2 * REF_ONE);
   t->wheeled = 0;
   t->fn = fn;
   t->p = p;
@@ -347,15 +347,15 @@ int timer_cancel(lpvm_timer *t) {
   uint32_t w = atomic_load_explicit(&t->word, memory_order_acquire);
   for (;;) {
     unsigned s = state_of(w);
-    if (s != TS_NEW && s != TS_WHEEL && s != TS_DROPPED) return 0;
-    if (atomic_compare_exchange_weak_explicit(&t->word, &w, (w & ~STATE_MASK) | TS_CANCELLED,
+    if (s != TM_NEW && s != TM_WHEEL && s != TM_DROPPED) return 0;
+    if (atomic_compare_exchange_weak_explicit(&t->word, &w, (w & ~STATE_MASK) | TM_CANCELLED,
                                               memory_order_acq_rel, memory_order_acquire))
       break;
   }
   /* Won. Cancelled first, taken back second: the thread can no longer wheel t,
   ** so nothing but the drainer's link rewrite can race with inq_unpush. */
-  if (state_of(w) == TS_WHEEL) inq_push(t, true);  /* the thread unlinks it later */
-  else if (state_of(w) == TS_NEW && inq_unpush(t)) drop_unqueued(t);
+  if (state_of(w) == TM_WHEEL) inq_push(t, true);  /* the thread unlinks it later */
+  else if (state_of(w) == TM_NEW && inq_unpush(t)) drop_unqueued(t);
   return 1;
 }
 
@@ -365,7 +365,7 @@ static void on_due(timer_wheel_node *n, void *ud) {
   (void)ud;
   lpvm_timer *t = (lpvm_timer *)n;
   /* Lost to a cancel: its queued request owns the reference and will drop it. */
-  if (!move_state(t, TS_WHEEL, TS_FIRED)) return;
+  if (!move_state(t, TM_WHEEL, TM_FIRED)) return;
   stat_inc(&S.fired);
   if (t->fn) t->fn(t->p, t->a, t->u.b);
   timer_unref(t);
@@ -373,7 +373,7 @@ static void on_due(timer_wheel_node *n, void *ud) {
 
 static void take_start(lpvm_timer *t) {
   if (t->node.deadline < S.ghost) S.ghost = t->node.deadline;
-  if (move_state(t, TS_NEW, TS_WHEEL)) {
+  if (move_state(t, TM_NEW, TM_WHEEL)) {
     t->wheeled = 1;
     timer_wheel_add(&S.wheel, &t->node, t->node.deadline);
     return;
@@ -494,7 +494,7 @@ static void drop_node(timer_wheel_node *n, void *ud) {
   (void)ud;
   lpvm_timer *t = (lpvm_timer *)n;
   /* If a cancel raced with stop (a caller mistake), its request owns the reference. */
-  if (move_state(t, TS_WHEEL, TS_DROPPED)) timer_unref(t);
+  if (move_state(t, TM_WHEEL, TM_DROPPED)) timer_unref(t);
 }
 
 /* After the thread has ended: release the service's reference to every timer. */
@@ -505,7 +505,7 @@ static void drop_all(void) {
     if (t->wheeled) {
       timer_wheel_del(&S.wheel, &t->node);
     } else {
-      move_state(t, TS_NEW, TS_DROPPED);
+      move_state(t, TM_NEW, TM_DROPPED);
     }
     timer_unref(t);
     t = next;

@@ -94,23 +94,11 @@ static const void *proto_of(lua_State *L, int f) {
 
 /* ---- dumping, cached ---------------------------------------------------------------- */
 
-static void weak_table(lua_State *L, const void *key, const char *mode) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushstring(L, mode);
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
-  lua_pushvalue(L, -1);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, key);
-}
-
 /* (f) -> bytecode. Raises when out of memory; run protected. */
 static int dump_cf(lua_State *L) {
   const void *proto = proto_of(L, 1);
-  weak_table(L, &codes_key, "k");   /* 2 */
-  weak_table(L, &protos_key, "v");  /* 3 */
+  lmod_weak_table(L, &codes_key, "k");   /* 2 */
+  lmod_weak_table(L, &protos_key, "v");  /* 3 */
   if (proto) {
     if (lua_rawgetp(L, 3, proto) == LUA_TFUNCTION && lua_rawget(L, 2) == LUA_TSTRING)
       return 1;
@@ -273,23 +261,6 @@ static int is_atom(lpvm_tread *r, const char *atom) {
   return 1;
 }
 
-void lfun_push_module(lua_State *L, const char *name, int soft) {
-  if (strcmp(name, "_G") == 0) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-    return;
-  }
-  if (lua_getglobal(L, name) != LUA_TNIL) return;
-  lua_pop(L, 1);
-  lua_getglobal(L, "require");
-  lua_pushstring(L, name);
-  if (!soft) {
-    lua_call(L, 1, 1);
-  } else if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-    lua_pop(L, 1);
-    lua_pushnil(L);
-  }
-}
-
 int lfun_push_known(lua_State *L, lpvm_tread *r) {
   if (is_atom(r, "$env")) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
@@ -306,7 +277,7 @@ int lfun_push_known(lua_State *L, lpvm_tread *r) {
   memcpy(name, s, len);
   name[len] = 0;
   if (n == 3 && lpvm_get_binary(&probe, &s, &len)) return 0;
-  lfun_push_module(L, name, 0);
+  lproc_push_module(L, name, 0);
   if (n == 3) {
     lua_pushlstring(L, (const char *)s, len);
     lua_gettable(L, -2);

@@ -17,8 +17,10 @@
 ** afterwards, so a coroutine can block in receive and can be preempted.
 */
 #include <lauxlib.h>
+#include <limits.h>
 #include <lualib.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,10 +34,23 @@ typedef struct lib {
 static int open_coroutine(lua_State *L);
 static int open_package(lua_State *L);
 
+/* os and io with lsys.c's os.execute and io.popen (no system(), no popen()). */
+static int open_os(lua_State *L) {
+  luaopen_os(L);
+  lsys_patch_os(L);
+  return 1;
+}
+
+static int open_io(lua_State *L) {
+  luaopen_io(L);
+  lsys_patch_io(L);
+  return 1;
+}
+
 static const lib libs[] = {
     {"string", luaopen_string}, {"table", luaopen_table},
-    {"math", luaopen_math},     {"io", luaopen_io},
-    {"os", luaopen_os},         {"coroutine", open_coroutine},
+    {"math", luaopen_math},     {"io", open_io},
+    {"os", open_os},         {"coroutine", open_coroutine},
     {"utf8", luaopen_utf8},     {"debug", luaopen_debug},
     {"package", open_package},  {"lpvm", lmod_open},
     {NULL, NULL}};
@@ -147,7 +162,40 @@ static const luaL_Reg string_stub[] = {
     {"__pow", s_pow},         {"__unm", s_unm}, {"__idiv", s_idiv},
     {NULL, NULL}};
 
+/* ---- warn(): off until "@on" (or lua -W), as the stand-alone lua ---------------------- */
+
+static void warn_on(void *ud, const char *msg, int tocont);
+static void warn_cont(void *ud, const char *msg, int tocont);
+
+static void warn_off(void *ud, const char *msg, int tocont) {
+  lua_State *L = ud;
+  if (!tocont && strcmp(msg, "@on") == 0) lua_setwarnf(L, warn_on, L);
+}
+
+static void warn_on(void *ud, const char *msg, int tocont) {
+  lua_State *L = ud;
+  if (!tocont && *msg == '@') {
+    if (strcmp(msg, "@off") == 0) lua_setwarnf(L, warn_off, L);
+    return;
+  }
+  fprintf(stderr, "Lua warning: ");
+  warn_cont(ud, msg, tocont);
+}
+
+static void warn_cont(void *ud, const char *msg, int tocont) {
+  lua_State *L = ud;
+  fputs(msg, stderr);
+  if (tocont) {
+    lua_setwarnf(L, warn_cont, L);
+  } else {
+    fputc('\n', stderr);
+    fflush(stderr);
+    lua_setwarnf(L, warn_on, L);
+  }
+}
+
 void llibs_install(lua_State *L) {
+  lua_setwarnf(L, lproc_cfg.warnings ? warn_on : warn_off, L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, globals_index);
@@ -191,8 +239,39 @@ void llibs_set_script_dir(const char *dir) {
 #define LPVM_LIBDIR "vm/lib"
 #endif
 
+/* package.loadlib(path, funcname), upvalue 1 the real one: glibc's dlopen copies
+** the name onto the stack while it searches the library path, so a name of
+** megabytes would overflow a worker's stack; no file name is longer than PATH_MAX.
+** A NUL would cut either name silently. */
+static int loadlib_checked(lua_State *L) {
+  size_t len;
+  luaL_checklstring(L, 1, &len);
+  lmod_cstr(L, 1, 1, "path");
+  luaL_checkstring(L, 2);
+  lmod_cstr(L, 2, 2, "function name");
+  if (len >= PATH_MAX) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "file name too long (%I bytes; PATH_MAX is %d)", (lua_Integer)len,
+                    PATH_MAX);
+    lua_pushliteral(L, "open");   /* as loadlib: the library could not be opened */
+    return 3;
+  }
+  lua_settop(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 2, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
 static int open_package(lua_State *L) {
+  if (lproc_cfg.noenv) {   /* lua -E: package ignores LUA_PATH and LUA_CPATH */
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+  }
   luaopen_package(L);
+  lua_getfield(L, -1, "loadlib");
+  lua_pushcclosure(L, loadlib_checked, 1);
+  lua_setfield(L, -2, "loadlib");
   lua_getfield(L, -1, "preload");
   lua_pushcfunction(L, lmod_open);
   lua_setfield(L, -2, "lpvm");

@@ -27,7 +27,7 @@ static const char ref_tab_key = 't';     /* registry[&ref_tab_key]: weak intern 
 
 static int pid_tostring(lua_State *L) {
   lpvm_id id = (lpvm_id)(uintptr_t)lua_touserdata(L, 1);
-  unsigned slot = (unsigned)(uint32_t)id, gen = (unsigned)((id >> 32) & 0x7fffffff);
+  unsigned slot = lpvm_id_slot(id), gen = lpvm_id_gen(id);
   if (lpvm_id_is_port(id)) lua_pushfstring(L, "#Port<0.%d>", (int)slot);
   else lua_pushfstring(L, "<0.%d.%d>", (int)slot, (int)gen);
   return 1;
@@ -64,9 +64,11 @@ lpvm_id lmod_check_pid(lua_State *L, int arg) {
 
 lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name) {
   *is_name = 0;
-  if (lua_type(L, arg) == LUA_TSTRING) {
+  if (lua_type(L, arg) == LUA_TSTRING) {   /* a name with a NUL is never registered */
+    size_t len;
+    const char *name = lua_tolstring(L, arg, &len);
     *is_name = 1;
-    return lpvm_whereis(lua_tostring(L, arg));
+    return strlen(name) == len ? lpvm_whereis(name) : 0;
   }
   return lmod_check_pid(L, arg);
 }
@@ -101,17 +103,34 @@ uint64_t lmod_check_ref(lua_State *L, int arg) {
   return r;
 }
 
-void lmod_push_ref(lua_State *L, uint64_t ref) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_tab_key) != LUA_TTABLE) {
+void lmod_check_keys(lua_State *L, int t, const char *const known[], const char *what) {
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
     lua_pop(L, 1);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "v");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &ref_tab_key);
+    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    int i = 0;
+    while (k && known[i] && strcmp(known[i], k) != 0) i++;
+    if (!k || !known[i]) {
+      lua_pushfstring(L, "unknown %s %s", what, k ? lmod_push_quoted(L, -1) : luaL_typename(L, -1));
+      luaL_argerror(L, t, lua_tostring(L, -1));
+    }
   }
+}
+
+void lmod_weak_table(lua_State *L, const void *key, const char *mode) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushstring(L, mode);
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, key);
+}
+
+void lmod_push_ref(lua_State *L, uint64_t ref) {
+  lmod_weak_table(L, &ref_tab_key, "v");
   if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {
     lua_remove(L, -2);
     return;
@@ -175,8 +194,8 @@ static int lmod_index(lua_State *L) {
     lua_rawset(L, 1);
     return 1;
   }
-  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns};
-  for (int t = 0; t < 3; t++)
+  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns};
+  for (int t = 0; t < 4; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++)
       if (strcmp(f->name, k) == 0) {
         lua_pushcfunction(L, f->fn);
@@ -190,8 +209,8 @@ static int lmod_index(lua_State *L) {
 
 /* pairs(lpvm) should list every function: load them all first. */
 static int lmod_pairs(lua_State *L) {
-  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns};
-  for (int t = 0; t < 3; t++)
+  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns};
+  for (int t = 0; t < 4; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++) {
       lua_pushcfunction(L, f->fn);
       lua_setfield(L, 1, f->name);

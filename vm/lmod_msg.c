@@ -7,9 +7,16 @@
 ** stay where they are, in order. The predicate runs inside the process through
 ** lua_pcallk, so it may be preempted, and its errors end the receive cleanly before
 ** they propagate.
+**
+** receive_ref(ref) is what gen_server.call waits with: it matches in C, without
+** decoding, a message tagged with ref (send_alias), whose first value is ref, or a
+** DOWN for ref; and it starts after the mailbox's end at the time ref was made (the
+** mark, see lproc_int.h), so a call costs the same with 10,000 unrelated messages
+** queued as with none (Erlang's ref-receive optimisation).
 */
 #include <lauxlib.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -37,20 +44,42 @@ static lpvm_msg *build_msg(lua_State *L, int first, const char *fname) {
 static lpvm_id check_target(lua_State *L, int arg, const char *fname) {
   int is_name;
   lpvm_id to = lmod_check_dest(L, arg, &is_name);
-  if (is_name && !to) luaL_error(L, "%s: no process registered as '%s'", fname, lua_tostring(L, arg));
+  if (is_name && !to)
+    luaL_error(L, "%s: no process registered as %s", fname, lmod_push_quoted(L, arg));
   return to;
 }
+
+static int send_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* Erlang's sender punishment: a send costs the sender reductions in proportion to
+** the receiver's queue (BEAM charges 4 per queued message), so a sender that fills a
+** mailbox faster than it drains gets a smaller share of the CPU and the receiver
+** catches up. The send itself never waits: once the charge passes a time slice the
+** sender goes to the back of its run queue, as the count hook would send it. */
+#define SEND_PUNISH_PER_MSG 4u
 
 static int lmod_send(lua_State *L) {
   lproc *p = lproc_check(L);
   lpvm_id to = check_target(L, 1, "send");
   lpvm_msg *m = build_msg(L, 2, "send");
-  lpvm_send_msg(&p->task, to, m);
+  uint32_t queued = 0;
+  lpvm_send_msg_queued(&p->task, to, m, &queued);
+  uint64_t charge = (uint64_t)p->punish + (uint64_t)queued * SEND_PUNISH_PER_MSG;
+  p->punish = charge > UINT32_MAX ? UINT32_MAX : (uint32_t)charge;
+  if (p->punish >= (uint32_t)lproc_cfg.reductions && lua_isyieldable(L)) {
+    p->punish = 0;
+    p->wait = LP_RUN;
+    if (L != p->L) p->sched_yield = 1;
+    return lua_yieldk(L, 0, 0, send_k);
+  }
   lua_pushboolean(L, 1);
   return 1;
 }
 
-/* ---- receive ------------------------------------------------------------------------------ */
 
 /* A timeout in milliseconds: math.huge means for ever (-1), as Erlang's `infinity`;
 ** any other number must be >= 0 and is rounded up (a finite timeout too long for the
@@ -70,6 +99,95 @@ void lmod_drop_owned(lproc *p) {
   }
 }
 
+/* ---- aliases and the mark ------------------------------------------------------------------ */
+
+static int alias_find(const lproc *p, uint64_t ref) {
+  for (uint32_t i = p->nalias; i-- > 0;)
+    if (p->aliases[i] == ref) return (int)i;
+  return -1;
+}
+
+int lmod_alias_add(lproc *p, uint64_t ref) {
+  if (p->nalias == p->calias) {
+    uint32_t cap = p->calias ? p->calias * 2 : 4;
+    uint64_t *v = realloc(p->aliases, cap * sizeof *v);
+    if (!v) return LPVM_ENOMEM;
+    p->aliases = v, p->calias = cap;
+  }
+  p->aliases[p->nalias++] = ref;
+  return 0;
+}
+
+int lmod_alias_del(lproc *p, uint64_t ref) {
+  int i = alias_find(p, ref);
+  if (i < 0) return 0;
+  p->aliases[i] = p->aliases[--p->nalias];
+  return 1;
+}
+
+void lmod_mark(lproc *p, uint64_t ref) {
+  p->mark_ref = ref;
+  p->mark_msg = p->task.mq_last;
+  p->mark_gen = p->task.mq_gen;
+}
+
+/* Take m out of the mailbox keeping the mark valid (a take elsewhere voids it). */
+static void mbox_take(lproc *p, lpvm_msg *m) {
+  int valid = p->mark_gen == p->task.mq_gen;
+  lpvm_msg *prev = m->prev;
+  lpvm_mbox_take(&p->task, m);
+  if (!valid) return;
+  if (m == p->mark_msg) p->mark_msg = prev;
+  p->mark_gen = p->task.mq_gen;
+}
+
+/* The message after `after` (NULL: the oldest) that Lua may see: a reply to an alias
+** no longer active (a call that timed out) is dropped here, unseen. */
+static lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
+  lpvm_msg *m;
+  while ((m = lpvm_mbox_next(&p->task, after)) != NULL && m->ref && alias_find(p, m->ref) < 0) {
+    mbox_take(p, m);
+    lpvm_msg_free(m);
+  }
+  return m;
+}
+
+/* 1 if m is for ref: tagged with it, ref itself, a tuple whose first element is ref,
+** or {'DOWN', ref, _, _, _}. Reads only the head of the term. */
+static int ref_match(lpvm_msg *m, uint64_t ref) {
+  if (m->ref == ref) return 1;
+  lpvm_tread r;
+  uint32_t n;
+  uint64_t got;
+  const char *a;
+  size_t len;
+  if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m))) return 0;
+  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
+    if (lpvm_get_tuple(&r, &n) || n == 0) return 0;
+    if (n == 5 && lpvm_get_type(&r) == LPVM_T_ATOM) {
+      if (lpvm_get_atom(&r, &a, &len) || len != 4 || memcmp(a, "DOWN", 4) != 0) return 0;
+    }
+  }
+  return lpvm_get_type(&r) == LPVM_T_REF && !lpvm_get_ref(&r, &got) && got == ref;
+}
+
+/* Where a search for ref may start: after the mark if it is ref's and still valid. */
+static lpvm_msg *ref_start(lproc *p, uint64_t ref) {
+  if (p->mark_ref == ref && p->mark_gen == p->task.mq_gen) return p->mark_msg;
+  return NULL;
+}
+
+void lmod_flush_down(lproc *p, uint64_t ref) {
+  for (lpvm_msg *m = next_msg(p, ref_start(p, ref)); m; m = next_msg(p, m))
+    if (m->ref == 0 && ref_match(m, ref)) {
+      mbox_take(p, m);
+      lpvm_msg_free(m);
+      return;
+    }
+}
+
+/* ---- receive ------------------------------------------------------------------------------ */
+
 static void recv_finish(lproc *p) {
   if (p->timer_set) {
     lpvm_cancel_timer(&p->task);
@@ -84,7 +202,7 @@ static void recv_finish(lproc *p) {
 
 /* Take m out of the mailbox and push its values. */
 static int take_push(lua_State *L, lproc *p, lpvm_msg *m) {
-  lpvm_mbox_take(&p->task, m);
+  mbox_take(p, m);
   p->owned = m;   /* a failed decode (out of memory) must not leak it */
   int n = lterm_push_values(L, lpvm_msg_data(m), lpvm_msg_len(m));
   p->owned = NULL;
@@ -93,6 +211,7 @@ static int take_push(lua_State *L, lproc *p, lpvm_msg *m) {
 }
 
 static int recv_loop(lua_State *L, lproc *p);
+static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *));
 
 static int recv_k(lua_State *L, int status, lua_KContext ctx) {
   (void)status, (void)ctx;
@@ -115,7 +234,7 @@ static int pred_k(lua_State *L, int status, lua_KContext ctx) {
   int n = p->ncur;
   p->cur = NULL;
   if (ok) {
-    lpvm_mbox_take(&p->task, m);
+    mbox_take(p, m);
     lpvm_msg_free(m);
     recv_finish(p);
     return n;
@@ -127,7 +246,10 @@ static int pred_k(lua_State *L, int status, lua_KContext ctx) {
 
 /* Stack: [1] predicate or nil, [2] timeout or nil. */
 static int recv_loop(lua_State *L, lproc *p) {
-  lpvm_msg *m = lpvm_mbox_next(&p->task, p->scan);
+  /* The timer fired and every message queued before it has been looked at: stop
+  ** here, or a flood of new messages would keep the scan (and the timeout) going. */
+  if (p->timer_set && lpvm_timeout_reached(&p->task, p->scan)) p->timed_out = 1;
+  lpvm_msg *m = p->timed_out ? NULL : next_msg(p, p->scan);
   if (m && leval_is_request(m)) {   /* lpvm.eval: run it, wait on (leval.c) */
     leval_take(L, p, m);
     return recv_loop(L, p);
@@ -147,17 +269,23 @@ static int recv_loop(lua_State *L, lproc *p) {
     p->ncur = n;
     return pred_k(L, lua_pcallk(L, n, 1, 0, 0, pred_k), 0);
   }
+  return recv_wait(L, p, recv_k, recv_loop);
+}
+
+/* Nothing matched so far (stack: [2] the timeout or nil): poll the signal queue once
+** for receive(0), time out, or wait for more with continuation k; `again` rescans. */
+static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
   int64_t ms = lua_isnil(L, 2) ? -1 : (int64_t)lua_tointeger(L, 2);
   /* Signals sent since this step began (a send to self, say) are still in the signal
   ** queue: before a poll says "timeout", bring them into the mailbox once. A signal
   ** among them that ends the process (a kill) takes effect when the step ends. */
   if (ms == 0 && !p->polled) {
     p->polled = 1;
-    if (lpvm_fetch_signals(&p->task) == 0) return recv_loop(L, p);
+    if (lpvm_fetch_signals(&p->task) == 0) return again(L, p);
     if (lua_isyieldable(L)) {  /* killed: end the step now, the process will not resume */
       p->wait = LP_RUN;
       if (L != p->L) p->sched_yield = 1;
-      return lua_yieldk(L, 0, 0, recv_k);
+      return lua_yieldk(L, 0, 0, k);
     }
   }
   if (p->timed_out || ms == 0) {
@@ -176,7 +304,7 @@ static int recv_loop(lua_State *L, lproc *p) {
   }
   p->wait = LP_RECV;
   if (L != p->L) p->sched_yield = 1;
-  return lua_yieldk(L, 0, 0, recv_k);
+  return lua_yieldk(L, 0, 0, k);
 }
 
 static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
@@ -187,7 +315,7 @@ static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
 /* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
 ** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
 ** programmer's mistake and raises. */
-static int lmod_receive(lua_State *L) {
+int lmod_receive(lua_State *L) {
   lproc *p = lproc_check(L);
   check_not_in_pred(L, p, "receive");
   int top = lua_gettop(L), t1 = lua_type(L, 1);
@@ -209,6 +337,84 @@ static int lmod_receive(lua_State *L) {
   lmod_drop_owned(p);
   recv_finish(p);   /* a receive an error cut short may have left its state */
   return recv_loop(L, p);
+}
+
+static int ref_loop(lua_State *L, lproc *p);
+
+static int ref_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  p->wait = LP_RUN;
+  return ref_loop(L, p);
+}
+
+/* Stack: [1] the reference, [2] timeout or nil. */
+static int ref_loop(lua_State *L, lproc *p) {
+  for (lpvm_msg *m = next_msg(p, p->scan); m; m = next_msg(p, m)) {
+    if (ref_match(m, p->recv_ref)) {
+      recv_finish(p);
+      lua_settop(L, 0);
+      return take_push(L, p, m);
+    }
+    p->scan = m;
+  }
+  return recv_wait(L, p, ref_k, ref_loop);
+}
+
+/* receive_ref(ref [, timeout]) -> the values of the first message tagged with ref,
+** whose first value is ref, or that is a DOWN for ref; or nil, "timeout". */
+static int lmod_receive_ref(lua_State *L) {
+  lproc *p = lproc_check(L);
+  check_not_in_pred(L, p, "receive_ref");
+  uint64_t ref = lmod_check_ref(L, 1);
+  luaL_argexpected(L, lua_gettop(L) < 3, 3, "no value");
+  int64_t ms = lua_isnoneornil(L, 2) ? -1 : lmod_check_ms(L, 2);
+  lua_settop(L, 1);
+  if (ms < 0) lua_pushnil(L);
+  else lua_pushinteger(L, ms);
+  lmod_drop_owned(p);
+  recv_finish(p);
+  p->recv_ref = ref;
+  p->scan = ref_start(p, ref);
+  return ref_loop(L, p);
+}
+
+static int lmod_make_ref(lua_State *L) {
+  lproc *p = lproc_check(L);
+  uint64_t ref = lpvm_make_ref();
+  lmod_mark(p, ref);
+  lmod_push_ref(L, ref);
+  return 1;
+}
+
+/* alias() -> a reference messages can be sent to with send_alias while active. */
+static int lmod_alias(lua_State *L) {
+  lproc *p = lproc_check(L);
+  uint64_t ref = lpvm_make_ref();
+  if (lmod_alias_add(p, ref) != 0) return luaL_error(L, "alias: not enough memory");
+  lmod_mark(p, ref);
+  lmod_push_ref(L, ref);
+  return 1;
+}
+
+/* unalias(ref) -> true if it was an active alias; its later messages are dropped. */
+static int lmod_unalias(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lua_pushboolean(L, lmod_alias_del(p, lmod_check_ref(L, 1)));
+  return 1;
+}
+
+/* send_alias(pid, alias, ...): send (alias, ...) to pid; it is dropped there unless
+** alias is one of pid's active aliases (a late reply to a call that gave up). */
+static int lmod_send_alias(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lpvm_id to = check_target(L, 1, "send_alias");
+  uint64_t ref = lmod_check_ref(L, 2);
+  lpvm_msg *m = build_msg(L, 2, "send_alias");
+  m->ref = ref;
+  lpvm_send_msg(&p->task, to, m);
+  lua_pushboolean(L, 1);
+  return 1;
 }
 
 /* ---- time ---------------------------------------------------------------------------------- */
@@ -276,6 +482,11 @@ static int lmod_now_us(lua_State *L) {
 const lmod_fn lmod_msg_fns[] = {
     {"send", lmod_send},
     {"receive", lmod_receive},
+    {"receive_ref", lmod_receive_ref},
+    {"make_ref", lmod_make_ref},
+    {"alias", lmod_alias},
+    {"unalias", lmod_unalias},
+    {"send_alias", lmod_send_alias},
     {"sleep", lmod_sleep},
     {"send_after", lmod_send_after},
     {"cancel_timer", lmod_cancel_timer},

@@ -81,26 +81,11 @@ int64_t lport_opt_ms(lua_State *L, int arg) {
   return lua_isnoneornil(L, arg) ? -1 : lmod_check_ms(L, arg);
 }
 
-/* Raise if table t has a key that is not in `known`. */
-static void check_keys(lua_State *L, int t, const char *const known[]) {
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    int i = 0;
-    while (k && known[i] && strcmp(known[i], k) != 0) i++;
-    if (!k || !known[i]) {
-      lua_pushfstring(L, "unknown option '%s'", k ? k : luaL_typename(L, -1));
-      luaL_argerror(L, t, lua_tostring(L, -1));
-    }
-  }
-}
-
 /* The options table at arg (nil or absent: none): its index, or 0. */
 int lport_opt_table(lua_State *L, int arg, const char *const known[]) {
   if (lua_isnoneornil(L, arg)) return 0;
   luaL_checktype(L, arg, LUA_TTABLE);
-  check_keys(L, arg, known);
+  lmod_check_keys(L, arg, known, "option");
   return arg;
 }
 
@@ -134,18 +119,16 @@ int lport_opt_flag(lua_State *L, int t, const char *k, int dflt) {
 int lport_to_active(lua_State *L, int idx, int arg) {
   if (lua_type(L, idx) == LUA_TBOOLEAN)
     return lua_toboolean(L, idx) ? LPVM_ACTIVE_TRUE : LPVM_ACTIVE_FALSE;
-  if (lua_type(L, idx) == LUA_TSTRING && strcmp(lua_tostring(L, idx), "once") == 0)
+  if (lmod_streq(L, idx, "once"))
     return LPVM_ACTIVE_ONCE;
   return luaL_argerror(L, arg, "active must be true, false or \"once\"");
 }
 
 /* "raw" | "line" | 0 | 1 | 2 | 4 */
 int lport_to_packet(lua_State *L, int idx, int arg) {
-  if (lua_type(L, idx) == LUA_TSTRING) {
-    const char *s = lua_tostring(L, idx);
-    if (strcmp(s, "raw") == 0) return LPVM_PACKET_RAW;
-    if (strcmp(s, "line") == 0) return LPVM_PACKET_LINE;
-  } else if (lua_isinteger(L, idx)) {
+  if (lmod_streq(L, idx, "raw")) return LPVM_PACKET_RAW;
+  if (lmod_streq(L, idx, "line")) return LPVM_PACKET_LINE;
+  if (lua_isinteger(L, idx)) {
     lua_Integer n = lua_tointeger(L, idx);
     if (n == 0 || n == 1 || n == 2 || n == 4) return (int)n;
   }
@@ -240,16 +223,10 @@ static int wait_pred(lua_State *L) {
   return 1;
 }
 
-static lua_CFunction receive_fn(void) {
-  for (const lmod_fn *f = lmod_msg_fns; f->name; f++)
-    if (strcmp(f->name, "receive") == 0) return f->fn;
-  return NULL;   /* not reached: lmod_msg.c defines it */
-}
-
 /* Push receive(pred, ms) for wait_msg: ready for lua_callk(L, 2, ...). */
 void lport_push_wait(lua_State *L, lpvm_id port, unsigned mask, uint64_t mref, int64_t ms) {
   luaL_checkstack(L, 8, "wait");
-  lua_pushcfunction(L, receive_fn());
+  lua_pushcfunction(L, lmod_receive);
   lua_pushlightuserdata(L, (void *)(uintptr_t)port);
   lua_pushinteger(L, (lua_Integer)mask);
   lua_pushinteger(L, (lua_Integer)mref);

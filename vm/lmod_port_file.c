@@ -12,13 +12,17 @@
 /* file_open(path [, mode]) -> file | nil, reason; mode as io.open ("r" default). */
 int lmod_file_open(lua_State *L) {
   lproc *p = lproc_check(L);
-  const char *path = luaL_checkstring(L, 1);
-  const char *mode = luaL_optstring(L, 2, "r");
+  const char *path = lmod_check_cstr(L, 1, "path");
   static const char *const modes[] = {"r", "r+", "w", "w+", "a", "a+", "rb", "r+b", "wb",
                                       "w+b", "ab", "a+b", NULL};
-  int ok = 0;
-  for (int i = 0; modes[i] && !ok; i++) ok = strcmp(modes[i], mode) == 0;
-  luaL_argcheck(L, ok, 2, "invalid mode");
+  int m = 0;
+  if (!lua_isnoneornil(L, 2)) {   /* compared with its length: "r\0+" is no mode */
+    luaL_checkstring(L, 2);
+    while (modes[m] && !lmod_streq(L, 2, modes[m])) m++;
+    if (!modes[m])
+      luaL_argerror(L, 2, lua_pushfstring(L, "invalid mode %s", lmod_push_quoted(L, 2)));
+  }
+  const char *mode = modes[m];
   lpvm_id port;
   int rc = lpvm_file_open(&p->task, path, mode, 0, &port);
   if (rc != 0) return lport_fail(L, rc, errno);
@@ -75,7 +79,7 @@ int lmod_file_seek(lua_State *L) {
   static const char *const whences[] = {"set", "cur", "end", NULL};
   lproc *p = lport_check_proc(L, "file_seek");
   lpvm_id f = lport_check(L, 1);
-  int whence = luaL_checkoption(L, 2, "cur", whences);
+  int whence = lmod_check_option(L, 2, "cur", whences);
   lua_Integer off = luaL_optinteger(L, 3, 0);
   lua_settop(L, 1);
   return file_wait(L, f, lpvm_file_seek(&p->task, f, off, whence), LPORT_W_POSITION);

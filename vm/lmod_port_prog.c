@@ -15,7 +15,7 @@ extern char **environ;
 static const char **spawn_argv(lua_State *L, int arg) {
   if (lua_type(L, arg) == LUA_TSTRING) {
     const char **v = lua_newuserdatauv(L, 4 * sizeof *v, 0);
-    v[0] = "/bin/sh", v[1] = "-c", v[2] = lua_tostring(L, arg), v[3] = NULL;
+    v[0] = "/bin/sh", v[1] = "-c", v[2] = lmod_cstr(L, arg, arg, "command"), v[3] = NULL;
     return v;
   }
   luaL_argexpected(L, lua_type(L, arg) == LUA_TTABLE, arg, "table or string");
@@ -24,7 +24,7 @@ static const char **spawn_argv(lua_State *L, int arg) {
   const char **v = lua_newuserdatauv(L, (size_t)(n + 1) * sizeof *v, 0);
   for (lua_Integer i = 1; i <= n; i++) {
     if (lua_rawgeti(L, arg, i) != LUA_TSTRING) luaL_argerror(L, arg, "arguments must be strings");
-    v[i - 1] = lua_tostring(L, -1);   /* kept alive by the table */
+    v[i - 1] = lmod_cstr(L, -1, arg, "an argument");   /* kept alive by the table */
     lua_pop(L, 1);
   }
   v[n] = NULL;
@@ -49,7 +49,13 @@ static const char **spawn_env(lua_State *L, int t) {
   lua_pushnil(L);
   while (lua_next(L, t)) {
     if (lua_type(L, -2) != LUA_TSTRING || (!lua_isstring(L, -1) && !lua_isboolean(L, -1)))
-      luaL_error(L, "open_port: env must map names to strings or false");
+      luaL_argerror(L, 2, "env must map names to strings or false");
+    size_t len;
+    const char *name = lmod_cstr(L, -2, 2, "an env name");
+    lua_tolstring(L, -2, &len);
+    if (len == 0 || strchr(name, '='))
+      luaL_argerror(L, 2, "an env name must be non-empty, without '='");
+    if (!lua_isboolean(L, -1)) lmod_cstr(L, -1, 2, "an env value");
     lua_pop(L, 1);
     n++;
   }
@@ -80,7 +86,7 @@ static int stderr_mode(lua_State *L, int t) {
     return LPVM_STDERR_INHERIT;
   }
   for (int i = 0; modes[i]; i++)
-    if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), modes[i]) == 0) {
+    if (lmod_streq(L, -1, modes[i])) {
       lua_pop(L, 1);
       return vals[i];
     }
@@ -98,7 +104,10 @@ int lmod_open_port(lua_State *L) {
   so.stderr_mode = stderr_mode(L, t);
   lpvm_port_opts po;
   lport_opts(L, t, &po);
-  if (t && lua_getfield(L, t, "cwd") != LUA_TNIL) so.cwd = luaL_checkstring(L, -1);
+  if (t && lua_getfield(L, t, "cwd") != LUA_TNIL) {
+    luaL_argexpected(L, lua_type(L, -1) == LUA_TSTRING, 2, "cwd string");
+    so.cwd = lmod_cstr(L, -1, 2, "cwd");
+  }
   if (t && lua_getfield(L, t, "env") != LUA_TNIL) {
     luaL_argexpected(L, lua_type(L, -1) == LUA_TTABLE, 2, "env table");
     so.env = spawn_env(L, lua_gettop(L));

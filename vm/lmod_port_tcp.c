@@ -9,7 +9,7 @@
 #include "vm/lmod_port_int.h"
 
 static const char *opt_host(lua_State *L, int arg) {
-  const char *h = luaL_optstring(L, arg, "127.0.0.1");
+  const char *h = lmod_opt_cstr(L, arg, "127.0.0.1", "host");
   return strcmp(h, "localhost") == 0 ? "127.0.0.1" : h;
 }
 

@@ -32,14 +32,7 @@ typedef struct spawn_opts {
 
 static void check_options(lua_State *L, int t, spawn_opts *so) {
   static const char *const known[] = {"priority", "thread", "link", "monitor", "max_heap", NULL};
-  lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    int i = 0;
-    while (k && known[i] && strcmp(known[i], k) != 0) i++;
-    if (!k || !known[i]) luaL_argerror(L, t, "unknown spawn option");
-  }
+  lmod_check_keys(L, t, known, "spawn option");
   if (lua_getfield(L, t, "priority") != LUA_TNIL) {
     lua_Integer pr = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
     luaL_argcheck(L, pr >= LPVM_PRIO_MAX && pr <= LPVM_PRIO_MIN, t,
@@ -150,22 +143,45 @@ static int lmod_unlink(lua_State *L) {
   return 1;
 }
 
-/* monitor(pid | name) -> ref; a dead pid or unknown name gets DOWN with noproc. */
+/* Options of monitor and demonitor: nil, or the one word `word`. */
+static int opt_word(lua_State *L, int arg, const char *word) {
+  if (lua_isnoneornil(L, arg)) return 0;
+  const char *s = luaL_checkstring(L, arg);
+  if (strcmp(s, word) != 0)
+    luaL_argerror(L, arg, lua_pushfstring(L, "'%s' or nil expected, got '%s'", word, s));
+  return 1;
+}
+
+/* monitor(pid | name [, "alias"]) -> ref; a dead pid or unknown name gets DOWN with
+** noproc. With "alias" the reference is also an active alias until demonitor (what
+** gen_server.call waits on: the reply and the DOWN share one reference). */
 static int lmod_monitor(lua_State *L) {
   lproc *p = lproc_check(L);
   int is_name;
   lpvm_id id = lmod_check_dest(L, 1, &is_name);
+  int alias = opt_word(L, 2, "alias");
   uint64_t ref;
-  /* an unregistered name: monitor a surely dead id to get the noproc DOWN */
-  int rc = lpvm_monitor(&p->task, id ? id : (lpvm_id)UINT32_MAX, &ref);
+  /* an unregistered name: monitor an id no task has, to get the noproc DOWN */
+  int rc = lpvm_monitor(&p->task, id ? id : LPVM_ID_DEAD, &ref);
   if (rc != 0) return lmod_fail(L, rc);
+  lmod_mark(p, ref);   /* the DOWN is a signal: it cannot be in the mailbox yet */
+  if (alias && lmod_alias_add(p, ref) != 0) {
+    lpvm_demonitor(&p->task, ref);
+    return lmod_fail(L, LPVM_ENOMEM);
+  }
   lmod_push_ref(L, ref);
   return 1;
 }
 
+/* demonitor(ref [, "flush"]): no DOWN for ref arrives afterwards; "flush" also
+** removes one already in the mailbox. The alias of ref, if any, ends too. */
 static int lmod_demonitor(lua_State *L) {
   lproc *p = lproc_check(L);
-  lpvm_demonitor(&p->task, lmod_check_ref(L, 1));
+  uint64_t ref = lmod_check_ref(L, 1);
+  int flush = opt_word(L, 2, "flush");
+  lpvm_demonitor(&p->task, ref);
+  lmod_alias_del(p, ref);
+  if (flush) lmod_flush_down(p, ref);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -239,7 +255,7 @@ static int lmod_exit(lua_State *L) {
 
 static int lmod_register(lua_State *L) {
   lproc *p = lproc_check(L);
-  const char *name = luaL_checkstring(L, 1);
+  const char *name = lmod_check_name(L, 1);
   lpvm_id id = lua_isnoneornil(L, 2) ? p->task.id : lmod_check_pid(L, 2);
   int rc = lpvm_register(name, id);
   if (rc != 0) return lmod_fail(L, rc);
@@ -248,14 +264,71 @@ static int lmod_register(lua_State *L) {
 }
 
 static int lmod_unregister(lua_State *L) {
-  int rc = lpvm_unregister(luaL_checkstring(L, 1));
+  int rc = lpvm_unregister(lmod_check_name(L, 1));
   if (rc != 0) return lmod_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
 }
 
+/* registered() -> { name, ... }: every registered name (a snapshot). */
+typedef struct namelist {
+  char **v;
+  size_t n, cap;
+  int oom;
+} namelist;
+
+static void collect_name(const char *name, lpvm_id id, void *ud) {
+  (void)id;
+  namelist *l = ud;
+  if (l->oom) return;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    char **v = realloc(l->v, cap * sizeof *v);
+    if (!v) { l->oom = 1; return; }
+    l->v = v, l->cap = cap;
+  }
+  if (!(l->v[l->n] = strdup(name))) l->oom = 1;
+  else l->n++;
+}
+
+static void free_names(namelist *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+}
+
+static int registered_cf(lua_State *L) {
+  namelist *l = lua_touserdata(L, 1);
+  lua_createtable(L, (int)(l->n > 1u << 24 ? 1u << 24 : l->n), 0);
+  for (size_t i = 0; i < l->n; i++) {
+    lua_pushstring(L, l->v[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static int lmod_registered(lua_State *L) {
+  namelist l = {NULL, 0, 0, 0};
+  lpvm_foreach_name(collect_name, &l);   /* copied out: Lua may not run under the lock */
+  if (l.oom) {
+    free_names(&l);
+    return luaL_error(L, "registered: not enough memory");
+  }
+  lua_pushcfunction(L, registered_cf);
+  lua_pushlightuserdata(L, &l);
+  int rc = lua_pcall(L, 1, 1, 0);   /* frees the copies even if Lua runs out of memory */
+  free_names(&l);
+  if (rc != LUA_OK) return lua_error(L);
+  return 1;
+}
+
+/* is_alive(pid) -> true while pid is a live process (or port). */
+static int lmod_is_alive(lua_State *L) {
+  lua_pushboolean(L, lpvm_is_alive(lmod_check_pid(L, 1)));
+  return 1;
+}
+
 static int lmod_whereis(lua_State *L) {
-  lpvm_id id = lpvm_whereis(luaL_checkstring(L, 1));
+  lpvm_id id = lpvm_whereis(lmod_check_name(L, 1));
   if (id) lmod_push_pid(L, id);
   else lua_pushnil(L);
   return 1;
@@ -290,7 +363,7 @@ static int migrate_k(lua_State *L, int status, lua_KContext ctx) {
 static int lmod_migrate(lua_State *L) {
   static const char *const modes[] = {"worker", "thread", NULL};
   lproc *p = lproc_check(L);
-  int to_thread = luaL_checkoption(L, 1, NULL, modes);
+  int to_thread = lmod_check_option(L, 1, NULL, modes);
   if (lpvm_on_thread(&p->task) == to_thread) {
     lua_pushboolean(L, 1);
     return 1;
@@ -465,13 +538,15 @@ static int lmod_recycle(lua_State *L) {
 /* spawn_task(type, [arg]) -> pid: init gets a lpvm_task_arg with arg as a term. */
 static int lmod_spawn_task(lua_State *L) {
   lproc *p = lproc_check(L);
-  const char *type = luaL_checkstring(L, 1);
-  const lpvm_task_def *def = ltask_find(type);
-  if (!def) return luaL_argerror(L, 1, lua_pushfstring(L, "unknown task type '%s'", type));
+  size_t len;
+  const char *type = luaL_checklstring(L, 1, &len);
+  const lpvm_task_def *def = strlen(type) == len ? ltask_find(type) : NULL;
+  if (!def)
+    return luaL_argerror(L, 1, lua_pushfstring(L, "unknown task type %s", lmod_push_quoted(L, 1)));
   char err[LTERM_ERRSZ];
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
-  if (lterm_put(L, 2, &b, err) != 0) {
+  if (lterm_put_plain(L, 2, &b, err) != 0) {   /* a C task runs no Lua function */
     lpvm_tbuf_free(&b);
     return luaL_error(L, "spawn_task: argument %s", err);
   }
@@ -484,10 +559,11 @@ static int lmod_spawn_task(lua_State *L) {
   return 1;
 }
 
-/* load_tasks(path) -> number of task types registered, or nil, message */
+/* load_tasks(path) -> number of task types registered, or nil, message. A path
+** longer than PATH_MAX is nil, message (ltask_load: dlopen is never asked). */
 static int lmod_load_tasks(lua_State *L) {
   char err[256];
-  int n = ltask_load(luaL_checkstring(L, 1), err, sizeof err);
+  int n = ltask_load(lmod_check_cstr(L, 1, "path"), err, sizeof err);
   if (n < 0) {
     lua_pushnil(L);
     lua_pushstring(L, err);
@@ -511,6 +587,8 @@ const lmod_fn lmod_proc_fns[] = {
     {"register", lmod_register},
     {"unregister", lmod_unregister},
     {"whereis", lmod_whereis},
+    {"registered", lmod_registered},
+    {"is_alive", lmod_is_alive},
     {"priority", lmod_priority},
     {"migrate", lmod_migrate},
     {"info", lmod_info},

@@ -21,7 +21,7 @@
 **
 ** Memory: the allocator counts the state's bytes and refuses past `max_heap`; the
 ** process then exits with reason `max_heap`. Finished states go back to a bounded
-** pool after a cleaning that leaves nothing of their previous owner (state_clean).
+** pool after a cleaning that leaves nothing of their previous owner (clean_cf).
 */
 #include <lauxlib.h>
 #include <lualib.h>
@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/lpvm.h"
+#include "vm/llog.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
@@ -40,7 +42,7 @@
 #define LPROC_SLICES 4
 #define LPROC_DEFAULT_REDUCTIONS 4000
 
-lproc_config lproc_cfg = {0, LPROC_DEFAULT_REDUCTIONS, 0, 0};
+lproc_config lproc_cfg = {.reductions = LPROC_DEFAULT_REDUCTIONS};
 
 static _Atomic int boot_ok;
 
@@ -159,6 +161,23 @@ static int main_k(lua_State *L, int status, lua_KContext ctx) {
   return 0;
 }
 
+void lproc_push_module(lua_State *L, const char *name, int nil_on_error) {
+  if (strcmp(name, "_G") == 0) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    return;
+  }
+  if (lua_getglobal(L, name) != LUA_TNIL) return;
+  lua_pop(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, name);
+  if (!nil_on_error) {
+    lua_call(L, 1, 1);
+  } else if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  }
+}
+
 /* Push the function and set its upvalues; returns the function's stack index. */
 static int push_func(lua_State *L, lproc_start *s) {
   const char *code = (const char *)s->data;
@@ -189,9 +208,10 @@ static int push_module(lua_State *L, lproc_start *s) {
     lua_remove(L, -2);
   }
   if (lua_type(L, -1) != LUA_TFUNCTION) {
+    const char *got = luaL_typename(L, -1);
     lua_pushlstring(L, (const char *)s->data, s->code_len);   /* not NUL-terminated */
-    luaL_error(L, "module '%s' returned %s (a function, or a table with main or start, "
-               "expected)", lua_tostring(L, -1), luaL_typename(L, -2));
+    luaL_error(L, "module %s returned %s (a function, or a table with main or start, "
+               "expected)", lmod_push_quoted(L, -1), got);
   }
   return lua_gettop(L);
 }
@@ -313,16 +333,50 @@ static size_t traceback(lua_State *L, char *out, size_t cap) {
   return n < cap ? n : cap - 1;
 }
 
-static void log_crash(lproc *p, const char *msg, int boot) {
-  lpvm_id id = p->task.id;
-  if (boot) {
-    fprintf(stderr, "lpvm: %s\n", msg);
-    return;
+/* A reason that is no failure: normal, shutdown, {shutdown, _} (OTP's rule; from
+** Lua {"shutdown", x} arrives as a list whose head is a binary). */
+static int normal_reason(const uint8_t *reason, size_t len) {
+  if (lpvm_term_is_atom(reason, len, "normal") || lpvm_term_is_atom(reason, len, "shutdown"))
+    return 1;
+  lpvm_tread r;
+  uint32_t n;
+  const char *a;
+  const uint8_t *bin;
+  size_t alen;
+  if (lpvm_tread_init(&r, reason, len)) return 0;
+  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
+    if (lpvm_get_tuple(&r, &n) || n != 2) return 0;
+  } else if (lpvm_get_list(&r, &n) || n != 2) {
+    return 0;
   }
-  /* the whole reason: a load error's location is on its second line, a module not
-  ** found lists the places searched, and the traceback says where it happened */
-  fprintf(stderr, "lpvm: error in process <0.%u.%u>: %s\n", (unsigned)(uint32_t)id,
-          (unsigned)((id >> 32) & 0x7fffffff), msg);
+  if (lpvm_get_atom(&r, &a, &alen) != 0) {
+    if (lpvm_get_binary(&r, &bin, &alen) != 0) return 0;
+    a = (const char *)bin;
+  }
+  return alen == 8 && memcmp(a, "shutdown", 8) == 0;
+}
+
+/* OTP's crash report, for a process that failed by itself (an error, exit(reason),
+** max_heap) with a reason that is not normal or shutdown, linked or not, trapping or
+** not; and for the boot process whatever ended it, so `lpvm app.lua` never exits 1
+** without saying why. The whole reason: a load error's location is on its second
+** line, a module not found lists the places searched, the traceback says where. */
+static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
+  if (!llog_enabled(LLOG_ERROR) || normal_reason(reason, len)) return;
+  /* killed by a signal: its sender reports; or the VM is stopping (halt, SIGINT) */
+  if (!p->failed && (!p->boot || lpvm_halted())) return;
+  size_t cap = 8192;
+  char *buf = malloc(cap);
+  if (!buf) return;
+  int n = snprintf(buf, cap, "%s%s <0.%u.%u> %s with reason:\n",
+                   p->failed ? "crash report: " : "", p->boot ? "the boot process" : "process",
+                   (unsigned)(uint32_t)p->task.id, (unsigned)((p->task.id >> 32) & 0x7fffffff),
+                   p->failed ? "ended" : "was ended by an exit signal");
+  size_t k = (size_t)n + llog_format_term(reason, len, 1, buf + n, cap - (size_t)n - 128);
+  snprintf(buf + k, cap - k, "\nmessage_queue_len: %u, memory: %zu bytes, reductions: %llu",
+           (unsigned)lpvm_mbox_len(&p->task), p->mem, (unsigned long long)p->task.reductions);
+  llog_write(LLOG_ERROR, p->task.id, buf, strlen(buf));
+  free(buf);
 }
 
 /* The process failed with the error object on top of its stack. The reason is a
@@ -349,9 +403,8 @@ static int lproc_error(lproc *p) {
     lpvm_tbuf_init(&b);
     if (lterm_put_reason(L, -1, &b, err) == 0 && !b.err) {
       lpvm_set_reason(&p->task, b.data, b.len);
-      lpvm_term_format(b.data, b.len, buf, sizeof buf);
       lpvm_tbuf_free(&b);
-      if (!p->task.rel || p->boot) log_crash(p, buf, p->boot);
+      p->failed = 1;
       return LPVM_EXIT;
     }
     lpvm_tbuf_free(&b);
@@ -364,8 +417,7 @@ static int lproc_error(lproc *p) {
   if (!b.err) lpvm_set_reason(&p->task, b.data, b.len);
   else set_reason_atom(p, "error");
   lpvm_tbuf_free(&b);
-  buf[n < sizeof buf ? n : sizeof buf - 1] = 0;
-  if (!p->task.rel || p->boot) log_crash(p, buf, p->boot);
+  p->failed = 1;
   return LPVM_EXIT;
 }
 
@@ -377,15 +429,17 @@ static int lproc_resume(lproc *p) {
   lcode_safe_point(p);   /* new module versions, before any Lua of it runs again */
   p->nargs = 0;
   p->slices = 0;
+  p->punish = 0;   /* a new slice: send charges start again */
   int st = lua_resume(L, NULL, nargs, &nres);
   p->sched_yield = 0;
   if (p->heap_refused) {
     set_reason_atom(p, "max_heap");
-    if (!p->task.rel) log_crash(p, "max_heap exceeded", 0);
+    p->failed = 1;
     return LPVM_EXIT;
   }
   if (p->exiting) {
     if (p->exit_reason) lpvm_set_reason(&p->task, p->exit_reason, p->exit_len);
+    p->failed = 1;   /* its own exit(reason): a report unless the reason is normal */
     return LPVM_EXIT;
   }
   if (st == LUA_YIELD) {
@@ -529,6 +583,7 @@ static void release_state(lproc *p) {
 
 static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   lproc *p = (lproc *)t;
+  crash_report(p, reason, len);
   if (p->boot)
     atomic_store(&boot_ok, lpvm_term_is_atom(reason, len, "normal"));
   free_start(p->start);
@@ -537,6 +592,9 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   if (p->L) release_state(p);
   free(p->exit_reason);
   p->exit_reason = NULL;
+  free(p->aliases);
+  p->aliases = NULL;
+  p->nalias = p->calias = 0;
 }
 
 static int lproc_idle(lpvm_task *t) {
@@ -655,95 +713,19 @@ void lproc_teardown(void) {
   lcode_teardown();
 }
 
-/* ---- the boot process ---------------------------------------------------------------------------- */
+/* ---- the boot state ---------------------------------------------------------------------------- */
 
-static char *one_line(const char *prefix, const char *msg) {
-  size_t n = strlen(prefix) + strlen(msg) + 1;
-  char *s = malloc(n);
-  if (!s) return NULL;
-  snprintf(s, n, "%s%s", prefix, msg);
-  for (char *c = s; *c; c++)
-    if (*c == '\n' || *c == '\r') *c = ' ';
-  return s;
-}
-
-/* The folder of the boot script goes on every process's package.path and cpath
-** (llibs.c), absolute so a later chdir does not lose it. A folder whose name holds
-** a path separator of Lua's (';' or '?') cannot be put there and is left out. */
-static void set_script_dir(const char *script) {
-  char *dir = NULL;
-  if (script && strcmp(script, "-") != 0) {
-    char *full = realpath(script, NULL);
-    char *slash = full ? strrchr(full, '/') : NULL;
-    if (slash) {
-      *slash = 0;
-      if (strpbrk(full, ";?") == NULL) dir = full[0] ? full : strcpy(full, "/");
-    }
-    if (!dir) free(full);
-  }
-  llibs_set_script_dir(dir);
-  free(dir);
-}
-
-static int load_stdin(lua_State *L) {
-  luaL_Buffer b;
-  char chunk[4096];
-  size_t n;
-  luaL_buffinit(L, &b);
-  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) luaL_addlstring(&b, chunk, n);
-  luaL_pushresult(&b);
-  size_t len;
-  const char *src = lua_tolstring(L, -1, &len);
-  if (len > 0 && src[0] == '#') {   /* a #! line, as lua does */
-    while (len > 0 && *src != '\n') src++, len--;
-  }
-  return luaL_loadbuffer(L, src, len, "=stdin");
-}
-
-static int load_cf(lua_State *L) {
-  const char *script = lua_touserdata(L, 1);
-  const char *code = lua_touserdata(L, 2);
-  int rc;
-  lua_settop(L, 0);
-  lproc_state_init(L);
-  if (code) rc = luaL_loadbuffer(L, code, strlen(code), "=(command line)");
-  else if (strcmp(script, "-") == 0) rc = load_stdin(L);
-  else rc = luaL_loadfilex(L, script, NULL);
-  if (rc != LUA_OK) return lua_error(L);
-  return 1;
-}
-
-int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm_id *id,
-               char **errmsg) {
-  if (errmsg) *errmsg = NULL;
-  if ((!script && !code) || argc < 0 || (argc > 0 && !argv)) return LPVM_EINVAL;
+/* A state for the boot process, made before it exists (lboot.c): counted from the
+** moment the process adopts it. */
+lua_State *lproc_state_new(void) {
   lua_State *L = lua_newstate(lproc_alloc, NULL);
-  if (!L) {
-    if (errmsg) *errmsg = one_line("lpvm: ", "not enough memory");
-    return LPVM_ENOMEM;
-  }
-  lua_atpanic(L, lproc_panic);
-  set_script_dir(code ? NULL : script);
-  lua_pushcfunction(L, load_cf);
-  lua_pushlightuserdata(L, (void *)script);
-  lua_pushlightuserdata(L, (void *)code);
-  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
-    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot load";
-    if (errmsg) *errmsg = one_line("lpvm: ", msg);
-    lua_close(L);
-    return LPVM_EINVAL;
-  }
-  /* arg, as the stand-alone lua makes it; the chunk also gets arg[1..] as `...` */
-  lua_createtable(L, argc > 0 ? argc - 1 : 0, 1);
-  for (int i = 0; i < argc; i++) {
-    lua_pushstring(L, argv[i]);
-    lua_rawseti(L, -2, i);
-  }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  lua_insert(L, -2);
-  lua_setfield(L, -2, "arg");
-  lua_pop(L, 1);
-  for (int i = 1; i < argc; i++) lua_pushstring(L, argv[i]);
+  if (L) lua_atpanic(L, lproc_panic);
+  return L;
+}
+
+/* Spawn a state made by lproc_state_new whose stack holds a function and `nargs`
+** arguments as the boot process. */
+int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id) {
   lproc_start *s = calloc(1, sizeof *s);
   if (!s) {
     lua_close(L);
@@ -751,17 +733,10 @@ int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm
   }
   s->kind = LS_STATE;
   s->L = L;
-  s->nargs = argc > 1 ? argc - 1 : 0;
+  s->nargs = nargs;
   s->max_heap = lproc_cfg.max_heap;
+  s->boot = 1;
   lpvm_spawn_opts o = LPVM_SPAWN_OPTS_INIT;
   o.thread = lproc_cfg.threads ? 1 : 0;
-  s->boot = 1;
-  lpvm_id nid = 0;
-  int rc = lproc_spawn(NULL, s, &o, &nid);
-  if (rc != 0) {
-    if (errmsg) *errmsg = one_line("lpvm: cannot start the boot process: ", lpvm_strerror(rc));
-    return rc;
-  }
-  if (id) *id = nid;
-  return 0;
+  return lproc_spawn(NULL, s, &o, id);
 }

@@ -16,6 +16,8 @@ typedef struct lproc_config {
   int reductions;         /* VM instructions between count-hook yields (--reductions) */
   size_t max_heap;        /* default per-process heap limit in bytes; 0 = none */
   int recycle;            /* states kept in the recycling pool; 0 = none */
+  int warnings;           /* 1: warn() prints from the start (lua -W) */
+  int noenv;              /* 1: package ignores LUA_PATH/LUA_CPATH (lua -E) */
 } lproc_config;
 
 void lproc_config_init(lproc_config *c);
@@ -24,19 +26,42 @@ int lproc_setup(const lproc_config *c);
 /* Free the state pool and module registry; call after lpvm_stop(). */
 void lproc_teardown(void);
 
-/* Spawn the boot process: run `script` (a file path; "-" = stdin) or, when
-** `code` is not NULL, that chunk (lpvm -e). argv[0..argc) become the global `arg`
-** table as the stand-alone `lua` makes it (arg[0] = script, arg[1..] = args).
-** A file that cannot be read or does not compile is reported here, before any
-** process runs: *errmsg (static or malloc'd: free with free()) gets a one-line
-** message and the result is negative. */
+/* The boot process, as the stand-alone lua runs its command line: the steps in
+** order (LUA_INIT, each -e and -l, the script), then optionally the shell in the
+** same process (lua -i). Every chunk is compiled before the process is spawned: a
+** file that cannot be read or does not compile is reported here, before anything
+** runs; *errmsg (malloc'd: free with free()) gets a one-line message and the result
+** is negative. */
+enum { LPROC_STEP_CODE, LPROC_STEP_FILE, LPROC_STEP_LIB };
+typedef struct lproc_step {
+  int kind;
+  const char *text;   /* CODE: the chunk; FILE: a path, "-" = stdin; LIB: module name */
+  const char *name;   /* CODE: chunk name ("=(command line)"); LIB: the global */
+} lproc_step;
+
+typedef struct lproc_boot_spec {
+  const lproc_step *steps;
+  int nsteps;
+  int script;         /* index of the step that gets the arguments as `...`, -1 = none */
+  int argc;           /* the command line for the global `arg` table: */
+  char **argv;        /*   arg[i - arg0] = argv[i] (lua: arg[0] the script, */
+  int arg0;           /*   negative indices the interpreter and its options) */
+  int shell;          /* 1: then the interactive shell, in the same process */
+} lproc_boot_spec;
+
+int lproc_boot_spec_run(const lproc_boot_spec *b, lpvm_id *id, char **errmsg);
+
+/* The simple form: run `script` (a path, "-" = stdin) or, when `code` is not NULL,
+** that chunk, with arg[0..argc) = argv and `...` = argv[1..argc). */
 int lproc_boot(const char *script, const char *code, int argc, char **argv,
                lpvm_id *id, char **errmsg);
 
+/* Between lpvm_wait() and lpvm_stop(): end the commands that processes still wait
+** for in os.execute or io.popen (SIGTERM, then SIGKILL after grace_ms), so that
+** none is left running as an orphan and no worker stays blocked in its wait. */
+void lsys_stop_children(int grace_ms);
+
 /* After lpvm_wait(): 1 when the boot process ended with reason normal. */
 int lproc_boot_ok(void);
-
-/* Spawn the interactive shell process (lpvm with no script). */
-int lproc_shell(lpvm_id *id);
 
 #endif

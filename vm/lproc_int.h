@@ -54,11 +54,24 @@ typedef struct lproc {
   lpvm_msg *cur;            /* receive: the message the predicate is judging */
   lpvm_msg *owned;          /* a taken message being decoded (freed if that fails) */
   uint64_t want_ref, mon_ref;  /* info(): request and monitor references */
+  uint64_t recv_ref;        /* receive_ref: the reference waited for */
+  /* The ref-receive optimisation: when a reference is made here (make_ref, alias,
+  ** monitor) the mailbox's last message is noted; no message up to it can hold the
+  ** new reference, so receive_ref of that reference starts after it. A take since
+  ** (mq_gen moved) may have freed the noted message: the mark is then ignored. */
+  uint64_t mark_ref;
+  lpvm_msg *mark_msg;       /* NULL: the mailbox was empty */
+  uint32_t mark_gen;
+  /* Active aliases: a message sent with send_alias carries its alias in the
+  ** message's ref field and is dropped unseen unless the alias is still active. */
+  uint64_t *aliases;
+  uint32_t nalias, calias;
   uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding */
   uint32_t exit_len;
   int ncur;                 /* values of `cur` on the stack */
   int nargs;                /* values for the next resume */
   uint16_t slices;          /* count-hook calls since the last yield */
+  uint32_t punish;          /* send: reductions charged for receivers' queues */
   uint8_t wait;             /* LP_* */
   uint8_t timer_set;        /* receive: a timer runs for this receive */
   uint8_t timed_out;
@@ -75,6 +88,7 @@ typedef struct lproc {
   uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
   uint64_t code_gen;        /* lcode.c: the code generation this process is at */
   lua_State *helper;        /* lcode.c: coroutine that runs module updates */
+  uint8_t failed;           /* it ended by itself: error, exit(reason), max_heap */
 } lproc;
 
 extern lproc_config lproc_cfg;
@@ -93,6 +107,20 @@ int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id
 void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
+lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
+/* Spawn L (function and nargs arguments on its stack) as the boot process; L is the
+** process's from here on, or closed on failure. */
+int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
+
+/* shell.c: the terminal reader of the shell. lproc_shell_reader starts it and gives
+** 1 when stdin is a terminal, 0 when not (< 0: failure); lproc_shell_watch tells it
+** which process is the shell (it ends with it). */
+int lproc_shell_reader(lpvm_id *reader);
+void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
+
+/* lsys.c: os.execute and io.popen that leave the VM's signals alone */
+void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
+void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
@@ -109,7 +137,22 @@ uint64_t lmod_check_ref(lua_State *L, int arg);
 /* The process's target: a pid, or a registered name (0 if not registered). */
 lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name);
 int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */
+/* Raise "unknown <what> 'k'" (argument t) if table t has a key not in `known`. */
+void lmod_check_keys(lua_State *L, int t, const char *const known[], const char *what);
+/* Push registry[key], first making it a table with weak `mode` ("k", "v", "kv"). */
+void lmod_weak_table(lua_State *L, const void *key, const char *mode);
 int64_t lmod_check_ms(lua_State *L, int arg); /* timeout in ms; math.huge = -1 (for ever) */
+
+/* lmod_str.c: Lua strings that reach C (NUL bytes raise) and bad values quoted
+** (cut to LMOD_QUOTE_MAX bytes) in error messages. */
+#define LMOD_QUOTE_MAX 48
+const char *lmod_cstr(lua_State *L, int idx, int arg, const char *what);
+const char *lmod_check_cstr(lua_State *L, int arg, const char *what);
+const char *lmod_opt_cstr(lua_State *L, int arg, const char *dflt, const char *what);
+int lmod_streq(lua_State *L, int idx, const char *lit);
+const char *lmod_push_quoted(lua_State *L, int idx);
+int lmod_check_option(lua_State *L, int arg, const char *def, const char *const list[]);
+const char *lmod_check_name(lua_State *L, int arg);
 
 /* lmod_proc.c / lmod_msg.c: the functions of the module, by name. */
 typedef struct lmod_fn {
@@ -118,7 +161,8 @@ typedef struct lmod_fn {
 } lmod_fn;
 extern const lmod_fn lmod_proc_fns[];
 extern const lmod_fn lmod_msg_fns[];
-extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
+extern const lmod_fn lmod_port_fns[];
+extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */   /* lmod_port.c: ports (docs/lua-ports.md) */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
 ** malloc'd buffer; NULL if it cannot be dumped. */
@@ -126,14 +170,14 @@ char *lproc_dump_top(lua_State *L, size_t *len);
 /* lproc.c: search table t for the value at index v; on a hit push its string key and
 ** return 1 (used to send module functions by name). */
 int lproc_find_key(lua_State *L, int t, int v);
+/* lproc.c: push module `name` in this process (spawn's and newproc's by-name
+** upvalues): a global (the lazy libraries, lpvm), _G, or else require'd; a require
+** that fails raises, or with nil_on_error pushes nil (as luaproc would have). */
+void lproc_push_module(lua_State *L, const char *name, int nil_on_error);
 /* lproc.c: a start record holding code, upvalue term and argument term; NULL when
 ** out of memory. The other fields start zeroed. */
 lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
                              const lpvm_tbuf *up, const lpvm_tbuf *args);
-
-/* lfun.c: module `name` in this process: a global (the lazy libraries, lpvm) or
-** required; soft: nil instead of an error when it cannot be loaded. */
-void lfun_push_module(lua_State *L, const char *name, int soft);
 
 /* lcode.c: the code server (docs/code.md) */
 void lcode_install(lua_State *L);       /* package on top: searcher and preload */
@@ -148,7 +192,12 @@ void leval_poll(lua_State *L, lproc *p);                /* the hook: run queued 
 int leval_open(lua_State *L);                           /* require "lpvm.evalserver" */
 
 /* lmod_msg.c */
+int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
+void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
+int lmod_alias_add(lproc *p, uint64_t ref);   /* 0, or LPVM_ENOMEM */
+int lmod_alias_del(lproc *p, uint64_t ref);   /* 1 if it was active */
+void lmod_flush_down(lproc *p, uint64_t ref); /* drop a queued DOWN for ref */
 
 /* ltask.c */
 const lpvm_task_def *ltask_find(const char *type);

@@ -3,6 +3,7 @@
 ** more of them from shared libraries (include/lpvm/taskmod.h).
 */
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,14 @@ static int reg_add(lpvm_task_registry *reg, const lpvm_task_def *def) {
 
 /* Returns the number of types the library registered, or -1 with err set. */
 int ltask_load(const char *path, char *err, size_t errsz) {
+  /* glibc's dlopen copies the name onto the caller's stack while it searches the
+  ** library path: a name of megabytes overflows a worker's stack. No file name is
+  ** longer than PATH_MAX anyway. */
+  size_t len = strlen(path);
+  if (len >= PATH_MAX) {
+    snprintf(err, errsz, "file name too long (%zu bytes; PATH_MAX is %d)", len, PATH_MAX);
+    return -1;
+  }
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     snprintf(err, errsz, "%s", dlerror());

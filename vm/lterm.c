@@ -227,6 +227,10 @@ int lterm_put(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
   return enc_run(L, idx, 1, b, err, 1);
 }
 
+int lterm_put_plain(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
+  return enc_run(L, idx, 1, b, err, 0);
+}
+
 int lterm_put_values(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err) {
   return enc_run(L, idx, n, b, err, 1);
 }
@@ -243,7 +247,7 @@ int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
       b->err = 0;
     }
   }
-  return enc_run(L, idx, 1, b, err, 0);   /* no functions in a reason */
+  return lterm_put_plain(L, idx, b, err);   /* no functions in a reason */
 }
 
 /* ---- the per-thread scratch builder ------------------------------------------------- */

@@ -30,6 +30,9 @@
 /* Encode one Lua value. Never raises: returns 0, or -1 with a message in err
 ** ("cannot send a function value", "cannot send a cyclic table", ...). */
 int lterm_put(lua_State *L, int idx, lpvm_tbuf *b, char *err);
+/* lterm_put without functions ("cannot send a function value"): for readers that
+** are not Lua processes of this VM (C tasks, printed values). */
+int lterm_put_plain(lua_State *L, int idx, lpvm_tbuf *b, char *err);
 /* Encode the n values from idx as a message (one bare value, or a tuple). */
 int lterm_put_values(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err);
 /* Encode an exit reason: a string that can be an atom becomes one ("normal",

@@ -20,30 +20,37 @@
 #include "vm/lterm.h"
 #include "vm/luaproc.h"
 
-static int fail(lua_State *L, const char *fmt, const char *name) {
+/* nil, message: fmt's %s is the channel name at index 1, quoted (and cut). */
+static int fail(lua_State *L, const char *fmt) {
+  const char *name = lmod_push_quoted(L, 1);
   lua_pushnil(L);
   lua_pushfstring(L, fmt, name);
   return 2;
 }
 
-static int no_channel(lua_State *L, const char *name) {
-  return fail(L, "channel '%s' does not exist", name);
+static int no_channel(lua_State *L) {
+  return fail(L, "channel %s does not exist");
+}
+
+/* A channel name: any string without NUL (C sees it up to the first NUL). */
+static const char *check_channel(lua_State *L) {
+  return lmod_check_cstr(L, 1, "channel name");
 }
 
 /* ---- channels -------------------------------------------------------------------------- */
 
 static int lp_newchannel(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
+  const char *name = check_channel(L);
   int rc = luaproc_chan_new(name);
-  if (rc == LUAPROC_EXISTS) return fail(L, "channel '%s' already exists", name);
-  if (rc != LUAPROC_OK) return fail(L, "not enough memory for channel '%s'", name);
+  if (rc == LUAPROC_EXISTS) return fail(L, "channel %s already exists");
+  if (rc != LUAPROC_OK) return fail(L, "not enough memory for channel %s");
   lua_pushboolean(L, 1);
   return 1;
 }
 
 static int lp_delchannel(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
-  if (luaproc_chan_del(name) != LUAPROC_OK) return no_channel(L, name);
+  const char *name = check_channel(L);
+  if (luaproc_chan_del(name) != LUAPROC_OK) return no_channel(L);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -52,7 +59,7 @@ static int lp_delchannel(lua_State *L) {
 
 /* Stack after a wake-up: [1] the channel name, then whatever the call left. */
 static int send_k(lua_State *L, lpvm_msg *m) {
-  if (!m) return fail(L, "channel '%s' was deleted while the sender waited", lua_tostring(L, 1));
+  if (!m) return fail(L, "channel %s was deleted while the sender waited");
   lpvm_msg_free(m);
   lua_pushboolean(L, 1);
   return 1;
@@ -85,7 +92,7 @@ static lpvm_msg *encode(lua_State *L) {
 
 /* send(channel, ...) -> true | nil, message: returns once a receiver took it. */
 static int lp_send(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
+  const char *name = check_channel(L);
   luaproc_check_block(L, "send");
   lpvm_msg *m = encode(L);
   if (!m) return 2;
@@ -98,9 +105,9 @@ static int lp_send(lua_State *L) {
   }
   switch (luaproc_chan_send(name, m, w)) {
     case LUAPROC_OK: lua_pushboolean(L, 1); return 1;
-    case LUAPROC_NOCHAN: return no_channel(L, name);
+    case LUAPROC_NOCHAN: return no_channel(L);
     case LUAPROC_WAITING: lua_settop(L, 1); return luaproc_block(L, ref, &hw, &send_cont);
-    default: return fail(L, "not enough memory to send on channel '%s'", name);
+    default: return fail(L, "not enough memory to send on channel %s");
   }
 }
 
@@ -120,7 +127,7 @@ static int push_values(lua_State *L, lpvm_msg *m) {
 }
 
 static int recv_k(lua_State *L, lpvm_msg *m) {
-  if (!m) return fail(L, "channel '%s' was deleted while the receiver waited", lua_tostring(L, 1));
+  if (!m) return fail(L, "channel %s was deleted while the receiver waited");
   return push_values(L, m);
 }
 
@@ -128,7 +135,7 @@ static const luaproc_cont recv_cont = {recv_k};
 
 /* receive(channel [, async]) -> values... | nil, message */
 static int lp_receive(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
+  const char *name = check_channel(L);
   int async = lua_toboolean(L, 2);
   if (!async) luaproc_check_block(L, "receive");
   luaproc_hostwait hw = LUAPROC_HOSTWAIT_INIT;
@@ -141,10 +148,10 @@ static int lp_receive(lua_State *L) {
   lpvm_msg *m = NULL;
   switch (luaproc_chan_recv(name, async, &m, w)) {
     case LUAPROC_OK: lua_settop(L, 0); return push_values(L, m);
-    case LUAPROC_NOCHAN: return no_channel(L, name);
-    case LUAPROC_EMPTY: return fail(L, "no senders waiting on channel '%s'", name);
+    case LUAPROC_NOCHAN: return no_channel(L);
+    case LUAPROC_EMPTY: return fail(L, "no senders waiting on channel %s");
     case LUAPROC_WAITING: lua_settop(L, 1); return luaproc_block(L, ref, &hw, &recv_cont);
-    default: return fail(L, "not enough memory to receive on channel '%s'", name);
+    default: return fail(L, "not enough memory to receive on channel %s");
   }
 }
 

@@ -204,9 +204,9 @@ int luaproc_start(lua_State *L) {
     switch (kind ? kind[0] : 'n') {
       case 'e': lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS); break;
       case 'v': lua_pushvalue(L, at + 1); break;
-      case 'm': lfun_push_module(L, lua_tostring(L, at + 1), 1); break;
+      case 'm': lproc_push_module(L, lua_tostring(L, at + 1), 1); break;
       case 'f':
-        lfun_push_module(L, lua_tostring(L, at + 1), 1);
+        lproc_push_module(L, lua_tostring(L, at + 1), 1);
         if (lua_type(L, -1) == LUA_TTABLE) lua_getfield(L, -1, lua_tostring(L, at + 2));
         else lua_pushnil(L);
         lua_remove(L, -2);

@@ -1,11 +1,18 @@
 /*
-** main.c -- the `lpvm` binary: run a Lua script as the boot process, or the shell.
+** main.c -- the `lpvm` binary: the command line of lua5.4, on an Erlang-style VM.
 **
-**   lpvm [options] [script.lua | - | -e code] [args...]
+**   lpvm [options] [script [args]]
 **
-** Start the VM, spawn the boot process (or the shell), wait until every process has
-** ended or one called lpvm.halt(code), stop the VM. The exit status is the halt code;
-** otherwise 0 when the boot process ended normally and 1 when it did not.
+** As lua5.4: LUA_INIT_5_4 (or LUA_INIT), then each -e and -l in the order given,
+** then the script with its arguments, then with -i the shell; no script on a
+** terminal is the shell, on a pipe stdin is the script. All of it runs in the boot
+** process (vm/lboot.c). Start the VM, spawn the boot process, wait until every
+** process has ended or one called lpvm.halt(code), stop the VM. The exit status is
+** the halt code; otherwise 0 when the boot process ended normally and 1 when not.
+**
+** Options are a table (`options` below): a new one is one line there and a setter.
+** Long options take their value as `--opt value` or `--opt=value`; -e and -l as the
+** next word or glued (`-eprint(1)`), as lua does.
 **
 ** SIGINT and SIGTERM stop the VM cleanly: the handler only writes the signal number
 ** to a pipe (the one thing a handler may safely do), and a small thread reading that
@@ -28,29 +35,29 @@
 
 static const char *progname = "lpvm";
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: %s [options] [script.lua | - | -e code] [args...]\n"
-          "Runs script.lua as the first Lua process of an Erlang-style VM; with no\n"
-          "script, starts an interactive shell.\n"
-          "  -e code            run `code` as the boot process\n"
-          "  -                  read the script from stdin\n"
-          "  --workers N        worker threads (default: one per CPU)\n"
-          "  --threads          new processes start on private threads\n"
-          "  --reductions N     VM instructions between preemption checks\n"
-          "  --no-worker-cache  turn the scheduler's worker cache off\n"
-          "  --max-heap BYTES   default heap limit per process (suffix k, m or g)\n"
-          "  --recycle N        keep up to N finished Lua states for reuse\n"
-          "  --help             this text\n"
-          "  --version          print the version\n",
-          progname);
-}
+/* ---- options ------------------------------------------------------------------ */
 
-static int fail(const char *fmt, const char *what) {
-  fprintf(stderr, "%s: ", progname);
-  fprintf(stderr, fmt, what);
-  fputc('\n', stderr);
-  return 1;
+typedef struct cli {
+  lpvm_config vcfg;
+  lproc_config pcfg;
+  lproc_step *steps;      /* -e and -l in order (LUA_INIT and the script added later) */
+  int nsteps;
+  int interactive, version, noenv, help;
+} cli;
+
+/* A setter returns 0, or -1 with the error printed. */
+typedef int (*opt_set)(cli *c, const char *val);
+
+typedef struct option {
+  const char *name;       /* "-e", "--workers" */
+  const char *arg;        /* the value's name in --help; NULL: a flag */
+  opt_set set;
+  const char *help;
+} option;
+
+static int bad(const char *opt, const char *what) {
+  fprintf(stderr, "%s: %s %s\n", progname, opt, what);
+  return -1;
 }
 
 /* A non-negative decimal number with an optional k/m/g suffix (when `suffix`). */
@@ -76,6 +83,142 @@ static int parse_size(const char *s, int suffix, unsigned long long max,
   if (*end != '\0' || v > max) return -1;
   *out = v;
   return 0;
+}
+
+static int o_exec(cli *c, const char *v) {
+  c->steps[c->nsteps++] = (lproc_step){LPROC_STEP_CODE, v, "=(command line)"};
+  return 0;
+}
+
+/* -l mod: global mod (up to a '-', as lua 5.4: -l mod-v2 sets mod); -l g=mod: global g. */
+static int o_lib(cli *c, const char *v) {
+  const char *eq = strchr(v, '=');
+  char *g = strdup(v);
+  if (!g) return bad("-l", "out of memory");
+  if (eq) g[eq - v] = 0;
+  else g[strcspn(g, "-")] = 0;
+  c->steps[c->nsteps++] = (lproc_step){LPROC_STEP_LIB, eq ? eq + 1 : v, g};
+  return 0;
+}
+
+static int o_interactive(cli *c, const char *v) { (void)v; c->interactive = 1; return 0; }
+static int o_version(cli *c, const char *v) { (void)v; c->version = 1; return 0; }
+static int o_noenv(cli *c, const char *v) { (void)v; c->noenv = c->pcfg.noenv = 1; return 0; }
+static int o_warn(cli *c, const char *v) { (void)v; c->pcfg.warnings = 1; return 0; }
+static int o_help(cli *c, const char *v) { (void)v; c->help = 1; return 0; }
+static int o_threads(cli *c, const char *v) { (void)v; c->pcfg.threads = 1; return 0; }
+static int o_nocache(cli *c, const char *v) { (void)v; c->vcfg.worker_cache = 0; return 0; }
+
+static int o_workers(cli *c, const char *v) {
+  unsigned long long n;
+  if (parse_size(v, 0, 64, &n) != 0 || n == 0) return bad("--workers", "needs a number from 1 to 64");
+  c->vcfg.workers = (int)n;
+  return 0;
+}
+
+static int o_reductions(cli *c, const char *v) {
+  unsigned long long n;
+  if (parse_size(v, 0, INT_MAX, &n) != 0 || n == 0) return bad("--reductions", "needs a positive number");
+  c->pcfg.reductions = (int)n;
+  return 0;
+}
+
+static int o_maxheap(cli *c, const char *v) {
+  unsigned long long n;
+  if (parse_size(v, 1, SIZE_MAX, &n) != 0)
+    return bad("--max-heap", "needs a size in bytes (suffix k, m or g allowed)");
+  c->pcfg.max_heap = (size_t)n;
+  return 0;
+}
+
+static int o_recycle(cli *c, const char *v) {
+  unsigned long long n;
+  if (parse_size(v, 0, INT_MAX, &n) != 0) return bad("--recycle", "needs a number");
+  c->pcfg.recycle = (int)n;
+  return 0;
+}
+
+static const option options[] = {
+    {"-e", "code", o_exec, "run code (each -e and -l in the order given)"},
+    {"-l", "mod", o_lib, "require mod into the global mod; -l g=mod: into g"},
+    {"-i", NULL, o_interactive, "the shell after the script (in the same process)"},
+    {"-v", NULL, o_version, "print the version (then run what else is asked)"},
+    {"-E", NULL, o_noenv, "ignore LUA_INIT, LUA_PATH and LUA_CPATH"},
+    {"-W", NULL, o_warn, "turn warnings on"},
+    {"--workers", "N", o_workers, "worker threads (default: one per CPU)"},
+    {"--threads", NULL, o_threads, "new processes start on private threads"},
+    {"--reductions", "N", o_reductions, "VM instructions between preemption checks"},
+    {"--no-worker-cache", NULL, o_nocache, "turn the scheduler's worker cache off"},
+    {"--max-heap", "BYTES", o_maxheap, "default heap limit per process (suffix k, m or g)"},
+    {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},
+    {"--version", NULL, o_version, "print the version"},
+    {"--help", NULL, o_help, "this text"},
+    {"-h", NULL, o_help, NULL},
+    {NULL, NULL, NULL, NULL}};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: %s [options] [script [args]]\n"
+          "Runs script as the first Lua process of an Erlang-style VM; with no script,\n"
+          "the shell on a terminal, stdin as the script on a pipe.\n",
+          progname);
+  for (const option *o = options; o->name; o++) {
+    if (!o->help) continue;
+    char left[40];
+    snprintf(left, sizeof left, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    fprintf(f, "  %-20s %s\n", left, o->help);
+  }
+  fprintf(f,
+          "  --                   stop handling options\n"
+          "  -                    stop handling options and run stdin\n"
+          "Long options also take --opt=value. Environment: LUA_INIT_5_4 or LUA_INIT\n"
+          "(code, or @file, run first), LUA_PATH, LUA_CPATH, LPVM_LIBDIR. See lpvm(1).\n");
+}
+
+/* Parse argv into c; returns the index of the script (argc: none), or -1. */
+static int parse(cli *c, int argc, char **argv) {
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || a[1] == '\0') return i;     /* the script, or - (stdin) */
+    if (strcmp(a, "--") == 0) return i + 1;
+    const option *o;
+    const char *val = NULL;
+    for (o = options; o->name; o++) {
+      size_t n = strlen(o->name);
+      if (strncmp(a, o->name, n) != 0) continue;
+      if (a[n] == '\0') break;
+      if (o->arg && o->name[1] == '-' && a[n] == '=') { val = a + n + 1; break; }
+      if (o->arg && o->name[1] != '-') { val = a + n; break; }   /* -eCODE */
+    }
+    if (!o->name) {
+      const char *eq = strchr(a, '=');
+      fprintf(stderr, "%s: unrecognized option '%.*s' (try --help)\n", progname,
+              (int)(eq && a[1] == '-' ? eq - a : (int)strlen(a)), a);
+      return -1;
+    }
+    if (o->arg && !val) {
+      if (++i >= argc) {
+        fprintf(stderr, "%s: '%s' needs an argument (%s)\n", progname, o->name, o->arg);
+        return -1;
+      }
+      val = argv[i];
+    }
+    if (o->set(c, val) != 0) return -1;
+  }
+  return argc;
+}
+
+/* LUA_INIT_5_4, else LUA_INIT: "@file" runs the file, anything else is code. */
+static void add_init(cli *c) {
+  const char *name = "LUA_INIT_5_4";
+  const char *v = getenv(name);
+  if (!v) v = getenv(name = "LUA_INIT");
+  if (!v) return;
+  memmove(c->steps + 1, c->steps, (size_t)c->nsteps * sizeof *c->steps);
+  if (v[0] == '@') c->steps[0] = (lproc_step){LPROC_STEP_FILE, v + 1, NULL};
+  else c->steps[0] = (lproc_step){LPROC_STEP_CODE, v, name[8] ? "=LUA_INIT_5_4" : "=LUA_INIT"};
+  c->nsteps++;
 }
 
 /* ---- signals ------------------------------------------------------------------ */
@@ -128,92 +271,70 @@ static void signals_stop(pthread_t th) {
 /* ---- main --------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
-  lpvm_config vcfg;
-  lproc_config pcfg;
-  lpvm_config_init(&vcfg);
-  lproc_config_init(&pcfg);
-  const char *code = NULL, *script = NULL;
-  int i = 1;
-
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    unsigned long long v;
-    if (strcmp(a, "--") == 0) { i++; break; }
-    if (a[0] != '-' || strcmp(a, "-") == 0) break;  /* the script */
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) {
-      printf("lpvm %s (%s)\n", LPVM_VERSION, LUA_RELEASE);
-      return 0;
-    } else if (strcmp(a, "-e") == 0) {
-      if (++i >= argc) return fail("%s needs an argument", a);
-      code = argv[i];
-      i++;
-      break;  /* the rest are arguments of the chunk */
-    } else if (strcmp(a, "--threads") == 0) {
-      pcfg.threads = 1;
-    } else if (strcmp(a, "--no-worker-cache") == 0) {
-      vcfg.worker_cache = 0;
-    } else if (strcmp(a, "--workers") == 0) {
-      if (parse_size(i + 1 < argc ? argv[++i] : NULL, 0, 64, &v) != 0 || v == 0)
-        return fail("--workers needs a number from 1 to 64", NULL);
-      vcfg.workers = (int)v;
-    } else if (strcmp(a, "--reductions") == 0) {
-      if (parse_size(i + 1 < argc ? argv[++i] : NULL, 0, INT_MAX, &v) != 0 || v == 0)
-        return fail("--reductions needs a positive number", NULL);
-      pcfg.reductions = (int)v;
-    } else if (strcmp(a, "--max-heap") == 0) {
-      if (parse_size(i + 1 < argc ? argv[++i] : NULL, 1, SIZE_MAX, &v) != 0)
-        return fail("--max-heap needs a size in bytes (suffix k, m or g allowed)", NULL);
-      pcfg.max_heap = (size_t)v;
-    } else if (strcmp(a, "--recycle") == 0) {
-      if (parse_size(i + 1 < argc ? argv[++i] : NULL, 0, INT_MAX, &v) != 0)
-        return fail("--recycle needs a number", NULL);
-      pcfg.recycle = (int)v;
+  cli c;
+  memset(&c, 0, sizeof c);
+  lpvm_config_init(&c.vcfg);
+  lproc_config_init(&c.pcfg);
+  c.steps = calloc((size_t)argc + 2, sizeof *c.steps);
+  if (!c.steps) return 1;
+  int script = parse(&c, argc, argv);
+  if (script < 0) return 1;
+  if (c.help) {
+    usage(stdout);
+    return 0;
+  }
+  int has_e = c.nsteps > 0;   /* -e or -l */
+  if (c.version || c.interactive) printf("lpvm %s (%s)\n", LPVM_VERSION, LUA_RELEASE);
+  if (script == argc && c.version && !has_e && !c.interactive) return 0;
+  /* no script: the shell on a terminal, stdin as the script on a pipe (as lua) */
+  int shell = c.interactive;
+  static char dash[] = "-";
+  char **av = argv;
+  if (script == argc && !has_e && !c.interactive && !c.version) {
+    if (isatty(STDIN_FILENO)) {
+      shell = 1;
     } else {
-      fprintf(stderr, "%s: unknown option '%s' (try --help)\n", progname, a);
-      return 1;
+      av = malloc(((size_t)argc + 2) * sizeof *av);   /* argv with "-" appended */
+      if (!av) return 1;
+      memcpy(av, argv, (size_t)argc * sizeof *av);
+      av[argc] = dash;
+      av[argc + 1] = NULL;
+      argc++;
     }
   }
-  if (code == NULL && i < argc) script = argv[i];
-  /* argv[first..] becomes `arg`: arg[0] is the script (with -e: the program, as
-  ** lua does), then its arguments */
-  int first = code ? i - 1 : i;
-  if (code) argv[first] = argv[0];
+  if (!c.noenv) add_init(&c);
+  int script_step = -1;
+  if (script < argc) {
+    script_step = c.nsteps;
+    c.steps[c.nsteps++] = (lproc_step){LPROC_STEP_FILE, av[script], NULL};
+  }
+  lproc_boot_spec spec = {c.steps, c.nsteps, script_step, argc, av,
+                          script < argc ? script : 0, shell};
 
-  int rc = lpvm_start(&vcfg);
-  if (rc < 0) return fail("cannot start the VM: %s", lpvm_strerror(rc));
-  rc = lproc_setup(&pcfg);
+  int rc = lpvm_start(&c.vcfg);
+  if (rc < 0) {
+    fprintf(stderr, "%s: cannot start the VM: %s\n", progname, lpvm_strerror(rc));
+    return 1;
+  }
+  rc = lproc_setup(&c.pcfg);
   if (rc < 0) {
     lpvm_stop();
-    return fail("cannot set up Lua processes: %s", lpvm_strerror(rc));
+    fprintf(stderr, "%s: cannot set up Lua processes: %s\n", progname, lpvm_strerror(rc));
+    return 1;
   }
 
   pthread_t sig_th;
   int have_sig = signals_start(&sig_th) == 0;
 
   lpvm_id boot = 0;
-  int shell = 0;
   char *err = NULL;
-  if (code || script) {
-    rc = lproc_boot(script, code, argc - first, argv + first, &boot, &err);
-  } else {
-    shell = 1;
-    rc = lproc_shell(&boot);   /* reports its own errors */
-  }
-
-  int status;
+  rc = lproc_boot_spec_run(&spec, &boot, &err);
+  int status = 0;
   if (rc < 0) {
-    if (err) {
-      /* one line: the first line of the message, which may carry our prefix */
-      size_t n = strcspn(err, "\n");
-      int prefixed = strncmp(err, "lpvm: ", 6) == 0;
-      fprintf(stderr, "%s%.*s\n", prefixed ? "" : "lpvm: ", (int)n, err);
-      free(err);
-    } else if (!shell) {
-      fprintf(stderr, "%s: %s\n", progname, lpvm_strerror(rc));
-    }
+    /* one line: the message, which may carry our prefix */
+    if (err) fprintf(stderr, "%s%s\n", strncmp(err, "lpvm: ", 6) == 0 ? "" : "lpvm: ", err);
+    else fprintf(stderr, "%s: %s\n", progname, lpvm_strerror(rc));
+    free(err);
     status = 1;
     lpvm_halt(1);
   }
@@ -222,12 +343,17 @@ int main(int argc, char **argv) {
     /* lpvm_wait() gives 0 both for halt(0) and for "every process ended": tasks
     ** still alive mean it was a halt. */
     if (halt_code != 0) status = halt_code;
-    else if (shell || lpvm_task_count() > 0) status = 0;
+    else if (lpvm_task_count() > 0) status = 0;
     else status = lproc_boot_ok() ? 0 : 1;
   }
   fflush(stdout);
+  lsys_stop_children(2000);
   lpvm_stop();
   if (have_sig) signals_stop(sig_th);
   lproc_teardown();
+  for (int i = 0; i < c.nsteps; i++)
+    if (c.steps[i].kind == LPROC_STEP_LIB) free((char *)c.steps[i].name);
+  free(c.steps);
+  if (av != argv) free(av);
   return status;
 }

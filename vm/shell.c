@@ -1,7 +1,8 @@
 /*
-** shell.c -- `lpvm` with no script: an interactive shell, like `erl`.
+** shell.c -- the terminal side of the shell (`lpvm` with no script, or -i).
 **
-** Two tasks. The shell is an ordinary Lua process running the REPL below. Reading
+** Two tasks. The shell is the boot process running the REPL of vm/lib/lpvm_shell.lua
+** after the command line's steps (vm/lboot.c). Reading
 ** the terminal blocks, so it happens in a C task of its own that lives on a private
 ** thread (START_THREAD | CANT_SCHEDULE) and never touches a worker: the reader.
 **
@@ -25,6 +26,7 @@
 #include "lpvm/task.h"
 #include "lpvm/term.h"
 #include "vm/lproc.h"
+#include "vm/lproc_int.h"
 
 #define READER_NAME "lpvm_shell_stdin"
 #define LINE_TAG "\x01lpvm_shell"   /* first value of every reply to the shell */
@@ -103,14 +105,16 @@ static int reader_mail(reader *r) {
       return LPVM_EXIT;
     }
     lpvm_id from = lpvm_msg_from(m);
+    lpvm_id watch = 0;
+    if (from == 0 && lpvm_msg_len(m) == sizeof watch)   /* lproc_shell_watch */
+      memcpy(&watch, lpvm_msg_data(m), sizeof watch);
     lpvm_msg_free(m);
-    if (from == 0) continue;
-    if (r->watched == 0) {
+    if (from != 0) r->asker = watch = from;
+    if (watch != 0 && r->watched == 0) {
       uint64_t ref;
-      r->watched = from;
-      lpvm_monitor(&r->task, from, &ref);
+      r->watched = watch;
+      lpvm_monitor(&r->task, watch, &ref);
     }
-    r->asker = from;
   }
   return r->asker ? LPVM_IDLE : LPVM_WAIT;
 }
@@ -159,120 +163,18 @@ static const lpvm_task_def reader_def = {
     .idle = reader_idle,
 };
 
-/* The REPL, run as a Lua process. arg[1] == "tty" when stdin is a terminal: then it
-** prints a banner and prompts; over a pipe it prints only results and errors. */
-static const char shell_lua[] =
-    "local lpvm = lpvm or require('lpvm')\n"
-    "local READER, TAG = '" READER_NAME "', '\\1lpvm_shell'\n"
-    "local tty = arg and arg[1] == 'tty'\n"
-    "local write, concat = io.write, table.concat\n"
-    "\n"
-    "local function readline(prompt)\n"
-    "  if tty then write(prompt); io.stdout:flush() end\n"
-    "  lpvm.send(READER, 'read')\n"
-    "  local _, line = lpvm.receive(function(tag) return tag == TAG end)\n"
-    "  return line or nil\n"
-    "end\n"
-    "\n"
-    "local show\n"
-    "local function key_order(a, b)\n"
-    "  local ta, tb = type(a), type(b)\n"
-    "  if ta ~= tb then return ta < tb end\n"
-    "  if ta == 'number' or ta == 'string' then return a < b end\n"
-    "  return tostring(a) < tostring(b)\n"
-    "end\n"
-    "function show(v, depth, seen)\n"
-    "  local t = type(v)\n"
-    "  if t == 'string' then return (string.format('%q', v):gsub('\\\\\\n', '\\\\n')) end\n"
-    "  if t ~= 'table' then return tostring(v) end\n"
-    "  local mt = getmetatable(v)\n"
-    "  if mt and mt.__tostring then return tostring(v) end\n"
-    "  if seen[v] then return '<cycle>' end\n"
-    "  if depth > 5 then return '{...}' end\n"
-    "  seen[v] = true\n"
-    "  local parts, n = {}, #v\n"
-    "  for i = 1, n do parts[#parts + 1] = show(v[i], depth + 1, seen) end\n"
-    "  local keys = {}\n"
-    "  for k in pairs(v) do\n"
-    "    if not (math.type(k) == 'integer' and k >= 1 and k <= n) then keys[#keys + 1] = k end\n"
-    "  end\n"
-    "  table.sort(keys, key_order)\n"
-    "  for _, k in ipairs(keys) do\n"
-    "    local ks = type(k) == 'string' and k:match('^[%a_][%w_]*$') and k\n"
-    "      or '[' .. show(k, depth + 1, seen) .. ']'\n"
-    "    parts[#parts + 1] = ks .. ' = ' .. show(v[k], depth + 1, seen)\n"
-    "  end\n"
-    "  seen[v] = nil\n"
-    "  if #parts > 100 then\n"
-    "    local more = #parts - 100\n"
-    "    for i = #parts, 101, -1 do parts[i] = nil end\n"
-    "    parts[101] = '... (' .. more .. ' more)'\n"
-    "  end\n"
-    "  return '{' .. concat(parts, ', ') .. '}'\n"
-    "end\n"
-    "\n"
-    "local function compile(src)\n"
-    "  local f = load('return ' .. src, '=stdin', 't')\n"
-    "  if f then return f end\n"
-    "  return load(src, '=stdin', 't')\n"
-    "end\n"
-    "\n"
-    "local function handler(e)\n"
-    "  local msg = type(e) == 'string' and e or show(e, 0, {})\n"
-    "  local tb = debug.traceback(msg, 2)\n"
-    "  local cut = tb:find('\\n%s*%[C%]: in [^\\n]*\\'xpcall\\'')\n"
-    "  return cut and tb:sub(1, cut - 1) or tb\n"
-    "end\n"
-    "\n"
-    "local function report(ok, ...)\n"
-    "  if not ok then\n"
-    "    io.stderr:write((...), '\\n')\n"
-    "  elseif select('#', ...) > 0 then\n"
-    "    local out = {}\n"
-    "    for i = 1, select('#', ...) do out[i] = show((select(i, ...)), 0, {}) end\n"
-    "    write(concat(out, '\\t'), '\\n')\n"
-    "  end\n"
-    "  io.stdout:flush()\n"
-    "end\n"
-    "\n"
-    "if tty then\n"
-    "  write('lpvm " LPVM_VERSION " (', _VERSION, ') shell. Ctrl-D quits. ',\n"
-    "        'Try lpvm.processes() or lpvm.info(lpvm.self()).\\n')\n"
-    "end\n"
-    "while true do\n"
-    "  local line = readline('> ')\n"
-    "  if not line then break end\n"
-    "  local src = line:gsub('^=', 'return ')\n"
-    "  local f, err = compile(src)\n"
-    "  while not f and err:sub(-5) == '<eof>' do\n"
-    "    local more = readline('>> ')\n"
-    "    if not more then break end\n"
-    "    src = src .. '\\n' .. more\n"
-    "    f, err = compile(src)\n"
-    "  end\n"
-    "  if f then report(xpcall(f, handler))\n"
-    "  elseif src:find('%S') then io.stderr:write(err, '\\n') end\n"
-    "end\n"
-    "if tty then write('\\n') end\n"
-    "io.stdout:flush()\n"
-    "lpvm.halt(0)\n";
-
-int lproc_shell(lpvm_id *id) {
-  lpvm_id rid;
-  int rc = lpvm_spawn_task(NULL, &reader_def, NULL, 0, &rid);
+int lproc_shell_reader(lpvm_id *rid) {
+  int rc = lpvm_spawn_task(NULL, &reader_def, NULL, 0, rid);
   if (rc < 0) return rc;
-  if ((rc = lpvm_register(READER_NAME, rid)) < 0) {
-    lpvm_kill(NULL, rid);
+  if ((rc = lpvm_register(READER_NAME, *rid)) < 0) {
+    lpvm_kill(NULL, *rid);
     return rc;
   }
-  char *argv[] = {(char *)"lpvm", (char *)(isatty(STDIN_FILENO) ? "tty" : "pipe"), NULL};
-  char *err = NULL;
-  rc = lproc_boot(NULL, shell_lua, 2, argv, id, &err);
-  if (rc < 0) {
-    fprintf(stderr, "lpvm: shell: %s\n",
-            err ? (strncmp(err, "lpvm: ", 6) == 0 ? err + 6 : err) : lpvm_strerror(rc));
-    free(err);
-    lpvm_kill(NULL, rid);
-  }
-  return rc;
+  return isatty(STDIN_FILENO) ? 1 : 0;
+}
+
+/* The reader monitors the shell from the start: a shell that dies before it first
+** asks for a line (an error in the script before -i's shell) ends the reader too. */
+void lproc_shell_watch(lpvm_id rid, lpvm_id shell) {
+  lpvm_send(NULL, rid, &shell, sizeof shell);
 }

@@ -48,6 +48,8 @@ int lpvm_wait(void);
 
 /* Ask lpvm_wait() to return `code` now. Safe from any thread and from tasks. */
 void lpvm_halt(int code);
+/* 1 once lpvm_halt() was called: the VM is stopping (tasks are being killed). */
+int lpvm_halted(void);
 
 /* Kill every remaining task (reason `killed`), wait for them to terminate, join
 ** every thread and free everything. lpvm_start() may then be called again. */

@@ -27,6 +27,14 @@
 typedef uint64_t lpvm_id;
 #define LPVM_ID_PORT_BIT  (UINT64_C(1) << 63)
 #define lpvm_id_is_port(id) (((id) & LPVM_ID_PORT_BIT) != 0)
+/* The slot and the generation of an id (what <0.Slot.Gen> prints). */
+static inline uint32_t lpvm_id_slot(lpvm_id id) { return (uint32_t)id; }
+static inline uint32_t lpvm_id_gen(lpvm_id id) {
+  return (uint32_t)((id >> 32) & UINT64_C(0x7fffffff));
+}
+/* An id no task ever has: slot 0 is never allocated (and id 0 means "none"), so
+** signalling it gets a dead task's answers: monitoring it, a DOWN with noproc. */
+#define LPVM_ID_DEAD (UINT64_C(1) << 32)
 
 /* Task states, returned by the callbacks. */
 enum {
@@ -91,7 +99,10 @@ struct lpvm_task_def {
   /* A message is queued (lpvm_recv / lpvm_mbox_*). Called again while messages
   ** remain, as long as each call takes at least one or new ones arrive. */
   int (*handle_event)(lpvm_task *t);
-  /* The timer set by lpvm_set_timer fired while waiting with no message. */
+  /* The timer set by lpvm_set_timer fired. It runs in the step that sees the timer
+  ** fire, right after handle_event has had its look at the mailbox, however many
+  ** messages keep arriving (Erlang's `after`): a message queued before the timer
+  ** fired can still be taken first, a flood cannot hold the timeout back. */
   int (*handle_timeout)(lpvm_task *t);
   /* Append `key, value` pairs to the reply of an INFO signal; return how many. */
   int (*handle_info)(lpvm_task *t, lpvm_tbuf *map);
@@ -112,13 +123,28 @@ struct lpvm_sig {
 ** The Task record (thesis: pq, sq, id, prio, links, sig, msg, state, flags, fs).
 ** Its fields belong to the runtime: read them through the functions below.
 */
+/*
+** Who writes what. Most fields belong to the task: only the thread running its step
+** (or spawning it, before it is published) touches them. The shared ones:
+**   rq_next     sched/, only under the lock of the run queue that holds the task
+**               (the task is QUEUED then, so it does not run).
+**   sched_word  atomic: senders set PENDING and take WAITING -> QUEUED; the task's
+**               own step does the rest (tasks/task_sched.h).
+**   prio        the task itself (lpvm_set_prio, a PRIORITY signal, in its step) and
+**               spawn; sched/ reads it when it queues the task, after the QUEUED
+**               transition whose acquire makes the last step's write visible.
+**   worker      the worker that runs the step, and spawn; read by
+**               sched_make_runnable from any thread, ordered the same way.
+**   sq_tail     atomic: every sender (mpsc push); sq_head/sq_stub: the task.
+**   reg_name    under the name table's lock (tasks/names.c).
+*/
 struct lpvm_task {
   struct lpvm_task *rq_next;         /* run queue link */
-  _Atomic uint32_t sched_word;       /* who may schedule it: see tasks/task_state.h */
-  uint8_t prio;
+  _Atomic uint32_t sched_word;       /* who may schedule it: see tasks/task_sched.h */
+  uint8_t prio;                      /* 0 (highest) .. 31 */
   uint8_t state;                     /* LPVM_SETUP/WAIT/IDLE/EXIT */
   uint8_t tflags;                    /* trap_exit, suspended, timeout fired, ... */
-  int8_t worker;                     /* last worker it ran on */
+  int8_t worker;                     /* last worker it ran on (-1: none yet) */
   uint32_t suspended;                /* SUSPEND count not yet RESUMEd */
   lpvm_id id;
   const lpvm_task_def *def;
@@ -129,11 +155,16 @@ struct lpvm_task {
   /* message queue: only the task touches it */
   struct lpvm_sig *mq_first, *mq_last;
   uint32_t mq_len;
+  /* messages sent to it and not yet taken (in the signal queue or the mailbox), and
+  ** their payload bytes: senders add, the task subtracts, anyone may read */
+  _Atomic uint32_t mq_queued;
+  _Atomic uint64_t mq_bytes;
   uint32_t mq_gen;                   /* bumped by every take: did handle_event take? */
   struct task_rel *rel;              /* links and monitors: allocated on first use */
   char *reg_name;                    /* registered name; guarded by the name table */
   uint64_t timer_seq;                /* the current lpvm_set_timer, 0 = none */
   struct lpvm_timer *timer;
+  struct lpvm_sig *timeout_mark;     /* the newest message when the timer fired */
   uint8_t *reason;                   /* exit reason (term bytes), NULL = normal */
   uint32_t reason_len;
   uint32_t exit_sigs;                /* signals handled since it last ran (stats) */
@@ -182,6 +213,10 @@ lpvm_msg *lpvm_recv(lpvm_task *self);                    /* oldest, or NULL */
 lpvm_msg *lpvm_mbox_next(lpvm_task *self, lpvm_msg *m);  /* m = NULL: oldest */
 void lpvm_mbox_take(lpvm_task *self, lpvm_msg *m);       /* unlink m; caller frees */
 size_t lpvm_mbox_len(const lpvm_task *self);
+/* Messages sent to `self` and not yet taken (signal queue and mailbox), and their
+** payload bytes: what an out-of-memory guard such as max_heap counts. */
+size_t lpvm_queued_msgs(const lpvm_task *self);
+size_t lpvm_queued_bytes(const lpvm_task *self);
 /* Handle the signals queued for the running task now, instead of at its next step:
 ** messages sent to it so far join the mailbox (a receive with timeout 0 needs this).
 ** Returns 1 if one of them ends the task (it exits when the callback returns; its
@@ -201,6 +236,9 @@ void lpvm_msg_free(lpvm_msg *m);
 ** returns LPVM_ENOPROC. */
 int lpvm_send(lpvm_task *self, lpvm_id to, const void *term, size_t len);
 int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m);
+/* The same, and *queued gets the messages the receiver had queued once this one was
+** in (Erlang charges a sender by it: see lmod_msg.c). */
+int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued);
 int lpvm_send_name(lpvm_task *self, const char *name, const void *term, size_t len);
 
 /* ---- links, monitors, exits --------------------------------------------------- */
@@ -223,6 +261,9 @@ int lpvm_kill(lpvm_task *self, lpvm_id target);
 int lpvm_register(const char *name, lpvm_id id);   /* one name per task */
 int lpvm_unregister(const char *name);
 lpvm_id lpvm_whereis(const char *name);            /* 0 if none */
+/* Call fn(name, id, ud) for every registered name, under the table's read lock:
+** fn must not block nor register or unregister. */
+void lpvm_foreach_name(void (*fn)(const char *name, lpvm_id id, void *ud), void *ud);
 
 /* ---- other signals -------------------------------------------------------------- */
 
@@ -238,6 +279,8 @@ int lpvm_migrate(lpvm_task *self, lpvm_id target, int to_thread);
 /* Call fn(id, ud) for every live task (a snapshot: tasks may come and go meanwhile).
 ** fn runs on the caller's thread and must not block. */
 void lpvm_foreach_task(void (*fn)(lpvm_id id, void *ud), void *ud);
+/* 1 if `id` is a live task (not yet dead), else 0. A snapshot: it may die next. */
+int lpvm_is_alive(lpvm_id id);
 
 /* A new unique reference (monitors, timers, requests). Never 0. */
 uint64_t lpvm_make_ref(void);
@@ -250,6 +293,11 @@ uint64_t lpvm_make_ref(void);
 int lpvm_set_timer(lpvm_task *self, uint64_t ms);
 /* 1 if a pending timer was cancelled, 0 if there was none or it already fired. */
 int lpvm_cancel_timer(lpvm_task *self);
+/* For a selective receive that scans the mailbox itself: 1 if the timer has fired
+** and `seen` (the last message the scan looked at, NULL = none yet) is the newest
+** message that was queued when it fired, so every older message has been looked at
+** and the scan may stop with a timeout instead of running after new arrivals. */
+int lpvm_timeout_reached(const lpvm_task *self, const lpvm_msg *seen);
 
 /* send-after: deliver `term` to `to` after `ms`. *ref identifies it for cancel. */
 int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const void *term,

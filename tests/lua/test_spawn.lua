@@ -177,7 +177,8 @@ test("spawn argument errors name the argument", function()
   T.raises(function() lpvm.spawn({ priority = "high" }, function() end) end, "priority")
   T.raises(function() lpvm.spawn({ max_heap = -1 }, function() end) end, "max_heap")
   T.raises(function() lpvm.spawn(function() end, io.stdout) end, "userdata")
-  T.raises(function() lpvm.spawn({ bogus = 1 }, function() end) end, "bad argument #1")
+  T.raises(function() lpvm.spawn({ bogus = 1 }, function() end) end, "bad argument #1",
+           "unknown spawn option 'bogus'")
 end)
 
 test("an argument that cannot be copied is an error", function()

@@ -72,4 +72,64 @@ test("the modules are loaded once per process and shared with package.loaded", f
   T.ok(package.loaded["socket.core"], "socket.core (a C module) is loaded")
 end)
 
+-- lsys.c: os.execute and io.popen without system()/popen(): lua5.4's results.
+test("os.execute gives lua5.4's results", function()
+  T.eqv(table.pack(os.execute("exit 0")), table.pack(true, "exit", 0))
+  T.eqv(table.pack(os.execute("exit 3")), table.pack(nil, "exit", 3))
+  T.eqv(table.pack(os.execute("kill -TERM $$")), table.pack(nil, "signal", 15))
+  T.eq(os.execute(), true)
+  -- the child's signals are at their defaults (the VM ignores SIGPIPE)
+  -- (SigIgn, SigBlk: bit n-1 is signal n; SIGINT 2, SIGQUIT 3, SIGPIPE 13, SIGTERM 15)
+  local f = io.popen("grep -E 'Sig(Ign|Blk)' /proc/self/status")
+  local out = f:read("a")
+  f:close()
+  local ign, blk = out:match("SigIgn:%s*(%x+)"), out:match("SigBlk:%s*(%x+)")
+  T.ok(ign and blk, out)
+  T.eq(tonumber(ign, 16) & 0x5006, 0, "signals ignored in the child: " .. out)
+  T.eq(tonumber(blk, 16) & 0x5006, 0, "signals blocked in the child: " .. out)
+end)
+
+test("io.popen reads and writes; close gives the exit status", function()
+  local f = assert(io.popen("echo one; echo two"))
+  T.eq(f:read("l"), "one")
+  T.eq(f:read("l"), "two")
+  T.eqv(table.pack(f:close()), table.pack(true, "exit", 0))
+  local tmp = os.tmpname()
+  local w = assert(io.popen("cat > " .. tmp, "w"))
+  w:write("written")
+  T.eqv(table.pack(w:close()), table.pack(true, "exit", 0))
+  local r = io.open(tmp)
+  T.eq(r:read("a"), "written")
+  r:close()
+  os.remove(tmp)
+  T.eqv(table.pack(io.popen("exit 7"):close()), table.pack(nil, "exit", 7))
+  T.eq(io.type(io.popen("true")), "file")
+  for line in io.popen("printf 'a\\nb\\n'"):lines() do T.ok(line == "a" or line == "b") end
+  T.raises(function() io.popen("true", "rw") end, "bad argument #2", "invalid mode")
+  T.raises(function() io.popen() end, "bad argument #1")
+  -- a pipe left to the garbage collector is closed and its child reaped
+  for _ = 1, 20 do io.popen("true") end
+  collectgarbage()
+  collectgarbage()
+end)
+
+test("os.execute and io.popen in many processes at once", function()
+  local me = lpvm.self()
+  local n = T.scaled(16, 4)
+  for k = 1, n do
+    lpvm.spawn({thread = (k % 2 == 0)}, function(parent, i)
+      local ok, how, code = os.execute("exit " .. (i % 5))
+      local f = io.popen("echo " .. i)
+      local echoed = f:read("n")
+      f:close()
+      lpvm.send(parent, i, code, echoed)
+    end, me, k)
+  end
+  for _ = 1, n do
+    local r = T.recv()
+    T.eq(r[2], r[1] % 5)
+    T.eq(r[3], r[1])
+  end
+end)
+
 T.run()

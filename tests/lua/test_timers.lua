@@ -131,4 +131,61 @@ test("timer arguments: errors name the argument", function()
   T.raises(function() lpvm.cancel_timer("x") end, "bad argument #1")
 end)
 
+-- Issue 10, item 2: a timeout fires however busy the mailbox is. Two producers
+-- flood `w` (forever: they are killed at the end); every wait below must still end.
+local function flooded(kind)
+  local me = lpvm.self()
+  local w = lpvm.spawn(function(parent, what)
+    local t0 = lpvm.now()
+    local a, b
+    if what == "receive" then
+      a, b = lpvm.receive(function(x) return x == "reply" end, 100)
+    elseif what == "sleep" then
+      lpvm.sleep(100)
+      a = "woke"
+    elseif what == "recv" then
+      local p = assert(lpvm.open_port({ "cat" }, { active = false }))
+      a, b = lpvm.recv(p, 0, 100)
+      lpvm.port_close(p)
+    elseif what == "queued" then   -- a match queued before the timer fires wins
+      lpvm.send(lpvm.self(), "reply")
+      local t1 = lpvm.now()
+      while lpvm.now() - t1 < 50 do end   -- spin past the 1 ms timeout below
+      a, b = lpvm.receive(function(x) return x == "reply" end, 1)
+    end
+    lpvm.send(parent, "done", lpvm.now() - t0, a, b)
+  end, me, kind)
+  local producers = {}
+  for i = 1, 2 do
+    producers[i] = lpvm.spawn(function(to) while true do lpvm.send(to, 1) end end, w)
+  end
+  local got = T.recv_match(function(tag) return tag == "done" end, 10000)
+  for _, pid in ipairs(producers) do lpvm.exit(pid, "kill") end
+  lpvm.exit(w, "kill")
+  return got
+end
+
+test("receive(pred, ms) times out while two producers flood the mailbox", function()
+  local r = flooded("receive")
+  T.ok(r[2] >= 99, "timed out after " .. r[2] .. " ms")
+  T.eq(r[3], nil)
+  T.eq(r[4], "timeout")
+end)
+
+test("sleep(ms) returns while two producers flood the mailbox", function()
+  local r = flooded("sleep")
+  T.ok(r[2] >= 99, "slept " .. r[2] .. " ms")
+  T.eq(r[3], "woke")
+end)
+
+test("port recv(p, 0, ms) times out while two producers flood the mailbox", function()
+  local r = flooded("recv")
+  T.eq(r[3], nil)
+  T.eq(r[4], "timeout")
+end)
+
+test("a message queued before the timeout fired still wins under a flood", function()
+  T.eq(flooded("queued")[3], "reply")
+end)
+
 T.run()

@@ -1,0 +1,48 @@
+-- bench_otp.lua -- one OTP benchmark per run, for estone/bench_otp.sh.
+--
+--   lpvm estone/bench_otp.lua refcall QUEUED N   -- monitor+alias call by hand, QUEUED
+--                                                   unrelated messages in the caller's mailbox
+--   lpvm estone/bench_otp.lua gs_call QUEUED N   -- gen_server.call round trip
+--   lpvm estone/bench_otp.lua sup K              -- simple_one_for_one: start K children,
+--                                                   then stop the supervisor
+--
+-- Each prints one line: the case name and key=value pairs (times in ns).
+local what = arg[1]
+local now = lpvm.now_us
+
+-- One result line: the case, then the given key=value pairs in order.
+local function report(...)
+  print(string.format("%s " .. string.rep("%s=%s", select("#", ...) // 2, " "), what, ...))
+end
+
+local function fill(q)
+  local me = lpvm.self()
+  for i = 1, q do lpvm.send(me, "junk", i) end
+end
+
+if what == "refcall" then
+  local q, n = math.tointeger(tonumber(arg[2])), math.tointeger(tonumber(arg[3]))
+  local srv = lpvm.spawn(function()
+    while true do
+      local from, tag, req = lpvm.receive()
+      if from == "stop" then return end
+      lpvm.send_alias(from, tag, req)
+    end
+  end)
+  fill(q)
+  local me = lpvm.self()
+  local t0 = now()
+  for i = 1, n do
+    local m = lpvm.monitor(srv, "alias")
+    lpvm.send(srv, me, m, i)
+    local _, v = lpvm.receive_ref(m, 5000)
+    lpvm.demonitor(m, "flush")
+    assert(v == i)
+  end
+  local dt = now() - t0
+  lpvm.send(srv, "stop")
+  report("queued", q, "n", n, "ns_per_call", dt * 1000 // n)
+else
+  io.stderr:write("bench_otp.lua: unknown case ", tostring(what), "\n")
+  lpvm.halt(2)
+end
