@@ -289,6 +289,8 @@ out_has "ring prints microseconds per hop" "hop"
 check "examples/pingpong.lua runs" 0 "$LPVM" "$ROOT/examples/pingpong.lua" 1000
 check "examples/supervisor.lua runs" 0 "$LPVM" "$ROOT/examples/supervisor.lua"
 out_has "the supervisor restarts its worker" "restart"
+check "examples/hot_reload/main.lua runs" 0 "$LPVM" "$ROOT/examples/hot_reload/main.lua"
+out_has "the running server takes the new code and keeps its state" "2	v2 says hello"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
