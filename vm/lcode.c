@@ -212,6 +212,15 @@ static int lcode_searcher(lua_State *L) {
     size_t len;
     char *src = read_file(path, &len);
     if (!src) return 0;
+    /* a file that does not compile is not registered: fixed, it loads next time */
+    lua_pushfstring(L, "@%s", path);
+    int st = luaL_loadbufferx(L, src, len, lua_tostring(L, -1), NULL);
+    if (st != LUA_OK) {
+      free(src);
+      return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path,
+                        lua_tostring(L, -1));
+    }
+    lua_pop(L, 2);
     pthread_mutex_lock(&mu);
     lcode_mod *m = find(name);
     if (!m && (m = calloc(1, sizeof *m)) != NULL) {

@@ -313,6 +313,7 @@ static void push_fun(lterm_dec *d, int depth) {
     lterm_dec_bad(L);
   if (luaL_loadbufferx(L, (const char *)code, len, "=message", "b") != LUA_OK) lua_error(L);
   int f = lua_gettop(L);
+  luaL_checkstack(L, 6, "message nested too deep");
   lfun_number(d, f);
   uint32_t nup = 0;
   while (lua_getupvalue(L, f, (int)nup + 1)) lua_pop(L, 1), nup++;

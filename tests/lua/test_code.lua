@@ -175,6 +175,29 @@ test("modified and reload_changed follow the files", function()
   os.remove(dir)
 end)
 
+test("a module file that does not compile is not registered; fixed, it loads", function()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. dir))
+  local saved = package.path
+  package.path = dir .. "/?.lua;" .. package.path
+  local function write(text)
+    local f = assert(io.open(dir .. "/code_broken.lua", "w"))
+    f:write(text)
+    f:close()
+  end
+  write("local x = ")
+  local ok, err = pcall(require, "code_broken")
+  T.ok(not ok and err:find("error loading module 'code_broken'", 1, true), err)
+  T.eq(code.is_loaded("code_broken"), false)
+  write("return { v = 1 }")
+  T.eq(require("code_broken").v, 1)
+  T.eq(code.is_loaded("code_broken"), 1)
+  package.path = saved
+  os.remove(dir .. "/code_broken.lua")
+  os.remove(dir)
+end)
+
 test("reload while many processes call M.f: old or new, never an error, then new", function()
   local name = fresh("code_stress", "old")
   local n = T.scaled(1000, 50)

@@ -97,10 +97,7 @@ function code.check_process(pid, module)
 end
 
 -- Drop a monitor and a DOWN of it already queued.
-local function forget(mref)
-  lpvm.demonitor(mref)
-  lpvm.receive(function(tag, ref) return tag == "DOWN" and ref == mref end, 0)
-end
+local function forget(mref) lpvm.demonitor(mref, "flush") end
 
 -- Every other process running old code of module. All are asked at once; a process
 -- that dies before answering (its DOWN) runs nothing.

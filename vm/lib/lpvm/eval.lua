@@ -34,8 +34,7 @@ return function(pid, what, timeout)
     return (tag == "$lpvm_eval_reply" or tag == "DOWN") and ref == mref
   end, timeout or 5000))
   ev.done()
-  lpvm.demonitor(mref)
-  lpvm.receive(function(tag, ref) return tag == "DOWN" and ref == mref end, 0)
+  lpvm.demonitor(mref, "flush")
   if r[1] == nil then return nil, "timeout" end
   if r[1] == "DOWN" then return nil, "noproc" end
   return table.unpack(r, 3, r.n)
