@@ -143,59 +143,58 @@ test("delete makes the current version old", function()
   code.purge(name)
 end)
 
-test("modified and reload_changed follow the files", function()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. dir))
-  local saved = package.path
-  package.path = dir .. "/?.lua;" .. package.path
-  local function write(tag)
-    local f = assert(io.open(dir .. "/code_file_mod.lua", "w"))
-    f:write(source(tag))
-    f:close()
-  end
-  write("disk1")
-  local M = require "code_file_mod"
-  T.eq(M.f(), "disk1")
-  T.eq(code.which("code_file_mod"), dir .. "/code_file_mod.lua")
-  T.eqv(table.pack(table.unpack(code.modified())), table.pack())
-  local p = lpvm.spawn(function() require("code_file_mod").loop() end)
-  T.eq(ask(p), "disk1")
-  write("disk2, longer")
-  T.eqv(table.pack(table.unpack(code.modified())), table.pack("code_file_mod"))
-  local res = code.reload_changed()
-  T.eq(res.code_file_mod, 2)
-  T.eq(M.f(), "disk2, longer")
-  T.eq(ask(p), "disk2, longer")
-  T.eqv(table.pack(table.unpack(code.modified())), table.pack())
-  lpvm.send(p, "stop")
-  code.purge("code_file_mod")
-  package.path = saved
-  os.remove(dir .. "/code_file_mod.lua")
-  os.remove(dir)
-end)
-
-test("a module file that does not compile is not registered; fixed, it loads", function()
+-- Run fn(dir, write) with a scratch folder first on package.path; write(text) writes
+-- the module file `file` there. The folder goes afterwards.
+local function with_module_file(file, fn)
   local dir = os.tmpname()
   os.remove(dir)
   assert(os.execute("mkdir -p " .. dir))
   local saved = package.path
   package.path = dir .. "/?.lua;" .. package.path
   local function write(text)
-    local f = assert(io.open(dir .. "/code_broken.lua", "w"))
+    local f = assert(io.open(dir .. "/" .. file .. ".lua", "w"))
     f:write(text)
     f:close()
   end
-  write("local x = ")
-  local ok, err = pcall(require, "code_broken")
-  T.ok(not ok and err:find("error loading module 'code_broken'", 1, true), err)
-  T.eq(code.is_loaded("code_broken"), false)
-  write("return { v = 1 }")
-  T.eq(require("code_broken").v, 1)
-  T.eq(code.is_loaded("code_broken"), 1)
+  local ok, err = pcall(fn, dir, write)
   package.path = saved
-  os.remove(dir .. "/code_broken.lua")
+  os.remove(dir .. "/" .. file .. ".lua")
   os.remove(dir)
+  if not ok then error(err, 0) end
+end
+
+test("modified and reload_changed follow the files", function()
+  with_module_file("code_file_mod", function(dir, write_text)
+    local function write(tag) write_text(source(tag)) end
+    write("disk1")
+    local M = require "code_file_mod"
+    T.eq(M.f(), "disk1")
+    T.eq(code.which("code_file_mod"), dir .. "/code_file_mod.lua")
+    T.eqv(table.pack(table.unpack(code.modified())), table.pack())
+    local p = lpvm.spawn(function() require("code_file_mod").loop() end)
+    T.eq(ask(p), "disk1")
+    write("disk2, longer")
+    T.eqv(table.pack(table.unpack(code.modified())), table.pack("code_file_mod"))
+    local res = code.reload_changed()
+    T.eq(res.code_file_mod, 2)
+    T.eq(M.f(), "disk2, longer")
+    T.eq(ask(p), "disk2, longer")
+    T.eqv(table.pack(table.unpack(code.modified())), table.pack())
+    lpvm.send(p, "stop")
+    code.purge("code_file_mod")
+  end)
+end)
+
+test("a module file that does not compile is not registered; fixed, it loads", function()
+  with_module_file("code_broken", function(_, write)
+    write("local x = ")
+    local ok, err = pcall(require, "code_broken")
+    T.ok(not ok and err:find("error loading module 'code_broken'", 1, true), err)
+    T.eq(code.is_loaded("code_broken"), false)
+    write("return { v = 1 }")
+    T.eq(require("code_broken").v, 1)
+    T.eq(code.is_loaded("code_broken"), 1)
+  end)
 end)
 
 test("reload while many processes call M.f: old or new, never an error, then new", function()
