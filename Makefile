@@ -6,10 +6,10 @@ DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev pkg-config cmak
 # Only the tests need these: a real Erlang checks our term encodings; Debian's Lua
 # modules prove that require works in processes (tests/lua/test_stdlibs.lua).
 TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg
-# Only the benchmarks need these: the HTTP server is measured with wrk.
-BENCH_PKGS = wrk
+# Only the benchmarks need these: the HTTP server is measured with wrk, ETS beside BEAM's.
+BENCH_PKGS = wrk erlang-nox
 
-.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone clean
+.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone fuzz soak clean
 
 all: build
 
@@ -51,7 +51,27 @@ bench: bench-deps build
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_http.sh $(BUILD)/vm/lpvm; fi
+	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_ets.sh $(BUILD)/vm/lpvm; fi
 	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_otp.sh $(BUILD)/vm/lpvm; fi
+
+# The fuzz targets (fuzz/fuzz_*.c) for FUZZ_TIME seconds each under ASan+UBSan, from
+# their seed corpora (fuzz/corpus/<name>/). See docs/fuzzing.md. CI runs it for 60 s.
+FUZZ_TIME ?= 60
+FUZZ_BUILD ?= build-asan
+fuzz:
+	@$(MAKE) --no-print-directory build BUILD=$(FUZZ_BUILD) \
+	  CMAKEFLAGS="-DLPVM_SANITIZE=address -DLPVM_STRESS_SCALE=0.25"
+	@for f in $(FUZZ_BUILD)/fuzz/fuzz_*; do \
+	  [ -x $$f ] || continue; name=$${f##*/fuzz_}; \
+	  $$f -max_total_time=$(FUZZ_TIME) fuzz/corpus/$$name || exit 1; \
+	done
+
+# Mixed load for SOAK_MINUTES (spawn/exit churn, floods, kill storms, port churn),
+# printing RSS, descriptors, processes and lost messages every minute. Not in CI.
+# A 10-minute run is in docs/reliability.md.
+SOAK_MINUTES ?= 10
+soak: build
+	@$(BUILD)/vm/lpvm estone/soak.lua $(SOAK_MINUTES)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan

@@ -37,14 +37,15 @@ check() {
     for f in "$root/$dir"/*.c "$root/$dir"/*.h; do
       [ -f "$f" ] || continue
       rel=${f#"$root"/}
-      # "N:target" for each #include "target", and "N:<lua...>" for a Lua header
-      out=$(sed -n -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' \
-                   -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\(lua[^>]*\|lualib[^>]*\|lauxlib[^>]*\)>.*/<\1>/p' \
-                   "$f" | sort -u) || true
-      for inc in $out; do
+      # "N target" for each #include "target", and "N <lua...>" for a Lua header
+      lines=$(grep -n '^[[:space:]]*#[[:space:]]*include' "$f" |
+        sed -n -e 's/^\([0-9]*\):[^"<]*"\([^"]*\)".*/\1 \2/p' \
+               -e 's/^\([0-9]*\):[^"<]*<\(lua[^>]*\|lualib[^>]*\|lauxlib[^>]*\)>.*/\1 <\2>/p') || true
+      while read -r n inc; do
+        [ -n "$inc" ] || continue
         case "$inc" in
           "<"*) [ "$from" = vm ] && continue
-                echo "$rel: includes Lua ($inc): the core has no Lua"; bad=1; continue ;;
+                echo "$rel:$n: includes Lua ($inc): the core has no Lua"; bad=1; continue ;;
           */*) ;;
           *) continue ;;          # a header of the same folder
         esac
@@ -52,9 +53,11 @@ check() {
         [ "$to" = "$from" ] && continue
         [ "$to" = lpvm ] && continue
         case " $ok " in *" $inc "*) continue ;; esac
-        echo "$rel: includes \"$inc\": $from may not include that (see .ci/check_includes.sh)"
+        echo "$rel:$n: includes \"$inc\": $from may not include that (see .ci/check_includes.sh)"
         bad=1
-      done
+      done <<EOF_LINES
+$lines
+EOF_LINES
     done
   done
   return $bad

@@ -11,7 +11,7 @@
 -- Each micro runs in a fresh process, as in estone_SUITE.erl, for a fixed number of
 -- loops; its time in microseconds (less any set-up time the micro excludes, as
 -- Erlang's do) gives  estones = weight^2 * 31,000,000 / microseconds,  and the total
--- is the sum. A micro that lpvm cannot run (ets; port_io before the Lua port API) is
+-- is the sum. A micro that lpvm cannot run (none since ETS and the Lua port API) is
 -- reported "not run" and left out of the total. Exit status: 0, or 1 if a micro
 -- failed (raised an error, or its process died); never because of speed.
 

@@ -1,7 +1,8 @@
 -- http_server.lua -- an HTTP/1.1 server: a pool of acceptors, one process per connection.
 --
 --   lpvm [--workers N] examples/http_server.lua [--port 8080] [--host 127.0.0.1]
---        [--acceptors 16] [--idle 30000]
+--        [--acceptors 16] [--idle 30000] [--header_timeout 10000]
+--        [--max_connections N]
 --
 -- It serves the page of the luaproc report's HTTP benchmark (seed 002, section 5.2):
 -- a dynamically generated HTML page with the numbers 1 to 5,000, built anew for every
@@ -11,15 +12,36 @@
 -- without "Connection: keep-alive" close after the response. A connection idle for
 -- --idle ms is closed. A client that disconnects mid-request only ends its own
 -- process (docs/lua-ports.md walks through this file).
+--
+-- Slow and greedy clients (slowloris): a request's head (request line and headers)
+-- must arrive within --header_timeout ms, or the answer is 408 and the connection
+-- closes (Erlang's inets and Cowboy have the same deadline: a client trickling a
+-- byte a second no longer holds a connection for ever). At most --max_connections
+-- connections are served at once (inets's max_clients): one more is answered 503
+-- and closed at once, so the VM never runs out of descriptors. The default is
+-- 1024, or less if the descriptor limit (ulimit -n) is lower.
 
-local opts = { port = 8080, host = "127.0.0.1", acceptors = 16, idle = 30000 }
+-- The soft limit on open descriptors, from /proc (nil if it cannot be read).
+local function fd_limit()
+  local f = io.open("/proc/self/limits")
+  if not f then return nil end
+  local t = f:read("a")
+  f:close()
+  return tonumber(t:match("Max open files%s+(%d+)"))
+end
+
+local opts = { port = 8080, host = "127.0.0.1", acceptors = 16, idle = 30000,
+               header_timeout = 10000,
+               -- keep 64 descriptors for the VM itself and the listener
+               max_connections = math.max(16, math.min(1024, (fd_limit() or 1088) - 64)) }
 do
   local args = { ... }
   local i = 1
   while i <= #args do
-    local k = args[i]:match("^%-%-(%w+)$")
+    local k = args[i]:match("^%-%-([%w_]+)$")
     if not k or opts[k] == nil or args[i + 1] == nil then
-      io.stderr:write("usage: http_server.lua [--port N] [--host ADDR] [--acceptors N] [--idle MS]\n")
+      io.stderr:write("usage: http_server.lua [--port N] [--host ADDR] [--acceptors N] " ..
+                      "[--idle MS] [--header_timeout MS] [--max_connections N]\n")
       os.exit(1)
     end
     opts[k] = type(opts[k]) == "number" and assert(tonumber(args[i + 1]), k) or args[i + 1]
@@ -27,15 +49,37 @@ do
   end
 end
 
+-- The connection count: each handler asks ("conn", pid) and gets "ok" or "full";
+-- its DOWN frees the place. One process, so the cap is exact across acceptors.
+local function limiter(max)
+  local n = 0
+  while true do
+    local tag, who = lpvm.receive()
+    if tag == "conn" then
+      if n < max then
+        n = n + 1
+        lpvm.monitor(who)
+        lpvm.send(who, "ok")
+      else
+        lpvm.send(who, "full")
+      end
+    elseif tag == "DOWN" then
+      n = n - 1
+    end
+  end
+end
+
 -- An acceptor process. A spawned function takes copies of its upvalues, and
 -- functions cannot be copied, so the connection handler is defined in here and
 -- uses no function upvalues of its own.
-local function acceptor(listener, idle_ms)
+local function acceptor(listener, limits, idle_ms, header_ms)
   local function connection()
     local MAX_HEAD = 16384                 -- request line and headers
     local MAX_BODY = 1 << 20
     local conn = lpvm.receive()            -- sent once the connection is ours
     local buf = ""
+    lpvm.send(limits, "conn", lpvm.self())
+    local place = lpvm.receive(function(v) return v == "ok" or v == "full" end)
 
     local function page()
       local t = { "<html><head><title>lpvm</title></head><body>\n" }
@@ -45,9 +89,11 @@ local function acceptor(listener, idle_ms)
     end
 
     local reasons = { [200] = "OK", [400] = "Bad Request", [404] = "Not Found",
-                      [405] = "Method Not Allowed", [413] = "Payload Too Large",
+                      [405] = "Method Not Allowed", [408] = "Request Timeout",
+                      [413] = "Payload Too Large",
                       [431] = "Request Header Fields Too Large",
-                      [501] = "Not Implemented", [505] = "HTTP Version Not Supported" }
+                      [501] = "Not Implemented", [503] = "Service Unavailable",
+                      [505] = "HTTP Version Not Supported" }
 
     -- Returns false if the client is gone.
     local function respond(status, body, keep, head_only, extra)
@@ -58,27 +104,42 @@ local function acceptor(listener, idle_ms)
       return lpvm.port_send(conn, head_only and hdr or { hdr, body }) ~= nil
     end
 
+    local extra_hdr = { [405] = "Allow: GET, HEAD\r\n", [503] = "Retry-After: 1\r\n" }
     local function fail(status)
       respond(status, "<html><body>" .. status .. " " .. reasons[status] .. "</body></html>\n",
-              false, false, status == 405 and "Allow: GET, HEAD\r\n" or nil)
+              false, false, extra_hdr[status])
       lpvm.port_close(conn)
     end
 
-    -- More bytes into buf; false when the client has gone, went quiet or quit.
-    local function fill()
-      local data = lpvm.recv(conn, 0, idle_ms)
-      if not data then return false end
+    -- More bytes into buf, waiting at most ms; nil, why when the client has gone,
+    -- went quiet or quit (why: "timeout" if it went quiet).
+    local function fill(ms)
+      local data, why = lpvm.recv(conn, 0, ms)
+      if not data then return nil, why end
       buf = buf .. data
       return true
     end
 
+    if place == "full" then return fail(503) end
+    local first = true
     while true do
-      -- the head: request line and headers, up to the blank line
+      -- the head: request line and headers, up to the blank line, within header_ms
+      -- of the connection's start (first request) or of its first byte (the next
+      -- ones: between requests a keep-alive connection may idle for idle_ms)
+      local deadline = (first or #buf > 0) and lpvm.now() + header_ms or nil
+      first = false
       local head_end = buf:find("\r\n\r\n", 1, true)
       while not head_end do
         if #buf > MAX_HEAD then return fail(431) end
         local seen = #buf
-        if not fill() then return lpvm.port_close(conn, 0) end
+        local wait = deadline and math.min(deadline - lpvm.now(), idle_ms) or idle_ms
+        if wait <= 0 then return fail(408) end
+        local ok, why = fill(wait)
+        if not ok then
+          if why == "timeout" and deadline then return fail(408) end
+          return lpvm.port_close(conn, 0)
+        end
+        deadline = deadline or lpvm.now() + header_ms
         head_end = buf:find("\r\n\r\n", math.max(1, seen - 3), true)
       end
       local head = buf:sub(1, head_end - 1)
@@ -101,7 +162,7 @@ local function acceptor(listener, idle_ms)
         if not len then return fail(400) end
         if len > MAX_BODY then return fail(413) end
         while #buf < len do
-          if not fill() then return lpvm.port_close(conn, 0) end
+          if not fill(idle_ms) then return lpvm.port_close(conn, 0) end
         end
         buf = buf:sub(len + 1)
       end
@@ -146,7 +207,11 @@ if not listener then
   io.stderr:write("http_server: cannot listen on ", opts.host, ":", opts.port, ": ", port, "\n")
   os.exit(1)
 end
-for _ = 1, opts.acceptors do lpvm.spawn(acceptor, listener, opts.idle) end
-print(string.format("http server on http://%s:%d/ (%d acceptors)", opts.host, port, opts.acceptors))
+local limits = lpvm.spawn(limiter, opts.max_connections)
+for _ = 1, opts.acceptors do
+  lpvm.spawn(acceptor, listener, limits, opts.idle, opts.header_timeout)
+end
+print(string.format("http server on http://%s:%d/ (%d acceptors, at most %d connections)",
+                    opts.host, port, opts.acceptors, opts.max_connections))
 io.stdout:flush()
 lpvm.receive()   -- the listener lives as long as this process

@@ -277,6 +277,16 @@ static void do_shutdown(io_stream *s) {
   }
 }
 
+/* EPIPE on a write-only descriptor: the program closed its input (it exited, most
+** likely). What is queued can never be written: drop it and shut the write side,
+** but keep reading, so its output, {eof} and {exit_status} still come (as from an
+** Erlang port); sends from now on are dropped as to a closed port. */
+static void reader_gone(io_stream *s) {
+  wq_free_all(s);
+  s->wshut_req = 1;
+  do_shutdown(s);
+}
+
 static int wfd(const io_stream *s) { return s->one_fd ? s->in.fd : s->out.fd; }
 
 static int fill_iov(io_stream *s, struct iovec *iov, int max) {
@@ -324,6 +334,10 @@ static void flush(io_stream *s) {
     }
     if (r < 0) {
       if (errno == EINTR) continue;
+      if (errno == EPIPE && !s->one_fd) {
+        reader_gone(s);
+        break;
+      }
       if (errno != EAGAIN && errno != EWOULDBLOCK) io_fail(s, errno);
       return;
     }
@@ -572,7 +586,7 @@ static int stream_timeout(lpvm_task *t) {
 static int stream_setup(lpvm_task *t) {
   io_stream *s = (io_stream *)t;
   lpvm_trap_exit(t, 1);
-  lpvm_link(t, s->owner);  /* a dead owner answers noproc: the port closes */
+  if (!s->linked) lpvm_link(t, s->owner);  /* a dead owner answers noproc: it closes */
   if (s->kind->setup) s->kind->setup(s);
   return finish_step(s);
 }
@@ -620,6 +634,7 @@ static int stream_init(lpvm_task *t, void *arg) {
   s->kind = o->kind;
   s->owner = po->owner ? po->owner : lpvm_self(o->self);
   if (!s->owner || lpvm_id_is_port(s->owner)) return LPVM_EINVAL;
+  s->linked = (uint8_t)o->linked;
   s->active = (uint8_t)po->active;
   s->packet = (uint8_t)po->packet;
   s->hwm = po->high_water ? po->high_water : IO_DEFAULT_HWM;
@@ -653,8 +668,16 @@ const lpvm_task_def io_stream_def = {
     .handle_info = stream_info,
 };
 
+int io_port_spawn(lpvm_task *self, const lpvm_task_def *def, void *arg, lpvm_id owner,
+                  lpvm_id *id) {
+  int link = io_links_at_spawn(self, owner);
+  return lpvm_spawn_task(link ? self : NULL, def, arg, link, id);
+}
+
 int io_stream_spawn(io_open *o, lpvm_id *id) {
-  return lpvm_spawn_task(NULL, &io_stream_def, o, 0, id);
+  lpvm_id owner = o->po && o->po->owner ? o->po->owner : lpvm_self(o->self);
+  o->linked = io_links_at_spawn(o->self, owner);
+  return io_port_spawn(o->self, &io_stream_def, o, owner, id);
 }
 
 io_stream *io_stream_of(lpvm_task *t) {
@@ -707,6 +730,30 @@ static int check_port(lpvm_id port) {
   return lpvm_id_is_port(port) ? 0 : LPVM_EINVAL;
 }
 
+/* ---- what kind a port is --------------------------------------------------------------- */
+
+const char *lpvm_port_kind(lpvm_id port) {
+  if (!lpvm_id_is_port(port)) return NULL;
+  lpvm_task *t = ptab_pin(port);   /* published after init: kind and def are set */
+  if (!t) return NULL;
+  io_stream *s = io_stream_of(t);
+  const char *k = s ? s->kind->type : t->def->type;
+  ptab_unpin(t);
+  return k;
+}
+
+int io_kind_check(lpvm_id port, const char *const kinds[]) {
+  if (!lpvm_id_is_port(port)) return LPVM_EINVAL;
+  const char *k = lpvm_port_kind(port);
+  if (!k) return 0;   /* ended: the command goes nowhere and the caller sees closed */
+  for (int i = 0; kinds[i]; i++)
+    if (strcmp(kinds[i], k) == 0) return 0;
+  return LPVM_EINVAL;
+}
+
+static const char *const stream_kinds[] = {"spawn", "fd", "tcp", NULL};
+static const char *const owned_kinds[] = {"spawn", "fd", "tcp", "tcp_listen", NULL};
+
 int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len) {
   if ((!data && len) || check_port(port)) return LPVM_EINVAL;
   lpvm_task *t = ptab_pin(port);
@@ -723,13 +770,18 @@ int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len) 
 }
 
 int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n) {
-  if (check_port(port) || n > INT64_MAX) return LPVM_EINVAL;
+  if (io_kind_check(port, stream_kinds) || n > INT64_MAX) return LPVM_EINVAL;
+  lpvm_task *t = ptab_pin(port);
+  io_stream *s = io_stream_of(t);
+  size_t max = s ? s->max_packet : SIZE_MAX;   /* written once, by init */
+  if (t) ptab_unpin(t);
+  if (n > max) return LPVM_EINVAL;
   return io_cmd_int(self, port, "recv", (int64_t)n);
 }
 
 int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active) {
   static const char *names[] = {"false", "true", "once"};
-  if (check_port(port) || active < 0 || active > 2) return LPVM_EINVAL;
+  if (io_kind_check(port, stream_kinds) || active < 0 || active > 2) return LPVM_EINVAL;
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
   lpvm_put_tuple(&b, 2);
@@ -739,7 +791,7 @@ int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active) {
 }
 
 int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet) {
-  if (check_port(port)) return LPVM_EINVAL;
+  if (io_kind_check(port, stream_kinds)) return LPVM_EINVAL;
   if (packet == LPVM_PACKET_LINE) {
     lpvm_tbuf b;
     lpvm_tbuf_init(&b);
@@ -753,7 +805,7 @@ int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet) {
 }
 
 int lpvm_port_shutdown(lpvm_task *self, lpvm_id port) {
-  return check_port(port) ? LPVM_EINVAL : io_cmd_atom(self, port, "shutdown");
+  return io_kind_check(port, stream_kinds) ? LPVM_EINVAL : io_cmd_atom(self, port, "shutdown");
 }
 
 int lpvm_port_close(lpvm_task *self, lpvm_id port) {
@@ -761,6 +813,7 @@ int lpvm_port_close(lpvm_task *self, lpvm_id port) {
 }
 
 int lpvm_port_controlling_process(lpvm_task *self, lpvm_id port, lpvm_id new_owner) {
-  if (check_port(port) || !new_owner || lpvm_id_is_port(new_owner)) return LPVM_EINVAL;
+  if (io_kind_check(port, owned_kinds) || !new_owner || lpvm_id_is_port(new_owner))
+    return LPVM_EINVAL;
   return io_cmd_pid(self, port, "controlling_process", new_owner);
 }

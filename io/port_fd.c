@@ -72,6 +72,6 @@ const io_kind io_fd_kind = {.type = "fd", .release = fd_release};
 int lpvm_port_fd(lpvm_task *self, int in_fd, int out_fd, const lpvm_port_opts *po,
                  lpvm_id *port) {
   fd_args a = {in_fd, out_fd};
-  io_open o = {&io_fd_kind, self, po, fd_open, &a};
+  io_open o = {&io_fd_kind, self, po, fd_open, &a, 0};
   return io_stream_spawn(&o, port);
 }

@@ -21,12 +21,14 @@ typedef struct io_file {
   lpvm_task task;
   lpvm_id owner;
   int fd;
+  int linked;           /* to the owner at spawn (io_links_at_spawn) */
 } io_file;
 
 typedef struct file_args {
   const char *path;
   int flags;
   lpvm_id owner;
+  int linked;
 } file_args;
 
 static void reply(io_file *f, lpvm_tbuf *b) {
@@ -159,7 +161,7 @@ static int file_event(lpvm_task *t) {
 
 static int file_setup(lpvm_task *t) {
   lpvm_trap_exit(t, 1);
-  lpvm_link(t, ((io_file *)t)->owner);
+  if (!((io_file *)t)->linked) lpvm_link(t, ((io_file *)t)->owner);
   return LPVM_WAIT;
 }
 
@@ -178,6 +180,7 @@ static int file_init(lpvm_task *t, void *arg) {
   const file_args *a = arg;
   io_file *f = (io_file *)t;
   f->owner = a->owner;
+  f->linked = a->linked;
   f->fd = open(a->path, a->flags | O_CLOEXEC, 0666);
   return f->fd < 0 ? LPVM_ESYS : LPVM_SETUP;
 }
@@ -206,23 +209,26 @@ static int mode_flags(const char *mode) {
 
 int lpvm_file_open(lpvm_task *self, const char *path, const char *mode, lpvm_id owner,
                    lpvm_id *port) {
-  file_args a = {path, mode_flags(mode), owner ? owner : lpvm_self(self)};
+  file_args a = {path, mode_flags(mode), owner ? owner : lpvm_self(self), 0};
   if (!path || a.flags < 0 || !a.owner || lpvm_id_is_port(a.owner)) return LPVM_EINVAL;
-  return lpvm_spawn_task(NULL, &file_def, &a, 0, port);
+  a.linked = io_links_at_spawn(self, a.owner);
+  return io_port_spawn(self, &file_def, &a, a.owner, port);
 }
 
+static const char *const file_kind[] = {"file", NULL};
+
 int lpvm_file_read(lpvm_task *self, lpvm_id port, size_t n) {
-  if (!lpvm_id_is_port(port) || n > FILE_MAX_READ) return LPVM_EINVAL;
+  if (io_kind_check(port, file_kind) || n > FILE_MAX_READ) return LPVM_EINVAL;
   return io_cmd_int(self, port, "read", (int64_t)n);
 }
 
 int lpvm_file_write(lpvm_task *self, lpvm_id port, const void *data, size_t len) {
-  if (!lpvm_id_is_port(port) || (!data && len)) return LPVM_EINVAL;
+  if (io_kind_check(port, file_kind) || (!data && len)) return LPVM_EINVAL;
   return io_cmd_bin(self, port, "write", data, len);
 }
 
 int lpvm_file_seek(lpvm_task *self, lpvm_id port, int64_t offset, int whence) {
-  if (!lpvm_id_is_port(port) || whence < 0 || whence > 2) return LPVM_EINVAL;
+  if (io_kind_check(port, file_kind) || whence < 0 || whence > 2) return LPVM_EINVAL;
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
   lpvm_put_tuple(&b, 3);

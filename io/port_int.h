@@ -81,6 +81,7 @@ struct io_stream {
   io_fdw xfd, efd;              /* spawn: pidfd, stderr pipe */
   int connect_err;              /* tcp: connect failed before setup */
   uint8_t client;               /* tcp: made by connect (say {connected}) */
+  uint8_t linked;               /* linked to its owner at spawn (io_links_at_spawn) */
   uint64_t connect_timeout;
 };
 
@@ -93,8 +94,23 @@ typedef struct io_open {
   const lpvm_port_opts *po;
   int (*open)(io_stream *s, struct io_open *o);
   const void *arg;            /* the kind's own arguments */
+  int linked;                 /* io_stream_spawn: linked to the owner at spawn */
 } io_open;
 int io_stream_spawn(io_open *o, lpvm_id *id);
+/* Every port links to its owner. A port its owner opens itself is linked at spawn
+** (lpvm_spawn_task's link: both sides before the port is visible), so the owner's
+** unlink (port_close's kill after the linger time) always finds the link and no
+** exit signal of the kill can reach it; a port opened for another owner links in
+** its setup (asynchronously). io_links_at_spawn says which; io_port_spawn spawns. */
+static inline int io_links_at_spawn(const lpvm_task *self, lpvm_id owner) {
+  return self && owner == lpvm_self(self);
+}
+int io_port_spawn(lpvm_task *self, const lpvm_task_def *def, void *arg, lpvm_id owner,
+                  lpvm_id *id);
+/* 0 if `port` is one of `kinds` (lpvm_port_kind names, NULL-ended) or has ended (a
+** command to it is answered by nobody, as to any ended port); LPVM_EINVAL if it is
+** another kind or not a port. */
+int io_kind_check(lpvm_id port, const char *const kinds[]);
 /* The stream port behind a pinned task, or NULL if it is not one. */
 io_stream *io_stream_of(lpvm_task *t);
 /* Send {Tag, Port} / {Tag, Port, Int} / {Tag, Port, Atom} to the owner. */

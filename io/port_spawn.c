@@ -199,6 +199,6 @@ const io_kind io_spawn_kind = {
 
 int lpvm_port_spawn(lpvm_task *self, const lpvm_spawn_port_opts *so,
                     const lpvm_port_opts *po, lpvm_id *port) {
-  io_open o = {&io_spawn_kind, self, po, spawn_open, so};
+  io_open o = {&io_spawn_kind, self, po, spawn_open, so, 0};
   return io_stream_spawn(&o, port);
 }

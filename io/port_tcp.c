@@ -116,7 +116,7 @@ const io_kind io_tcp_kind = {.type = "tcp", .setup = tcp_setup, .timeout = tcp_t
 int lpvm_tcp_connect(lpvm_task *self, const char *host, int port, uint64_t timeout_ms,
                      const lpvm_port_opts *po, lpvm_id *port_id) {
   conn_args a = {-1, host, port, timeout_ms};
-  io_open o = {&io_tcp_kind, self, po, conn_open, &a};
+  io_open o = {&io_tcp_kind, self, po, conn_open, &a, 0};
   return io_stream_spawn(&o, port_id);
 }
 
@@ -128,6 +128,7 @@ int lpvm_tcp_connect(lpvm_task *self, const char *host, int port, uint64_t timeo
 typedef struct io_listener {
   lpvm_task task;
   lpvm_id owner;
+  int linked;                   /* to the owner at spawn (io_links_at_spawn) */
   io_fdw w;
   lpvm_port_opts po;            /* for the connections it accepts */
   lpvm_id *acc;                 /* acceptors waiting, a FIFO ring */
@@ -139,6 +140,7 @@ typedef struct listen_args {
   int fd;
   lpvm_id owner;
   const lpvm_port_opts *po;
+  int linked;
 } listen_args;
 
 static void lsend(io_listener *l, lpvm_id to, const char *tag, lpvm_id conn,
@@ -183,7 +185,7 @@ static void hand_over(io_listener *l, int fd) {
   po.owner = who;
   nodelay(fd);
   conn_args a = {fd, NULL, 0, 0};
-  io_open o = {&io_tcp_kind, &l->task, &po, conn_open, &a};
+  io_open o = {&io_tcp_kind, &l->task, &po, conn_open, &a, 0};
   lpvm_id conn;
   int rc = io_stream_spawn(&o, &conn);
   if (rc == 0) {
@@ -290,7 +292,7 @@ static int listener_event(lpvm_task *t) {
 static int listener_setup(lpvm_task *t) {
   io_listener *l = (io_listener *)t;
   lpvm_trap_exit(t, 1);
-  lpvm_link(t, l->owner);
+  if (!l->linked) lpvm_link(t, l->owner);
   return try_accept(l);
 }
 
@@ -316,6 +318,7 @@ static int listener_init(lpvm_task *t, void *arg) {
   io_listener *l = (io_listener *)t;
   io_fdw_init(&l->w, a->fd, TAG_IN);
   l->owner = a->owner;
+  l->linked = a->linked;
   if (a->po) l->po = *a->po;
   else l->po = (lpvm_port_opts)LPVM_PORT_OPTS_INIT;
   return LPVM_SETUP;
@@ -377,14 +380,16 @@ int lpvm_tcp_listen(lpvm_task *self, const char *host, int port,
   if (rc) return rc;
   int fd = listen_socket(host, port, lo ? lo : &dflt, bound);
   if (fd < 0) return fd;
-  listen_args a = {fd, owner, po};
-  rc = lpvm_spawn_task(NULL, &listener_def, &a, 0, listener);
+  listen_args a = {fd, owner, po, io_links_at_spawn(self, owner)};
+  rc = io_port_spawn(self, &listener_def, &a, owner, listener);
   if (rc) close(fd);
   return rc;
 }
 
 int lpvm_tcp_accept(lpvm_task *self, lpvm_id listener, lpvm_id acceptor) {
   lpvm_id who = acceptor ? acceptor : lpvm_self(self);
-  if (!who || !lpvm_id_is_port(listener) || lpvm_id_is_port(who)) return LPVM_EINVAL;
+  static const char *const listener_kind[] = {"tcp_listen", NULL};
+  if (!who || io_kind_check(listener, listener_kind) || lpvm_id_is_port(who))
+    return LPVM_EINVAL;
   return io_cmd_pid(self, listener, "accept", who);
 }

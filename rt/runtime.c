@@ -86,7 +86,6 @@ fail_timer:
   return rc;
 }
 
-
 int lpvm_wait(void) {
   pthread_mutex_lock(&R.mu);
   while (!R.halted && tasks_live() > 0) pthread_cond_wait(&R.cv, &R.mu);

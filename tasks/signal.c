@@ -155,10 +155,12 @@ static void on_info(lpvm_task *t, struct lpvm_sig *s) {
   lpvm_put_atom(&b, "status"), lpvm_put_atom(&b, status_name(t));
   lpvm_put_atom(&b, "mode"), lpvm_put_atom(&b, lpvm_on_thread(t) ? "thread" : "worker");
   lpvm_put_atom(&b, "message_queue_len"), lpvm_put_int(&b, t->mq_len);
+  lpvm_put_atom(&b, "message_queue_bytes");
+  lpvm_put_int(&b, (int64_t)(lpvm_queued_bytes(t) + lpvm_queued_msgs(t) * sizeof(lpvm_msg)));
   lpvm_put_atom(&b, "reductions"), lpvm_put_int(&b, (int64_t)t->reductions);
   lpvm_put_atom(&b, "trap_exit");
   lpvm_put_atom(&b, (t->tflags & TF_TRAP_EXIT) ? "true" : "false");
-  uint32_t pairs = 8;
+  uint32_t pairs = 9;
   if (t->def->handle_info) {
     int extra = t->def->handle_info(t, &b);
     if (extra > 0) pairs += (uint32_t)extra;

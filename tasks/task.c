@@ -124,6 +124,7 @@ static void task_die(lpvm_task *t) {
   atomic_fetch_or_explicit(&t->sched_word, TS_DEAD, memory_order_acq_rel);
   task_timer_drop(t);
   names_drop_task(t);
+  ets_task_exit(t);   /* before the DOWNs: a monitor sees the tables gone or moved */
   rel_notify_exit(t, reason, len);
   rel_free(t);
   mbox_free_all(t);

@@ -68,6 +68,12 @@ int names_init(void);
 void names_fini(void);
 void names_drop_task(lpvm_task *t);
 
+/* ets.c: the ETS tables (tasks/ets_int.h); the exit hook deletes a dead task's tables
+** or hands them to their heirs. */
+int ets_init(void);
+void ets_fini(void);
+void ets_task_exit(lpvm_task *t);
+
 /* ptab.c: the process table. */
 int ptab_init(uint32_t cap);
 void ptab_fini(void);

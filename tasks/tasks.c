@@ -15,7 +15,8 @@ static struct {
 int tasks_init(uint32_t max_tasks, void (*on_empty)(void)) {
   int rc = ptab_init(max_tasks);
   if (rc) return rc;
-  if ((rc = names_init()) != 0) {
+  if ((rc = names_init()) != 0 || (rc = ets_init()) != 0) {
+    names_fini();
     ptab_fini();
     return rc;
   }
@@ -24,6 +25,7 @@ int tasks_init(uint32_t max_tasks, void (*on_empty)(void)) {
 }
 
 void tasks_fini(void) {
+  ets_fini();   /* the tables of tasks that never died (lpvm_stop kills; owner 0) */
   names_fini();
   ptab_fini();
 }

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-/* The process table (room for max_tasks) and the name table. on_empty is called,
+/* The process table (room for max_tasks), the name table and the ETS registry. on_empty is called,
 ** on the dying task's thread, each time the number of live tasks drops to 0. */
 int tasks_init(uint32_t max_tasks, void (*on_empty)(void));
 /* Once every task is dead and the threads that could touch one have stopped. */

@@ -4,7 +4,9 @@
 ** Input comes from other tasks and, some day, other nodes, so nothing here trusts a
 ** length: every read is checked against r->end, a get that fails consumes nothing,
 ** and element counts are checked against the bytes left (each element takes at least
-** one byte), so a reader may size a table by a count before reading the elements.
+** one byte, and every element an enclosing container still owes is counted too:
+** r->owed), so a reader may size a table by a count before reading the elements and
+** the tables of nested headers add up to no more than the input holds.
 ** lpvm_skip walks nested terms with a counter, never with C recursion.
 */
 #include <stdlib.h>
@@ -149,13 +151,16 @@ static int big_to_int(const term_big *big, int64_t *v) {
 
 /* ---- the reader ------------------------------------------------------------------ */
 
+
 int lpvm_tread_init(lpvm_tread *r, const uint8_t *term, size_t len) {
   if (term == NULL || len < 1 || term[0] != TERM_VERSION) {
     r->p = r->end = NULL;   /* every get now fails */
+    r->owed = 0;
     return BAD;
   }
   r->p = term + 1;
   r->end = term + len;
+  r->owed = 0;
   return 0;
 }
 
@@ -189,8 +194,7 @@ int lpvm_get_type(const lpvm_tread *r) {
 int lpvm_get_atom(lpvm_tread *r, const char **name, size_t *len) {
   const uint8_t *next;
   if (r->p == NULL || term_atom_at(r->p, r->end, name, len, NULL, &next)) return BAD;
-  r->p = next;
-  return 0;
+  return term_took(r, next);
 }
 
 int lpvm_get_int(lpvm_tread *r, int64_t *v) {
@@ -201,17 +205,14 @@ int lpvm_get_int(lpvm_tread *r, int64_t *v) {
   switch (p[0]) {
     case TAG_SMALL_INT:
       *v = p[1];
-      r->p = p + 2;
-      return 0;
+      return term_took(r, p + 2);
     case TAG_INT:
       if (left < 5) return BAD;
       *v = (int32_t)term_be32(p + 1);
-      r->p = p + 5;
-      return 0;
+      return term_took(r, p + 5);
     case TAG_SMALL_BIG: case TAG_LARGE_BIG:
       if (term_big_at(p, r->end, &big, &next) || big_to_int(&big, v)) return BAD;
-      r->p = next;
-      return 0;
+      return term_took(r, next);
     default:
       return BAD;
   }
@@ -235,13 +236,9 @@ int lpvm_get_float(lpvm_tread *r, double *v) {
   if (left >= 9 && p[0] == TAG_NEW_FLOAT) {
     uint64_t bits = term_be64(p + 1);
     memcpy(v, &bits, sizeof *v);
-    r->p = p + 9;
-    return 0;
+    return term_took(r, p + 9);
   }
-  if (left >= 32 && p[0] == TAG_FLOAT && old_float(p + 1, v) == 0) {
-    r->p = p + 32;
-    return 0;
-  }
+  if (left >= 32 && p[0] == TAG_FLOAT && old_float(p + 1, v) == 0) return term_took(r, p + 32);
   return BAD;
 }
 
@@ -255,8 +252,7 @@ static int bytes_at(lpvm_tread *r, int tag, size_t lsz, const uint8_t **data,
   if (left - 1 - lsz < n) return BAD;
   *data = p + 1 + lsz;
   *len = n;
-  r->p = p + 1 + lsz + n;
-  return 0;
+  return term_took(r, p + 1 + lsz + n);
 }
 
 int lpvm_get_binary(lpvm_tread *r, const uint8_t **p, size_t *len) {
@@ -277,8 +273,7 @@ int lpvm_get_pid(lpvm_tread *r, lpvm_id *id) {
     return BAD;
   if (ident.id & LPVM_ID_PORT_BIT) return BAD;   /* serial or port id too wide */
   *id = ident.type == LPVM_T_PORT ? ident.id | LPVM_ID_PORT_BIT : ident.id;
-  r->p = next;
-  return 0;
+  return term_took(r, next);
 }
 
 int lpvm_get_ref(lpvm_tread *r, uint64_t *ref) {
@@ -288,8 +283,7 @@ int lpvm_get_ref(lpvm_tread *r, uint64_t *ref) {
   if (ident.type != LPVM_T_REF || !term_node_is_local(ident.node, ident.node_len))
     return BAD;
   *ref = ident.id;
-  r->p = next;
-  return 0;
+  return term_took(r, next);
 }
 
 /* Container headers: the count of elements that follow (a list's tail included,
@@ -319,7 +313,12 @@ static int get_header(lpvm_tread *r, int tag, int tag2, uint32_t *n) {
   uint64_t elems;
   if (r->p == NULL || r->p >= r->end || (r->p[0] != tag && r->p[0] != tag2)) return BAD;
   if (header_at(r->p, r->end, n, &elems, &next)) return BAD;
+  /* this header pays one of the terms owed, its elements are owed from now on: all
+  ** of them together must still fit in what is left */
+  uint64_t owed = (r->owed ? r->owed - 1 : 0) + elems;
+  if (owed > term_left(next, r->end)) return BAD;
   r->p = next;
+  r->owed = owed;
   return 0;
 }
 
@@ -337,8 +336,7 @@ int lpvm_get_map(lpvm_tread *r, uint32_t *pairs) {
 
 int lpvm_get_nil(lpvm_tread *r) {
   if (r->p == NULL || r->p >= r->end || r->p[0] != TAG_NIL) return BAD;
-  r->p++;
-  return 0;
+  return term_took(r, r->p + 1);
 }
 
 /* ---- skipping -------------------------------------------------------------------- */
@@ -404,8 +402,7 @@ int lpvm_skip(lpvm_tread *r) {
     todo = todo - 1 + more;
     if (todo > term_left(p, end)) return BAD;   /* each pending term needs a byte */
   }
-  r->p = p;
-  return 0;
+  return term_took(r, p);
 }
 
 /* ---- whole terms ----------------------------------------------------------------- */

@@ -307,3 +307,12 @@ void lpvm_put_term(lpvm_tbuf *b, const uint8_t *term, size_t len) {
   memcpy(q, term + 1, len - 1);
   b->len += len - 1;
 }
+
+/* Raw bytes of a term written elsewhere (no checks: the caller knows them well formed;
+** ETS copies its stored objects out this way). */
+void term_put_raw(lpvm_tbuf *b, const void *p, size_t n) {
+  uint8_t *q = room(b, n);
+  if (q == NULL) return;
+  if (n) memcpy(q, p, n);
+  b->len += n;
+}

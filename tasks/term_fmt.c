@@ -264,7 +264,7 @@ static void emit_ident(fmt_out *o, const term_ident *id) {
 
 /* fun M:F/A, the one kind of fun that is plain data. */
 static int emit_export(lpvm_tread *r, fmt_out *o) {
-  lpvm_tread t = { r->p + 1, r->end };
+  lpvm_tread t = { r->p + 1, r->end, 0 };
   const char *m, *f;
   size_t ml, fl;
   int64_t a;
@@ -276,8 +276,7 @@ static int emit_export(lpvm_tread *r, fmt_out *o) {
   emit_atom(o, f, fl, 0);
   emit(o, "/", 1);
   emitf_i64(o, a);
-  r->p = t.p;
-  return 0;
+  return term_took(r, t.p);
 }
 
 /* A bitstring (BIT_BINARY_EXT: len:32, bits used in the last byte:8, bytes), as
@@ -300,8 +299,7 @@ static int emit_bits(lpvm_tread *r, fmt_out *o) {
     emitf_u64(o, bits);
     emits(o, ">>");
   }
-  r->p = p + 6 + n;
-  return 0;
+  return term_took(r, p + 6 + n);
 }
 
 /* Anything but a tuple, list or map. */
@@ -349,7 +347,7 @@ static int emit_scalar(lpvm_tread *r, fmt_out *o, int type) {
       return err;
     }
   }
-  if (err == 0) r->p = next;
+  if (err == 0) term_took(r, next);
   return err;
 }
 
@@ -393,7 +391,7 @@ static int next_element(lpvm_tread *r, fmt_out *o, fmt_frame *st, int depth) {
     fmt_frame *f = &st[depth - 1];
     if (f->kind == FR_LIST && f->left == 1) {   /* the tail: [] closes, else |Tail */
       f->left = 0;
-      if (r->p < r->end && r->p[0] == TAG_NIL) { r->p++; continue; }
+      if (r->p < r->end && r->p[0] == TAG_NIL) { term_took(r, r->p + 1); continue; }
       emits(o, "|");
       return depth;
     }

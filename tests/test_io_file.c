@@ -138,3 +138,53 @@ Test(io_fd, regular_file_reads_as_always_ready) {
   close(fd);
   unlink(path);
 }
+
+/* Every command checks the port's kind: a file command to a stream or a listener, a
+** stream command to a file or a listener, an accept to anything but a listener is
+** LPVM_EINVAL at once (before, it was queued and the caller waited for ever). */
+Test(io_kinds, commands_check_the_port_kind) {
+  int fds = fd_count();
+  char path[64];
+  tmp_path(path, sizeof path);
+  int pp[2];
+  cr_assert_eq(pipe(pp), 0);
+  vm_start_n(2, 1);
+  lpvm_id c = coll_spawn();
+  lpvm_port_opts po = popts(c, LPVM_ACTIVE_FALSE, LPVM_PACKET_RAW);
+  lpvm_id f, fd, l;
+  cr_assert_eq(lpvm_file_open(NULL, path, "w+", c, &f), 0);
+  cr_assert_eq(lpvm_port_fd(NULL, pp[0], -1, &po, &fd), 0);
+  cr_assert_eq(lpvm_tcp_listen(NULL, "127.0.0.1", 0, NULL, &po, &l, NULL), 0);
+  cr_assert_str_eq(lpvm_port_kind(f), "file");
+  cr_assert_str_eq(lpvm_port_kind(fd), "fd");
+  cr_assert_str_eq(lpvm_port_kind(l), "tcp_listen");
+  cr_assert_null(lpvm_port_kind(c), "a process is no port");
+  lpvm_id streams[] = {fd, l};
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(lpvm_file_read(NULL, streams[i], 1), LPVM_EINVAL);
+    cr_assert_eq(lpvm_file_write(NULL, streams[i], "x", 1), LPVM_EINVAL);
+    cr_assert_eq(lpvm_file_seek(NULL, streams[i], 0, SEEK_SET), LPVM_EINVAL);
+  }
+  lpvm_id nonstreams[] = {f, l};
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(lpvm_port_recv(NULL, nonstreams[i], 0), LPVM_EINVAL);
+    cr_assert_eq(lpvm_port_set_active(NULL, nonstreams[i], LPVM_ACTIVE_TRUE), LPVM_EINVAL);
+    cr_assert_eq(lpvm_port_set_packet(NULL, nonstreams[i], 1), LPVM_EINVAL);
+    cr_assert_eq(lpvm_port_shutdown(NULL, nonstreams[i]), LPVM_EINVAL);
+    cr_assert_eq(lpvm_port_send(NULL, nonstreams[i], "x", 1), LPVM_EINVAL);
+  }
+  cr_assert_eq(lpvm_tcp_accept(NULL, f, c), LPVM_EINVAL);
+  cr_assert_eq(lpvm_tcp_accept(NULL, fd, c), LPVM_EINVAL);
+  cr_assert_eq(lpvm_port_controlling_process(NULL, f, c), LPVM_EINVAL);
+  /* the right kinds still work */
+  cr_assert_eq(lpvm_file_write(NULL, f, "x", 1), 0);
+  expect_pmsg("ok", 5000);
+  cr_assert_eq(lpvm_port_controlling_process(NULL, l, c), 0);
+  cr_assert_eq(lpvm_port_close(NULL, f), 0);
+  expect_pmsg("closed", 5000);
+  cr_assert_neq(lpvm_file_read(NULL, f, 1), LPVM_EINVAL, "an ended port is no wrong kind");
+  vm_stop();
+  close(pp[0]), close(pp[1]);
+  unlink(path);
+  cr_assert_eq(fd_count(), fds, "descriptor leak");
+}

@@ -531,6 +531,58 @@ Test(decode, implausible_counts) {
   cr_assert_eq(lpvm_get_map(&r, &n), LPVM_EBADTERM);
 }
 
+/* A reader that sizes a table by every count it reads (as the Lua decoder does): the
+** counts it is given add up to at most the input's length. */
+static uint64_t claimed_by_reader(const uint8_t *t, size_t len) {
+  lpvm_tread r;
+  uint64_t sum = 0, todo = 1;
+  uint32_t n;
+  if (lpvm_tread_init(&r, t, len)) return 0;
+  while (todo > 0) {
+    todo--;
+    int ty = lpvm_get_type(&r);
+    if (ty == LPVM_T_TUPLE && lpvm_get_tuple(&r, &n) == 0) sum += n, todo += n;
+    else if (ty == LPVM_T_LIST && lpvm_get_list(&r, &n) == 0) sum += n, todo += n + 1;
+    else if (ty == LPVM_T_MAP && lpvm_get_map(&r, &n) == 0) sum += 2 * (uint64_t)n, todo += 2 * (uint64_t)n;
+    else if (ty < 0 || lpvm_skip(&r) != 0) break;
+  }
+  return sum;
+}
+
+Test(decode, nested_headers_cannot_claim_the_same_bytes_twice) {
+  /* issue 10, item 7: 199 nested LARGE_TUPLE headers in 64 KB, each claiming every
+  ** byte after it, made the Lua decoder allocate 197 MB (4 MB of input: 12.7 GB) */
+  size_t len = 65536, depth = 199;
+  uint8_t *t = calloc(1, len);
+  t[0] = 131;
+  size_t at = 1;
+  for (size_t i = 0; i < depth; i++, at += 5) {
+    uint32_t claim = (uint32_t)(len - at - 5);
+    t[at] = 105;
+    t[at + 1] = (uint8_t)(claim >> 24), t[at + 2] = (uint8_t)(claim >> 16);
+    t[at + 3] = (uint8_t)(claim >> 8), t[at + 4] = (uint8_t)claim;
+  }
+  for (; at < len; at++) t[at] = 106;   /* NIL fillers: one byte per element */
+  uint64_t sum = claimed_by_reader(t, len);
+  cr_assert(sum <= len, "the reader was promised %llu elements by %zu bytes",
+            (unsigned long long)sum, len);
+  lpvm_tread r;
+  uint32_t n;
+  lpvm_tread_init(&r, t, len);
+  cr_assert_eq(lpvm_get_tuple(&r, &n), 0, "the outer header alone is plausible");
+  cr_assert_eq(lpvm_get_tuple(&r, &n), LPVM_EBADTERM, "the next one overclaims");
+  cr_assert_eq(lpvm_term_check(t, len), LPVM_EBADTERM);
+  /* a real nested term of the same shape still reads, counts and all */
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  for (size_t i = 0; i < depth; i++) lpvm_put_tuple(&b, 2), lpvm_put_nil(&b);
+  lpvm_put_nil(&b);
+  cr_assert_eq(lpvm_term_check(b.data, b.len), 0);
+  cr_assert_eq(claimed_by_reader(b.data, b.len), 2 * depth);
+  lpvm_tbuf_free(&b);
+  free(t);
+}
+
 /* ---- round trips ----------------------------------------------------------------- */
 
 Test(roundtrip, integers) {

@@ -277,6 +277,8 @@ static int open_package(lua_State *L) {
   lua_setfield(L, -2, "lpvm");
   lua_pushcfunction(L, luaproc_open);   /* vm/luaproc.c: luaproc compatibility */
   lua_setfield(L, -2, "luaproc");
+  lua_pushcfunction(L, lmod_ets_open);  /* vm/lmod_ets.c: shared tables */
+  lua_setfield(L, -2, "ets");
   for (const lib *l = libs; l->name; l++) {
     if (l->open == lmod_open || l->open == open_package) continue;
     lua_pushinteger(L, l - libs);

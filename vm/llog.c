@@ -72,7 +72,7 @@ static void putf(obuf *b, const char *fmt, ...) {
 }
 
 static void put_pid(obuf *b, lpvm_id id) {
-  unsigned slot = (unsigned)(uint32_t)id, gen = (unsigned)((id >> 32) & 0x7fffffff);
+  unsigned slot = lpvm_id_slot(id), gen = lpvm_id_gen(id);
   if (lpvm_id_is_port(id)) putf(b, "#Port<0.%u>", slot);
   else putf(b, "<0.%u.%u>", slot, gen);
 }

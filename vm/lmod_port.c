@@ -38,6 +38,30 @@ lpvm_id lport_check(lua_State *L, int arg) {
   return id;
 }
 
+/* What a user calls each kind lpvm_port_kind names. */
+static const struct { const char *kind, *name; } kind_names[] = {
+    {"spawn", "program port"}, {"fd", "fd port"}, {"tcp", "tcp connection"},
+    {"tcp_listen", "tcp listener"}, {"file", "file port"}, {NULL, NULL}};
+
+const char *const lport_stream[] = {"spawn", "fd", "tcp", NULL};
+const char *const lport_owned[] = {"spawn", "fd", "tcp", "tcp_listen", NULL};
+const char *const lport_listener[] = {"tcp_listen", NULL};
+const char *const lport_file[] = {"file", NULL};
+
+lpvm_id lport_check_kind(lua_State *L, int arg, const char *const kinds[],
+                         const char *expected) {
+  lpvm_id id = lport_check(L, arg);
+  const char *k = lpvm_port_kind(id);
+  if (!k) return id;   /* ended: the call answers "closed" */
+  for (int i = 0; kinds[i]; i++)
+    if (strcmp(kinds[i], k) == 0) return id;
+  const char *got = NULL;
+  for (int i = 0; kind_names[i].kind && !got; i++)
+    if (strcmp(kind_names[i].kind, k) == 0) got = kind_names[i].name;
+  if (!got) got = lua_pushfstring(L, "%s port", k);
+  return (lpvm_id)luaL_argerror(L, arg, lua_pushfstring(L, "%s expected, got %s", expected, got));
+}
+
 lproc *lport_check_proc(lua_State *L, const char *fname) {
   lproc *p = lproc_check(L);
   if (p->in_pred) luaL_error(L, "%s: cannot be called from a receive predicate", fname);

@@ -56,7 +56,7 @@ static int file_wait(lua_State *L, lpvm_id f, int rc, unsigned mask) {
 /* file_read(file, n) -> bytes (fewer at the end) | nil, "eof" | nil, reason */
 int lmod_file_read(lua_State *L) {
   lproc *p = lport_check_proc(L, "file_read");
-  lpvm_id f = lport_check(L, 1);
+  lpvm_id f = lport_check_kind(L, 1, lport_file, "file port");
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n >= 0 && n <= (64 << 20), 2, "byte count 0..64 MiB expected");
   lua_settop(L, 1);
@@ -66,7 +66,7 @@ int lmod_file_read(lua_State *L) {
 /* file_write(file, data) -> true | nil, reason */
 int lmod_file_write(lua_State *L) {
   lproc *p = lport_check_proc(L, "file_write");
-  lpvm_id f = lport_check(L, 1);
+  lpvm_id f = lport_check_kind(L, 1, lport_file, "file port");
   size_t len;
   const char *data = lport_check_data(L, 2, &len);
   int rc = lpvm_file_write(&p->task, f, data, len);
@@ -78,7 +78,7 @@ int lmod_file_write(lua_State *L) {
 int lmod_file_seek(lua_State *L) {
   static const char *const whences[] = {"set", "cur", "end", NULL};
   lproc *p = lport_check_proc(L, "file_seek");
-  lpvm_id f = lport_check(L, 1);
+  lpvm_id f = lport_check_kind(L, 1, lport_file, "file port");
   int whence = lmod_check_option(L, 2, "cur", whences);
   lua_Integer off = luaL_optinteger(L, 3, 0);
   lua_settop(L, 1);

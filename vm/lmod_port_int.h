@@ -26,6 +26,15 @@ enum {
 
 /* ---- arguments and results ---- */
 lpvm_id lport_check(lua_State *L, int arg);
+/* The port at arg, which must be one of `kinds` (lpvm_port_kind names, NULL-ended;
+** one of the lists below): else raises "<expected> expected, got tcp listener". A
+** port that has ended passes (the call then answers "closed"). */
+lpvm_id lport_check_kind(lua_State *L, int arg, const char *const kinds[],
+                         const char *expected);
+extern const char *const lport_stream[];     /* spawn, fd, tcp: "stream port" */
+extern const char *const lport_owned[];      /* streams and tcp listeners */
+extern const char *const lport_listener[];   /* "tcp listener" */
+extern const char *const lport_file[];       /* "file port" */
 /* The calling process; raises inside a receive predicate (fname: the call's name). */
 lproc *lport_check_proc(lua_State *L, const char *fname);
 /* nil, reason for a failed C call; LPVM_ESYS carries errno (saved by the caller). */

@@ -3,6 +3,7 @@
 ** already has (fd_port).
 */
 #include <errno.h>
+#include <limits.h>
 #include <lauxlib.h>
 #include <string.h>
 
@@ -120,12 +121,18 @@ int lmod_open_port(lua_State *L) {
 }
 
 /* fd_port(in_fd, out_fd [, opts]) -> port | nil, reason; nil for a side not used. */
+/* A descriptor argument (nil: -1, not used), checked before it is cut to an int:
+** 2^32 + 1 is no descriptor, not fd 1. */
+static int check_fd(lua_State *L, int arg) {
+  lua_Integer fd = luaL_optinteger(L, arg, -1);
+  luaL_argcheck(L, fd >= -1 && fd <= INT_MAX, arg, "descriptor expected");
+  return (int)fd;
+}
+
 int lmod_fd_port(lua_State *L) {
   static const char *const known[] = {LPORT_OPTS, NULL};
   lproc *p = lproc_check(L);
-  int in = (int)luaL_optinteger(L, 1, -1), out = (int)luaL_optinteger(L, 2, -1);
-  luaL_argcheck(L, in >= -1, 1, "descriptor expected");
-  luaL_argcheck(L, out >= -1, 2, "descriptor expected");
+  int in = check_fd(L, 1), out = check_fd(L, 2);
   luaL_argcheck(L, in >= 0 || out >= 0, 1, "at least one descriptor expected");
   lpvm_port_opts po;
   lport_opts(L, lport_opt_table(L, 3, known), &po);

@@ -9,6 +9,7 @@
 #include "vm/lmod_port_int.h"
 
 #define CLOSE_LINGER_MS 5000           /* port_close: then the queue is dropped */
+#define CLOSE_KILL_WAIT_MS 1000        /* port_close: at least this for a killed port's end */
 
 static int send_k(lua_State *L, int status, lua_KContext base);
 
@@ -56,7 +57,7 @@ static int send_k(lua_State *L, int status, lua_KContext base) {
 int lmod_port_send(lua_State *L) {
   static const char *const known[] = {"nosuspend", NULL};
   lproc_check(L);
-  lport_check(L, 1);
+  lport_check_kind(L, 1, lport_stream, "stream port");
   lport_check_data(L, 2, &(size_t){0});
   lport_opt_table(L, 3, known);
   lua_settop(L, 3);
@@ -76,13 +77,14 @@ static int recv_k(lua_State *L, int status, lua_KContext base) {
 ** For ports with active = false; only the owner gets the answer. */
 int lmod_recv(lua_State *L) {
   lproc *p = lport_check_proc(L, "recv");
-  lpvm_id port = lport_check(L, 1);
+  lpvm_id port = lport_check_kind(L, 1, lport_stream, "stream port");
   lua_Integer n = luaL_optinteger(L, 2, 0);
   luaL_argcheck(L, n >= 0, 2, "byte count must be >= 0");
   int64_t ms = lport_opt_ms(L, 3);
   lua_settop(L, 1);
   if (!lport_pending_get(L, port)) {
     int rc = lpvm_port_recv(&p->task, port, (size_t)n);
+    if (rc == LPVM_EINVAL) return luaL_argerror(L, 2, "byte count over the port's max_packet");
     if (rc != 0) return lport_fail(L, rc, 0);
     lport_pending_set(L, port, 1);
   }
@@ -93,7 +95,7 @@ int lmod_recv(lua_State *L) {
 /* set_active(port, true | false | "once") -> true | nil, "closed" */
 int lmod_set_active(lua_State *L) {
   lproc *p = lproc_check(L);
-  lpvm_id port = lport_check(L, 1);
+  lpvm_id port = lport_check_kind(L, 1, lport_stream, "stream port");
   luaL_checkany(L, 2);
   return lport_ok(L, lpvm_port_set_active(&p->task, port, lport_to_active(L, 2, 2)));
 }
@@ -101,7 +103,7 @@ int lmod_set_active(lua_State *L) {
 /* set_packet(port, "raw" | "line" | 1 | 2 | 4) -> true | nil, "closed" */
 int lmod_set_packet(lua_State *L) {
   lproc *p = lproc_check(L);
-  lpvm_id port = lport_check(L, 1);
+  lpvm_id port = lport_check_kind(L, 1, lport_stream, "stream port");
   luaL_checkany(L, 2);
   return lport_ok(L, lpvm_port_set_packet(&p->task, port, lport_to_packet(L, 2, 2)));
 }
@@ -109,24 +111,27 @@ int lmod_set_packet(lua_State *L) {
 /* shutdown(port) -> true: no more writes (after the queue); reading goes on. */
 int lmod_shutdown(lua_State *L) {
   lproc *p = lproc_check(L);
-  return lport_ok(L, lpvm_port_shutdown(&p->task, lport_check(L, 1)));
+  lpvm_id port = lport_check_kind(L, 1, lport_stream, "stream port");
+  return lport_ok(L, lpvm_port_shutdown(&p->task, port));
 }
 
 /* controlling_process(port, pid) -> true: only the owner may. */
 int lmod_controlling_process(lua_State *L) {
   lproc *p = lproc_check(L);
-  lpvm_id port = lport_check(L, 1);
+  lpvm_id port = lport_check_kind(L, 1, lport_owned, "stream port or tcp listener");
   lpvm_id to = lmod_check_pid(L, 2);
   luaL_argcheck(L, !lpvm_id_is_port(to), 2, "a process expected, got a port");
   return lport_ok(L, lpvm_port_controlling_process(&p->task, port, to));
 }
 
 /* After the kill: the port is gone, or will be; the caller is not kept waiting
-** longer than a second linger time in any case. */
+** longer than a second linger time (at least CLOSE_KILL_WAIT_MS) in any case. The
+** monitor goes, and with it a DOWN that came. Stack: [1] port [2] linger [3] mref. */
 static int close_done_k(lua_State *L, int status, lua_KContext base) {
   (void)status, (void)base;
   lproc *p = lproc_of(L);
   lpvm_id port = lmod_to_pid(L, 1);
+  lport_drop_monitor(p, (uint64_t)lua_tointeger(L, 3));
   lport_flush(p, port);
   lport_pending_set(L, port, 0);
   lua_pushboolean(L, 1);
@@ -141,8 +146,9 @@ static int close_k(lua_State *L, int status, lua_KContext base) {
     lua_settop(L, 3);
     lpvm_unlink(&p->task, port);   /* a killed port would take its owner along */
     lpvm_kill(&p->task, port);
-    return lport_wait(L, port, 0, (uint64_t)lua_tointeger(L, 3), lua_tointeger(L, 2),
-                    close_done_k);
+    lua_Integer ms = lua_tointeger(L, 2);
+    return lport_wait(L, port, 0, (uint64_t)lua_tointeger(L, 3),
+                      ms < CLOSE_KILL_WAIT_MS ? CLOSE_KILL_WAIT_MS : ms, close_done_k);
   }
   return close_done_k(L, status, base);
 }

@@ -54,7 +54,7 @@ static int accept_k(lua_State *L, int status, lua_KContext base) {
 ** ("tcp_accept", listener, conn), owned by pid. */
 int lmod_tcp_accept(lua_State *L) {
   lproc *p = lproc_check(L);
-  lpvm_id l = lport_check(L, 1);
+  lpvm_id l = lport_check_kind(L, 1, lport_listener, "tcp listener");
   if (lua_type(L, 2) == LUA_TLIGHTUSERDATA) {
     lpvm_id to = lmod_to_pid(L, 2);
     luaL_argcheck(L, !lpvm_id_is_port(to), 2, "a process expected, got a port");

@@ -27,11 +27,13 @@ static int opt_bool(lua_State *L, int t, const char *k, int dflt) {
 typedef struct spawn_opts {
   lpvm_spawn_opts o;
   size_t max_heap;
+  uint32_t max_mailbox;
   int monitor;
 } spawn_opts;
 
 static void check_options(lua_State *L, int t, spawn_opts *so) {
-  static const char *const known[] = {"priority", "thread", "link", "monitor", "max_heap", NULL};
+  static const char *const known[] = {"priority", "thread", "link", "monitor", "max_heap",
+                                      "max_mailbox", NULL};
   lmod_check_keys(L, t, known, "spawn option");
   if (lua_getfield(L, t, "priority") != LUA_TNIL) {
     lua_Integer pr = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
@@ -46,6 +48,13 @@ static void check_options(lua_State *L, int t, spawn_opts *so) {
     so->max_heap = (size_t)mh;
   }
   lua_pop(L, 1);
+  if (lua_getfield(L, t, "max_mailbox") != LUA_TNIL) {
+    lua_Integer mm = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
+    luaL_argcheck(L, mm >= 0 && mm <= UINT32_MAX, t,
+                  "option 'max_mailbox' must be an integer >= 0 (messages)");
+    so->max_mailbox = (uint32_t)mm;
+  }
+  lua_pop(L, 1);
   so->o.thread = opt_bool(L, t, "thread", so->o.thread);
   so->o.link = opt_bool(L, t, "link", so->o.link);
   so->monitor = opt_bool(L, t, "monitor", so->monitor);
@@ -58,6 +67,7 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   so.o.thread = lproc_cfg.threads ? 1 : 0;
   so.o.link = link;
   so.max_heap = lproc_cfg.max_heap;
+  so.max_mailbox = 0;
   so.monitor = monitor;
   int first = 1;
   if (lua_type(L, 1) == LUA_TTABLE) {
@@ -100,6 +110,7 @@ static int spawn_common(lua_State *L, int link, int monitor) {
     return luaL_error(L, "spawn: not enough memory");
   }
   s->max_heap = so.max_heap;
+  s->max_mailbox = so.max_mailbox;
   s->creator = p->task.id;
   s->wait_marker = so.monitor;
   lpvm_tbuf_free(&up);

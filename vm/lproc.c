@@ -73,6 +73,13 @@ int lproc_boot_ok(void) { return atomic_load(&boot_ok); }
 
 /* ---- the allocator ----------------------------------------------------------------------- */
 
+/* Erlang's max_heap_size counts the message queue (on-heap messages), and so does
+** max_heap: the bytes of every message sent to the process and not yet taken, each
+** with its header, from the moment it is sent (the signal queue included). */
+static size_t queue_cost(const lproc *p) {
+  return lpvm_queued_bytes(&p->task) + lpvm_queued_msgs(&p->task) * sizeof(lpvm_msg);
+}
+
 /* ud is the owning process, or NULL for a state between owners (boot, pool). */
 static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
@@ -82,7 +89,8 @@ static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (p) p->mem -= osize;
     return NULL;
   }
-  if (p && p->max_heap && nsize > osize && p->mem + (nsize - osize) > p->max_heap) {
+  if (p && p->max_heap && nsize > osize &&
+      p->mem + (nsize - osize) + queue_cost(p) > p->max_heap) {
     p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
     return NULL;
   }
@@ -370,7 +378,7 @@ static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
   if (!buf) return;
   int n = snprintf(buf, cap, "%s%s <0.%u.%u> %s with reason:\n",
                    p->failed ? "crash report: " : "", p->boot ? "the boot process" : "process",
-                   (unsigned)(uint32_t)p->task.id, (unsigned)((p->task.id >> 32) & 0x7fffffff),
+                   lpvm_id_slot(p->task.id), lpvm_id_gen(p->task.id),
                    p->failed ? "ended" : "was ended by an exit signal");
   size_t k = (size_t)n + llog_format_term(reason, len, 1, buf + n, cap - (size_t)n - 128);
   snprintf(buf + k, cap - k, "\nmessage_queue_len: %u, memory: %zu bytes, reductions: %llu",
@@ -385,18 +393,16 @@ static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
 ** can match on it; anything else becomes "(error object is a X value)". */
 static int lproc_error(lproc *p) {
   lua_State *L = p->L;
-  char buf[4096];
-  size_t n;
+  char num[64], tb[4096];
+  const char *msg = num;
+  size_t mlen;
   int t = lua_type(L, -1);
   if (t == LUA_TSTRING) {
-    size_t len;
-    const char *s = lua_tolstring(L, -1, &len);
-    n = len < 2048 ? len : 2048;
-    memcpy(buf, s, n);
+    msg = lua_tolstring(L, -1, &mlen);   /* whole: the reason is bounded by memory only */
   } else if (t == LUA_TNUMBER) {
-    n = lua_isinteger(L, -1)
-            ? (size_t)snprintf(buf, sizeof buf, LUA_INTEGER_FMT, lua_tointeger(L, -1))
-            : (size_t)snprintf(buf, sizeof buf, LUA_NUMBER_FMT, lua_tonumber(L, -1));
+    mlen = lua_isinteger(L, -1)
+               ? (size_t)snprintf(num, sizeof num, LUA_INTEGER_FMT, lua_tointeger(L, -1))
+               : (size_t)snprintf(num, sizeof num, LUA_NUMBER_FMT, lua_tonumber(L, -1));
   } else {
     char err[LTERM_ERRSZ];
     lpvm_tbuf b;
@@ -408,12 +414,29 @@ static int lproc_error(lproc *p) {
       return LPVM_EXIT;
     }
     lpvm_tbuf_free(&b);
-    n = (size_t)snprintf(buf, sizeof buf, "(error object is a %s value)", lua_typename(L, t));
+    mlen = (size_t)snprintf(num, sizeof num, "(error object is a %s value)", lua_typename(L, t));
   }
-  n += traceback(L, buf + n, sizeof buf - n);
+  size_t tlen = traceback(L, tb, sizeof tb);   /* 20 frames at most, marked "..." */
+  /* The binary is built with malloc, not in the state (which may be out of memory).
+  ** Only if even that fails is the message cut, and the cut is said in the reason. */
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
-  lpvm_put_binary(&b, buf, n);
+  char *whole = malloc(mlen + tlen);
+  if (whole) {
+    memcpy(whole, msg, mlen);
+    memcpy(whole + mlen, tb, tlen);
+    lpvm_put_binary(&b, whole, mlen + tlen);
+    free(whole);
+  }
+  if (!whole || b.err) {
+    char cut[2048 + 96];
+    size_t keep = mlen < 2048 ? mlen : 2048;
+    memcpy(cut, msg, keep);
+    size_t k = keep + (size_t)snprintf(cut + keep, sizeof cut - keep,
+                                       "... (%zu bytes cut: out of memory)", mlen - keep);
+    lpvm_tbuf_reset(&b);
+    lpvm_put_binary(&b, cut, k);
+  }
   if (!b.err) lpvm_set_reason(&p->task, b.data, b.len);
   else set_reason_atom(p, "error");
   lpvm_tbuf_free(&b);
@@ -488,6 +511,7 @@ static int lproc_init(lpvm_task *t, void *arg) {
   lproc_start *s = arg;
   p->start = s;
   p->max_heap = s->max_heap;
+  p->max_mailbox = s->max_mailbox;
   p->boot = (uint8_t)s->boot;
   s->adopted = 1;
   if (s->wait_marker) {
@@ -597,8 +621,23 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   p->nalias = p->calias = 0;
 }
 
+/* Before the process runs (a slice, new mail, a timeout): a queue past max_mailbox,
+** or heap and queue together past max_heap, end it, so a flooded process dies even
+** if it never receives. Senders see nothing (sends stay asynchronous). */
+static int over_limits(lproc *p) {
+  if (p->max_mailbox && lpvm_queued_msgs(&p->task) > p->max_mailbox)
+    set_reason_atom(p, "max_mailbox");
+  else if (p->max_heap && p->mem + queue_cost(p) > p->max_heap)
+    set_reason_atom(p, "max_heap");
+  else
+    return 0;
+  p->failed = 1;
+  return 1;
+}
+
 static int lproc_idle(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   if (p->start) return lproc_first(p);
   if (p->wait == LP_MIGRATE) {
     if (lpvm_on_thread(t) != p->want_thread && ++p->tries <= 3) return LPVM_IDLE;
@@ -631,6 +670,7 @@ static int take_marker(lproc *p) {
 
 static int lproc_handle_event(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   switch (p->wait) {
     case LP_RECV: case LP_INFO: return lproc_resume(p);
     case LP_START:
@@ -643,6 +683,7 @@ static int lproc_handle_event(lpvm_task *t) {
 
 static int lproc_handle_timeout(lpvm_task *t) {
   lproc *p = (lproc *)t;
+  if (over_limits(p)) return LPVM_EXIT;
   switch (p->wait) {
     case LP_RECV:
       p->timed_out = 1;
@@ -661,7 +702,9 @@ static int lproc_handle_info(lpvm_task *t, lpvm_tbuf *map) {
   lpvm_put_int(map, (int64_t)(p->mem + sizeof(lproc)));
   lpvm_put_atom(map, "heap_limit");
   lpvm_put_int(map, (int64_t)p->max_heap);
-  return 2 + lcode_info(p, map);
+  lpvm_put_atom(map, "mailbox_limit");
+  lpvm_put_int(map, (int64_t)p->max_mailbox);
+  return 3 + lcode_info(p, map);
 }
 
 const lpvm_task_def lproc_def = {

@@ -35,6 +35,7 @@ typedef struct lproc_start {
   lua_State *L;           /* LS_STATE: a ready state, function and args on its stack */
   int nargs;              /* LS_STATE */
   size_t max_heap;        /* 0 = none */
+  uint32_t max_mailbox;   /* messages queued at most; 0 = none */
   lpvm_id creator;        /* LP_START: whose marker to wait for */
   int wait_marker;        /* 1: wait for the creator's start marker (spawn_monitor) */
   int adopted;            /* init ran: the process owns this now */
@@ -49,7 +50,8 @@ typedef struct lproc {
   lpvm_task task;           /* first: the record the runtime knows */
   lua_State *L;             /* the process's state; its main thread is the body */
   lproc_start *start;       /* until the first run */
-  size_t mem, max_heap;     /* bytes the state holds, and its limit (0 = none) */
+  size_t mem, max_heap;     /* bytes the state holds, and its limit with the queue (0 = none) */
+  uint32_t max_mailbox;     /* messages queued at most (0 = none) */
   lpvm_msg *scan;           /* receive: last message looked at and left (save ptr) */
   lpvm_msg *cur;            /* receive: the message the predicate is judging */
   lpvm_msg *owned;          /* a taken message being decoded (freed if that fails) */
@@ -164,6 +166,7 @@ extern const lmod_fn lmod_msg_fns[];
 extern const lmod_fn lmod_port_fns[];
 extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */   /* lmod_port.c: ports (docs/lua-ports.md) */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
+int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
 ** malloc'd buffer; NULL if it cannot be dumped. */
 char *lproc_dump_top(lua_State *L, size_t *len);

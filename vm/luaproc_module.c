@@ -15,7 +15,10 @@
 
 #include "vm/luaproc.h"
 
-LUAMOD_API int luaopen_luaproc(lua_State *L) { return luaproc_open(L); }
+/* Exported (LPVM_API) although luaproc.so is built with hidden visibility: the
+** module's entry point, and the lpvm API, are all it shows; the mallctl stub below
+** stays inside it. */
+LPVM_API LUAMOD_API int luaopen_luaproc(lua_State *L) { return luaproc_open(L); }
 
 #ifdef LUAPROC_MODULE
 /* The module does not load jemalloc (see vm/CMakeLists.txt): the workers' arena

@@ -270,6 +270,19 @@ static void signals_stop(pthread_t th) {
 
 /* ---- main --------------------------------------------------------------------- */
 
+/* What parse allocated (every return of main frees it: ASan's leak check runs on
+** --help and --version too). */
+static void cli_free(cli *c) {
+  for (int i = 0; i < c->nsteps; i++)
+    if (c->steps[i].kind == LPROC_STEP_LIB) free((char *)c->steps[i].name);
+  free(c->steps);
+}
+
+static int cli_done(cli *c, int status) {
+  cli_free(c);
+  return status;
+}
+
 int main(int argc, char **argv) {
   cli c;
   memset(&c, 0, sizeof c);
@@ -278,14 +291,17 @@ int main(int argc, char **argv) {
   c.steps = calloc((size_t)argc + 2, sizeof *c.steps);
   if (!c.steps) return 1;
   int script = parse(&c, argc, argv);
-  if (script < 0) return 1;
-  if (c.help) {
-    usage(stdout);
-    return 0;
+  if (script < 0 || c.help) {   /* a bad option, or --help */
+    if (script >= 0) usage(stdout);
+    cli_free(&c);
+    return script < 0 ? 1 : 0;
   }
   int has_e = c.nsteps > 0;   /* -e or -l */
   if (c.version || c.interactive) printf("lpvm %s (%s)\n", LPVM_VERSION, LUA_RELEASE);
-  if (script == argc && c.version && !has_e && !c.interactive) return 0;
+  if (script == argc && c.version && !has_e && !c.interactive) {
+    cli_free(&c);
+    return 0;
+  }
   /* no script: the shell on a terminal, stdin as the script on a pipe (as lua) */
   int shell = c.interactive;
   static char dash[] = "-";
@@ -295,7 +311,7 @@ int main(int argc, char **argv) {
       shell = 1;
     } else {
       av = malloc(((size_t)argc + 2) * sizeof *av);   /* argv with "-" appended */
-      if (!av) return 1;
+      if (!av) return cli_done(&c, 1);
       memcpy(av, argv, (size_t)argc * sizeof *av);
       av[argc] = dash;
       av[argc + 1] = NULL;
@@ -314,13 +330,15 @@ int main(int argc, char **argv) {
   int rc = lpvm_start(&c.vcfg);
   if (rc < 0) {
     fprintf(stderr, "%s: cannot start the VM: %s\n", progname, lpvm_strerror(rc));
-    return 1;
+    if (av != argv) free(av);
+    return cli_done(&c, 1);
   }
   rc = lproc_setup(&c.pcfg);
   if (rc < 0) {
     lpvm_stop();
     fprintf(stderr, "%s: cannot set up Lua processes: %s\n", progname, lpvm_strerror(rc));
-    return 1;
+    if (av != argv) free(av);
+    return cli_done(&c, 1);
   }
 
   pthread_t sig_th;
@@ -351,9 +369,6 @@ int main(int argc, char **argv) {
   lpvm_stop();
   if (have_sig) signals_stop(sig_th);
   lproc_teardown();
-  for (int i = 0; i < c.nsteps; i++)
-    if (c.steps[i].kind == LPROC_STEP_LIB) free((char *)c.steps[i].name);
-  free(c.steps);
   if (av != argv) free(av);
-  return status;
+  return cli_done(&c, status);
 }

@@ -11,6 +11,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* LPVM_API marks the public C API. The core is built with -fvisibility=hidden, so
+** these are the only symbols it exports: a C task module that lpvm dlopens (see
+** taskmod.h), or a program linking lpvm, sees the API and nothing of the inside. */
+#if defined(__GNUC__) || defined(__clang__)
+#define LPVM_API __attribute__((visibility("default")))
+#else
+#define LPVM_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define LPVM_VERSION "0.1.0"
 
 /* Error codes: always negative. */
@@ -28,7 +41,7 @@
 #define LPVM_ESYS       (-11)  /* an OS call failed (errno is set) */
 #define LPVM_EBUSY      (-12)  /* a port's write queue is full: retry on {ready, Port} */
 
-const char *lpvm_strerror(int err);
+LPVM_API const char *lpvm_strerror(int err);
 
 typedef struct lpvm_config {
   int workers;          /* worker threads; 0 = one per online CPU */
@@ -37,29 +50,29 @@ typedef struct lpvm_config {
   int spin;             /* idle spin rounds before a worker sleeps; <0 = default */
 } lpvm_config;
 
-void lpvm_config_init(lpvm_config *cfg);
+LPVM_API void lpvm_config_init(lpvm_config *cfg);
 
 /* Start the VM: workers and timer thread. cfg may be NULL for the defaults. */
-int lpvm_start(const lpvm_config *cfg);
+LPVM_API int lpvm_start(const lpvm_config *cfg);
 
 /* Block until no task is left, or lpvm_halt() was called. Returns the halt code
 ** (0 when the last task ended). */
-int lpvm_wait(void);
+LPVM_API int lpvm_wait(void);
 
 /* Ask lpvm_wait() to return `code` now. Safe from any thread and from tasks. */
-void lpvm_halt(int code);
+LPVM_API void lpvm_halt(int code);
 /* 1 once lpvm_halt() was called: the VM is stopping (tasks are being killed). */
-int lpvm_halted(void);
+LPVM_API int lpvm_halted(void);
 
 /* Kill every remaining task (reason `killed`), wait for them to terminate, join
 ** every thread and free everything. lpvm_start() may then be called again. */
-int lpvm_stop(void);
+LPVM_API int lpvm_stop(void);
 
 /* Number of live tasks. */
-size_t lpvm_task_count(void);
+LPVM_API size_t lpvm_task_count(void);
 
 /* Monotonic milliseconds since an arbitrary origin (the timer wheel's clock). */
-uint64_t lpvm_now_ms(void);
+LPVM_API uint64_t lpvm_now_ms(void);
 
 /* Scheduler statistics. */
 typedef struct lpvm_worker_stats {
@@ -80,6 +93,10 @@ typedef struct lpvm_vmstats {
   uint64_t threads_live;          /* private threads running a task */
 } lpvm_vmstats;
 
-int lpvm_stats(lpvm_vmstats *out);
+LPVM_API int lpvm_stats(lpvm_vmstats *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -35,6 +35,10 @@
 
 #include "task.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* active: how read data reaches the owner. */
 #define LPVM_ACTIVE_FALSE 0   /* only on lpvm_port_recv */
 #define LPVM_ACTIVE_TRUE  1   /* as it arrives */
@@ -74,16 +78,16 @@ typedef struct lpvm_spawn_port_opts {
 /* Start the program. Its stdout arrives as {data}; when it has closed stdout and
 ** exited: {eof}, {exit_status}, {closed}. Closing the port kills it (SIGKILL).
 ** LPVM_ESYS (errno set) if it cannot be started: ENOENT, EMFILE, ... */
-int lpvm_port_spawn(lpvm_task *self, const lpvm_spawn_port_opts *so,
-                    const lpvm_port_opts *po, lpvm_id *port);
+LPVM_API int lpvm_port_spawn(lpvm_task *self, const lpvm_spawn_port_opts *so,
+                             const lpvm_port_opts *po, lpvm_id *port);
 
 /* ---- fd: descriptors the VM already has (stdin, stdout) ----------------------------- */
 
 /* Wrap in_fd (read; -1 for none) and out_fd (write; -1 for none). They are dup'ed:
 ** closing the port leaves the originals open. Their file status flags get O_NONBLOCK
 ** while the port is open (shared with every dup, as with any non-blocking I/O). */
-int lpvm_port_fd(lpvm_task *self, int in_fd, int out_fd, const lpvm_port_opts *po,
-                 lpvm_id *port);
+LPVM_API int lpvm_port_fd(lpvm_task *self, int in_fd, int out_fd, const lpvm_port_opts *po,
+                          lpvm_id *port);
 
 /* ---- tcp -------------------------------------------------------------------------------- */
 
@@ -98,20 +102,20 @@ typedef struct lpvm_tcp_listen_opts {
 /* Listen on host (numeric IPv4 or IPv6 address; NULL: 127.0.0.1) and port (0: any;
 ** the port chosen is stored in *bound, which may be NULL). `po` are the options of
 ** the connections it accepts. */
-int lpvm_tcp_listen(lpvm_task *self, const char *host, int port,
-                    const lpvm_tcp_listen_opts *lo, const lpvm_port_opts *po,
-                    lpvm_id *listener, int *bound);
+LPVM_API int lpvm_tcp_listen(lpvm_task *self, const char *host, int port,
+                             const lpvm_tcp_listen_opts *lo, const lpvm_port_opts *po,
+                             lpvm_id *listener, int *bound);
 /* Ask for one connection: it arrives to `acceptor` (0: self) as {tcp_accept,
 ** Listener, Conn}, Conn owned by the acceptor.
 ** Requests are served in order, so a pool of acceptors each asking again after
 ** every connection shares the listener. Under EMFILE the listener backs off and
 ** retries; pending connections wait in the kernel's backlog. */
-int lpvm_tcp_accept(lpvm_task *self, lpvm_id listener, lpvm_id acceptor);
+LPVM_API int lpvm_tcp_accept(lpvm_task *self, lpvm_id listener, lpvm_id acceptor);
 /* Connect to host:port (numeric address). {connected, Port} or {error, Port,
 ** Reason} (econnrefused, timeout after timeout_ms unless 0, ...) then {closed}.
 ** Sends before the connection is up are queued. */
-int lpvm_tcp_connect(lpvm_task *self, const char *host, int port, uint64_t timeout_ms,
-                     const lpvm_port_opts *po, lpvm_id *port_id);
+LPVM_API int lpvm_tcp_connect(lpvm_task *self, const char *host, int port, uint64_t timeout_ms,
+                              const lpvm_port_opts *po, lpvm_id *port_id);
 
 /* ---- commands for stream ports (spawn, fd, tcp) ----------------------------------------- */
 
@@ -119,35 +123,44 @@ int lpvm_tcp_connect(lpvm_task *self, const char *host, int port, uint64_t timeo
 ** order, partial writes resume when writable. LPVM_EBUSY when the queue is over
 ** the high-water mark: nothing was queued, and {ready, Port} comes to the caller
 ** once the queue has drained to half of it. */
-int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len);
+LPVM_API int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len);
 /* active false: deliver one message: n bytes exactly (raw; 0 = what is there), or
-** one line or packet (n must be 0). {eof} or {error} answer it as well. */
-int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n);
-int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active);
-int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet);
+** one line or packet (n must be 0). {eof} or {error} answer it as well.
+** LPVM_EINVAL at once for n over the port's max_packet. */
+LPVM_API int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n);
+LPVM_API int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active);
+LPVM_API int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet);
 /* Close the write side once the queue is written (tcp: shutdown(SHUT_WR); spawn:
 ** the program's stdin gets EOF). Reading goes on. */
-int lpvm_port_shutdown(lpvm_task *self, lpvm_id port);
+LPVM_API int lpvm_port_shutdown(lpvm_task *self, lpvm_id port);
 /* Write what is queued, then close: {closed, Port}. Any port kind. */
-int lpvm_port_close(lpvm_task *self, lpvm_id port);
+LPVM_API int lpvm_port_close(lpvm_task *self, lpvm_id port);
+/* What kind of port `port` is: "spawn", "fd", "tcp", "tcp_listen", "file" (or the
+** type of another port task); NULL if it is not a port or has ended. A static
+** string. The calls for one kind refuse the others with LPVM_EINVAL. */
+LPVM_API const char *lpvm_port_kind(lpvm_id port);
 /* Hand the port to another task (only its owner may). Messages already sent stay
 ** with the old owner: hand over with active false, then set it in the new owner. */
-int lpvm_port_controlling_process(lpvm_task *self, lpvm_id port, lpvm_id new_owner);
+LPVM_API int lpvm_port_controlling_process(lpvm_task *self, lpvm_id port, lpvm_id new_owner);
 
 /* ---- file: a regular file through a private-thread port --------------------------------- */
 
 /* mode as fopen: "r", "r+", "w", "w+", "a", "a+". Opens now: LPVM_ESYS with errno
 ** (ENOENT, EACCES, EMFILE, ...) on failure. */
-int lpvm_file_open(lpvm_task *self, const char *path, const char *mode, lpvm_id owner,
-                   lpvm_id *port);
-int lpvm_file_read(lpvm_task *self, lpvm_id port, size_t n);
-int lpvm_file_write(lpvm_task *self, lpvm_id port, const void *data, size_t len);
+LPVM_API int lpvm_file_open(lpvm_task *self, const char *path, const char *mode, lpvm_id owner,
+                            lpvm_id *port);
+LPVM_API int lpvm_file_read(lpvm_task *self, lpvm_id port, size_t n);
+LPVM_API int lpvm_file_write(lpvm_task *self, lpvm_id port, const void *data, size_t len);
 /* whence: SEEK_SET, SEEK_CUR, SEEK_END (0, 1, 2). */
-int lpvm_file_seek(lpvm_task *self, lpvm_id port, int64_t offset, int whence);
+LPVM_API int lpvm_file_seek(lpvm_task *self, lpvm_id port, int64_t offset, int whence);
 
 /* ---- errors --------------------------------------------------------------------------------- */
 
 /* The Erlang-style atom for an errno value ("econnrefused", "emfile", ...). */
-const char *lpvm_errno_atom(int err);
+LPVM_API const char *lpvm_errno_atom(int err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

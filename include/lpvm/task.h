@@ -21,6 +21,10 @@
 
 #include "lpvm.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A task id: slot in the process table (low 32 bits) + generation (bits 32..62) +
 ** port flag (bit 63). 0 is never a valid id. A dead id is never reused for a long
 ** time: a slot's generation only comes back after 2^31 reuses. */
@@ -111,7 +115,7 @@ struct lpvm_task_def {
 /* A signal. Messages are signals of kind MESSAGE whose payload (term bytes)
 ** follows the header in the same allocation. */
 struct lpvm_sig {
-  struct lpvm_sig *_Atomic next;   /* signal queue link, then message queue link */
+  _Atomic(struct lpvm_sig *) next;   /* signal queue link, then message queue link */
   struct lpvm_sig *prev;           /* message queue back link */
   lpvm_id from;
   uint64_t ref;                    /* monitor reference, timer sequence, ... */
@@ -140,7 +144,7 @@ struct lpvm_sig {
 */
 struct lpvm_task {
   struct lpvm_task *rq_next;         /* run queue link */
-  _Atomic uint32_t sched_word;       /* who may schedule it: see tasks/task_sched.h */
+  _Atomic(uint32_t) sched_word;       /* who may schedule it: see tasks/task_sched.h */
   uint8_t prio;                      /* 0 (highest) .. 31 */
   uint8_t state;                     /* LPVM_SETUP/WAIT/IDLE/EXIT */
   uint8_t tflags;                    /* trap_exit, suspended, timeout fired, ... */
@@ -149,7 +153,7 @@ struct lpvm_task {
   lpvm_id id;
   const lpvm_task_def *def;
   /* signal queue: multi-producer, single-consumer (Vyukov) */
-  struct lpvm_sig *_Atomic sq_tail;
+  _Atomic(struct lpvm_sig *) sq_tail;
   struct lpvm_sig *sq_head;
   struct lpvm_sig sq_stub;
   /* message queue: only the task touches it */
@@ -157,8 +161,8 @@ struct lpvm_task {
   uint32_t mq_len;
   /* messages sent to it and not yet taken (in the signal queue or the mailbox), and
   ** their payload bytes: senders add, the task subtracts, anyone may read */
-  _Atomic uint32_t mq_queued;
-  _Atomic uint64_t mq_bytes;
+  _Atomic(uint32_t) mq_queued;
+  _Atomic(uint64_t) mq_bytes;
   uint32_t mq_gen;                   /* bumped by every take: did handle_event take? */
   struct task_rel *rel;              /* links and monitors: allocated on first use */
   char *reg_name;                    /* registered name; guarded by the name table */
@@ -169,6 +173,9 @@ struct lpvm_task {
   uint32_t reason_len;
   uint32_t exit_sigs;                /* signals handled since it last ran (stats) */
   uint64_t reductions;               /* steps run, or what the task counts itself */
+  /* 1 once it got an ETS table (made it, given it, heir to it): its death looks for
+  ** its tables. Set by that thread, never cleared; read by the dying task */
+  _Atomic uint32_t ets_owner;
   void *user;                        /* free for the task type's own use */
 };
 
@@ -185,124 +192,128 @@ typedef struct lpvm_spawn_opts {
 /* SpawnTask: create a task of type `def`, call `init(t, arg)`, make it visible,
 ** then run `setup`. `creator` may be NULL (spawned from outside any task); with
 ** `link` the creator and the new task are linked before the new one can run. */
-int lpvm_spawn_task(lpvm_task *creator, const lpvm_task_def *def, void *arg,
-                    int link, lpvm_id *id);
-int lpvm_spawn_task_opt(lpvm_task *creator, const lpvm_task_def *def, void *arg,
-                        const lpvm_spawn_opts *opts, lpvm_id *id);
+LPVM_API int lpvm_spawn_task(lpvm_task *creator, const lpvm_task_def *def, void *arg,
+                             int link, lpvm_id *id);
+LPVM_API int lpvm_spawn_task_opt(lpvm_task *creator, const lpvm_task_def *def, void *arg,
+                                 const lpvm_spawn_opts *opts, lpvm_id *id);
 
 /* ---- the running task's own business (call only from its callbacks) ----------- */
 
-lpvm_id lpvm_self(const lpvm_task *self);
-int lpvm_prio(const lpvm_task *self);
+LPVM_API lpvm_id lpvm_self(const lpvm_task *self);
+LPVM_API int lpvm_prio(const lpvm_task *self);
 /* Change own priority, within CANT_LOWER_PRIO / CANT_RAISE_PRIO. */
-int lpvm_set_prio(lpvm_task *self, int prio);
+LPVM_API int lpvm_set_prio(lpvm_task *self, int prio);
 /* Trap exits: exit signals arrive as {'EXIT', From, Reason} messages. Returns the
 ** previous setting. */
-int lpvm_trap_exit(lpvm_task *self, int on);
+LPVM_API int lpvm_trap_exit(lpvm_task *self, int on);
 /* Set the reason used when a callback returns LPVM_EXIT (term bytes, copied). */
-int lpvm_set_reason(lpvm_task *self, const uint8_t *term, size_t len);
-int lpvm_set_reason_atom(lpvm_task *self, const char *atom);
+LPVM_API int lpvm_set_reason(lpvm_task *self, const uint8_t *term, size_t len);
+LPVM_API int lpvm_set_reason_atom(lpvm_task *self, const char *atom);
 /* The task's private thread mode: 1 on a private thread, 0 on workers. */
-int lpvm_on_thread(const lpvm_task *self);
+LPVM_API int lpvm_on_thread(const lpvm_task *self);
 /* 1 when a higher-priority task waits for this worker: a task that runs long
 ** (counting reductions) should return LPVM_IDLE soon. */
-int lpvm_should_yield(const lpvm_task *self);
+LPVM_API int lpvm_should_yield(const lpvm_task *self);
 
 /* Mailbox. */
-lpvm_msg *lpvm_recv(lpvm_task *self);                    /* oldest, or NULL */
-lpvm_msg *lpvm_mbox_next(lpvm_task *self, lpvm_msg *m);  /* m = NULL: oldest */
-void lpvm_mbox_take(lpvm_task *self, lpvm_msg *m);       /* unlink m; caller frees */
-size_t lpvm_mbox_len(const lpvm_task *self);
+LPVM_API lpvm_msg *lpvm_recv(lpvm_task *self);                    /* oldest, or NULL */
+LPVM_API lpvm_msg *lpvm_mbox_next(lpvm_task *self, lpvm_msg *m);  /* m = NULL: oldest */
+LPVM_API void lpvm_mbox_take(lpvm_task *self, lpvm_msg *m);       /* unlink m; caller frees */
+LPVM_API size_t lpvm_mbox_len(const lpvm_task *self);
 /* Messages sent to `self` and not yet taken (signal queue and mailbox), and their
 ** payload bytes: what an out-of-memory guard such as max_heap counts. */
-size_t lpvm_queued_msgs(const lpvm_task *self);
-size_t lpvm_queued_bytes(const lpvm_task *self);
+LPVM_API size_t lpvm_queued_msgs(const lpvm_task *self);
+LPVM_API size_t lpvm_queued_bytes(const lpvm_task *self);
 /* Handle the signals queued for the running task now, instead of at its next step:
 ** messages sent to it so far join the mailbox (a receive with timeout 0 needs this).
 ** Returns 1 if one of them ends the task (it exits when the callback returns; its
 ** return value is then ignored), else 0. */
-int lpvm_fetch_signals(lpvm_task *self);
+LPVM_API int lpvm_fetch_signals(lpvm_task *self);
 
 /* ---- messages ------------------------------------------------------------------ */
 
-lpvm_msg *lpvm_msg_new(size_t len);        /* uninitialised payload of len bytes */
-uint8_t *lpvm_msg_data(lpvm_msg *m);
-size_t lpvm_msg_len(const lpvm_msg *m);
-lpvm_id lpvm_msg_from(const lpvm_msg *m);  /* sender, 0 from outside any task */
-void lpvm_msg_free(lpvm_msg *m);
+LPVM_API lpvm_msg *lpvm_msg_new(size_t len);        /* uninitialised payload of len bytes */
+LPVM_API uint8_t *lpvm_msg_data(lpvm_msg *m);
+LPVM_API size_t lpvm_msg_len(const lpvm_msg *m);
+LPVM_API lpvm_id lpvm_msg_from(const lpvm_msg *m);  /* sender, 0 from outside any task */
+LPVM_API void lpvm_msg_free(lpvm_msg *m);
 
 /* Send a message; never blocks. `self` is the sending task or NULL. send_msg takes
 ** ownership of m in every case. Sending to a dead id is a harmless no-op that
 ** returns LPVM_ENOPROC. */
-int lpvm_send(lpvm_task *self, lpvm_id to, const void *term, size_t len);
-int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m);
+LPVM_API int lpvm_send(lpvm_task *self, lpvm_id to, const void *term, size_t len);
+LPVM_API int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m);
 /* The same, and *queued gets the messages the receiver had queued once this one was
 ** in (Erlang charges a sender by it: see lmod_msg.c). */
-int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued);
-int lpvm_send_name(lpvm_task *self, const char *name, const void *term, size_t len);
+LPVM_API int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued);
+LPVM_API int lpvm_send_name(lpvm_task *self, const char *name, const void *term, size_t len);
 
 /* ---- links, monitors, exits --------------------------------------------------- */
 
 /* Bidirectional link. Linking a dead id delivers an exit signal with reason noproc. */
-int lpvm_link(lpvm_task *self, lpvm_id other);
-int lpvm_unlink(lpvm_task *self, lpvm_id other);
+LPVM_API int lpvm_link(lpvm_task *self, lpvm_id other);
+LPVM_API int lpvm_unlink(lpvm_task *self, lpvm_id other);
 /* Monitor `target`: exactly one {'DOWN', Ref, process, Id, Reason} message follows
 ** (reason noproc for a dead id), unless demonitored first. */
-int lpvm_monitor(lpvm_task *self, lpvm_id target, uint64_t *ref);
-int lpvm_demonitor(lpvm_task *self, uint64_t ref);
+LPVM_API int lpvm_monitor(lpvm_task *self, lpvm_id target, uint64_t *ref);
+LPVM_API int lpvm_demonitor(lpvm_task *self, uint64_t ref);
 /* Erlang's exit/2: send an exit signal. Reason `kill` cannot be trapped; the
 ** target then exits with `killed`. `self` may be NULL. */
-int lpvm_exit(lpvm_task *self, lpvm_id target, const uint8_t *reason, size_t len);
-int lpvm_exit_atom(lpvm_task *self, lpvm_id target, const char *atom);
-int lpvm_kill(lpvm_task *self, lpvm_id target);
+LPVM_API int lpvm_exit(lpvm_task *self, lpvm_id target, const uint8_t *reason, size_t len);
+LPVM_API int lpvm_exit_atom(lpvm_task *self, lpvm_id target, const char *atom);
+LPVM_API int lpvm_kill(lpvm_task *self, lpvm_id target);
 
 /* ---- names -------------------------------------------------------------------- */
 
-int lpvm_register(const char *name, lpvm_id id);   /* one name per task */
-int lpvm_unregister(const char *name);
-lpvm_id lpvm_whereis(const char *name);            /* 0 if none */
+LPVM_API int lpvm_register(const char *name, lpvm_id id);   /* one name per task */
+LPVM_API int lpvm_unregister(const char *name);
+LPVM_API lpvm_id lpvm_whereis(const char *name);            /* 0 if none */
 /* Call fn(name, id, ud) for every registered name, under the table's read lock:
 ** fn must not block nor register or unregister. */
-void lpvm_foreach_name(void (*fn)(const char *name, lpvm_id id, void *ud), void *ud);
+LPVM_API void lpvm_foreach_name(void (*fn)(const char *name, lpvm_id id, void *ud), void *ud);
 
 /* ---- other signals -------------------------------------------------------------- */
 
-int lpvm_suspend(lpvm_task *self, lpvm_id target);
-int lpvm_resume(lpvm_task *self, lpvm_id target);
+LPVM_API int lpvm_suspend(lpvm_task *self, lpvm_id target);
+LPVM_API int lpvm_resume(lpvm_task *self, lpvm_id target);
 /* Ask `target` for information: a map #{id, type, priority, status, mode,
 ** message_queue_len, reductions, ...} arrives as a message {info, Ref, Map}. */
-int lpvm_request_info(lpvm_task *self, lpvm_id target, uint64_t *ref);
-int lpvm_set_prio_of(lpvm_task *self, lpvm_id target, int prio);
+LPVM_API int lpvm_request_info(lpvm_task *self, lpvm_id target, uint64_t *ref);
+LPVM_API int lpvm_set_prio_of(lpvm_task *self, lpvm_id target, int prio);
 /* Move `target` to a private thread (to_thread=1) or back to the workers (0). */
-int lpvm_migrate(lpvm_task *self, lpvm_id target, int to_thread);
+LPVM_API int lpvm_migrate(lpvm_task *self, lpvm_id target, int to_thread);
 
 /* Call fn(id, ud) for every live task (a snapshot: tasks may come and go meanwhile).
 ** fn runs on the caller's thread and must not block. */
-void lpvm_foreach_task(void (*fn)(lpvm_id id, void *ud), void *ud);
+LPVM_API void lpvm_foreach_task(void (*fn)(lpvm_id id, void *ud), void *ud);
 /* 1 if `id` is a live task (not yet dead), else 0. A snapshot: it may die next. */
-int lpvm_is_alive(lpvm_id id);
+LPVM_API int lpvm_is_alive(lpvm_id id);
 
 /* A new unique reference (monitors, timers, requests). Never 0. */
-uint64_t lpvm_make_ref(void);
+LPVM_API uint64_t lpvm_make_ref(void);
 
 /* ---- timers (timers/) ------------------------------------------------------------ */
 
 /* The thesis's SetTimer: handle_timeout runs after `ms` unless a message comes
 ** first and the task cancels or resets the timer. One timer per task: setting a new
 ** one replaces the old. */
-int lpvm_set_timer(lpvm_task *self, uint64_t ms);
+LPVM_API int lpvm_set_timer(lpvm_task *self, uint64_t ms);
 /* 1 if a pending timer was cancelled, 0 if there was none or it already fired. */
-int lpvm_cancel_timer(lpvm_task *self);
+LPVM_API int lpvm_cancel_timer(lpvm_task *self);
 /* For a selective receive that scans the mailbox itself: 1 if the timer has fired
 ** and `seen` (the last message the scan looked at, NULL = none yet) is the newest
 ** message that was queued when it fired, so every older message has been looked at
 ** and the scan may stop with a timeout instead of running after new arrivals. */
-int lpvm_timeout_reached(const lpvm_task *self, const lpvm_msg *seen);
+LPVM_API int lpvm_timeout_reached(const lpvm_task *self, const lpvm_msg *seen);
 
 /* send-after: deliver `term` to `to` after `ms`. *ref identifies it for cancel. */
-int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const void *term,
-                    size_t len, uint64_t *ref);
+LPVM_API int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const void *term,
+                             size_t len, uint64_t *ref);
 /* 1 if cancelled before it fired, 0 if it already fired or is unknown. */
-int lpvm_cancel_send_after(uint64_t ref);
+LPVM_API int lpvm_cancel_send_after(uint64_t ref);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

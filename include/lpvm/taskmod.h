@@ -29,6 +29,10 @@
 
 #include "task.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define LPVM_TASKMOD_VERSION 1
 #define LPVM_TASKMOD_ENTRY "lpvm_register_tasks"
 
@@ -47,8 +51,15 @@ struct lpvm_task_registry {
 };
 
 typedef int (*lpvm_register_tasks_fn)(lpvm_task_registry *reg);
+/* The entry point a task library defines; declared here so that it is exported
+** even from a library built with -fvisibility=hidden. */
+LPVM_API int lpvm_register_tasks(lpvm_task_registry *reg);
 
 /* Register a type from the embedding program (provided by lpvm's Lua layer). */
-int lpvm_task_type_register(const lpvm_task_def *def);
+LPVM_API int lpvm_task_type_register(const lpvm_task_def *def);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -33,6 +33,10 @@
 
 #include "task.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- building ------------------------------------------------------------------ */
 
 struct lpvm_tbuf {
@@ -42,31 +46,31 @@ struct lpvm_tbuf {
 };
 
 /* Start a term: writes the version byte. */
-void lpvm_tbuf_init(lpvm_tbuf *b);
-void lpvm_tbuf_free(lpvm_tbuf *b);
+LPVM_API void lpvm_tbuf_init(lpvm_tbuf *b);
+LPVM_API void lpvm_tbuf_free(lpvm_tbuf *b);
 /* Hand the bytes to a new message (the builder is emptied). NULL on error. */
-lpvm_msg *lpvm_tbuf_to_msg(lpvm_tbuf *b);
+LPVM_API lpvm_msg *lpvm_tbuf_to_msg(lpvm_tbuf *b);
 /* Start a new term in the same builder, clearing any error and keeping the buffer
 ** (unless it grew past 64 KiB): a builder reused for every send stops allocating. */
-void lpvm_tbuf_reset(lpvm_tbuf *b);
+LPVM_API void lpvm_tbuf_reset(lpvm_tbuf *b);
 
 /* Each put appends one term (containers: their header; the elements follow). */
-void lpvm_put_atom(lpvm_tbuf *b, const char *name);          /* UTF-8, < 256 chars */
-void lpvm_put_atom_len(lpvm_tbuf *b, const char *name, size_t len);
-void lpvm_put_int(lpvm_tbuf *b, int64_t v);                   /* smallest encoding */
-void lpvm_put_float(lpvm_tbuf *b, double v);                  /* NEW_FLOAT_EXT */
-void lpvm_put_binary(lpvm_tbuf *b, const void *p, size_t len);
-void lpvm_put_pid(lpvm_tbuf *b, lpvm_id id);                  /* port ids as ports */
-void lpvm_put_ref(lpvm_tbuf *b, uint64_t ref);
-void lpvm_put_tuple(lpvm_tbuf *b, uint32_t arity);
-void lpvm_put_list(lpvm_tbuf *b, uint32_t n);  /* n elements, then a tail: put_nil */
-void lpvm_put_nil(lpvm_tbuf *b);
-void lpvm_put_map(lpvm_tbuf *b, uint32_t pairs);              /* key, value, ... */
+LPVM_API void lpvm_put_atom(lpvm_tbuf *b, const char *name);          /* UTF-8, < 256 chars */
+LPVM_API void lpvm_put_atom_len(lpvm_tbuf *b, const char *name, size_t len);
+LPVM_API void lpvm_put_int(lpvm_tbuf *b, int64_t v);                   /* smallest encoding */
+LPVM_API void lpvm_put_float(lpvm_tbuf *b, double v);                  /* NEW_FLOAT_EXT */
+LPVM_API void lpvm_put_binary(lpvm_tbuf *b, const void *p, size_t len);
+LPVM_API void lpvm_put_pid(lpvm_tbuf *b, lpvm_id id);                  /* port ids as ports */
+LPVM_API void lpvm_put_ref(lpvm_tbuf *b, uint64_t ref);
+LPVM_API void lpvm_put_tuple(lpvm_tbuf *b, uint32_t arity);
+LPVM_API void lpvm_put_list(lpvm_tbuf *b, uint32_t n);  /* n elements, then a tail: put_nil */
+LPVM_API void lpvm_put_nil(lpvm_tbuf *b);
+LPVM_API void lpvm_put_map(lpvm_tbuf *b, uint32_t pairs);              /* key, value, ... */
 /* A map whose size is known later: returns a mark for lpvm_patch_map. */
-size_t lpvm_put_map_open(lpvm_tbuf *b);
-void lpvm_patch_map(lpvm_tbuf *b, size_t mark, uint32_t pairs);
+LPVM_API size_t lpvm_put_map_open(lpvm_tbuf *b);
+LPVM_API void lpvm_patch_map(lpvm_tbuf *b, size_t mark, uint32_t pairs);
 /* Append a complete external term (with its 131 byte) as one element. */
-void lpvm_put_term(lpvm_tbuf *b, const uint8_t *term, size_t len);
+LPVM_API void lpvm_put_term(lpvm_tbuf *b, const uint8_t *term, size_t len);
 
 /* ---- reading -------------------------------------------------------------------- */
 
@@ -78,34 +82,43 @@ enum {
 
 typedef struct lpvm_tread {
   const uint8_t *p, *end;
+  /* terms the containers opened so far still promise; each needs a byte of input, so
+  ** the counts a reader sizes its tables by add up to at most the input's length */
+  uint64_t owed;
 } lpvm_tread;
 
 /* Check the version byte; LPVM_EBADTERM if absent. */
-int lpvm_tread_init(lpvm_tread *r, const uint8_t *term, size_t len);
+LPVM_API int lpvm_tread_init(lpvm_tread *r, const uint8_t *term, size_t len);
 /* Type of the next term (LPVM_T_*), or LPVM_EBADTERM at the end of input. */
-int lpvm_get_type(const lpvm_tread *r);
+LPVM_API int lpvm_get_type(const lpvm_tread *r);
 /* Each get consumes one term (containers: their header) or returns LPVM_EBADTERM
-** (wrong type or truncated input) and consumes nothing. */
-int lpvm_get_atom(lpvm_tread *r, const char **name, size_t *len);
-int lpvm_get_int(lpvm_tread *r, int64_t *v);      /* also bigs that fit in 64 bits */
-int lpvm_get_float(lpvm_tread *r, double *v);
-int lpvm_get_binary(lpvm_tread *r, const uint8_t **p, size_t *len);
-int lpvm_get_string(lpvm_tread *r, const uint8_t **p, size_t *len);  /* STRING_EXT */
-int lpvm_get_pid(lpvm_tread *r, lpvm_id *id);     /* pid or port of this node */
-int lpvm_get_ref(lpvm_tread *r, uint64_t *ref);
-int lpvm_get_tuple(lpvm_tread *r, uint32_t *arity);
-int lpvm_get_list(lpvm_tread *r, uint32_t *n);    /* then n elements and a tail */
-int lpvm_get_nil(lpvm_tread *r);
-int lpvm_get_map(lpvm_tread *r, uint32_t *pairs);
+** (wrong type or truncated input) and consumes nothing. A container's count is
+** checked against the bytes left after what the enclosing containers still owe, so
+** a reader may allocate by it: the sum of all counts stays within the input size. */
+LPVM_API int lpvm_get_atom(lpvm_tread *r, const char **name, size_t *len);
+LPVM_API int lpvm_get_int(lpvm_tread *r, int64_t *v);      /* also bigs that fit in 64 bits */
+LPVM_API int lpvm_get_float(lpvm_tread *r, double *v);
+LPVM_API int lpvm_get_binary(lpvm_tread *r, const uint8_t **p, size_t *len);
+LPVM_API int lpvm_get_string(lpvm_tread *r, const uint8_t **p, size_t *len);  /* STRING_EXT */
+LPVM_API int lpvm_get_pid(lpvm_tread *r, lpvm_id *id);     /* pid or port of this node */
+LPVM_API int lpvm_get_ref(lpvm_tread *r, uint64_t *ref);
+LPVM_API int lpvm_get_tuple(lpvm_tread *r, uint32_t *arity);
+LPVM_API int lpvm_get_list(lpvm_tread *r, uint32_t *n);    /* then n elements and a tail */
+LPVM_API int lpvm_get_nil(lpvm_tread *r);
+LPVM_API int lpvm_get_map(lpvm_tread *r, uint32_t *pairs);
 /* Skip one whole term, containers included (bounded depth, no recursion on C stack). */
-int lpvm_skip(lpvm_tread *r);
+LPVM_API int lpvm_skip(lpvm_tread *r);
 
 /* Convenience for whole terms. */
-int lpvm_term_is_atom(const uint8_t *term, size_t len, const char *atom);
+LPVM_API int lpvm_term_is_atom(const uint8_t *term, size_t len, const char *atom);
 /* Check a whole buffer is one well-formed term with nothing after it. */
-int lpvm_term_check(const uint8_t *term, size_t len);
+LPVM_API int lpvm_term_check(const uint8_t *term, size_t len);
 /* Write a readable Erlang-syntax rendering (truncated to cap-1 chars, NUL-ended);
 ** returns the length it would have had. For logs and error messages. */
-size_t lpvm_term_format(const uint8_t *term, size_t len, char *out, size_t cap);
+LPVM_API size_t lpvm_term_format(const uint8_t *term, size_t len, char *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

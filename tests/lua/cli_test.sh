@@ -279,6 +279,16 @@ shell 'lpvm.spawn(function() while true do lpvm.sleep(1000) end end)\n'
 if [ $? -eq 0 ]; then ok "shell: EOF ends the VM even with live processes"; else bad "shell: EOF ends the VM even with live processes"; fi
 shell 'lpvm.halt(5)\n'
 if [ $? -eq 5 ]; then ok "shell: halt(5) gives status 5"; else bad "shell: halt(5) gives status 5"; fi
+# issue 10, item 6: priority-0 spinners on every worker cannot starve the shell
+spin='for i = 1, 8 do lpvm.spawn({priority = 0}, function() while true do end end) end\n'
+printf "${spin}lpvm.halt(5)\n" | timeout 60 "$LPVM" -i >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 5 ]; then ok "shell: halt typed after priority-0 spinners still halts"; else bad "shell: halt typed after priority-0 spinners still halts"; fi
+printf "${spin}1 + 41\n" | timeout 60 "$LPVM" -i >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 0 ]; then ok "shell: EOF (Ctrl-D) after priority-0 spinners ends the VM"; else bad "shell: EOF (Ctrl-D) after priority-0 spinners ends the VM"; fi
+out_has "shell: still evaluates beside priority-0 spinners" "42"
+printf 'lpvm.spawn(function() for i = 1, 8 do lpvm.spawn({priority = 0}, function() while true do end end) end; lpvm.halt(6) end)\nlpvm.sleep(60000)\n' \
+  | timeout 60 "$LPVM" -i >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 6 ]; then ok "halt from a priority-20 process stops priority-0 spinners"; else bad "halt from a priority-20 process stops priority-0 spinners"; fi
 shell 'x = = 1\n"after"\n'
 out_has "shell: a syntax error does not end the shell" '"after"'
 

@@ -98,4 +98,140 @@ test("a module that returns no function fails naming it", function()
   T.ok(T.mentions(reason, "module 'mod_nofunc' returned number"), T.show(reason))
 end)
 
+-- ---- registered names (issue 10 item 9) and the argument rule (item 10) ---------------
+
+test("a registered name with a NUL raises; it never answers to the name before it", function()
+  T.raises(function() lpvm.register("a\0b") end, "#1", "'register'", "NUL")
+  T.eq(lpvm.whereis("a"), nil, "register('a\\0b') registered nothing")
+  T.raises(function() lpvm.whereis("a\0b") end, "#1", "NUL")
+  T.raises(function() lpvm.unregister("a\0b") end, "#1", "NUL")
+  T.ok(lpvm.register("a"))
+  T.raises(function() lpvm.whereis("a\0b") end, "#1", "NUL")
+  T.eq(lpvm.whereis("a"), lpvm.self())
+  lpvm.unregister("a")
+end)
+
+test("register('') and a name over 255 bytes raise; a taken name is nil, reason", function()
+  T.raises(function() lpvm.register("") end, "#1", "'register'", "name of 1..255 bytes")
+  T.raises(function() lpvm.register(string.rep("n", 256)) end, "#1", "name of 1..255 bytes")
+  T.raises(function() lpvm.whereis("") end, "#1", "name of 1..255 bytes")
+  T.raises(function() lpvm.unregister("") end, "#1", "name of 1..255 bytes")
+  T.ok(lpvm.register(string.rep("n", 255)))
+  local other = lpvm.spawn(function() lpvm.receive() end)
+  T.eqv(table.pack(lpvm.register(string.rep("n", 255), other)), table.pack(nil, "already_registered"))
+  T.eqv(table.pack(lpvm.unregister("never_registered")), table.pack(nil, "noproc"))
+  lpvm.unregister(string.rep("n", 255))
+  lpvm.exit(other, "kill")
+end)
+
+test("fd_port refuses descriptors that do not fit an int (2^32+1 is not fd 1)", function()
+  T.raises(function() lpvm.fd_port(2 ^ 32 + 1) end, "#1", "descriptor expected")
+  T.raises(function() lpvm.fd_port(math.tointeger(2 ^ 32 + 1)) end, "#1", "descriptor expected")
+  T.raises(function() lpvm.fd_port(nil, 2 ^ 31) end, "#2", "descriptor expected")
+  T.raises(function() lpvm.fd_port(-2) end, "#1", "descriptor expected")
+  T.raises(function() lpvm.fd_port() end, "#1", "at least one descriptor")
+  local p = assert(lpvm.fd_port(nil, 2))
+  lpvm.port_close(p)
+end)
+
+test("recv(port, n) over the port's max_packet raises; within it, it reads", function()
+  local p = assert(lpvm.open_port({ "cat" }, { active = false, max_packet = 1000 }))
+  T.raises(function() lpvm.recv(p, 1001, 100) end, "#2", "'recv'", "over the port's max_packet")
+  T.raises(function() lpvm.recv(p, 2 ^ 40, 100) end, "#2", "over the port's max_packet")
+  T.raises(function() lpvm.recv(p, -1, 100) end, "#2", ">= 0")
+  lpvm.port_send(p, string.rep("z", 1000))
+  T.eq(lpvm.recv(p, 1000, 5000), string.rep("z", 1000))
+  lpvm.port_close(p, 0)
+end)
+
+-- ---- every port call checks the port's kind ------------------------------------------
+
+-- One port of each kind, owned by the caller; closed by the returned function.
+local function ports()
+  local path = os.tmpname()
+  local P = {}
+  P["program port"] = assert(lpvm.open_port({ "cat" }, { active = false }))
+  P["fd port"] = assert(lpvm.fd_port(nil, 2))
+  local port
+  P["tcp listener"], port = lpvm.tcp_listen("127.0.0.1", 0, { active = false })
+  P["tcp connection"] = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false }))
+  P["file port"] = assert(lpvm.file_open(path, "w+"))
+  return P, function()
+    for _, p in pairs(P) do lpvm.port_close(p, 0) end
+    os.remove(path)
+  end
+end
+
+local function kinds_except(P, ok)
+  local t = {}
+  for kind, p in pairs(P) do if not ok[kind] then t[kind] = p end end
+  return t
+end
+
+test("file calls on any other port raise 'file port expected, got <kind>'", function()
+  local P, close = ports()
+  for kind, p in pairs(kinds_except(P, { ["file port"] = true })) do
+    T.raises(function() lpvm.file_read(p, 1) end, "#1", "'file_read'", "file port expected, got " .. kind)
+    T.raises(function() lpvm.file_write(p, "x") end, "#1", "file port expected, got " .. kind)
+    T.raises(function() lpvm.file_seek(p, "set", 0) end, "#1", "file port expected, got " .. kind)
+  end
+  T.eq(lpvm.file_write(P["file port"], "ok"), true)
+  close()
+end)
+
+test("tcp_accept on anything but a listener raises 'tcp listener expected'", function()
+  local P, close = ports()
+  for kind, p in pairs(kinds_except(P, { ["tcp listener"] = true })) do
+    T.raises(function() lpvm.tcp_accept(p, 10) end, "#1", "tcp listener expected, got " .. kind)
+    T.raises(function() lpvm.tcp_accept(p, lpvm.self()) end, "#1", "tcp listener expected")
+  end
+  local conn, err = lpvm.tcp_accept(P["tcp listener"], 5000)   -- the connection made above
+  T.ok(lpvm.is_port(conn), err)
+  lpvm.port_close(conn, 0)
+  close()
+end)
+
+test("stream calls on a listener or a file port raise 'stream port expected'", function()
+  local P, close = ports()
+  for _, kind in ipairs({ "tcp listener", "file port" }) do
+    local p = P[kind]
+    local want = "stream port expected, got " .. kind
+    T.raises(function() lpvm.recv(p, 0, 10) end, "#1", "'recv'", want)
+    T.raises(function() lpvm.set_active(p, true) end, "#1", want)
+    T.raises(function() lpvm.set_packet(p, "line") end, "#1", want)
+    T.raises(function() lpvm.shutdown(p) end, "#1", want)
+    T.raises(function() lpvm.port_send(p, "x") end, "#1", want)
+  end
+  T.raises(function() lpvm.controlling_process(P["file port"], lpvm.self()) end, "#1",
+           "stream port or tcp listener expected, got file port")
+  -- the stream kinds take them
+  for _, kind in ipairs({ "program port", "fd port", "tcp connection" }) do
+    T.eq(lpvm.set_packet(P[kind], "raw"), true, kind)
+    T.eq(lpvm.set_active(P[kind], false), true, kind)
+  end
+  T.eq(lpvm.port_send(P["program port"], "hi\n"), true)
+  T.eq(lpvm.recv(P["program port"], 3, 5000), "hi\n")
+  T.eq(lpvm.shutdown(P["program port"]), true)
+  T.eq(lpvm.controlling_process(P["tcp listener"], lpvm.self()), true)
+  close()
+end)
+
+test("a closed port of the right kind answers closed, not an error", function()
+  local f = assert(lpvm.file_open("/dev/null"))
+  lpvm.port_close(f)
+  T.eqv(table.pack(lpvm.file_read(f, 1)), table.pack(nil, "closed"))
+end)
+
+test("port_close(p, 0) of a fresh port never kills its owner and leaves no message", function()
+  -- Not trapping exits. Before, the port linked to its owner asynchronously, so the
+  -- owner's unlink before the kill could miss the link and the kill's exit signal
+  -- (killed) took the owner along; and a DOWN or {closed} came after port_close.
+  for _ = 1, T.scaled(300, 30) do
+    lpvm.port_close(assert(lpvm.file_open("/dev/null")), 0)
+    lpvm.port_close(assert(lpvm.tcp_listen("127.0.0.1", 0)), 0)
+    lpvm.port_close(assert(lpvm.open_port({ "cat" })), 0)
+  end
+  T.no_msg(100)
+end)
+
 T.run()

@@ -138,6 +138,25 @@ port_test("exit status of a failing program, and of a signal", function()
   closed(p)
 end)
 
+port_test("a program that exits while being written to still gives eof and exit_status", function()
+  -- issue 10, item 8: it reads 10 bytes and exits; the rest of our megabyte meets
+  -- EPIPE, which used to end the port with {error, epipe} and no exit status
+  local p = assert(lpvm.open_port({ "sh", "-c", "head -c 10 >/dev/null; echo bye; exit 7" }))
+  local chunk = string.rep("x", 65536)
+  for _ = 1, 16 do lpvm.port_send(p, chunk) end
+  local got = {}
+  repeat
+    local m = from(p, 10000)
+    got[#got + 1] = m
+  until m[1] == "closed"
+  local tags = {}
+  for _, m in ipairs(got) do tags[#tags + 1] = m[1] end
+  T.eq(table.concat(tags, " "), "data eof exit_status closed")
+  T.eq(got[1][3], "bye\n")
+  T.eq(got[3][3], 7)
+  lpvm.port_send(p, "late")   -- to a closed port: dropped, no error
+end)
+
 port_test("a program that cannot start", function()
   local p, why = lpvm.open_port({ "/nonexistent/program" })
   T.eq(p, nil)

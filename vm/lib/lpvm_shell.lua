@@ -83,6 +83,11 @@ end
 -- run(tty, version): read, evaluate, print until the end of input; then halt the VM
 -- with 0. tty: stdin is a terminal (a banner and prompts; over a pipe only results).
 function M.run(tty, version)
+  -- The shell runs on a private thread, where no user process can starve it: the
+  -- workers serve priorities strictly, so a few spinners at priority 0 would
+  -- otherwise keep it (and with it Ctrl-D and lpvm.halt typed here) from ever
+  -- running again. Its children still start on the workers.
+  pcall(lpvm.migrate, "thread")
   if tty then
     write("lpvm ", version or "", " (", _VERSION, ") shell. Ctrl-D quits. ",
           "Try lpvm.processes() or lpvm.info(lpvm.self()).\n")

@@ -1,0 +1,193 @@
+/*
+** ets_int.h -- what the ETS files share: the table record, its objects and locks.
+**
+** Files: ets.c (the registry of tables, owners, heirs, names, the exit hook),
+** ets_hash.c (set, bag, duplicate_bag storage), ets_tree.c (ordered_set storage),
+** ets_ops.c (the object operations of ets.h), ets_ms.c (match specifications).
+**
+** Locking (docs/architecture.md, "ETS"):
+**   table lock   a rwlock per table. Readers share it; a writer takes it exclusively,
+**                except on a write_concurrency hash table, where single-key writers
+**                share it too and exclude each other per stripe. Whole-table work
+**                (resize, delete_all, select_delete, the table's deletion) takes it
+**                exclusively. read_concurrency picks reader preference; other
+**                tables prefer writers so a stream of readers cannot starve them.
+**   stripes      write_concurrency hash tables: 64 rwlocks, stripe = the top 6 bits
+**                of the key's hash, and the bucket = the top k bits (k >= 6), so a
+**                bucket belongs to one stripe whatever the table's size.
+**   registry     one rwlock over the slots' ids, names and owners (ets.c); taken
+**                before a table lock, never after one.
+** A slot (ets_tab) is never freed while the VM runs, so a caller holding a stale
+** table id may always lock the slot and then sees that its id changed.
+*/
+#ifndef LPVM_ETS_INT_H
+#define LPVM_ETS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "lpvm/ets.h"
+#include "tasks/task_int.h"
+#include "tasks/term_int.h"
+
+/* One object: the tuple's external term, with its key located inside. */
+typedef struct ets_obj {
+  struct ets_obj *link[2];  /* hash: link[0] = next in the bucket; tree: children */
+  uint64_t hash;            /* hash: the key's term_hash; tree: subtree height */
+  uint32_t len;             /* bytes of data[] (131 first) */
+  uint32_t key_off, key_len;
+  uint8_t data[];
+} ets_obj;
+
+static inline const uint8_t *obj_key(const ets_obj *o) { return o->data + o->key_off; }
+static inline const uint8_t *obj_key_end(const ets_obj *o) {
+  return o->data + o->key_off + o->key_len;
+}
+/* Bytes an object costs (the allocator's own overhead left out). */
+static inline size_t obj_size(const ets_obj *o) { return sizeof *o + o->len; }
+
+#define ETS_NSTRIPES 64
+#define ETS_STRIPE_BITS 6
+
+typedef struct ets_stripe {
+  pthread_rwlock_t lock;
+  _Atomic size_t count;     /* objects under this stripe */
+  _Atomic size_t mem;       /* their bytes */
+  char pad[128 - sizeof(pthread_rwlock_t) - 2 * sizeof(size_t)];
+} ets_stripe;
+
+typedef struct ets_tab {
+  /* Made once with the slot and never destroyed while the VM runs: locks[0] prefers
+  ** writers, locks[1] readers (read_concurrency); a table uses locks[rc]. */
+  pthread_rwlock_t locks[2];
+  _Atomic int rc;
+  /* Written under the registry lock AND the table lock held exclusively: either lock
+  ** suffices to read them. */
+  _Atomic lpvm_tab tid;     /* 0: a free slot */
+  _Atomic lpvm_id owner;
+  uint32_t gen;             /* the slot's generation (registry lock) */
+  uint32_t name_next;       /* named tables: next slot + 1 in the name's chain */
+  lpvm_id heir;
+  uint8_t *heir_data;       /* a whole term, or NULL = undefined */
+  size_t heir_len;
+  char name[256];
+  int named;
+  /* Fixed while the table lives. */
+  int type, access, wc;
+  uint32_t keypos;
+  /* Storage, under the locks above. */
+  ets_obj **buckets;        /* hash: 2^bits chains, sorted by (hash, key) */
+  unsigned bits;
+  ets_stripe *stripes;      /* wc_stripes, or &one */
+  _Atomic unsigned nstripes;   /* ETS_NSTRIPES, or 1; read before the lock as a hint */
+  ets_stripe one;
+  ets_stripe *wc_stripes;   /* made for the slot's first write_concurrency table, kept */
+  ets_obj *root;            /* ordered_set: an AVL tree in term order */
+} ets_tab;
+
+static inline int tab_is_hash(const ets_tab *t) { return t->type != LPVM_ETS_ORDERED_SET; }
+static inline int tab_is_bag(const ets_tab *t) {
+  return t->type == LPVM_ETS_BAG || t->type == LPVM_ETS_DUPLICATE_BAG;
+}
+
+size_t ets_size(const ets_tab *t);
+size_t ets_mem(const ets_tab *t);
+static inline void ets_count(ets_tab *t, ets_stripe *s, long dn, long dmem) {
+  (void)t;
+  atomic_fetch_add_explicit(&s->count, (size_t)dn, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->mem, (size_t)dmem, memory_order_relaxed);
+}
+
+/* ets.c: find a live table and lock it. wr: 0 read, 1 single-key write (shared on
+** write_concurrency tables), 2 exclusive. write: 1 check write access, 0 read
+** access, -1 none (info). On
+** success the table lock is held; ets_leave releases it. */
+int ets_enter(lpvm_task *self, lpvm_tab tid, int wr, int write, ets_tab **out);
+void ets_leave(ets_tab *t);
+/* Terms nest at most this deep in a table (the Lua codec's own limit), because
+** comparing them recurses; ets_too_deep checks a term in [p, end). */
+#define ETS_MAX_DEPTH 200
+int ets_too_deep(const uint8_t *p, const uint8_t *end);
+/* Build an object from exactly one tuple term (no version byte) in [p, end). */
+int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out);
+/* Free every object of a detached storage. */
+void ets_free_objs(int type, ets_obj **buckets, unsigned bits, ets_obj *root);
+
+/* ets_hash.c (set, bag, duplicate_bag) and ets_tree.c (ordered_set). Keys are terms
+** without a version byte; `h` is term_hash(key) for hash tables. The caller holds the
+** table lock, and for the single-key functions the key's stripe (ets_stripe_of) when
+** the table has stripes; the walking functions lock stripes themselves. Objects
+** returned are valid only under those locks. Counts are kept by these functions. */
+typedef struct ets_key {
+  const uint8_t *p, *end;
+  uint64_t h;
+} ets_key;
+
+int ets_store_init(ets_tab *t);                     /* empty storage */
+void ets_store_detach(ets_tab *t, ets_obj ***buckets, unsigned *bits, ets_obj **root);
+static inline ets_stripe *ets_stripe_of(ets_tab *t, uint64_t h) {
+  return t->nstripes > 1 ? &t->stripes[h >> (64 - ETS_STRIPE_BITS)] : t->stripes;
+}
+/* The first object with key k (a bag's objects with one key follow each other
+** through ets_same_next, NULL after the last). */
+ets_obj *ets_find(ets_tab *t, const ets_key *k);
+ets_obj *ets_same_next(ets_tab *t, ets_obj *o);
+/* Insert o. set, ordered_set: replaces (*old = the replaced object); bag: refuses an
+** identical object (*old = o); duplicate_bag: appends. *old = NULL otherwise. */
+void ets_put(ets_tab *t, ets_obj *o, ets_obj **old);
+/* Unlink every object with key k; returns them chained through link[0]. */
+ets_obj *ets_remove_key(ets_tab *t, const ets_key *k);
+/* Unlink o (found with ets_find/ets_same_next). */
+void ets_remove_obj(ets_tab *t, ets_obj *o);
+/* Walk order. Append the key of the first (last) object, or of the first after
+** (before) k, which need not be present, to out: 1, or 0 when there is none.
+** last/before on hash tables are first/after, as in ETS. */
+int ets_first_key(ets_tab *t, lpvm_tbuf *out);
+int ets_last_key(ets_tab *t, lpvm_tbuf *out);
+int ets_after_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out);
+int ets_before_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out);
+/* Every object in walk order; fn returns nonzero to stop (returned). fn must not
+** change the table (select_delete collects first, then removes). */
+int ets_walk(ets_tab *t, int (*fn)(ets_tab *t, ets_obj *o, void *ud), void *ud);
+/* Hash tables: does the stripe's count say the buckets should grow or shrink?
+** ets_resize (table lock exclusive) does it. */
+int ets_wants_resize(ets_tab *t, const ets_stripe *s);
+void ets_resize(ets_tab *t);
+/* Whole objects equal (=:=)? */
+int ets_obj_equal(const ets_obj *a, const ets_obj *b);
+
+/* The storages (the ets_ functions above dispatch on the table type). */
+int hash_init(ets_tab *t);
+ets_obj *hash_find(ets_tab *t, const ets_key *k);
+void hash_put(ets_tab *t, ets_obj *o, ets_obj **old);
+ets_obj *hash_remove_key(ets_tab *t, const ets_key *k);
+void hash_remove_obj(ets_tab *t, ets_obj *o);
+int hash_first_key(ets_tab *t, lpvm_tbuf *out);
+int hash_after_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out);
+int hash_walk(ets_tab *t, int (*fn)(ets_tab *t, ets_obj *o, void *ud), void *ud);
+void hash_free(ets_obj **buckets, unsigned bits);
+
+ets_obj *tree_find(ets_tab *t, const ets_key *k);
+void tree_put(ets_tab *t, ets_obj *o, ets_obj **old);
+ets_obj *tree_remove_key(ets_tab *t, const ets_key *k);
+int tree_first_key(ets_tab *t, lpvm_tbuf *out);
+int tree_last_key(ets_tab *t, lpvm_tbuf *out);
+int tree_after_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out);
+int tree_before_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out);
+int tree_walk(ets_tab *t, int (*fn)(ets_tab *t, ets_obj *o, void *ud), void *ud);
+void tree_free(ets_obj *root);
+
+/* ets_ms.c: a compiled match specification. */
+typedef struct ets_ms ets_ms;
+int ets_ms_compile(const uint8_t *ms, size_t len, ets_ms **out);
+void ets_ms_free(ets_ms *m);
+/* Run it on one object: 1 and the body's result appended to out (if out), 0 no
+** match. *is_true: the result is the atom true (select_count/select_delete). */
+int ets_ms_run(ets_ms *m, const ets_obj *o, lpvm_tbuf *out, int *is_true);
+/* The pattern's key when it is fully bound (no variables): a lookup instead of a
+** scan. 0 and the key's extent, or -1. */
+int ets_ms_bound_key(const ets_ms *m, uint32_t keypos, const uint8_t **p,
+                     const uint8_t **end);
+
+#endif

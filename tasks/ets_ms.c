@@ -1,0 +1,530 @@
+/*
+** ets_ms.c -- Erlang match specifications, run on encoded objects.
+**
+** A match specification is the term [{Head, Guards, Body}, ...]. The first clause
+** whose Head matches the object and whose Guards are all true gives the result: its
+** Body's last expression. Understood (docs/ets.md has the table):
+**   Head     '_' matches anything; '$N' binds (or, bound, must be =:=); tuples, lists
+**            and maps match element by element (a map pattern: these keys at least);
+**            anything else must be =:= the object's part.
+**   Guards   comparisons ('<' '>' '=<' '>=' '==' '/=' '=:=' '=/='), 'andalso' 'orelse'
+**            'and' 'or' 'xor' 'not', type tests (is_integer is_float is_number
+**            is_atom is_binary is_list is_tuple is_map is_pid is_reference
+**            is_boolean), arithmetic ('+' '-' '*' '/' 'div' 'rem' abs), element/2,
+**            tuple_size/1, byte_size/1, {const, X}.
+**   Body     '$_' (the object), '$$' (the head's variables in order), '$N', {{...}}
+**            (a tuple built from expressions), [...] (a list), literals, guard
+**            expressions.
+** A guard that fails to evaluate (an unbound variable, arithmetic on an atom) is
+** false, as in Erlang. Values live in the object, in the specification or in a small
+** per-run arena (computed numbers and built terms); the object is only read.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/ets_int.h"
+
+#define MAX_VAR 1000
+#define MAX_DEPTH 64
+enum { V_ANY = -2, V_NONE = -1, V_OBJ = -3, V_ALL = -4 };
+
+typedef struct clause {
+  const uint8_t *head, *guards, *body;   /* guards/body: the lists */
+  uint32_t nguards, nbody;
+  int nvars;                             /* highest variable index + 1 */
+} clause;
+
+struct ets_ms {
+  uint8_t *term;            /* our copy */
+  size_t len;
+  const uint8_t *end;
+  clause *cl;
+  uint32_t ncl;
+  int maxvars;
+  /* per run */
+  const uint8_t **bp, **be; /* bindings: extent, NULL = unbound */
+  const ets_obj *obj;
+  lpvm_tbuf arena;
+  int depth;
+};
+
+/* A value: an extent in the object or specification, or in the arena by offset
+** (the arena may move while it grows). */
+typedef struct val {
+  const uint8_t *p;         /* NULL: in the arena */
+  size_t off, len;
+} val;
+
+static const uint8_t atom_true[] = {TAG_SMALL_ATOM_UTF8, 4, 't', 'r', 'u', 'e'};
+static const uint8_t atom_false[] = {TAG_SMALL_ATOM_UTF8, 5, 'f', 'a', 'l', 's', 'e'};
+
+static const uint8_t *skip(const uint8_t *p, const uint8_t *end) {
+  lpvm_tread r = {p, end};
+  return lpvm_skip(&r) == 0 ? r.p : end;
+}
+
+static int is_atom(const uint8_t *p, const uint8_t *end, const char **s, size_t *n) {
+  const uint8_t *next;
+  return p < end && term_atom_at(p, end, s, n, NULL, &next) == 0;
+}
+
+static int atom_is(const char *s, size_t n, const char *lit) {
+  return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+/* '_' -> V_ANY, '$N' -> N, '$_' -> V_OBJ, '$$' -> V_ALL, else V_NONE. */
+static int var_of(const uint8_t *p, const uint8_t *end) {
+  const char *s;
+  size_t n;
+  if (!is_atom(p, end, &s, &n) || n == 0) return V_NONE;
+  if (n == 1 && s[0] == '_') return V_ANY;
+  if (s[0] != '$' || n < 2) return V_NONE;
+  if (n == 2 && s[1] == '_') return V_OBJ;
+  if (n == 2 && s[1] == '$') return V_ALL;
+  int v = 0;
+  for (size_t i = 1; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9' || v > MAX_VAR) return V_NONE;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v <= MAX_VAR ? v : V_NONE;
+}
+
+/* Highest variable in a pattern + 1 (0: none); -1 if it has '_' or variables at all
+** is asked through *any. */
+static int scan_vars(const uint8_t *p, const uint8_t *end, int *any, int depth) {
+  int v = var_of(p, end), hi = 0;
+  if (v >= 0) { *any = 1; return v + 1; }
+  if (v == V_ANY) { *any = 1; return 0; }
+  if (depth > MAX_DEPTH) { *any = 1; return 0; }
+  lpvm_tread r = {p, end};
+  uint32_t n = 0;
+  int t = lpvm_get_type(&r);
+  if (t == LPVM_T_TUPLE) lpvm_get_tuple(&r, &n);
+  else if (t == LPVM_T_LIST) { lpvm_get_list(&r, &n); n++; }
+  else if (t == LPVM_T_MAP) { lpvm_get_map(&r, &n); n *= 2; }
+  for (uint32_t i = 0; i < n; i++) {
+    int h = scan_vars(r.p, end, any, depth + 1);
+    if (h > hi) hi = h;
+    r.p = skip(r.p, end);
+  }
+  return hi;
+}
+
+void ets_ms_free(ets_ms *m) {
+  if (!m) return;
+  free(m->term);
+  free(m->cl);
+  free(m->bp);
+  lpvm_tbuf_free(&m->arena);
+  free(m);
+}
+
+int ets_ms_compile(const uint8_t *term, size_t len, ets_ms **out) {
+  if (!term || lpvm_term_check(term, len)) return LPVM_EBADTERM;
+  if (ets_too_deep(term + 1, term + len)) return LPVM_ETS_EMATCH;
+  ets_ms *m = calloc(1, sizeof *m);
+  if (!m || !(m->term = malloc(len))) { free(m); return LPVM_ENOMEM; }
+  memcpy(m->term, term, len);
+  m->len = len;
+  m->end = m->term + len;
+  lpvm_tread r = {m->term + 1, m->end};
+  uint32_t n;
+  int rc = LPVM_ETS_EMATCH;
+  if (lpvm_get_list(&r, &n) || n == 0 || !(m->cl = calloc(n, sizeof *m->cl))) {
+    if (lpvm_get_type(&(lpvm_tread){m->term + 1, m->end}) == LPVM_T_NIL) rc = 0;
+    goto done;
+  }
+  m->ncl = n;
+  for (uint32_t i = 0; i < n; i++) {
+    clause *c = &m->cl[i];
+    uint32_t ar;
+    int any = 0;
+    if (lpvm_get_tuple(&r, &ar) || ar != 3) goto done;
+    c->head = r.p;
+    c->nvars = scan_vars(c->head, m->end, &any, 0);
+    if (c->nvars > m->maxvars) m->maxvars = c->nvars;
+    r.p = skip(r.p, m->end);
+    c->guards = r.p;
+    if (lpvm_get_type(&r) == LPVM_T_NIL) { c->nguards = 0; r.p++; }
+    else if (lpvm_get_list(&r, &c->nguards)) goto done;
+    else { c->guards = r.p; for (uint32_t g = 0; g <= c->nguards; g++) r.p = skip(r.p, m->end); }
+    if (lpvm_get_list(&r, &c->nbody) || c->nbody == 0) goto done;
+    c->body = r.p;
+    for (uint32_t b = 0; b <= c->nbody; b++) r.p = skip(r.p, m->end);
+  }
+  rc = 0;
+done:
+  if (rc == 0) {
+    size_t nv = m->maxvars ? (size_t)m->maxvars : 1;
+    m->bp = calloc(2 * nv, sizeof *m->bp);
+    m->be = m->bp ? m->bp + nv : NULL;
+    lpvm_tbuf_init(&m->arena);
+    if (!m->bp || m->arena.err) rc = LPVM_ENOMEM;
+  }
+  if (rc) { ets_ms_free(m); return rc; }
+  *out = m;
+  return 0;
+}
+
+int ets_ms_bound_key(const ets_ms *m, uint32_t keypos, const uint8_t **p,
+                     const uint8_t **end) {
+  if (m->ncl != 1) return -1;
+  lpvm_tread r = {m->cl[0].head, m->end};
+  uint32_t ar;
+  int any = 0;
+  if (lpvm_get_tuple(&r, &ar) || ar < keypos) return -1;
+  for (uint32_t i = 1; i < keypos; i++) r.p = skip(r.p, m->end);
+  scan_vars(r.p, m->end, &any, 0);
+  if (any) return -1;
+  *p = r.p;
+  *end = skip(r.p, m->end);
+  return 0;
+}
+
+/* ---- matching the head ----------------------------------------------------------------- */
+
+static int pmatch(ets_ms *m, const uint8_t *pat, const uint8_t *o, const uint8_t *oend,
+                  int depth) {
+  const uint8_t *pend = m->end;
+  int v = var_of(pat, pend);
+  if (v == V_ANY) return 1;
+  if (v >= 0) {
+    const uint8_t *oe = skip(o, oend);
+    if (m->bp[v]) return term_cmp(m->bp[v], m->be[v], o, oe, 1) == 0;
+    m->bp[v] = o;
+    m->be[v] = oe;
+    return 1;
+  }
+  if (depth > MAX_DEPTH) return 0;
+  lpvm_tread rp = {pat, pend}, ro = {o, oend};
+  uint32_t n, k;
+  switch (lpvm_get_type(&rp)) {
+    case LPVM_T_TUPLE:
+      if (lpvm_get_tuple(&rp, &n) || lpvm_get_tuple(&ro, &k) || n != k) return 0;
+      for (uint32_t i = 0; i < n; i++) {
+        if (!pmatch(m, rp.p, ro.p, oend, depth + 1)) return 0;
+        rp.p = skip(rp.p, pend);
+        ro.p = skip(ro.p, oend);
+      }
+      return 1;
+    case LPVM_T_LIST:
+      if (lpvm_get_type(&ro) != LPVM_T_LIST) break;   /* a STRING_EXT: compare */
+      lpvm_get_list(&rp, &n);
+      lpvm_get_list(&ro, &k);
+      if (n != k) return 0;
+      for (uint32_t i = 0; i <= n; i++) {   /* the elements, then the tail */
+        if (!pmatch(m, rp.p, ro.p, oend, depth + 1)) return 0;
+        rp.p = skip(rp.p, pend);
+        ro.p = skip(ro.p, oend);
+      }
+      return 1;
+    case LPVM_T_MAP: {
+      if (lpvm_get_map(&rp, &n) || lpvm_get_map(&ro, &k)) return 0;
+      const uint8_t *pairs = ro.p;
+      for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *pk = rp.p, *pv = skip(pk, pend);
+        rp.p = skip(pv, pend);
+        const uint8_t *q = pairs, *hit = NULL;
+        for (uint32_t j = 0; j < k && !hit; j++) {
+          const uint8_t *qv = skip(q, oend);
+          if (term_cmp(pk, pv, q, qv, 1) == 0) hit = qv;
+          q = skip(qv, oend);
+        }
+        if (!hit || !pmatch(m, pv, hit, oend, depth + 1)) return 0;
+      }
+      return 1;
+    }
+    default:
+      break;
+  }
+  return term_cmp(pat, skip(pat, pend), o, oend, 1) == 0;
+}
+
+/* ---- guard and body expressions ------------------------------------------------------- */
+
+static const uint8_t *vptr(ets_ms *m, const val *v) {
+  return v->p ? v->p : m->arena.data + v->off;
+}
+
+static val lit(const uint8_t *p, size_t len) { return (val){p, 0, len}; }
+
+static val vbool(int b) {
+  return b ? lit(atom_true, sizeof atom_true) : lit(atom_false, sizeof atom_false);
+}
+
+static int v_is_true(ets_ms *m, const val *v) {
+  return v->len == sizeof atom_true && memcmp(vptr(m, v), atom_true, v->len) == 0;
+}
+
+static int v_is_false(ets_ms *m, const val *v) {
+  return v->len == sizeof atom_false && memcmp(vptr(m, v), atom_false, v->len) == 0;
+}
+
+static int v_type(ets_ms *m, const val *v) {
+  return lpvm_get_type(&(lpvm_tread){vptr(m, v), vptr(m, v) + v->len});
+}
+
+/* Build in the arena from `start`: the value of what was appended. */
+static int arena_val(ets_ms *m, size_t start, val *out) {
+  if (m->arena.err) return -1;
+  *out = (val){NULL, start, m->arena.len - start};
+  return 0;
+}
+
+static int eval(ets_ms *m, const uint8_t *e, val *out, int depth);
+
+static int cmp_vals(ets_ms *m, const val *a, const val *b, int exact) {
+  const uint8_t *pa = vptr(m, a), *pb = vptr(m, b);
+  return term_cmp(pa, pa + a->len, pb, pb + b->len, exact);
+}
+
+/* Numbers: 0 integer in *i, 1 float in *d, -1 not a number (or beyond 64 bits). */
+static int num_of(ets_ms *m, const val *v, int64_t *i, double *d) {
+  lpvm_tread r = {vptr(m, v), vptr(m, v) + v->len};
+  if (lpvm_get_int(&r, i) == 0) { *d = (double)*i; return 0; }
+  if (lpvm_get_float(&r, d) == 0) return 1;
+  return -1;
+}
+
+static int arith(ets_ms *m, const char *op, size_t opn, const val *a, const val *b,
+                 val *out) {
+  int64_t x, y, z = 0;
+  double fx, fy, fz = 0;
+  int ka = num_of(m, a, &x, &fx), kb = b ? num_of(m, b, &y, &fy) : 0;
+  if (ka < 0 || kb < 0) return -1;
+  size_t start = m->arena.len;
+  int isf = ka == 1 || kb == 1;
+  if (!b) {   /* unary: '-' and abs */
+    if (atom_is(op, opn, "-")) { if (isf) fz = -fx; else if (__builtin_sub_overflow(0, x, &z)) return -1; }
+    else if (atom_is(op, opn, "abs")) { if (isf) fz = fabs(fx); else if (x == INT64_MIN) return -1; else z = x < 0 ? -x : x; }
+    else return -1;
+  } else if (atom_is(op, opn, "/")) {
+    if (fy == 0) return -1;
+    isf = 1;
+    fz = fx / fy;
+  } else if (atom_is(op, opn, "div") || atom_is(op, opn, "rem")) {
+    if (isf || y == 0 || (x == INT64_MIN && y == -1)) return -1;
+    z = op[0] == 'd' ? x / y : x % y;
+  } else if (isf) {
+    if (atom_is(op, opn, "+")) fz = fx + fy;
+    else if (atom_is(op, opn, "-")) fz = fx - fy;
+    else if (atom_is(op, opn, "*")) fz = fx * fy;
+    else return -1;
+  } else {
+    int ovf;
+    if (atom_is(op, opn, "+")) ovf = __builtin_add_overflow(x, y, &z);
+    else if (atom_is(op, opn, "-")) ovf = __builtin_sub_overflow(x, y, &z);
+    else if (atom_is(op, opn, "*")) ovf = __builtin_mul_overflow(x, y, &z);
+    else return -1;
+    if (ovf) return -1;
+  }
+  if (isf) lpvm_put_float(&m->arena, fz);
+  else lpvm_put_int(&m->arena, z);
+  return arena_val(m, start, out);
+}
+
+static int type_test(ets_ms *m, const char *f, size_t fn, const val *a, val *out) {
+  int t = v_type(m, a), r;
+  if (atom_is(f, fn, "is_integer")) r = t == LPVM_T_INT || t == LPVM_T_BIGINT;
+  else if (atom_is(f, fn, "is_float")) r = t == LPVM_T_FLOAT;
+  else if (atom_is(f, fn, "is_number")) r = t == LPVM_T_INT || t == LPVM_T_BIGINT || t == LPVM_T_FLOAT;
+  else if (atom_is(f, fn, "is_atom")) r = t == LPVM_T_ATOM;
+  else if (atom_is(f, fn, "is_binary")) r = t == LPVM_T_BINARY;
+  else if (atom_is(f, fn, "is_list")) r = t == LPVM_T_LIST || t == LPVM_T_NIL || t == LPVM_T_STRING;
+  else if (atom_is(f, fn, "is_tuple")) r = t == LPVM_T_TUPLE;
+  else if (atom_is(f, fn, "is_map")) r = t == LPVM_T_MAP;
+  else if (atom_is(f, fn, "is_pid")) r = t == LPVM_T_PID || t == LPVM_T_PORT;
+  else if (atom_is(f, fn, "is_reference")) r = t == LPVM_T_REF;
+  else if (atom_is(f, fn, "is_boolean")) r = v_is_true(m, a) || v_is_false(m, a);
+  else return -1;
+  *out = vbool(r);
+  return 0;
+}
+
+static int compare(const char *f, size_t fn, int c, val *out) {
+  int r;
+  if (atom_is(f, fn, "<")) r = c < 0;
+  else if (atom_is(f, fn, ">")) r = c > 0;
+  else if (atom_is(f, fn, "=<")) r = c <= 0;
+  else if (atom_is(f, fn, ">=")) r = c >= 0;
+  else if (atom_is(f, fn, "==") || atom_is(f, fn, "=:=")) r = c == 0;
+  else if (atom_is(f, fn, "/=") || atom_is(f, fn, "=/=")) r = c != 0;
+  else return -1;
+  *out = vbool(r);
+  return 0;
+}
+
+/* element(N, T), tuple_size(T), byte_size(B). */
+static int builtin(ets_ms *m, const char *f, size_t fn, const val *a, const val *b,
+                   val *out) {
+  lpvm_tread r = {vptr(m, b ? b : a), vptr(m, b ? b : a) + (b ? b : a)->len};
+  uint32_t ar;
+  if (atom_is(f, fn, "element") && b) {
+    int64_t i;
+    double d;
+    if (num_of(m, a, &i, &d) != 0 || lpvm_get_tuple(&r, &ar) || i < 1 || i > ar) return -1;
+    for (int64_t k = 1; k < i; k++) lpvm_skip(&r);
+    const uint8_t *p = r.p;
+    lpvm_skip(&r);
+    if (b->p) { *out = lit(p, (size_t)(r.p - p)); return 0; }
+    *out = (val){NULL, b->off + (size_t)(p - vptr(m, b)), (size_t)(r.p - p)};
+    return 0;
+  }
+  size_t start = m->arena.len;
+  if (atom_is(f, fn, "tuple_size") && !b) {
+    if (lpvm_get_tuple(&r, &ar)) return -1;
+    lpvm_put_int(&m->arena, ar);
+    return arena_val(m, start, out);
+  }
+  if (atom_is(f, fn, "byte_size") && !b) {
+    const uint8_t *p;
+    size_t n;
+    if (lpvm_get_binary(&r, &p, &n)) return -1;
+    lpvm_put_int(&m->arena, (int64_t)n);
+    return arena_val(m, start, out);
+  }
+  return -1;
+}
+
+/* {F, A...}: a call; {{...}}: a tuple built from expressions. */
+static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
+  lpvm_tread r = {e, m->end};
+  uint32_t ar;
+  const char *f;
+  size_t fn;
+  lpvm_get_tuple(&r, &ar);
+  if (ar == 1 && lpvm_get_type(&r) == LPVM_T_TUPLE) {   /* {{E1, ..., En}} */
+    uint32_t n;
+    lpvm_get_tuple(&r, &n);
+    val *vs = n ? malloc(n * sizeof *vs) : NULL;
+    if (n && !vs) return -1;
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+      rc = eval(m, r.p, &vs[i], depth + 1);
+      r.p = skip(r.p, m->end);
+    }
+    size_t start = m->arena.len;
+    if (rc == 0) {
+      lpvm_put_tuple(&m->arena, n);
+      for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *p = vptr(m, &vs[i]);   /* re-resolved: the arena may move */
+        term_put_raw(&m->arena, p, vs[i].len);
+      }
+      rc = arena_val(m, start, out);
+    }
+    free(vs);
+    return rc;
+  }
+  if (ar < 1 || !is_atom(r.p, m->end, &f, &fn)) return -1;
+  r.p = skip(r.p, m->end);
+  if (atom_is(f, fn, "const") && ar == 2) {
+    *out = lit(r.p, (size_t)(skip(r.p, m->end) - r.p));
+    return 0;
+  }
+  val a, b;
+  int lazy = atom_is(f, fn, "andalso") || atom_is(f, fn, "orelse");
+  if (ar < 2 || ar > 3 || eval(m, r.p, &a, depth + 1)) return -1;
+  r.p = skip(r.p, m->end);
+  if (lazy && ar == 3) {   /* the second operand only when needed */
+    int stop = f[0] == 'a' ? v_is_false(m, &a) : v_is_true(m, &a);
+    if (stop) { *out = a; return 0; }
+    if (!v_is_true(m, &a) && !v_is_false(m, &a)) return -1;
+    if (eval(m, r.p, &b, depth + 1)) return -1;
+    if (!v_is_true(m, &b) && !v_is_false(m, &b)) return -1;
+    *out = b;
+    return 0;
+  }
+  if (ar == 2) {
+    if (atom_is(f, fn, "not")) {
+      if (!v_is_true(m, &a) && !v_is_false(m, &a)) return -1;
+      *out = vbool(v_is_false(m, &a));
+      return 0;
+    }
+    if (type_test(m, f, fn, &a, out) == 0) return 0;
+    if (builtin(m, f, fn, &a, NULL, out) == 0) return 0;
+    return arith(m, f, fn, &a, NULL, out);
+  }
+  if (eval(m, r.p, &b, depth + 1)) return -1;
+  int exact = atom_is(f, fn, "=:=") || atom_is(f, fn, "=/=");
+  if (compare(f, fn, cmp_vals(m, &a, &b, exact), out) == 0) return 0;
+  if (atom_is(f, fn, "and") || atom_is(f, fn, "or") || atom_is(f, fn, "xor")) {
+    int x = v_is_true(m, &a), y = v_is_true(m, &b);
+    if ((!x && !v_is_false(m, &a)) || (!y && !v_is_false(m, &b))) return -1;
+    *out = vbool(f[0] == 'a' ? x && y : f[0] == 'o' ? x || y : x != y);
+    return 0;
+  }
+  if (builtin(m, f, fn, &a, &b, out) == 0) return 0;
+  return arith(m, f, fn, &a, &b, out);
+}
+
+static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
+  if (depth > MAX_DEPTH) return -1;
+  int v = var_of(e, m->end);
+  if (v >= 0) {
+    if (v >= m->maxvars || !m->bp[v]) return -1;
+    *out = lit(m->bp[v], (size_t)(m->be[v] - m->bp[v]));
+    return 0;
+  }
+  if (v == V_OBJ) { *out = lit(m->obj->data + 1, m->obj->len - 1); return 0; }
+  if (v == V_ALL) {
+    size_t start = m->arena.len;
+    uint32_t n = 0;
+    for (int i = 0; i < m->maxvars; i++) n += m->bp[i] != NULL;
+    lpvm_put_list(&m->arena, n);
+    for (int i = 0; i < m->maxvars; i++)
+      if (m->bp[i]) term_put_raw(&m->arena, m->bp[i], (size_t)(m->be[i] - m->bp[i]));
+    lpvm_put_nil(&m->arena);
+    return arena_val(m, start, out);
+  }
+  lpvm_tread r = {e, m->end};
+  int t = lpvm_get_type(&r);
+  if (t == LPVM_T_TUPLE) return eval_tuple(m, e, out, depth);
+  if (t == LPVM_T_LIST) {   /* a list built from expressions */
+    uint32_t n;
+    lpvm_get_list(&r, &n);
+    val *vs = malloc(((size_t)n + 1) * sizeof *vs);
+    if (!vs) return -1;
+    int rc = 0;
+    for (uint32_t i = 0; i <= n && rc == 0; i++) {
+      rc = eval(m, r.p, &vs[i], depth + 1);
+      r.p = skip(r.p, m->end);
+    }
+    size_t start = m->arena.len;
+    if (rc == 0) {
+      lpvm_put_list(&m->arena, n);
+      for (uint32_t i = 0; i <= n; i++) term_put_raw(&m->arena, vptr(m, &vs[i]), vs[i].len);
+      rc = arena_val(m, start, out);
+    }
+    free(vs);
+    return rc;
+  }
+  *out = lit(e, (size_t)(skip(e, m->end) - e));   /* a literal */
+  return 0;
+}
+
+int ets_ms_run(ets_ms *m, const ets_obj *o, lpvm_tbuf *out, int *is_true) {
+  m->obj = o;
+  for (uint32_t c = 0; c < m->ncl; c++) {
+    clause *cl = &m->cl[c];
+    if (m->maxvars) memset(m->bp, 0, (size_t)m->maxvars * sizeof *m->bp);
+    if (!pmatch(m, cl->head, o->data + 1, o->data + o->len, 0)) continue;
+    lpvm_tbuf_reset(&m->arena);
+    const uint8_t *g = cl->guards;
+    int ok = 1;
+    for (uint32_t i = 0; i < cl->nguards && ok; i++) {
+      val v;
+      ok = eval(m, g, &v, 0) == 0 && v_is_true(m, &v);
+      g = skip(g, m->end);
+    }
+    if (!ok) continue;
+    const uint8_t *b = cl->body;
+    for (uint32_t i = 1; i < cl->nbody; i++) b = skip(b, m->end);   /* the last */
+    val v;
+    if (eval(m, b, &v, 0)) return 0;   /* the body failed: no result */
+    *is_true = v_is_true(m, &v);
+    if (out) term_put_raw(out, vptr(m, &v), v.len);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,489 @@
+/*
+** ets_ops.c -- the object operations of ets.h: insert, lookup, delete, counters,
+** element updates and walking.
+**
+** The shape of every call: check and prepare outside any lock (parse the term, build
+** the new objects, hash the key), lock as little as the table allows (ets_enter, plus
+** the key's stripe on write_concurrency tables), copy bytes in or out, unlock, and
+** only then free what was replaced. Nothing allocated by the caller's language runs
+** under a lock, so an error there can never leave a table locked.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/ets_int.h"
+
+/* ---- keys, locks and lists --------------------------------------------------------- */
+
+static int key_parse(const uint8_t *key, size_t klen, ets_key *k) {
+  if (!key || lpvm_term_check(key, klen)) return LPVM_EBADTERM;
+  k->p = key + 1;
+  k->end = key + klen;
+  if (ets_too_deep(k->p, k->end)) return LPVM_EINVAL;
+  k->h = term_hash(k->p, k->end);
+  return 0;
+}
+
+/* Enter the table for a single-key operation: wr 0 read, 1 write. */
+static int key_enter(lpvm_task *self, lpvm_tab tab, int wr, const ets_key *k,
+                     ets_tab **out) {
+  int rc = ets_enter(self, tab, wr, wr, out);
+  if (rc == 0 && (*out)->nstripes > 1) {
+    ets_stripe *s = ets_stripe_of(*out, k->h);
+    if (wr) pthread_rwlock_wrlock(&s->lock);
+    else pthread_rwlock_rdlock(&s->lock);
+  }
+  return rc;
+}
+
+static void key_leave(ets_tab *t, const ets_key *k) {
+  if (t->nstripes > 1) pthread_rwlock_unlock(&ets_stripe_of(t, k->h)->lock);
+  ets_leave(t);
+}
+
+/* After a write: grow or shrink the buckets if the key's stripe says so. */
+static void maybe_resize(lpvm_task *self, lpvm_tab tab, int wants) {
+  ets_tab *t;
+  if (!wants || ets_enter(self, tab, 2, -1, &t)) return;
+  ets_stripe all = {.count = ets_size(t)};
+  if (tab_is_hash(t) && ets_wants_resize(t, &all)) ets_resize(t);
+  ets_leave(t);
+}
+
+static int wants_resize(ets_tab *t, uint64_t h) {
+  if (!tab_is_hash(t)) return 0;
+  ets_stripe *s = ets_stripe_of(t, h);
+  if (t->nstripes == 1) return ets_wants_resize(t, s);
+  ets_stripe est = {.count = atomic_load_explicit(&s->count, memory_order_relaxed)};
+  return ets_wants_resize(t, &est);
+}
+
+static void free_chain(ets_obj *o) {
+  for (ets_obj *nx; o; o = nx) {
+    nx = o->link[0];
+    free(o);
+  }
+}
+
+/* A list whose length is known only at its end: a LIST header to patch. */
+static size_t list_open(lpvm_tbuf *out) {
+  size_t mark = out->len;
+  lpvm_put_list(out, 1);
+  return mark;
+}
+
+static void list_close(lpvm_tbuf *out, size_t mark, uint32_t n) {
+  if (out->err) return;
+  if (n == 0) out->len = mark;   /* [] is NIL alone */
+  else {
+    uint8_t *q = out->data + mark + 1;
+    q[0] = (uint8_t)(n >> 24); q[1] = (uint8_t)(n >> 16);
+    q[2] = (uint8_t)(n >> 8); q[3] = (uint8_t)n;
+  }
+  lpvm_put_nil(out);
+}
+
+static void put_obj(lpvm_tbuf *out, const ets_obj *o) {
+  term_put_raw(out, o->data + 1, o->len - 1);
+}
+
+static int out_rc(lpvm_tbuf *out, int rc) { return out && out->err ? out->err : rc; }
+
+/* ---- insert -------------------------------------------------------------------------- */
+
+/* The objects of a term: one tuple, or a list of tuples; in `stack` when they fit
+** (cap), else in a malloc'd array (free_objs knows which). */
+#define OBJS_STACK 8
+
+static int build_objs(ets_tab *t, const uint8_t *term, size_t len, ets_obj **stack,
+                      ets_obj ***objs, uint32_t *n) {
+  lpvm_tread r;
+  *objs = NULL;
+  *n = 0;
+  if (lpvm_tread_init(&r, term, len) || lpvm_term_check(term, len)) return LPVM_EBADTERM;
+  uint32_t count = 1;
+  int type = lpvm_get_type(&r);
+  if (type == LPVM_T_NIL) return 0;
+  if (type == LPVM_T_LIST) {
+    lpvm_get_list(&r, &count);
+  } else if (type != LPVM_T_TUPLE) {
+    return LPVM_ETS_EOBJECT;
+  }
+  ets_obj **v = count <= OBJS_STACK ? stack : malloc(count * sizeof *v);
+  if (!v) return LPVM_ENOMEM;
+  int rc = 0;
+  uint32_t i = 0;
+  for (; i < count; i++) {
+    const uint8_t *p = r.p;
+    if (lpvm_skip(&r)) { rc = LPVM_EBADTERM; break; }
+    if ((rc = ets_obj_new(t, p, r.p, &v[i])) != 0) break;
+  }
+  if (rc == 0 && type == LPVM_T_LIST && lpvm_get_nil(&r)) rc = LPVM_ETS_EOBJECT;
+  *objs = v;
+  *n = rc ? i : count;
+  return rc;
+}
+
+/* Free the objects left in the array (NULL entries: taken by the table), and it. */
+static void free_objs(ets_obj **v, uint32_t n, ets_obj **stack) {
+  for (uint32_t i = 0; i < n; i++) free(v[i]);
+  if (v != stack) free(v);
+}
+
+/* keypos and type are fixed for a table's life: read them once under the lock. */
+static int tab_shape(lpvm_task *self, lpvm_tab tab, ets_tab *shape) {
+  ets_tab *t;
+  int rc = ets_enter(self, tab, 0, -1, &t);
+  if (rc) return rc;
+  shape->type = t->type;
+  shape->keypos = t->keypos;
+  ets_leave(t);
+  return 0;
+}
+
+static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len,
+                     int only_new) {
+  ets_tab shape, *t;
+  ets_obj *stack[OBJS_STACK], **objs = stack;
+  uint32_t n = 0;
+  int rc = tab_shape(self, tab, &shape);
+  if (rc == 0) rc = build_objs(&shape, term, len, stack, &objs, &n);
+  if (rc) {
+    free_objs(objs, n, stack);
+    return rc;
+  }
+  int mode = n == 1 ? 1 : 2;
+  ets_key k1 = {0};
+  if (n == 1) k1 = (ets_key){obj_key(objs[0]), obj_key_end(objs[0]), objs[0]->hash};
+  rc = n == 1 ? key_enter(self, tab, 1, &k1, &t) : ets_enter(self, tab, mode, 1, &t);
+  if (rc) goto out;
+  if (t->type != shape.type || t->keypos != shape.keypos) {   /* another table now */
+    if (n == 1) key_leave(t, &k1); else ets_leave(t);
+    rc = LPVM_ETS_ENOTAB;
+    goto out;
+  }
+  int fresh = 1, wants = 0;
+  if (only_new)
+    for (uint32_t i = 0; i < n && fresh; i++) {
+      ets_key k = {obj_key(objs[i]), obj_key_end(objs[i]), objs[i]->hash};
+      if (ets_find(t, &k)) fresh = 0;
+    }
+  if (fresh)
+    for (uint32_t i = 0; i < n; i++) {
+      ets_obj *old;
+      ets_put(t, objs[i], &old);
+      wants |= wants_resize(t, objs[i]->hash);
+      objs[i] = old;   /* what to free: a replaced object, or one a bag refused */
+    }
+  if (n == 1) key_leave(t, &k1); else ets_leave(t);
+  maybe_resize(self, tab, wants);
+  rc = only_new ? fresh : 0;
+out:
+  free_objs(objs, n, stack);   /* replaced objects, refused ones, or all on failure */
+  return rc;
+}
+
+int lpvm_ets_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len) {
+  return do_insert(self, tab, term, len, 0);
+}
+
+int lpvm_ets_insert_new(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len) {
+  return do_insert(self, tab, term, len, 1);
+}
+
+/* ---- lookups ------------------------------------------------------------------------- */
+
+int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
+                    lpvm_tbuf *out) {
+  ets_key k;
+  ets_tab *t;
+  int rc = key_parse(key, klen, &k);
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  uint32_t n = 0;
+  ets_obj *first = ets_find(t, &k);
+  for (ets_obj *o = first; o; o = ets_same_next(t, o)) n++;
+  lpvm_put_list(out, n);
+  for (ets_obj *o = first; o; o = ets_same_next(t, o)) put_obj(out, o);
+  key_leave(t, &k);
+  lpvm_put_nil(out);
+  return out_rc(out, (int)n);
+}
+
+int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen) {
+  ets_key k;
+  ets_tab *t;
+  int rc = key_parse(key, klen, &k);
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  int found = ets_find(t, &k) != NULL;
+  key_leave(t, &k);
+  return found;
+}
+
+/* Element pos (1-based) of an object's tuple: its extent, or EPOS. */
+static int element_at(const ets_obj *o, uint32_t pos, const uint8_t **p,
+                      const uint8_t **end) {
+  lpvm_tread r = {o->data + 1, o->data + o->len};
+  uint32_t arity;
+  lpvm_get_tuple(&r, &arity);
+  if (pos < 1 || pos > arity) return LPVM_ETS_EPOS;
+  for (uint32_t i = 1; i < pos; i++) lpvm_skip(&r);
+  *p = r.p;
+  lpvm_skip(&r);
+  *end = r.p;
+  return 0;
+}
+
+int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                            size_t klen, uint32_t pos, lpvm_tbuf *out) {
+  ets_key k;
+  ets_tab *t;
+  const uint8_t *p, *end;
+  int rc = key_parse(key, klen, &k);
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  ets_obj *first = ets_find(t, &k);
+  uint32_t n = 0;
+  rc = first ? 0 : LPVM_ETS_ENOKEY;
+  for (ets_obj *o = first; o && rc == 0; o = ets_same_next(t, o), n++)
+    rc = element_at(o, pos, &p, &end);
+  if (rc == 0) {
+    if (tab_is_bag(t)) lpvm_put_list(out, n);
+    for (ets_obj *o = first; o; o = ets_same_next(t, o)) {
+      element_at(o, pos, &p, &end);
+      term_put_raw(out, p, (size_t)(end - p));
+    }
+    if (tab_is_bag(t)) lpvm_put_nil(out);
+  }
+  key_leave(t, &k);
+  return out_rc(out, rc);
+}
+
+/* ---- deletes ------------------------------------------------------------------------- */
+
+/* take (out: the objects) and delete_key (out NULL). */
+static int remove_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
+                      lpvm_tbuf *out) {
+  ets_key k;
+  ets_tab *t;
+  int rc = key_parse(key, klen, &k);
+  if (rc || (rc = key_enter(self, tab, 1, &k, &t))) return rc;
+  ets_obj *gone = ets_remove_key(t, &k);
+  int wants = wants_resize(t, k.h);
+  key_leave(t, &k);
+  uint32_t n = 0;
+  for (ets_obj *o = gone; o; o = o->link[0]) n++;
+  if (out) {
+    lpvm_put_list(out, n);
+    for (ets_obj *o = gone; o; o = o->link[0]) put_obj(out, o);
+    lpvm_put_nil(out);
+  }
+  free_chain(gone);
+  maybe_resize(self, tab, wants);
+  return out_rc(out, out ? (int)n : 0);
+}
+
+int lpvm_ets_take(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
+                  lpvm_tbuf *out) {
+  if (!out) return LPVM_EINVAL;
+  return remove_key(self, tab, key, klen, out);
+}
+
+int lpvm_ets_delete_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen) {
+  return remove_key(self, tab, key, klen, NULL);
+}
+
+int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
+                           size_t len) {
+  ets_tab shape, *t;
+  ets_obj *stack[OBJS_STACK], **objs = stack;
+  uint32_t n = 0;
+  int rc = tab_shape(self, tab, &shape);
+  if (rc == 0) rc = build_objs(&shape, obj, len, stack, &objs, &n);
+  if (rc == 0 && (n != 1 || lpvm_get_type(&(lpvm_tread){obj + 1, obj + len}) != LPVM_T_TUPLE))
+    rc = LPVM_ETS_EOBJECT;
+  if (rc) {
+    free_objs(objs, n, stack);
+    return rc;
+  }
+  ets_obj *probe = objs[0], *gone = NULL;
+  ets_key k = {obj_key(probe), obj_key_end(probe), probe->hash};
+  if ((rc = key_enter(self, tab, 1, &k, &t)) == 0) {
+    ets_obj *o = ets_find(t, &k);
+    while (o) {   /* every identical object (a duplicate_bag may hold several) */
+      ets_obj *nx = ets_same_next(t, o);
+      if (ets_obj_equal(o, probe)) {
+        ets_remove_obj(t, o);
+        o->link[0] = gone;
+        gone = o;
+      }
+      o = nx;
+    }
+    key_leave(t, &k);
+  }
+  free(probe);
+  free_chain(gone);
+  return rc;
+}
+
+int lpvm_ets_delete_all(lpvm_task *self, lpvm_tab tab) {
+  ets_tab *t;
+  int rc = ets_enter(self, tab, 2, 1, &t);
+  if (rc) return rc;
+  ets_obj **b, *root;
+  unsigned bits;
+  int type = t->type;
+  ets_store_detach(t, &b, &bits, &root);
+  rc = ets_store_init(t);
+  if (rc) {   /* no memory for fresh buckets: keep the objects, report it */
+    t->buckets = b, t->bits = bits, t->root = root;
+  } else {
+    for (unsigned i = 0; i < t->nstripes; i++) {
+      atomic_store_explicit(&t->stripes[i].count, 0, memory_order_relaxed);
+      atomic_store_explicit(&t->stripes[i].mem, 0, memory_order_relaxed);
+    }
+  }
+  ets_leave(t);
+  if (rc == 0) ets_free_objs(type, b, bits, root);
+  return rc;
+}
+
+/* ---- walking ------------------------------------------------------------------------- */
+
+static int walk_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
+                    int which, lpvm_tbuf *out) {
+  ets_key k = {0};
+  ets_tab *t;
+  int rc = key ? key_parse(key, klen, &k) : 0;
+  if (rc || (rc = ets_enter(self, tab, 0, 0, &t))) return rc;
+  switch (which) {
+    case 0: rc = ets_first_key(t, out); break;
+    case 1: rc = ets_last_key(t, out); break;
+    case 2: rc = ets_after_key(t, &k, out); break;
+    default: rc = ets_before_key(t, &k, out); break;
+  }
+  ets_leave(t);
+  return out_rc(out, rc);
+}
+
+int lpvm_ets_first(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out) {
+  return walk_key(self, tab, NULL, 0, 0, out);
+}
+
+int lpvm_ets_last(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out) {
+  return walk_key(self, tab, NULL, 0, 1, out);
+}
+
+int lpvm_ets_next(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
+                  lpvm_tbuf *out) {
+  if (!key) return LPVM_EINVAL;
+  return walk_key(self, tab, key, klen, 2, out);
+}
+
+int lpvm_ets_prev(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
+                  lpvm_tbuf *out) {
+  if (!key) return LPVM_EINVAL;
+  return walk_key(self, tab, key, klen, 3, out);
+}
+
+typedef struct list_ud {
+  lpvm_tbuf *out;
+  uint32_t n;
+} list_ud;
+
+static int add_obj(ets_tab *t, ets_obj *o, void *ud) {
+  (void)t;
+  list_ud *l = ud;
+  put_obj(l->out, o);
+  l->n++;
+  return l->out->err != 0;
+}
+
+int lpvm_ets_tab2list(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out) {
+  ets_tab *t;
+  int rc = ets_enter(self, tab, 0, 0, &t);
+  if (rc) return rc;
+  size_t mark = list_open(out);
+  list_ud l = {out, 0};
+  ets_walk(t, add_obj, &l);
+  ets_leave(t);
+  list_close(out, mark, l.n);
+  return out_rc(out, (int)l.n);
+}
+
+/* ---- select ------------------------------------------------------------------------------- */
+
+typedef struct sel_ud {
+  ets_ms *ms;
+  int mode;
+  lpvm_tbuf *out;
+  uint32_t n;
+  ets_obj **hits;   /* select_delete: the objects to unlink after the walk */
+  size_t nhits, cap;
+  int err;
+} sel_ud;
+
+static int sel_one(ets_tab *t, ets_obj *o, void *ud) {
+  (void)t;
+  sel_ud *s = ud;
+  int is_true = 0;
+  int m = ets_ms_run(s->ms, o, s->mode == LPVM_ETS_SELECT ? s->out : NULL, &is_true);
+  if (m <= 0) return 0;
+  if (s->mode == LPVM_ETS_SELECT) { s->n++; return s->out->err != 0; }
+  if (!is_true) return 0;
+  s->n++;
+  if (s->mode == LPVM_ETS_SELECT_DELETE) {
+    if (s->nhits == s->cap) {
+      size_t cap = s->cap ? 2 * s->cap : 64;
+      ets_obj **h = realloc(s->hits, cap * sizeof *h);
+      if (!h) { s->err = LPVM_ENOMEM; return 1; }
+      s->hits = h;
+      s->cap = cap;
+    }
+    s->hits[s->nhits++] = o;
+  }
+  return 0;
+}
+
+int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t len,
+                    int mode, lpvm_tbuf *out) {
+  ets_ms *ms;
+  ets_tab *t;
+  if (mode < LPVM_ETS_SELECT || mode > LPVM_ETS_SELECT_DELETE) return LPVM_EINVAL;
+  if (mode == LPVM_ETS_SELECT && !out) return LPVM_EINVAL;
+  int rc = ets_ms_compile(msterm, len, &ms);
+  if (rc) return rc;
+  int del = mode == LPVM_ETS_SELECT_DELETE;
+  if ((rc = ets_enter(self, tab, del ? 2 : 0, del, &t)) != 0) {
+    ets_ms_free(ms);
+    return rc;
+  }
+  sel_ud s = {ms, mode, out, 0, NULL, 0, 0, 0};
+  size_t mark = mode == LPVM_ETS_SELECT ? list_open(out) : 0;
+  const uint8_t *kp, *kend;
+  if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
+    ets_key k = {kp, kend, term_hash(kp, kend)};
+    ets_stripe *st = ets_stripe_of(t, k.h);
+    if (t->nstripes > 1) pthread_rwlock_rdlock(&st->lock);
+    for (ets_obj *o = ets_find(t, &k), *nx; o; o = nx) {
+      nx = ets_same_next(t, o);
+      if (sel_one(t, o, &s)) break;
+    }
+    if (t->nstripes > 1) pthread_rwlock_unlock(&st->lock);
+  } else {
+    ets_walk(t, sel_one, &s);
+  }
+  ets_obj *gone = NULL;
+  for (size_t i = 0; i < s.nhits && !s.err; i++) {
+    ets_remove_obj(t, s.hits[i]);
+    s.hits[i]->link[0] = gone;
+    gone = s.hits[i];
+  }
+  int wants = del && tab_is_hash(t) && ets_wants_resize(t, &(ets_stripe){.count = ets_size(t)});
+  if (wants) ets_resize(t);
+  ets_leave(t);
+  free(s.hits);
+  free_chain(gone);
+  ets_ms_free(ms);
+  if (mode == LPVM_ETS_SELECT) list_close(out, mark, s.n);
+  if (s.err) return s.err;
+  return out_rc(mode == LPVM_ETS_SELECT ? out : NULL, (int)s.n);
+}

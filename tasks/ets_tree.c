@@ -1,0 +1,185 @@
+/*
+** ets_tree.c -- ordered_set: an AVL tree of objects in Erlang's term order (keys
+** compared with ==, so 1 and 1.0 are the same key, as in ETS).
+**
+** The object is the node: link[0] and link[1] are the children and `hash` holds the
+** subtree height. Everything runs under the table lock (readers shared, writers
+** exclusive), so the tree needs no synchronisation of its own; ETS uses a contention
+** adapting tree here instead (docs/architecture.md says why lpvm does not).
+** Heights stay below 1.44 log2(n) + 2, so the recursion of insert/remove is shallow.
+*/
+#include <stdlib.h>
+
+#include "tasks/ets_int.h"
+
+#define H(o) ((o) ? (int)(o)->hash : 0)
+
+static inline int kcmp(const ets_key *k, const ets_obj *o) {
+  return term_cmp(k->p, k->end, obj_key(o), obj_key_end(o), 0);
+}
+
+static void fix(ets_obj *o) {
+  int l = H(o->link[0]), r = H(o->link[1]);
+  o->hash = (uint64_t)(1 + (l > r ? l : r));
+}
+
+static ets_obj *rot(ets_obj *o, int dir) {   /* dir 0: rotate left */
+  ets_obj *x = o->link[!dir];
+  o->link[!dir] = x->link[dir];
+  x->link[dir] = o;
+  fix(o);
+  fix(x);
+  return x;
+}
+
+static ets_obj *balance(ets_obj *o) {
+  fix(o);
+  int bf = H(o->link[0]) - H(o->link[1]);
+  if (bf > 1) {
+    if (H(o->link[0]->link[0]) < H(o->link[0]->link[1])) o->link[0] = rot(o->link[0], 0);
+    return rot(o, 1);
+  }
+  if (bf < -1) {
+    if (H(o->link[1]->link[1]) < H(o->link[1]->link[0])) o->link[1] = rot(o->link[1], 1);
+    return rot(o, 0);
+  }
+  return o;
+}
+
+ets_obj *tree_find(ets_tab *t, const ets_key *k) {
+  ets_obj *o = t->root;
+  while (o) {
+    int c = kcmp(k, o);
+    if (c == 0) return o;
+    o = o->link[c > 0];
+  }
+  return NULL;
+}
+
+static ets_obj *ins(ets_obj *o, ets_obj *n, ets_obj **old) {
+  if (!o) {
+    n->link[0] = n->link[1] = NULL;
+    n->hash = 1;
+    return n;
+  }
+  ets_key k = {obj_key(n), obj_key_end(n), 0};
+  int c = kcmp(&k, o);
+  if (c == 0) {   /* replace: n takes o's place and shape */
+    n->link[0] = o->link[0];
+    n->link[1] = o->link[1];
+    n->hash = o->hash;
+    *old = o;
+    return n;
+  }
+  o->link[c > 0] = ins(o->link[c > 0], n, old);
+  return balance(o);
+}
+
+void tree_put(ets_tab *t, ets_obj *o, ets_obj **old) {
+  *old = NULL;
+  t->root = ins(t->root, o, old);
+  long dmem = (long)obj_size(o) - (*old ? (long)obj_size(*old) : 0);
+  ets_count(t, t->stripes, *old ? 0 : 1, dmem);
+}
+
+/* Unlink the smallest node of a subtree into *min. */
+static ets_obj *take_min(ets_obj *o, ets_obj **min) {
+  if (!o->link[0]) {
+    *min = o;
+    return o->link[1];
+  }
+  o->link[0] = take_min(o->link[0], min);
+  return balance(o);
+}
+
+static ets_obj *del(ets_obj *o, const ets_key *k, ets_obj **gone) {
+  if (!o) return NULL;
+  int c = kcmp(k, o);
+  if (c != 0) {
+    o->link[c > 0] = del(o->link[c > 0], k, gone);
+    return balance(o);
+  }
+  *gone = o;
+  if (!o->link[0]) return o->link[1];
+  if (!o->link[1]) return o->link[0];
+  ets_obj *m;
+  ets_obj *r = take_min(o->link[1], &m);
+  m->link[0] = o->link[0];
+  m->link[1] = r;
+  return balance(m);
+}
+
+ets_obj *tree_remove_key(ets_tab *t, const ets_key *k) {
+  ets_obj *gone = NULL;
+  t->root = del(t->root, k, &gone);
+  if (gone) {
+    gone->link[0] = gone->link[1] = NULL;
+    ets_count(t, t->stripes, -1, -(long)obj_size(gone));
+  }
+  return gone;
+}
+
+static int put_end(ets_obj *o, int dir, lpvm_tbuf *out) {
+  if (!o) return 0;
+  while (o->link[dir]) o = o->link[dir];
+  term_put_raw(out, obj_key(o), o->key_len);
+  return 1;
+}
+
+int tree_first_key(ets_tab *t, lpvm_tbuf *out) { return put_end(t->root, 0, out); }
+int tree_last_key(ets_tab *t, lpvm_tbuf *out) { return put_end(t->root, 1, out); }
+
+/* The nearest key strictly after (dir 1) or before (dir 0) k. */
+static int neighbour(ets_tab *t, const ets_key *k, int dir, lpvm_tbuf *out) {
+  ets_obj *o = t->root, *best = NULL;
+  while (o) {
+    int c = kcmp(k, o);
+    if (dir ? c < 0 : c > 0) {
+      best = o;
+      o = o->link[!dir];
+    } else {
+      o = o->link[dir];
+    }
+  }
+  if (!best) return 0;
+  term_put_raw(out, obj_key(best), best->key_len);
+  return 1;
+}
+
+int tree_after_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out) {
+  return neighbour(t, k, 1, out);
+}
+
+int tree_before_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out) {
+  return neighbour(t, k, 0, out);
+}
+
+/* In order with an explicit stack (an AVL tree of 2^40 objects is < 60 deep). */
+int tree_walk(ets_tab *t, int (*fn)(ets_tab *t, ets_obj *o, void *ud), void *ud) {
+  ets_obj *stack[96];
+  int sp = 0;
+  ets_obj *o = t->root;
+  for (;;) {
+    while (o) { stack[sp++] = o; o = o->link[0]; }
+    if (sp == 0) return 0;
+    o = stack[--sp];
+    int r = fn(t, o, ud);
+    if (r) return r;
+    o = o->link[1];
+  }
+}
+
+void tree_free(ets_obj *root) {
+  while (root) {   /* rotate left children up: linear and stackless */
+    if (root->link[0]) {
+      ets_obj *l = root->link[0];
+      root->link[0] = l->link[1];
+      l->link[1] = root;
+      root = l;
+    } else {
+      ets_obj *r = root->link[1];
+      free(root);
+      root = r;
+    }
+  }
+}

@@ -1,0 +1,183 @@
+/*
+** ets_update.c -- update_counter and update_element: read, change and replace one
+** object under its key's lock, so concurrent updates of one counter never lose a
+** step (the new object is built while the lock is held; the replaced one is freed
+** after it is released).
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/ets_int.h"
+
+typedef struct slice {
+  const uint8_t *p, *end;
+} slice;
+
+/* A tuple's elements (no version byte at p). Up to `cap` in `stack`, else malloc'd. */
+static int elements(const uint8_t *p, const uint8_t *end, slice *stack, uint32_t cap,
+                    slice **out, uint32_t *arity) {
+  lpvm_tread r = {p, end};
+  if (lpvm_get_tuple(&r, arity)) return LPVM_ETS_EOBJECT;
+  slice *s = *arity <= cap ? stack : malloc(*arity * sizeof *s);
+  if (!s) return LPVM_ENOMEM;
+  for (uint32_t i = 0; i < *arity; i++) {
+    s[i].p = r.p;
+    if (lpvm_skip(&r)) { if (s != stack) free(s); return LPVM_EBADTERM; }
+    s[i].end = r.p;
+  }
+  *out = s;
+  return 0;
+}
+
+/* Build the object: the elements, with vals[i] (a term, or an integer when the term
+** is NULL) at position pos[i]. */
+typedef struct change {
+  uint32_t pos;
+  const uint8_t *term;      /* no version byte; NULL: the integer */
+  size_t len;
+  int64_t i;
+} change;
+
+static int rebuild(ets_tab *t, const slice *el, uint32_t arity, const change *ch, int n,
+                   ets_obj **out) {
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, arity);
+  for (uint32_t k = 1; k <= arity; k++) {
+    const change *c = NULL;
+    for (int j = n - 1; j >= 0 && !c; j--)   /* the last change of a position wins */
+      if (ch[j].pos == k) c = &ch[j];
+    if (!c) term_put_raw(&b, el[k - 1].p, (size_t)(el[k - 1].end - el[k - 1].p));
+    else if (c->term) term_put_raw(&b, c->term, c->len);
+    else lpvm_put_int(&b, c->i);
+  }
+  int rc = b.err ? b.err : ets_obj_new(t, b.data + 1, b.data + b.len, out);
+  lpvm_tbuf_free(&b);
+  return rc;
+}
+
+/* Common entry: the key's object (or NULL) under the write lock. */
+static int enter_set(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
+                     ets_key *k, ets_tab **t) {
+  if (!key || lpvm_term_check(key, klen)) return LPVM_EBADTERM;
+  k->p = key + 1;
+  k->end = key + klen;
+  if (ets_too_deep(k->p, k->end)) return LPVM_EINVAL;
+  k->h = term_hash(k->p, k->end);
+  int rc = ets_enter(self, tab, 1, 1, t);
+  if (rc) return rc;
+  if (tab_is_bag(*t)) { ets_leave(*t); return LPVM_ETS_ETYPE; }
+  if ((*t)->nstripes > 1) pthread_rwlock_wrlock(&ets_stripe_of(*t, k->h)->lock);
+  return 0;
+}
+
+static void leave_set(ets_tab *t, const ets_key *k) {
+  if (t->nstripes > 1) pthread_rwlock_unlock(&ets_stripe_of(t, k->h)->lock);
+  ets_leave(t);
+}
+
+/* Unless rc says otherwise, build the changed object and put it in the old one's
+** place; then leave the table and free what is left over. */
+static int commit(ets_tab *t, const ets_key *k, int rc, slice *el, const slice *stack,
+                  uint32_t arity, const change *ch, int n) {
+  ets_obj *fresh = NULL, *old = NULL;
+  if (rc == 0) rc = rebuild(t, el, arity, ch, n, &fresh);
+  if (rc == 0) {
+    ets_put(t, fresh, &old);
+    fresh = NULL;
+  }
+  leave_set(t, k);
+  if (el != stack) free(el);
+  free(fresh);
+  free(old);
+  return rc;
+}
+
+/* The default object with the key put at keypos (ETS ignores Default's own key). */
+static int default_obj(ets_tab *t, const ets_key *k, const uint8_t *dflt, size_t dlen,
+                       ets_obj **out) {
+  slice stack[16], *el;
+  uint32_t arity;
+  int rc = elements(dflt + 1, dflt + dlen, stack, 16, &el, &arity);
+  if (rc) return rc;
+  if (arity < t->keypos) rc = LPVM_ETS_EOBJECT;
+  else {
+    change c = {t->keypos, k->p, (size_t)(k->end - k->p), 0};
+    rc = rebuild(t, el, arity, &c, 1, out);
+  }
+  if (el != stack) free(el);
+  return rc;
+}
+
+int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                            size_t klen, const lpvm_ets_incr *steps, int n,
+                            const uint8_t *dflt, size_t dlen, int64_t *results) {
+  if (!steps || n < 1 || n > 64 || !results) return LPVM_EINVAL;
+  if (dflt && lpvm_term_check(dflt, dlen)) return LPVM_EBADTERM;
+  ets_key k;
+  ets_tab *t;
+  int rc = enter_set(self, tab, key, klen, &k, &t);
+  if (rc) return rc;
+  ets_obj *o = ets_find(t, &k), *made = NULL;
+  if (!o && !dflt) rc = LPVM_ETS_ENOKEY;
+  else if (!o) rc = default_obj(t, &k, dflt, dlen, &made);
+  const ets_obj *base = o ? o : made;
+  slice stack[16], *el = stack;
+  uint32_t arity = 0;
+  change ch[64];
+  if (rc == 0) rc = elements(base->data + 1, base->data + base->len, stack, 16, &el, &arity);
+  for (int i = 0; i < n && rc == 0; i++) {
+    const lpvm_ets_incr *s = &steps[i];
+    int64_t cur = 0, v;
+    if (s->pos < 1 || s->pos > arity || s->pos == t->keypos) { rc = LPVM_ETS_EPOS; break; }
+    int j = i - 1;
+    while (j >= 0 && ch[j].pos != s->pos) j--;
+    if (j >= 0) cur = ch[j].i;   /* an earlier step changed it */
+    else {
+      lpvm_tread r = {el[s->pos - 1].p, el[s->pos - 1].end};
+      if (lpvm_get_int(&r, &cur)) { rc = LPVM_ETS_EVALUE; break; }
+    }
+    if (__builtin_add_overflow(cur, s->incr, &v)) { rc = LPVM_ETS_EVALUE; break; }
+    if (s->has_threshold &&
+        ((s->incr >= 0 && v > s->threshold) || (s->incr < 0 && v < s->threshold)))
+      v = s->setvalue;
+    ch[i] = (change){s->pos, NULL, 0, v};
+    results[i] = v;
+  }
+  rc = commit(t, &k, rc, el, stack, arity, ch, n);
+  free(made);
+  return rc;
+}
+
+int lpvm_ets_update_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                            size_t klen, const uint32_t *pos, int n,
+                            const uint8_t *vals, size_t vlen) {
+  lpvm_tread r;
+  uint32_t count;
+  if (!pos || n < 1 || n > 64) return LPVM_EINVAL;
+  if (!vals || lpvm_term_check(vals, vlen) || lpvm_tread_init(&r, vals, vlen) ||
+      lpvm_get_list(&r, &count) || count != (uint32_t)n)
+    return LPVM_EBADTERM;
+  change ch[64];
+  for (int i = 0; i < n; i++) {
+    const uint8_t *p = r.p;
+    lpvm_skip(&r);
+    ch[i] = (change){pos[i], p, (size_t)(r.p - p), 0};
+  }
+  ets_key k;
+  ets_tab *t;
+  int rc = enter_set(self, tab, key, klen, &k, &t);
+  if (rc) return rc;
+  ets_obj *o = ets_find(t, &k);
+  if (!o) {
+    leave_set(t, &k);
+    return 0;
+  }
+  slice stack[16], *el = stack;
+  uint32_t arity = 0;
+  rc = elements(o->data + 1, o->data + o->len, stack, 16, &el, &arity);
+  for (int i = 0; rc == 0 && i < n; i++)
+    if (ch[i].pos < 1 || ch[i].pos > arity || ch[i].pos == t->keypos) rc = LPVM_ETS_EPOS;
+  rc = commit(t, &k, rc, el, stack, arity, ch, n);
+  return rc ? rc : 1;
+}

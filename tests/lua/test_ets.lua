@@ -1,0 +1,366 @@
+-- test_ets.lua -- shared tables: ETS's semantics from Lua (docs/ets.md).
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+local ets = require "ets"
+
+local function keys_of(tab)
+  local ks, k = {}, ets.first(tab)
+  while k ~= nil do
+    ks[#ks + 1] = k
+    k = ets.next(tab, k)
+  end
+  return ks
+end
+
+local function sorted(list)
+  table.sort(list, function(a, b) return T.show(a) < T.show(b) end)
+  return list
+end
+
+test("require 'ets' and lpvm.ets are one module", function()
+  T.ok(lpvm.ets == ets)
+end)
+
+test("set: insert replaces, lookup copies out, delete removes", function()
+  local t = ets.new("s", {"set"})
+  T.eq(ets.insert(t, {1, "a"}), true)
+  ets.insert(t, {1, "b", {x = 1}})
+  local r = ets.lookup(t, 1)
+  T.eq(r, {{1, "b", {x = 1}}})
+  r[1][2] = "changed"   -- a copy: the table keeps its own
+  T.eq(ets.lookup(t, 1)[1][2], "b")
+  T.eq(ets.lookup(t, 2), {})
+  T.eq(ets.member(t, 1), true)
+  T.eq(ets.delete(t, 1), true)
+  T.eq(ets.member(t, 1), false)
+  T.eq(ets.info(t, "size"), 0)
+  ets.delete(t)
+end)
+
+test("keys are terms compared exactly: 1 and 1.0 differ in a set, not in an ordered_set", function()
+  local s = ets.new("s", {"set"})
+  ets.insert(s, {1, "int"}, {1.0, "float"}, {"1", "string"}, {{1, 2}, "list"})
+  T.eq(ets.info(s, "size"), 4)
+  T.eq(ets.lookup(s, 1.0)[1][2], "float")
+  T.eq(ets.lookup(s, {1, 2})[1][2], "list")
+  local o = ets.new("o", {"ordered_set"})
+  ets.insert(o, {1, "int"})
+  ets.insert(o, {1.0, "float"})
+  T.eq(ets.info(o, "size"), 1)
+  T.eq(ets.lookup(o, 1)[1][2], "float")
+  ets.delete(s)
+  ets.delete(o)
+end)
+
+test("map keys match whatever order their pairs were encoded in", function()
+  local t = ets.new("m", {"set"})
+  local k1 = {}
+  for i = 1, 20 do k1["k" .. i] = i end
+  ets.insert(t, {k1, "v"})
+  local k2 = {}
+  for i = 20, 1, -1 do k2["k" .. i] = i end
+  T.eq(#ets.lookup(t, k2), 1)
+  ets.delete(t)
+end)
+
+test("bag keeps distinct objects per key; duplicate_bag keeps duplicates", function()
+  local b = ets.new("b", {"bag"})
+  ets.insert(b, {1, "x"}, {1, "y"}, {1, "x"}, {2, "z"})
+  T.eq(ets.lookup(b, 1), {{1, "x"}, {1, "y"}})
+  local d = ets.new("d", {type = "duplicate_bag"})
+  ets.insert(d, {1, "x"}, {1, "y"}, {1, "x"})
+  T.eq(ets.lookup(d, 1), {{1, "x"}, {1, "y"}, {1, "x"}})
+  ets.delete_object(d, {1, "x"})
+  T.eq(ets.lookup(d, 1), {{1, "y"}})
+  ets.delete_object(b, {1, "y"})
+  T.eq(ets.lookup(b, 1), {{1, "x"}})
+  T.eq(ets.lookup_element(b, 2, 2), {"z"})
+  ets.delete(b)
+  ets.delete(d)
+end)
+
+test("insert of several objects is atomic; insert_new refuses if any key exists", function()
+  local t = ets.new("n", {"set"})
+  T.eq(ets.insert_new(t, {1, "a"}), true)
+  T.eq(ets.insert_new(t, {1, "b"}), false)
+  T.eq(ets.insert_new(t, {2, "b"}, {1, "c"}), false)
+  T.eq(ets.member(t, 2), false)
+  T.eq(ets.lookup(t, 1)[1][2], "a")
+  -- one bad object: nothing is inserted
+  T.raises(function() ets.insert(t, {3, "ok"}, {}) end, "bad argument", "key position")
+  T.eq(ets.member(t, 3), false)
+  ets.delete(t)
+end)
+
+test("keypos: the key is any element", function()
+  local t = ets.new("kp", {keypos = 2})
+  ets.insert(t, {"rec", "key1", 10})
+  T.eq(ets.lookup(t, "key1")[1][3], 10)
+  T.raises(function() ets.insert(t, {"short"}) end, "key position")
+  ets.delete(t)
+end)
+
+test("take, lookup_element, delete_all_objects, tab2list, foldl", function()
+  local t = ets.new("x", {"set"})
+  for i = 1, 10 do ets.insert(t, {i, i * i}) end
+  T.eq(ets.lookup_element(t, 3, 2), 9)
+  T.raises(function() ets.lookup_element(t, 3, 5) end, "bad argument #3")
+  T.raises(function() ets.lookup_element(t, 99, 2) end, "bad argument #2", "no object")
+  T.eq(ets.take(t, 4), {{4, 16}})
+  T.eq(ets.member(t, 4), false)
+  T.eq(#ets.tab2list(t), 9)
+  T.eq(ets.foldl(function(o, acc) return acc + o[2] end, 0, t), 385 - 16)
+  ets.delete_all_objects(t)
+  T.eq(ets.info(t, "size"), 0)
+  T.eq(ets.tab2list(t), {})
+  ets.delete(t)
+end)
+
+test("update_counter: increments, thresholds, several ops, defaults", function()
+  local t = ets.new("c", {"set"})
+  ets.insert(t, {"k", 0, 100})
+  T.eq(ets.update_counter(t, "k", 1), 1)
+  T.eq(ets.update_counter(t, "k", {2, 5}), 6)
+  T.eq(ets.update_counter(t, "k", {{2, 1}, {3, -10}, {2, 1}}), {7, 90, 8})
+  T.eq(ets.update_counter(t, "k", {2, 10, 10, 0}), 0)      -- past 10: set to 0
+  T.eq(ets.update_counter(t, "k", {3, -100, 0, -1}), -1)  -- below 0: set to -1
+  T.eq(ets.update_counter(t, "new", {2, 3}, {"ignored", 10}), 13)
+  T.eq(ets.lookup(t, "new"), {{"new", 13}})
+  T.raises(function() ets.update_counter(t, "absent", 1) end, "bad argument #2")
+  T.raises(function() ets.update_counter(t, "k", {1, 1}) end, "bad argument #3")
+  ets.insert(t, {"s", "text"})
+  T.raises(function() ets.update_counter(t, "s", 1) end, "not an integer")
+  local b = ets.new("cb", {"bag"})
+  ets.insert(b, {"k", 1})
+  T.raises(function() ets.update_counter(b, "k", 1) end, "table type")
+  ets.delete(t)
+  ets.delete(b)
+end)
+
+test("update_element changes elements but never the key", function()
+  local t = ets.new("e", {"ordered_set"})
+  ets.insert(t, {1, "a", "b"})
+  T.eq(ets.update_element(t, 1, {2, "A"}), true)
+  T.eq(ets.update_element(t, 1, {{3, "B"}, {2, "AA"}}), true)
+  T.eq(ets.lookup(t, 1), {{1, "AA", "B"}})
+  T.eq(ets.update_element(t, 2, {2, "x"}), false)
+  T.raises(function() ets.update_element(t, 1, {1, 5}) end, "bad argument #3")
+  T.raises(function() ets.update_element(t, 1, {4, 5}) end, "bad argument #3")
+  ets.delete(t)
+end)
+
+test("ordered_set walks in Erlang term order; first/next/last/prev", function()
+  local t = ets.new("o", {"ordered_set"})
+  local ins = {"b", 3, 2.5, "a", {1}, -7, true, {}}
+  for _, k in ipairs(ins) do ets.insert(t, {k}) end
+  -- numbers < atoms (true) < [] < lists < binaries (Lua strings)
+  T.eq(keys_of(t), {-7, 2.5, 3, true, {}, {1}, "a", "b"})
+  T.eq(ets.last(t), "b")
+  T.eq(ets.prev(t, "a"), {1})
+  T.eq(ets.next(t, "b"), nil)
+  T.eq(ets.next(t, 2.7), 3)   -- a key not in the table
+  T.eq(ets.prev(t, -7), nil)
+  ets.delete(t)
+  local e = ets.new("empty", {"set"})
+  T.eq(ets.first(e), nil)
+  ets.delete(e)
+end)
+
+test("a hash table walk visits each object once while others are deleted and inserted", function()
+  local t = ets.new("w", {"set", "public"})
+  for i = 1, 2000 do ets.insert(t, {i}) end
+  local seen, k, n = {}, ets.first(t), 0
+  while k ~= nil do
+    T.ok(not seen[k], "visited twice: " .. tostring(k))
+    seen[k] = true
+    n = n + 1
+    if n % 3 == 0 then ets.delete(t, k) end             -- delete the current key
+    ets.insert(t, {10000 + n})                           -- and grow the table
+    k = ets.next(t, k)
+  end
+  for i = 1, 2000 do T.ok(seen[i], "missed " .. i) end
+  ets.delete(t)
+end)
+
+test("match, match_object, match_delete with '_' and '$N'", function()
+  local t = ets.new("m", {"bag"})
+  ets.insert(t, {"alice", 30, "x"}, {"bob", 25, "y"}, {"alice", 31, "z"})
+  T.eq(sorted(ets.match(t, {"alice", "$1", "_"})), {{30}, {31}})
+  T.eq(sorted(ets.match(t, {"$2", "$1", "_"})), sorted({{30, "alice"}, {31, "alice"}, {25, "bob"}}))
+  T.eq(ets.match_object(t, {"_", 25, "_"}), {{"bob", 25, "y"}})
+  T.eq(ets.match(t, {"$1", "$1", "_"}), {})   -- a repeated variable must match itself
+  T.eq(ets.match_delete(t, {"alice", "_", "_"}), true)
+  T.eq(ets.info(t, "size"), 1)
+  ets.delete(t)
+end)
+
+test("select with guards and bodies; select_count; select_delete", function()
+  local t = ets.new("sel", {"set"})
+  for i = 1, 20 do ets.insert(t, {i, i % 3 == 0 and "fizz" or "no", i * 1.5}) end
+  local ms = {{{"$1", "fizz", "$2"}, {{">", "$1", 10}}, {{"$1", "$2"}}}}
+  T.eq(sorted(ets.select(t, ms)), sorted({{12, 18.0}, {15, 22.5}, {18, 27.0}}))
+  T.eq(ets.select_count(t, {{{"$1", "_", "_"}, {{"andalso", {">=", "$1", 5}, {"=<", "$1", 8}}}, {true}}}), 4)
+  T.eq(ets.select_count(t, {{{"$1", "_", "$2"}, {{"is_float", "$2"}, {"==", {"rem", "$1", 2}, 0}}, {true}}}), 10)
+  T.eq(ets.select(t, {{{"$1", "_", "_"}, {{"==", "$1", 2}}, {"$_"}}}), {{2, "no", 3.0}})
+  T.eq(ets.select(t, {{{"$1", "_", "_"}, {{"==", "$1", 2}}, {{"+", "$1", 100}}}}), {{"+", 2, 100}})
+  T.eq(ets.select(t, {{{1, "_", "_"}, {}, {"$$"}}}), {{}})   -- a bound key: a lookup
+  T.eq(ets.select_delete(t, {{{"$1", "_", "_"}, {{"<", "$1", 11}}, {true}}}), 10)
+  T.eq(ets.info(t, "size"), 10)
+  T.raises(function() ets.select(t, {"not a clause"}) end, "bad argument #2")
+  ets.delete(t)
+end)
+
+test("protection: protected tables are read-only to others, private ones closed", function()
+  local prot = ets.new("prot", {"protected"})
+  local priv = ets.new("priv", {"private"})
+  local pub = ets.new("pub", {"public"})
+  ets.insert(prot, {1, "p"})
+  local me = lpvm.self()
+  lpvm.spawn(function()
+    local r = {}
+    r.read = ets.lookup(prot, 1)[1][2]
+    r.write = select(2, pcall(ets.insert, prot, {2}))
+    r.private = select(2, pcall(ets.lookup, priv, 1))
+    r.public = ets.insert(pub, {9, "from child"})
+    r.info = ets.info(priv, "size")
+    lpvm.send(me, "result", r)
+  end)
+  local r = T.recv()[2]
+  T.eq(r.read, "p")
+  T.ok(T.mentions(r.write, "protected"), r.write)
+  T.ok(T.mentions(r.private, "no access"), r.private)
+  T.eq(r.public, true)
+  T.eq(r.info, 0)
+  T.eq(ets.lookup(pub, 9)[1][2], "from child")
+  ets.delete(prot); ets.delete(priv); ets.delete(pub)
+end)
+
+test("named tables: by name, whereis, rename, name clashes, all, info", function()
+  local name = ets.new("ets_named", {"named_table", "public"})
+  T.eq(name, "ets_named")
+  ets.insert("ets_named", {1, "one"})
+  T.eq(ets.lookup("ets_named", 1)[1][2], "one")
+  local id = ets.whereis("ets_named")
+  T.ok(id ~= nil)
+  T.eq(ets.lookup(id, 1)[1][2], "one")
+  T.raises(function() ets.new("ets_named", {"named_table"}) end, "exists")
+  T.eq(ets.rename("ets_named", "ets_named2"), "ets_named2")
+  T.eq(ets.whereis("ets_named"), nil)
+  T.eq(ets.lookup("ets_named2", 1)[1][2], "one")
+  local found = false
+  for _, t in ipairs(ets.all()) do if t == "ets_named2" then found = true end end
+  T.ok(found, "all() lists the named table by name")
+  local info = ets.info("ets_named2")
+  T.eq(info.type, "set"); T.eq(info.protection, "public"); T.eq(info.named_table, true)
+  T.eq(info.owner, lpvm.self()); T.eq(info.size, 1); T.eq(info.keypos, 1)
+  T.ok(info.memory > 0)
+  ets.delete("ets_named2")
+  T.eq(ets.info("ets_named2"), nil)
+  T.raises(function() ets.lookup("ets_named2", 1) end, "no such table")
+end)
+
+test("a table dies with its owner", function()
+  local me = lpvm.self()
+  local pid = lpvm.spawn(function()
+    local t = ets.new("ets_owned", {"named_table", "public"})
+    ets.insert(t, {1})
+    lpvm.send(me, "made")
+    lpvm.receive()
+  end)
+  T.recv()
+  T.ok(ets.whereis("ets_owned") ~= nil)
+  local ref = lpvm.monitor(pid)
+  lpvm.send(pid, "stop")
+  T.down(ref)
+  T.eq(ets.whereis("ets_owned"), nil)
+end)
+
+test("an heir takes the table when its owner dies and gets ETS-TRANSFER", function()
+  local me = lpvm.self()
+  local pid = lpvm.spawn(function()
+    local t = ets.new("ets_bequest", {"named_table", heir = me, heir_data = "gift"})
+    ets.insert(t, {1, "kept"})
+    lpvm.send(me, "made", t)
+    lpvm.receive()
+  end)
+  T.recv()
+  lpvm.send(pid, "die")
+  local m = T.recv_match(function(tag) return tag == "ETS-TRANSFER" end)
+  T.eq(m[3], pid)
+  T.eq(m[4], "gift")
+  T.eq(ets.info("ets_bequest", "owner"), me)
+  T.eq(ets.lookup("ets_bequest", 1)[1][2], "kept")
+  ets.insert("ets_bequest", {2})   -- protected, but we own it now
+  ets.delete("ets_bequest")
+end)
+
+test("give_away hands a table over; only the owner may", function()
+  local me = lpvm.self()
+  local t = ets.new("ga", {"protected"})
+  local pid = lpvm.spawn(function()
+    local _, tab, from, data = lpvm.receive(function(tag) return tag == "ETS-TRANSFER" end)
+    ets.insert(tab, {"mine", data})
+    lpvm.send(from, "done", select(2, pcall(ets.give_away, tab, from)))
+    lpvm.receive()
+  end)
+  T.raises(function() ets.give_away(t, me) end, "bad argument #2")
+  T.eq(ets.give_away(t, pid, 42), true)
+  local r = T.recv_match(function(tag) return tag == "done" end)
+  T.eq(r[2], true)
+  T.recv_match(function(tag) return tag == "ETS-TRANSFER" end)
+  T.eq(ets.lookup(t, "mine"), {{"mine", 42}})
+  T.eq(ets.info(t, "owner"), me)   -- it gave the table back
+  lpvm.exit(pid, "kill")
+  lpvm.spawn(function()
+    lpvm.send(me, "tried", select(2, pcall(ets.give_away, t, me)))
+  end)
+  T.ok(T.mentions(T.recv_match(function(tag) return tag == "tried" end)[2], "not the table's owner"))
+  ets.delete(t)
+end)
+
+test("bad arguments name the argument", function()
+  T.raises(function() ets.new({}) end, "bad argument #1")
+  T.raises(function() ets.new("x", {"sett"}) end, "bad argument #2", "sett")
+  T.raises(function() ets.lookup({}, 1) end, "bad argument #1")
+  T.raises(function() ets.insert(ets.new("x"), "str") end, "bad argument #2")
+  T.raises(function() ets.insert(ets.new("x"), {print}) end, "bad argument #2", "function")
+  local t = ets.new("x")
+  ets.delete(t)
+  T.raises(function() ets.insert(t, {1}) end, "bad argument #1", "no such table")
+end)
+
+test("update_counter from 8 processes gives the exact total", function()
+  local t = ets.new("cnt", {"set", "public", write_concurrency = true})
+  ets.insert(t, {"c", 0})
+  local n = T.scaled(2000, 100)
+  local me = lpvm.self()
+  for _ = 1, 8 do
+    lpvm.spawn(function()
+      for i = 1, n do
+        ets.update_counter(t, "c", 1)
+        ets.update_counter(t, i % 50, {2, 1}, {0, 0})
+      end
+      lpvm.send(me, "done")
+    end)
+  end
+  for _ = 1, 8 do T.recv_match(function(tag) return tag == "done" end, 60000) end
+  T.eq(ets.lookup_element(t, "c", 2), 8 * n)
+  local sum = 0
+  for i = 0, 49 do sum = sum + ets.lookup_element(t, i, 2) end
+  T.eq(sum, 8 * n)
+  ets.delete(t)
+end)
+
+test("many objects: the buckets grow and shrink, and deletion frees them", function()
+  local t = ets.new("big", {"set", "public"})
+  local n = T.scaled(100000, 5000)
+  for i = 1, n do ets.insert(t, {i, "v"}) end
+  T.eq(ets.info(t, "size"), n)
+  local mem = ets.info(t, "memory")
+  for i = 1, n - 10 do ets.delete(t, i) end
+  T.eq(ets.info(t, "size"), 10)
+  T.ok(ets.info(t, "memory") < mem / 10, "memory shrinks with the objects")
+  T.eq(#keys_of(t), 10)
+  ets.delete(t)
+end)
+
+T.run()

@@ -1,0 +1,92 @@
+-- test_limits.lua -- max_heap counts the message queue, max_mailbox bounds it, info
+-- reports it, and senders see nothing of it (issue 10, item 4).
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+-- Producers sending `payload` to `to` for ever; kill them with stop(list).
+local function flood(to, n, payload)
+  local ps = {}
+  for i = 1, n do
+    ps[i] = lpvm.spawn(function(dst, data) while true do lpvm.send(dst, data) end end, to, payload)
+  end
+  return ps
+end
+local function stop(ps) for _, p in ipairs(ps) do lpvm.exit(p, "kill") end end
+
+test("a flooded process that never receives dies of max_heap (the queue counts)", function()
+  -- the issue's probe: max_heap 10 MB and 4 producers held 2.28M messages, 2.9 GB
+  local pid = lpvm.spawn({ max_heap = 10 * 1024 * 1024 }, function() lpvm.sleep(60000) end)
+  local ref = lpvm.monitor(pid)
+  local t0 = lpvm.now()
+  local ps = flood(pid, 4, string.rep("x", 100))
+  local _, why = T.down(ref, 30000)
+  stop(ps)
+  T.eq(why, "max_heap")
+  T.ok(lpvm.now() - t0 < 30000)
+end)
+
+test("a selective receive that matches nothing dies of max_heap too", function()
+  local pid = lpvm.spawn({ max_heap = 4 * 1024 * 1024 }, function()
+    lpvm.receive(function(x) return x == "never" end)
+  end)
+  local ref = lpvm.monitor(pid)
+  local ps = flood(pid, 2, string.rep("y", 200))
+  local _, why = T.down(ref, 30000)
+  stop(ps)
+  T.eq(why, "max_heap")
+end)
+
+test("max_mailbox: more queued messages than allowed end the process", function()
+  local pid = lpvm.spawn({ max_mailbox = 1000 }, function() lpvm.sleep(60000) end)
+  local ref = lpvm.monitor(pid)
+  for i = 1, 1001 do T.eq(lpvm.send(pid, i), true) end   -- the sender sees nothing
+  local _, why = T.down(ref, 10000)
+  T.eq(why, "max_mailbox")
+  T.eq(lpvm.send(pid, "late"), true)
+end)
+
+test("max_mailbox: a process that keeps up is never killed", function()
+  -- batches of 5 with an ack after each: at most 5 (+ nothing else) ever queued
+  local me = lpvm.self()
+  local pid = lpvm.spawn({ max_mailbox = 10 }, function(parent)
+    for _ = 1, 400 do
+      for _ = 1, 5 do lpvm.receive() end
+      lpvm.send(parent, "ack")
+    end
+    lpvm.send(parent, "got", 2000)
+  end, me)
+  local ref = lpvm.monitor(pid)
+  for _ = 1, 400 do
+    for i = 1, 5 do lpvm.send(pid, i) end
+    T.recv_match(function(tag) return tag == "ack" end, 20000)
+  end
+  T.eq(T.recv_match(function(tag) return tag == "got" end, 20000)[2], 2000)
+  local _, why = T.down(ref, 5000)
+  T.eq(why, "normal")
+end)
+
+test("info reports the queued bytes and the limits", function()
+  local pid = lpvm.spawn({ max_heap = 1 << 30, max_mailbox = 5000 }, function()
+    lpvm.receive(function(x) return x == "go" end)
+    while lpvm.receive(0) do end
+    lpvm.receive(function(x) return x == "end" end)
+  end)
+  local i0 = lpvm.info(pid)
+  T.eq(i0.message_queue_bytes, 0)
+  T.eq(i0.heap_limit, 1 << 30)
+  T.eq(i0.mailbox_limit, 5000)
+  for _ = 1, 100 do lpvm.send(pid, string.rep("z", 1000)) end
+  local i1 = lpvm.info(pid)
+  T.eq(i1.message_queue_len, 100)
+  T.ok(i1.message_queue_bytes >= 100 * 1000, "queued bytes: " .. i1.message_queue_bytes)
+  lpvm.send(pid, "go")
+  T.wait_until(function() return lpvm.info(pid).message_queue_len == 0 end, 5000)
+  T.eq(lpvm.info(pid).message_queue_bytes, 0)
+  lpvm.send(pid, "end")
+end)
+
+test("spawn option errors name the option", function()
+  T.raises(function() lpvm.spawn({ max_mailbox = -1 }, function() end) end, "max_mailbox")
+  T.raises(function() lpvm.spawn({ max_mailbox = "x" }, function() end) end, "max_mailbox")
+end)
+
+T.run()

@@ -1,0 +1,285 @@
+/*
+** test_ets.c -- the ETS C API (include/lpvm/ets.h) and its stress tests: threads
+** inserting, deleting, counting and walking one table at once (run under TSan too).
+*/
+#include <stdatomic.h>
+
+#include "lpvm/ets.h"
+#include "testvm.h"
+
+/* {Key, V} with an integer key, as a whole term in b. */
+static void obj_ii(lpvm_tbuf *b, int64_t k, int64_t v) {
+  lpvm_tbuf_reset(b);
+  lpvm_put_tuple(b, 2);
+  lpvm_put_int(b, k);
+  lpvm_put_int(b, v);
+}
+
+static void int_term(lpvm_tbuf *b, int64_t k) {
+  lpvm_tbuf_reset(b);
+  lpvm_put_int(b, k);
+}
+
+static int64_t read_int(const lpvm_tbuf *b) {
+  lpvm_tread r;
+  int64_t v = -1;
+  cr_assert_eq(lpvm_tread_init(&r, b->data, b->len), 0);
+  cr_assert_eq(lpvm_get_int(&r, &v), 0);
+  return v;
+}
+
+Test(ets, c_api_roundtrip) {
+  vm_start_n(2, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.name = "c";
+  lpvm_tab t;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  lpvm_tbuf b, out;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&out);
+  /* {"ab", 1} with the key as STRING_EXT (what erl writes for "ab") */
+  lpvm_tbuf_reset(&b);
+  lpvm_put_tuple(&b, 2);
+  lpvm_tbuf k2;
+  lpvm_tbuf_init(&k2);
+  lpvm_put_term(&b, (const uint8_t[]){131, 107, 0, 2, 'a', 'b'}, 6);
+  lpvm_put_int(&b, 1);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  /* looked up as the LIST [97, 98]: the same term */
+  lpvm_put_list(&k2, 2);
+  lpvm_put_int(&k2, 'a');
+  lpvm_put_int(&k2, 'b');
+  lpvm_put_nil(&k2);
+  cr_assert_eq(lpvm_ets_member(NULL, t, k2.data, k2.len), 1);
+  cr_assert_eq(lpvm_ets_lookup(NULL, t, k2.data, k2.len, &out), 1);
+  char text[64];
+  lpvm_term_format(out.data, out.len, text, sizeof text);
+  cr_assert_str_eq(text, "[{\"ab\",1}]");
+  /* a key that is not a term, an object that is no tuple */
+  cr_assert_eq(lpvm_ets_member(NULL, t, (const uint8_t *)"\x83\x61", 2), LPVM_EBADTERM);
+  int_term(&b, 5);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), LPVM_ETS_EOBJECT);
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  cr_assert_eq(lpvm_ets_member(NULL, t, k2.data, k2.len), LPVM_ETS_ENOTAB);
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&out);
+  lpvm_tbuf_free(&k2);
+  vm_stop();
+}
+
+/* ordered_set keys of every type come out in Erlang's term order. */
+Test(ets, ordered_set_term_order) {
+  vm_start_n(1, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.type = LPVM_ETS_ORDERED_SET;
+  lpvm_tab t;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  lpvm_tbuf b, out;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&out);
+  /* inserted out of order: binary, list, nil, tuple, pid, ref, atom, float, int */
+  for (int i = 8; i >= 0; i--) {
+    lpvm_tbuf_reset(&b);
+    lpvm_put_tuple(&b, 1);
+    switch (i) {
+      case 0: lpvm_put_int(&b, -5); break;
+      case 1: lpvm_put_float(&b, 2.5); break;
+      case 2: lpvm_put_atom(&b, "abc"); break;
+      case 3: lpvm_put_ref(&b, 7); break;
+      case 4: lpvm_put_pid(&b, 9); break;
+      case 5: lpvm_put_tuple(&b, 0); break;
+      case 6: lpvm_put_nil(&b); break;
+      case 7: lpvm_put_list(&b, 1); lpvm_put_int(&b, 1); lpvm_put_nil(&b); break;
+      default: lpvm_put_binary(&b, "z", 1); break;
+    }
+    cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  }
+  lpvm_tbuf_reset(&out);
+  cr_assert_eq(lpvm_ets_tab2list(NULL, t, &out), 9);
+  char text[256];
+  lpvm_term_format(out.data, out.len, text, sizeof text);
+  cr_assert(strstr(text, "[{-5},{2.5},{abc},{#Ref<") == text, "%s", text);
+  cr_assert(strstr(text, "{<0.9.0>},{{}},{[]},{[1]},{<<\"z\">>}]") != NULL, "%s", text);
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&out);
+  vm_stop();
+}
+
+/* ---- stress ------------------------------------------------------------------------ */
+
+typedef struct stress {
+  lpvm_tab tab;
+  int id, rounds;
+  _Atomic int *stop;
+  long walked;
+} stress;
+
+/* Insert and delete keys of its own range, bump a shared counter. */
+static void *writer(void *arg) {
+  stress *s = arg;
+  lpvm_tbuf b, out;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&out);
+  lpvm_ets_incr inc = {2, 1, 0, 0, 0};
+  for (int i = 0; i < s->rounds; i++) {
+    int64_t k = (int64_t)s->id * 1000000 + i;
+    obj_ii(&b, k, i);
+    cr_assert_eq(lpvm_ets_insert(NULL, s->tab, b.data, b.len), 0);
+    int64_t res;
+    int_term(&b, -1);
+    cr_assert_eq(lpvm_ets_update_counter(NULL, s->tab, b.data, b.len, &inc, 1, NULL, 0,
+                                         &res), 0);
+    if (i % 2) {
+      int_term(&b, k - 1);
+      cr_assert_eq(lpvm_ets_delete_key(NULL, s->tab, b.data, b.len), 0);
+    }
+    int_term(&b, k);
+    lpvm_tbuf_reset(&out);
+    cr_assert_eq(lpvm_ets_lookup(NULL, s->tab, b.data, b.len, &out), 1);
+  }
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&out);
+  return NULL;
+}
+
+/* Walk with first/next and select while the writers run. */
+static void *walker(void *arg) {
+  stress *s = arg;
+  lpvm_tbuf key, out, ms;
+  lpvm_tbuf_init(&key);
+  lpvm_tbuf_init(&out);
+  lpvm_tbuf_init(&ms);
+  /* [{{'$1', '_'}, [{'<', '$1', 0}], ['$_']}]: the counter object */
+  lpvm_put_list(&ms, 1);
+  lpvm_put_tuple(&ms, 3);
+  lpvm_put_tuple(&ms, 2); lpvm_put_atom(&ms, "$1"); lpvm_put_atom(&ms, "_");
+  lpvm_put_list(&ms, 1);
+  lpvm_put_tuple(&ms, 3); lpvm_put_atom(&ms, "<"); lpvm_put_atom(&ms, "$1"); lpvm_put_int(&ms, 0);
+  lpvm_put_nil(&ms);
+  lpvm_put_list(&ms, 1); lpvm_put_atom(&ms, "$_"); lpvm_put_nil(&ms);
+  lpvm_put_nil(&ms);
+  while (!atomic_load(s->stop)) {
+    lpvm_tbuf_reset(&key);
+    int more = lpvm_ets_first(NULL, s->tab, &key);
+    while (more == 1) {
+      s->walked++;
+      lpvm_tbuf_reset(&out);
+      more = lpvm_ets_next(NULL, s->tab, key.data, key.len, &out);
+      lpvm_tbuf tmp = key;
+      key = out;
+      out = tmp;
+    }
+    cr_assert_eq(more, 0);
+    lpvm_tbuf_reset(&out);
+    cr_assert(lpvm_ets_select(NULL, s->tab, ms.data, ms.len, LPVM_ETS_SELECT, &out) <= 1);
+  }
+  lpvm_tbuf_free(&key);
+  lpvm_tbuf_free(&out);
+  lpvm_tbuf_free(&ms);
+  return NULL;
+}
+
+static void run_stress(int type, int wc) {
+  vm_start_n(2, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.type = type;
+  o.access = LPVM_ETS_PUBLIC;
+  o.write_concurrency = wc;
+  lpvm_tab t;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  obj_ii(&b, -1, 0);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  _Atomic int stop = 0;
+  enum { W = 3 };
+  int rounds = (int)test_scaled(20000, 500);
+  stress s[W + 1];
+  pthread_t th[W + 1];
+  for (int i = 0; i <= W; i++) {
+    s[i] = (stress){t, i, rounds, &stop, 0};
+    pthread_create(&th[i], NULL, i < W ? writer : walker, &s[i]);
+  }
+  for (int i = 0; i < W; i++) pthread_join(th[i], NULL);
+  atomic_store(&stop, 1);
+  pthread_join(th[W], NULL);
+  lpvm_tbuf out;
+  lpvm_tbuf_init(&out);
+  int_term(&b, -1);
+  cr_assert_eq(lpvm_ets_lookup_element(NULL, t, b.data, b.len, 2, &out), 0);
+  cr_assert_eq(read_int(&out), (int64_t)W * rounds);   /* no increment lost */
+  lpvm_ets_tabinfo in;
+  cr_assert_eq(lpvm_ets_info(t, &in), 0);
+  cr_assert_eq(in.size, 1 + (size_t)W * (rounds - rounds / 2));
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&out);
+  vm_stop();
+}
+
+Test(ets, stress_set_write_concurrency) { run_stress(LPVM_ETS_SET, 1); }
+Test(ets, stress_set) { run_stress(LPVM_ETS_SET, 0); }
+Test(ets, stress_ordered_set) { run_stress(LPVM_ETS_ORDERED_SET, 0); }
+
+/* Tables made and deleted while other threads use them by id and by name. */
+static void *churn(void *arg) {
+  stress *s = arg;
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.access = LPVM_ETS_PUBLIC;
+  o.named = 1;
+  o.name = "churn";
+  o.write_concurrency = s->id & 1;
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  for (int i = 0; i < s->rounds; i++) {
+    lpvm_tab t;
+    int rc = lpvm_ets_new(NULL, &o, &t);
+    if (rc == LPVM_EEXIST) t = lpvm_ets_whereis("churn");
+    else cr_assert_eq(rc, 0);
+    obj_ii(&b, i, i);
+    rc = lpvm_ets_insert(NULL, t, b.data, b.len);
+    cr_assert(rc == 0 || rc == LPVM_ETS_ENOTAB, "rc %d", rc);
+    rc = lpvm_ets_delete(NULL, t);
+    cr_assert(rc == 0 || rc == LPVM_ETS_ENOTAB, "rc %d", rc);
+  }
+  lpvm_tbuf_free(&b);
+  return NULL;
+}
+
+Test(ets, stress_create_delete) {
+  vm_start_n(1, 1);
+  stress s[3];
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    s[i] = (stress){0, i, (int)test_scaled(5000, 200), NULL, 0};
+    pthread_create(&th[i], NULL, churn, &s[i]);
+  }
+  for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+  cr_assert_eq(lpvm_ets_whereis("churn"), 0);
+  cr_assert_eq(lpvm_ets_all(NULL, 0), 0);
+  vm_stop();
+}
+
+/* A million objects (scaled), then the table deleted: LeakSanitizer sees it all go. */
+Test(ets, big_table_frees_everything) {
+  vm_start_n(1, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  lpvm_tab t, u;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  o.type = LPVM_ETS_ORDERED_SET;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &u), 0);
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  size_t n = test_scaled(1000000, 10000);
+  for (size_t i = 0; i < n; i++) {
+    obj_ii(&b, (int64_t)i, (int64_t)i);
+    cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+    if (i % 4 == 0) cr_assert_eq(lpvm_ets_insert(NULL, u, b.data, b.len), 0);
+  }
+  lpvm_ets_tabinfo in;
+  cr_assert_eq(lpvm_ets_info(t, &in), 0);
+  cr_assert_eq(in.size, n);
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  lpvm_tbuf_free(&b);
+  vm_stop();   /* u is still there: lpvm_stop frees it */
+}

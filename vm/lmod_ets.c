@@ -1,0 +1,792 @@
+/*
+** lmod_ets.c -- `require "ets"` (also `lpvm.ets`): Lua's face of the shared tables
+** in tasks/ets*.c. docs/ets.md is the user's guide, side by side with Erlang's ets.
+**
+** Thin on purpose: each function encodes its Lua arguments as terms (lterm.c), calls
+** the C API of include/lpvm/ets.h and decodes what it wrote. An object is a Lua
+** array {key, ...} stored as a tuple; a table id is a reference (or, for a
+** named_table, its name); the end of a walk is nil. Errors are ETS's badarg, raised
+** with the argument named: "bad argument #1 to 'insert' (no such table)".
+**
+** Match specifications keep Erlang's shape, with Lua tables for tuples and lists:
+** { {Head, {Guard...}, {Body...}}, ... }. In Head the strings "_" and "$N" are the
+** match atoms; a guard {op, a, b} is a call ({">", "$1", 3}); in a Body "$_", "$$"
+** and "$N" are the special atoms and a table builds a list. Everywhere else strings
+** stay binaries, as in every other term lpvm sends.
+*/
+#include <lauxlib.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lpvm/ets.h"
+#include "vm/lproc_int.h"
+#include "vm/lterm.h"
+
+/* ---- buffers ------------------------------------------------------------------------ */
+
+/* The output builder of this thread (results are decoded from it); the input side
+** uses lterm_scratch(). Both are per thread: a C function runs on one thread. */
+static pthread_key_t out_key;
+static pthread_once_t out_once = PTHREAD_ONCE_INIT;
+
+static void out_free(void *p) {
+  lpvm_tbuf_free(p);
+  free(p);
+}
+
+static void out_init(void) { pthread_key_create(&out_key, out_free); }
+
+static lpvm_tbuf *out_buf(lua_State *L) {
+  pthread_once(&out_once, out_init);
+  lpvm_tbuf *b = pthread_getspecific(out_key);
+  if (!b) {
+    if (!(b = calloc(1, sizeof *b))) luaL_error(L, "not enough memory");
+    pthread_setspecific(out_key, b);
+  }
+  lpvm_tbuf_reset(b);   /* (re)starts the term; gives back a buffer grown past 64 KiB */
+  if (b->err) luaL_error(L, "not enough memory");
+  return b;
+}
+
+static lpvm_tbuf *in_buf(lua_State *L) {
+  lpvm_tbuf *b = lterm_scratch();
+  if (!b) luaL_error(L, "not enough memory");
+  return b;
+}
+
+/* Decode the whole term in b as one Lua value. */
+static void push_term(lua_State *L, lpvm_tbuf *b) {
+  lpvm_tread r;
+  if (lpvm_tread_init(&r, b->data, b->len)) luaL_error(L, "ets: bad result term");
+  lterm_push(L, &r);
+}
+
+/* ---- arguments ---------------------------------------------------------------------- */
+
+static lpvm_task *self_of(lua_State *L) { return &lproc_check(L)->task; }
+
+static int fail(lua_State *L, int rc, int arg) {
+  if (rc == LPVM_ENOMEM) return luaL_error(L, "not enough memory");
+  if (rc == LPVM_ETS_ENOTAB || rc == LPVM_ETS_EACCESS || rc == LPVM_ETS_EOWNER) arg = 1;
+  return luaL_argerror(L, arg, lpvm_ets_strerror(rc));
+}
+
+static lpvm_tab check_tab(lua_State *L, int arg) {
+  if (lua_type(L, arg) == LUA_TSTRING) {
+    lpvm_tab t = lpvm_ets_whereis(lua_tostring(L, arg));
+    if (!t) luaL_argerror(L, arg, "no such table");
+    return t;
+  }
+  uint64_t r = lmod_to_ref(L, arg);
+  if (!r) luaL_typeerror(L, arg, "table (reference or name)");
+  return r;
+}
+
+static void put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
+  char err[LTERM_ERRSZ];
+  if (lterm_put_plain(L, idx, b, err)) luaL_argerror(L, arg, err);
+}
+
+/* An object: the Lua array {e1, ..., en} as the tuple {e1, ..., en}. */
+static void put_object(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Unsigned n = lua_rawlen(L, idx);
+  if (n > UINT32_MAX) luaL_argerror(L, arg, "object too long");
+  lpvm_put_tuple(b, (uint32_t)n);
+  for (lua_Unsigned i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)i);
+    put_value(L, -1, b, arg);
+    lua_pop(L, 1);
+  }
+}
+
+/* An optional term argument (heir data, give_away data): NULL when nil. */
+static lpvm_tbuf *opt_term(lua_State *L, int idx, int arg) {
+  if (lua_isnoneornil(L, idx)) return NULL;
+  lpvm_tbuf *b = in_buf(L);
+  put_value(L, idx, b, arg);
+  return b;
+}
+
+static lpvm_tbuf *key_arg(lua_State *L, int arg) {
+  luaL_checkany(L, arg);
+  lpvm_tbuf *b = in_buf(L);
+  put_value(L, arg, b, arg);
+  return b;
+}
+
+/* ---- tables -------------------------------------------------------------------------- */
+
+static const char *const types[] = {"set", "ordered_set", "bag", "duplicate_bag", NULL};
+static const char *const accesses[] = {"protected", "public", "private", NULL};
+
+static int find_word(const char *s, const char *const *list) {
+  for (int i = 0; list[i]; i++)
+    if (strcmp(s, list[i]) == 0) return i;
+  return -1;
+}
+
+/* One option word from the array part: "set", "public", "named_table", ... */
+static void opt_word(lua_State *L, const char *w, lpvm_ets_opts *o) {
+  int i;
+  if ((i = find_word(w, types)) >= 0) o->type = i;
+  else if ((i = find_word(w, accesses)) >= 0) o->access = i;
+  else if (strcmp(w, "named_table") == 0) o->named = 1;
+  else if (strcmp(w, "read_concurrency") == 0) o->read_concurrency = 1;
+  else if (strcmp(w, "write_concurrency") == 0) o->write_concurrency = 1;
+  else if (strcmp(w, "compressed") != 0)   /* accepted: objects are compact already */
+    luaL_argerror(L, 2, lua_pushfstring(L, "unknown option '%s'", w));
+}
+
+static int field_bool(lua_State *L, int t, const char *k, int dflt) {
+  int r = lua_getfield(L, t, k) == LUA_TNIL ? dflt : lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return r;
+}
+
+/* ets.new(name [, opts]): opts is an array of words ("set", "public", ...) and/or the
+** fields type, access, named_table, keypos, read_concurrency, write_concurrency,
+** heir, heir_data. */
+static int l_new(lua_State *L) {
+  lpvm_task *self = self_of(L);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.name = luaL_checkstring(L, 1);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 2);
+    for (lua_Integer i = 1; i <= n; i++) {
+      if (lua_rawgeti(L, 2, i) != LUA_TSTRING) luaL_argerror(L, 2, "option words are strings");
+      opt_word(L, lua_tostring(L, -1), &o);
+      lua_pop(L, 1);
+    }
+    if (lua_getfield(L, 2, "type") == LUA_TSTRING) opt_word(L, lua_tostring(L, -1), &o);
+    if (lua_getfield(L, 2, "access") == LUA_TSTRING) opt_word(L, lua_tostring(L, -1), &o);
+    if (lua_getfield(L, 2, "protection") == LUA_TSTRING) opt_word(L, lua_tostring(L, -1), &o);
+    lua_pop(L, 3);
+    o.named = field_bool(L, 2, "named_table", o.named);
+    o.read_concurrency = field_bool(L, 2, "read_concurrency", o.read_concurrency);
+    o.write_concurrency = field_bool(L, 2, "write_concurrency", o.write_concurrency);
+    if (lua_getfield(L, 2, "keypos") != LUA_TNIL) {
+      lua_Integer k = lua_tointeger(L, -1);
+      if (!lua_isinteger(L, -1) || k < 1 || k > UINT32_MAX) luaL_argerror(L, 2, "keypos must be a positive integer");
+      o.keypos = (uint32_t)k;
+    }
+    if (lua_getfield(L, 2, "heir") != LUA_TNIL) {
+      o.heir = lmod_to_pid(L, -1);
+      if (!o.heir) luaL_argerror(L, 2, "heir must be a pid");
+    }
+    lua_pop(L, 2);
+    lua_getfield(L, 2, "heir_data");
+    lpvm_tbuf *b = o.heir ? opt_term(L, -1, 2) : NULL;
+    if (b) {
+      o.heir_data = b->data;
+      o.heir_data_len = b->len;
+    }
+  }
+  lpvm_tab tab;
+  int rc = lpvm_ets_new(self, &o, &tab);
+  if (rc) return fail(L, rc, 2);
+  if (o.named) lua_pushvalue(L, 1);
+  else lmod_push_ref(L, tab);
+  return 1;
+}
+
+/* delete(tab) deletes the table; delete(tab, key) the key's objects. */
+static int l_delete(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_task *self = self_of(L);
+  int rc;
+  if (lua_gettop(L) < 2) {
+    rc = lpvm_ets_delete(self, tab);
+  } else {
+    lpvm_tbuf *k = key_arg(L, 2);
+    rc = lpvm_ets_delete_key(self, tab, k->data, k->len);
+  }
+  if (rc) return fail(L, rc, 2);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_whereis(lua_State *L) {
+  lpvm_tab t = lpvm_ets_whereis(luaL_checkstring(L, 1));
+  if (t) lmod_push_ref(L, t);
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* The id to show a user: the name of a named table, else the reference. */
+static void push_id(lua_State *L, lpvm_tab t, const lpvm_ets_tabinfo *in) {
+  if (in->named) lua_pushstring(L, in->name);
+  else lmod_push_ref(L, t);
+}
+
+static int l_all(lua_State *L) {
+  size_t cap = 64, n;
+  lpvm_tab *ids = NULL;
+  for (;;) {   /* tables come and go: retry until the snapshot fits */
+    lpvm_tab *m = realloc(ids, cap * sizeof *ids);
+    if (!m) { free(ids); return luaL_error(L, "not enough memory"); }
+    ids = m;
+    if ((n = lpvm_ets_all(ids, cap)) <= cap) break;
+    cap = n + 16;
+  }
+  lua_createtable(L, (int)n, 0);
+  int k = 0;
+  for (size_t i = 0; i < n; i++) {
+    lpvm_ets_tabinfo in;
+    if (lpvm_ets_info(ids[i], &in)) continue;   /* deleted meanwhile */
+    push_id(L, ids[i], &in);
+    lua_rawseti(L, -2, ++k);
+  }
+  free(ids);
+  return 1;
+}
+
+static void push_info_item(lua_State *L, lpvm_tab t, const lpvm_ets_tabinfo *in,
+                           const char *item) {
+  if (strcmp(item, "size") == 0) lua_pushinteger(L, (lua_Integer)in->size);
+  else if (strcmp(item, "memory") == 0) lua_pushinteger(L, (lua_Integer)in->memory);
+  else if (strcmp(item, "owner") == 0) lmod_push_pid(L, in->owner);
+  else if (strcmp(item, "heir") == 0) { if (in->heir) lmod_push_pid(L, in->heir); else lua_pushstring(L, "none"); }
+  else if (strcmp(item, "type") == 0) lua_pushstring(L, types[in->type]);
+  else if (strcmp(item, "protection") == 0) lua_pushstring(L, accesses[in->access]);
+  else if (strcmp(item, "name") == 0) lua_pushstring(L, in->name);
+  else if (strcmp(item, "named_table") == 0) lua_pushboolean(L, in->named);
+  else if (strcmp(item, "keypos") == 0) lua_pushinteger(L, in->keypos);
+  else if (strcmp(item, "read_concurrency") == 0) lua_pushboolean(L, in->read_concurrency);
+  else if (strcmp(item, "write_concurrency") == 0) lua_pushboolean(L, in->write_concurrency);
+  else if (strcmp(item, "id") == 0) lmod_push_ref(L, t);
+  else luaL_argerror(L, 2, lua_pushfstring(L, "unknown info item '%s'", item));
+}
+
+static const char *const info_items[] = {"id", "name", "size", "memory", "owner", "heir",
+    "type", "protection", "named_table", "keypos", "read_concurrency",
+    "write_concurrency", NULL};
+
+/* info(tab) -> a table of every item; info(tab, item) -> one; nil if no such table. */
+static int l_info(lua_State *L) {
+  lpvm_tab t = 0;
+  if (lua_type(L, 1) == LUA_TSTRING) t = lpvm_ets_whereis(lua_tostring(L, 1));
+  else if (!(t = lmod_to_ref(L, 1))) luaL_typeerror(L, 1, "table (reference or name)");
+  lpvm_ets_tabinfo in;
+  const char *item = luaL_optstring(L, 2, NULL);
+  if (!t || lpvm_ets_info(t, &in)) { lua_pushnil(L); return 1; }
+  if (item) { push_info_item(L, t, &in, item); return 1; }
+  lua_createtable(L, 0, 12);
+  for (int i = 0; info_items[i]; i++) {
+    push_info_item(L, t, &in, info_items[i]);
+    lua_setfield(L, -2, info_items[i]);
+  }
+  return 1;
+}
+
+static int l_give_away(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_id to = lmod_check_pid(L, 2);
+  lpvm_tbuf *b = opt_term(L, 3, 3);
+  int rc = lpvm_ets_give_away(self_of(L), tab, to, b ? b->data : NULL, b ? b->len : 0);
+  if (rc) return fail(L, rc, 2);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_rename(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  int rc = lpvm_ets_rename(self_of(L), tab, name);
+  if (rc) return fail(L, rc, 2);
+  lpvm_ets_tabinfo in;
+  if (lpvm_ets_info(tab, &in) == 0 && in.named) lua_pushvalue(L, 2);
+  else lmod_push_ref(L, tab);
+  return 1;
+}
+
+/* setopts(tab, {heir = pid | "none", heir_data = x}) */
+static int l_setopts(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (lua_getfield(L, 2, "heir") == LUA_TNIL) luaL_argerror(L, 2, "only 'heir' can be set");
+  lpvm_id heir = lmod_to_pid(L, -1);
+  if (!heir && !(lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "none") == 0))
+    luaL_argerror(L, 2, "heir must be a pid or \"none\"");
+  lua_getfield(L, 2, "heir_data");
+  lpvm_tbuf *b = heir ? opt_term(L, -1, 2) : NULL;
+  int rc = lpvm_ets_set_heir(self_of(L), tab, heir, b ? b->data : NULL, b ? b->len : 0);
+  if (rc) return fail(L, rc, 2);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* Iteration with first/next is always safe in lpvm (ets.h): nothing to fix. */
+static int l_safe_fixtable(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  luaL_checktype(L, 2, LUA_TBOOLEAN);
+  lpvm_ets_tabinfo in;
+  if (lpvm_ets_info(tab, &in)) return fail(L, LPVM_ETS_ENOTAB, 1);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ---- objects -------------------------------------------------------------------------- */
+
+/* insert(tab, obj, ...): one or more objects, all inserted atomically. */
+static int insert_common(lua_State *L, int only_new) {
+  lpvm_tab tab = check_tab(L, 1);
+  int n = lua_gettop(L) - 1;
+  if (n < 1) luaL_checktype(L, 2, LUA_TTABLE);
+  lpvm_tbuf *b = in_buf(L);
+  if (n > 1) lpvm_put_list(b, (uint32_t)n);
+  for (int i = 2; i <= n + 1; i++) put_object(L, i, b, i);
+  if (n > 1) lpvm_put_nil(b);
+  if (b->err) return fail(L, b->err, 2);
+  lpvm_task *self = self_of(L);
+  int rc = only_new ? lpvm_ets_insert_new(self, tab, b->data, b->len)
+                    : lpvm_ets_insert(self, tab, b->data, b->len);
+  if (rc < 0) return fail(L, rc, 2);
+  lua_pushboolean(L, only_new ? rc : 1);
+  return 1;
+}
+
+static int l_insert(lua_State *L) { return insert_common(L, 0); }
+static int l_insert_new(lua_State *L) { return insert_common(L, 1); }
+
+typedef int (*key_out_fn)(lpvm_task *, lpvm_tab, const uint8_t *, size_t, lpvm_tbuf *);
+
+/* lookup, take: the list of objects as a Lua array. */
+static int key_to_list(lua_State *L, key_out_fn fn) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_tbuf *k = key_arg(L, 2), *out = out_buf(L);
+  int rc = fn(self_of(L), tab, k->data, k->len, out);
+  if (rc < 0) return fail(L, rc, 2);
+  push_term(L, out);
+  return 1;
+}
+
+static int l_lookup(lua_State *L) { return key_to_list(L, lpvm_ets_lookup); }
+static int l_take(lua_State *L) { return key_to_list(L, lpvm_ets_take); }
+
+static int l_lookup_element(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  lua_Integer pos = luaL_checkinteger(L, 3);
+  lpvm_tbuf *k = key_arg(L, 2), *out = out_buf(L);
+  if (pos < 1 || pos > UINT32_MAX) return fail(L, LPVM_ETS_EPOS, 3);
+  int rc = lpvm_ets_lookup_element(self_of(L), tab, k->data, k->len, (uint32_t)pos, out);
+  if (rc < 0) return fail(L, rc, rc == LPVM_ETS_EPOS ? 3 : 2);
+  push_term(L, out);
+  return 1;
+}
+
+static int l_member(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_tbuf *k = key_arg(L, 2);
+  int rc = lpvm_ets_member(self_of(L), tab, k->data, k->len);
+  if (rc < 0) return fail(L, rc, 2);
+  lua_pushboolean(L, rc);
+  return 1;
+}
+
+static int l_delete_object(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_tbuf *b = in_buf(L);
+  put_object(L, 2, b, 2);
+  int rc = lpvm_ets_delete_object(self_of(L), tab, b->data, b->len);
+  if (rc) return fail(L, rc, 2);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_delete_all_objects(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  int rc = lpvm_ets_delete_all(self_of(L), tab);
+  if (rc) return fail(L, rc, 1);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* One {pos, incr [, threshold, setvalue]} at the top of the stack. */
+static void incr_op(lua_State *L, int arg, lpvm_ets_incr *s) {
+  lua_Integer v[4] = {0, 0, 0, 0};
+  int n = (int)lua_rawlen(L, -1);
+  if (n != 2 && n != 4) luaL_argerror(L, arg, "an update is {pos, incr} or {pos, incr, threshold, setvalue}");
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    if (!lua_isinteger(L, -1)) luaL_argerror(L, arg, "update values must be integers");
+    v[i] = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  if (v[0] < 1 || v[0] > UINT32_MAX) luaL_argerror(L, arg, "position out of range");
+  *s = (lpvm_ets_incr){(uint32_t)v[0], v[1], n == 4, n == 4 ? v[2] : 0, n == 4 ? v[3] : 0};
+}
+
+/* update_counter(tab, key, incr | {pos, incr[, thr, set]} | {{...}, ...} [, default]) */
+static int l_update_counter(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_ets_incr steps[64];
+  int n = 1, many = 0;
+  lpvm_tbuf *dflt = NULL;
+  if (!lua_isnoneornil(L, 4)) { dflt = out_buf(L); put_object(L, 4, dflt, 4); }
+  if (lua_isinteger(L, 3)) {
+    lpvm_ets_tabinfo in;
+    if (lpvm_ets_info(tab, &in)) return fail(L, LPVM_ETS_ENOTAB, 1);
+    steps[0] = (lpvm_ets_incr){in.keypos + 1, lua_tointeger(L, 3), 0, 0, 0};
+  } else {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    lua_rawgeti(L, 3, 1);
+    many = lua_type(L, -1) == LUA_TTABLE;
+    lua_pop(L, 1);
+    if (!many) {
+      lua_pushvalue(L, 3);
+      incr_op(L, 3, &steps[0]);
+      lua_pop(L, 1);
+    } else {
+      n = (int)lua_rawlen(L, 3);
+      if (n > 64) luaL_argerror(L, 3, "at most 64 updates");
+      for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 3, i + 1);
+        luaL_argcheck(L, lua_istable(L, -1), 3, "a list of {pos, incr} updates expected");
+        incr_op(L, 3, &steps[i]);
+        lua_pop(L, 1);
+      }
+    }
+  }
+  lpvm_tbuf *k = key_arg(L, 2);
+  int64_t res[64];
+  int rc = lpvm_ets_update_counter(self_of(L), tab, k->data, k->len, steps, n,
+                                   dflt ? dflt->data : NULL, dflt ? dflt->len : 0, res);
+  if (rc) return fail(L, rc, rc == LPVM_ETS_ENOKEY ? 2 : rc == LPVM_ETS_EOBJECT ? 4 : 3);
+  if (!many) { lua_pushinteger(L, res[0]); return 1; }
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushinteger(L, res[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* update_element(tab, key, {pos, value} | {{pos, value}, ...}) -> true | false */
+static int l_update_element(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_rawgeti(L, 3, 1);
+  int many = lua_type(L, -1) == LUA_TTABLE;
+  lua_pop(L, 1);
+  int n = many ? (int)lua_rawlen(L, 3) : 1;
+  if (n < 1 || n > 64) luaL_argerror(L, 3, "1 to 64 {pos, value} updates");
+  uint32_t pos[64];
+  lpvm_tbuf *vb = out_buf(L);   /* the new values as one list term */
+  lpvm_put_list(vb, (uint32_t)n);
+  for (int i = 0; i < n; i++) {
+    if (many) lua_rawgeti(L, 3, i + 1);
+    else lua_pushvalue(L, 3);
+    luaL_argcheck(L, lua_istable(L, -1) && lua_rawlen(L, -1) == 2, 3, "an update is {pos, value}");
+    lua_rawgeti(L, -1, 1);
+    lua_Integer p = lua_tointeger(L, -1);
+    if (!lua_isinteger(L, -1) || p < 1 || p > UINT32_MAX) luaL_argerror(L, 3, "position out of range");
+    pos[i] = (uint32_t)p;
+    lua_rawgeti(L, -2, 2);
+    put_value(L, -1, vb, 3);
+    lua_pop(L, 3);
+  }
+  lpvm_put_nil(vb);
+  if (vb->err) return fail(L, vb->err, 3);
+  lpvm_tbuf *k = key_arg(L, 2);
+  int rc = lpvm_ets_update_element(self_of(L), tab, k->data, k->len, pos, n, vb->data, vb->len);
+  if (rc < 0) return fail(L, rc, 3);
+  lua_pushboolean(L, rc);
+  return 1;
+}
+
+/* ---- walking ---------------------------------------------------------------------------- */
+
+typedef int (*walk_fn)(lpvm_task *, lpvm_tab, lpvm_tbuf *);
+
+static int walk_end(lua_State *L, walk_fn fn) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_tbuf *out = out_buf(L);
+  int rc = fn(self_of(L), tab, out);
+  if (rc < 0) return fail(L, rc, 1);
+  if (rc == 0) lua_pushnil(L);
+  else push_term(L, out);
+  return 1;
+}
+
+static int walk_step(lua_State *L, key_out_fn fn) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_tbuf *k = key_arg(L, 2), *out = out_buf(L);
+  int rc = fn(self_of(L), tab, k->data, k->len, out);
+  if (rc < 0) return fail(L, rc, 2);
+  if (rc == 0) lua_pushnil(L);
+  else push_term(L, out);
+  return 1;
+}
+
+static int l_first(lua_State *L) { return walk_end(L, lpvm_ets_first); }
+static int l_last(lua_State *L) { return walk_end(L, lpvm_ets_last); }
+static int l_next(lua_State *L) { return walk_step(L, lpvm_ets_next); }
+static int l_prev(lua_State *L) { return walk_step(L, lpvm_ets_prev); }
+
+static int l_tab2list(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_tbuf *out = out_buf(L);
+  int rc = lpvm_ets_tab2list(self_of(L), tab, out);
+  if (rc < 0) return fail(L, rc, 1);
+  push_term(L, out);
+  return 1;
+}
+
+/* foldl(fn, acc, tab): over a snapshot of the table (fn may change the table). */
+static int l_foldl(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_settop(L, 3);
+  lua_pushcfunction(L, l_tab2list);
+  lua_pushvalue(L, 3);
+  lua_call(L, 1, 1);                       /* 4: the objects */
+  lua_pushvalue(L, 2);                     /* 5: the accumulator */
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 4);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_pushvalue(L, 1);
+    lua_rawgeti(L, 4, i);
+    lua_pushvalue(L, 5);
+    lua_call(L, 2, 1);
+    lua_replace(L, 5);
+  }
+  return 1;
+}
+
+/* ---- match specifications -------------------------------------------------------------- */
+
+#define MS_DEPTH 100
+
+/* Where a value sits decides what its strings mean. */
+enum { IN_HEAD, IN_EXPR, IN_LITERAL };
+
+static void put_ms_value(lua_State *L, int idx, lpvm_tbuf *b, int arg, int where,
+                         int depth);
+
+/* "_" and "$N" in a head, "$_", "$$" and "$N" in an expression: atoms. */
+static int special_atom(const char *s, size_t n, int where) {
+  if (where == IN_LITERAL || n == 0) return 0;
+  if (where == IN_HEAD && n == 1 && s[0] == '_') return 1;
+  if (s[0] != '$' || n < 2) return 0;
+  if (where == IN_EXPR && n == 2 && (s[1] == '_' || s[1] == '$')) return 1;
+  for (size_t i = 1; i < n; i++)
+    if (s[i] < '0' || s[i] > '9') return 0;
+  return 1;
+}
+
+static void put_ms_table(lua_State *L, int t, lpvm_tbuf *b, int arg, int where, int depth) {
+  lua_Unsigned n = lua_rawlen(L, t);
+  int seq = 1;
+  lua_pushnil(L);
+  lua_Unsigned count = 0;
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    lua_Integer k;
+    if (!lua_isinteger(L, -1) || (k = lua_tointeger(L, -1)) < 1 || (lua_Unsigned)k > n) seq = 0;
+    count++;
+  }
+  if (seq && count == n) {   /* a list */
+    lpvm_put_list(b, (uint32_t)n);
+    for (lua_Unsigned i = 1; i <= n; i++) {
+      lua_rawgeti(L, t, (lua_Integer)i);
+      put_ms_value(L, -1, b, arg, where, depth + 1);
+      lua_pop(L, 1);
+    }
+    lpvm_put_nil(b);
+    return;
+  }
+  lpvm_put_map(b, (uint32_t)count);   /* a map pattern: its keys are literal */
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    put_ms_value(L, -2, b, arg, IN_LITERAL, depth + 1);
+    put_ms_value(L, -1, b, arg, where, depth + 1);
+    lua_pop(L, 1);
+  }
+}
+
+static void put_ms_value(lua_State *L, int idx, lpvm_tbuf *b, int arg, int where,
+                         int depth) {
+  idx = lua_absindex(L, idx);
+  if (depth > MS_DEPTH) luaL_argerror(L, arg, "match specification nested too deep");
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    size_t n;
+    const char *s = lua_tolstring(L, idx, &n);
+    if (special_atom(s, n, where)) { lpvm_put_atom_len(b, s, n); return; }
+  }
+  if (lua_type(L, idx) == LUA_TTABLE) { put_ms_table(L, idx, b, arg, where, depth); return; }
+  put_value(L, idx, b, arg);
+}
+
+/* A guard or body expression: {op, args...} is a call (op an atom), other tables build
+** lists (bodies) and {"const", x} quotes x. */
+static void put_expr(lua_State *L, int idx, lpvm_tbuf *b, int arg, int call, int depth) {
+  idx = lua_absindex(L, idx);
+  if (depth > MS_DEPTH) luaL_argerror(L, arg, "match specification nested too deep");
+  if (lua_type(L, idx) != LUA_TTABLE) { put_ms_value(L, idx, b, arg, IN_EXPR, depth); return; }
+  lua_Unsigned n = lua_rawlen(L, idx);
+  lua_rawgeti(L, idx, 1);
+  int is_call = call && n >= 1 && lua_type(L, -1) == LUA_TSTRING;
+  if (is_call) {
+    size_t fl;
+    const char *f = lua_tolstring(L, -1, &fl);
+    lpvm_put_tuple(b, (uint32_t)n);
+    lpvm_put_atom_len(b, f, fl);
+    int quote = fl == 5 && memcmp(f, "const", 5) == 0;
+    lua_pop(L, 1);
+    for (lua_Unsigned i = 2; i <= n; i++) {
+      lua_rawgeti(L, idx, (lua_Integer)i);
+      if (quote) put_ms_value(L, -1, b, arg, IN_LITERAL, depth + 1);
+      else put_expr(L, -1, b, arg, 1, depth + 1);
+      lua_pop(L, 1);
+    }
+    return;
+  }
+  lua_pop(L, 1);
+  lpvm_put_list(b, (uint32_t)n);   /* a list built from expressions */
+  for (lua_Unsigned i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)i);
+    put_expr(L, -1, b, arg, call, depth + 1);
+    lua_pop(L, 1);
+  }
+  lpvm_put_nil(b);
+}
+
+/* A head: a Lua array at the top is the object's tuple. */
+static void put_head(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
+  idx = lua_absindex(L, idx);
+  if (lua_type(L, idx) != LUA_TTABLE) { put_ms_value(L, idx, b, arg, IN_HEAD, 0); return; }
+  lua_Unsigned n = lua_rawlen(L, idx);
+  lpvm_put_tuple(b, (uint32_t)n);
+  for (lua_Unsigned i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)i);
+    put_ms_value(L, -1, b, arg, IN_HEAD, 1);
+    lua_pop(L, 1);
+  }
+}
+
+/* The list of one table's expressions (guards: calls; body: lists). */
+static void put_expr_list(lua_State *L, int idx, lpvm_tbuf *b, int arg, int call) {
+  if (lua_isnil(L, idx)) { lpvm_put_nil(b); return; }
+  if (!lua_istable(L, idx)) luaL_argerror(L, arg, "guards and bodies are tables");
+  lua_Unsigned n = lua_rawlen(L, idx);
+  lpvm_put_list(b, (uint32_t)n);
+  for (lua_Unsigned i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)i);
+    put_expr(L, -1, b, arg, call, 0);
+    lua_pop(L, 1);
+  }
+  lpvm_put_nil(b);
+}
+
+/* { {head, {guard...}, {body...}}, ... }: a missing body is {"$_"}. */
+static void put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Unsigned n = lua_rawlen(L, idx);
+  lpvm_put_list(b, (uint32_t)n);
+  for (lua_Unsigned i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, idx, (lua_Integer)i) != LUA_TTABLE)
+      luaL_argerror(L, arg, "a clause is {head, guards, body}");
+    int c = lua_gettop(L);
+    lpvm_put_tuple(b, 3);
+    lua_rawgeti(L, c, 1);
+    put_head(L, -1, b, arg);
+    lua_rawgeti(L, c, 2);
+    put_expr_list(L, -1, b, arg, 1);
+    if (lua_rawgeti(L, c, 3) == LUA_TNIL) {
+      lpvm_put_list(b, 1);
+      lpvm_put_atom(b, "$_");
+      lpvm_put_nil(b);
+    } else {
+      put_expr_list(L, -1, b, arg, 0);
+    }
+    lua_settop(L, c - 1);
+  }
+  lpvm_put_nil(b);
+}
+
+/* One clause {pattern, {}, {body}} for match, match_object and match_delete. */
+static void put_pattern_ms(lua_State *L, int idx, lpvm_tbuf *b, const char *body) {
+  luaL_checkany(L, idx);
+  lpvm_put_list(b, 1);
+  lpvm_put_tuple(b, 3);
+  put_head(L, idx, b, idx);
+  lpvm_put_nil(b);
+  lpvm_put_list(b, 1);
+  lpvm_put_atom(b, body);
+  lpvm_put_nil(b);
+  lpvm_put_nil(b);
+}
+
+static int run_select(lua_State *L, lpvm_tbuf *ms, int mode, int ret_true) {
+  lpvm_tab tab = check_tab(L, 1);
+  if (ms->err) return fail(L, ms->err, 2);
+  lpvm_tbuf *out = mode == LPVM_ETS_SELECT ? out_buf(L) : NULL;
+  int rc = lpvm_ets_select(self_of(L), tab, ms->data, ms->len, mode, out);
+  if (rc < 0) return fail(L, rc, 2);
+  if (out) push_term(L, out);
+  else if (ret_true)
+    lua_pushboolean(L, 1);   /* match_delete returns true */
+  else lua_pushinteger(L, rc);
+  return 1;
+}
+
+static int l_select(lua_State *L) {
+  lpvm_tbuf *b = in_buf(L);
+  put_ms(L, 2, b, 2);
+  return run_select(L, b, LPVM_ETS_SELECT, 0);
+}
+
+static int l_select_count(lua_State *L) {
+  lpvm_tbuf *b = in_buf(L);
+  put_ms(L, 2, b, 2);
+  return run_select(L, b, LPVM_ETS_SELECT_COUNT, 0);
+}
+
+static int l_select_delete(lua_State *L) {
+  lpvm_tbuf *b = in_buf(L);
+  put_ms(L, 2, b, 2);
+  return run_select(L, b, LPVM_ETS_SELECT_DELETE, 0);
+}
+
+static int l_match(lua_State *L) {
+  lpvm_tbuf *b = in_buf(L);
+  put_pattern_ms(L, 2, b, "$$");
+  return run_select(L, b, LPVM_ETS_SELECT, 0);
+}
+
+static int l_match_object(lua_State *L) {
+  lpvm_tbuf *b = in_buf(L);
+  put_pattern_ms(L, 2, b, "$_");
+  return run_select(L, b, LPVM_ETS_SELECT, 0);
+}
+
+static int l_match_delete(lua_State *L) {
+  lpvm_tbuf *b = in_buf(L);
+  put_pattern_ms(L, 2, b, "true");
+  return run_select(L, b, LPVM_ETS_SELECT_DELETE, 1);
+}
+
+/* ---- the module ------------------------------------------------------------------------- */
+
+static const luaL_Reg ets_fns[] = {
+  {"new", l_new}, {"delete", l_delete}, {"whereis", l_whereis}, {"all", l_all},
+  {"info", l_info}, {"give_away", l_give_away}, {"rename", l_rename},
+  {"setopts", l_setopts}, {"safe_fixtable", l_safe_fixtable},
+  {"insert", l_insert}, {"insert_new", l_insert_new}, {"lookup", l_lookup},
+  {"lookup_element", l_lookup_element}, {"member", l_member}, {"take", l_take},
+  {"delete_object", l_delete_object}, {"delete_all_objects", l_delete_all_objects},
+  {"update_counter", l_update_counter}, {"update_element", l_update_element},
+  {"first", l_first}, {"last", l_last}, {"next", l_next}, {"prev", l_prev},
+  {"tab2list", l_tab2list}, {"foldl", l_foldl},
+  {"match", l_match}, {"match_object", l_match_object},
+  {"select", l_select}, {"select_count", l_select_count},
+  {"select_delete", l_select_delete}, {"match_delete", l_match_delete},
+  {NULL, NULL}
+};
+
+int lmod_ets_open(lua_State *L) {
+  luaL_newlib(L, ets_fns);
+  return 1;
+}
