@@ -2,14 +2,22 @@
 BUILD   ?= build
 JOBS    ?= 2
 CMAKEFLAGS ?=
-DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev pkg-config cmake gcc make
+DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev libedit-dev pkg-config cmake gcc make
 # Only the tests need these: a real Erlang checks our term encodings; Debian's Lua
-# modules prove that require works in processes (tests/lua/test_stdlibs.lua).
-TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg
+# modules prove that require works in processes (tests/lua/test_stdlibs.lua); tmux
+# gives the shell's test a terminal (tests/lua/shell_tty_test.sh).
+TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg tmux
 # Only the benchmarks need these: the HTTP server is measured with wrk, ETS beside BEAM's.
 BENCH_PKGS = wrk erlang-nox
 
-.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone fuzz soak clean
+# make install [PREFIX=/usr/local] [DESTDIR=]: a Release build of its own (build-install)
+# whose compiled-in Lua library folder is the installed one; make uninstall [DESTDIR=]
+# removes what that install wrote (its install_manifest.txt).
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL_BUILD ?= build-install
+
+.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone fuzz soak clean install uninstall
 
 all: build
 
@@ -36,10 +44,18 @@ install-pkgs:
 configure: deps
 	@cmake -S . -B $(BUILD) $(CMAKEFLAGS) >/dev/null
 
+# cmake's own make runs below this one: without this every one of its steps says
+# "gmake[N]: Entering directory" (one line each way, dozens of them)
+MAKEFLAGS += --no-print-directory
+export MAKEFLAGS
+
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
-run: build
+# The tour, and only the tour: the build's output goes to a log shown on failure.
+run: deps
+	@cmake -S . -B $(BUILD) $(CMAKEFLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) >$(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
 	@if [ -x $(BUILD)/lpvm ]; then $(BUILD)/lpvm examples/boot.lua; \
 	else $(BUILD)/examples/xmpldemo; fi
 
@@ -48,11 +64,11 @@ test: test-deps build
 
 bench: bench-deps build
 	@for b in $(BUILD)/estone/bench_*; do [ -x $$b ] && $$b; done; true
-	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/vm/lpvm; fi
-	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/vm/lpvm; fi
-	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_http.sh $(BUILD)/vm/lpvm; fi
-	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_ets.sh $(BUILD)/vm/lpvm; fi
-	@if [ -x $(BUILD)/vm/lpvm ]; then sh estone/bench_otp.sh $(BUILD)/vm/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_lua.sh $(BUILD)/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_luaproc.sh $(BUILD)/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_http.sh $(BUILD)/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_ets.sh $(BUILD)/lpvm; fi
+	@if [ -x $(BUILD)/lpvm ]; then sh estone/bench_otp.sh $(BUILD)/lpvm; fi
 
 # The fuzz targets (fuzz/fuzz_*.c) for FUZZ_TIME seconds each under ASan+UBSan, from
 # their seed corpora (fuzz/corpus/<name>/). See docs/fuzzing.md. CI runs it for 60 s.
@@ -74,9 +90,24 @@ soak: build
 	@$(BUILD)/vm/lpvm estone/soak.lua $(SOAK_MINUTES)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan $(INSTALL_BUILD)
+
+install: deps
+	@cmake -S . -B $(INSTALL_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	  -DLPVM_LIBDIR=$(PREFIX)/share/lpvm/lua >/dev/null
+	@cmake --build $(INSTALL_BUILD) -j$(JOBS) --target lpvm lpvm_shared lpvm_static luaproc >/dev/null
+	@DESTDIR=$(DESTDIR) cmake --install $(INSTALL_BUILD) | sed -n 's/^-- Installing: /installed /p'
+
+uninstall:
+	@m=$(INSTALL_BUILD)/install_manifest.txt; \
+	if [ ! -f $$m ]; then echo "nothing to uninstall: no $$m (make install writes it)"; exit 1; fi; \
+	d="$(DESTDIR)"; sed "s|^$${d:+$$d}||; s|^|$$d|" $$m >$$m.paths; \
+	while read -r f || [ -n "$$f" ]; do rm -f "$$f" && echo "removed $$f"; done <$$m.paths; \
+	sed 's|/[^/]*$$||' $$m.paths | grep '/lpvm\(/\|$$\)' | sort -ru | while read -r d || [ -n "$$d" ]; do rmdir "$$d" 2>/dev/null; done; \
+	rmdir "$$(dirname "$$(dirname "$$(grep -m1 '/share/lpvm/' $$m.paths)")")" 2>/dev/null; \
+	rm -f $$m $$m.paths
 
 # The EStone suite and the seed papers' benchmarks in every configuration (~10 min);
 # writes estone/results/ (JSON, SVG charts, summary.md). See docs/estone.md.
 estone: build
-	@sh estone/run_estone.sh $(BUILD)/vm/lpvm
+	@sh estone/run_estone.sh $(BUILD)/lpvm

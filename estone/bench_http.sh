@@ -4,7 +4,7 @@
 # port i/o pattern in Lua (estone/bench_ports.lua). Loopback only (127.0.0.1).
 #   LPVM_BENCH_DURATION=5   seconds per wrk point (default 5)
 #   LPVM_BENCH_QUICK=1      1 s per point and fewer port round trips
-LPVM=${1:-build/vm/lpvm}
+LPVM=${1:-build/lpvm}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
 DUR=${LPVM_BENCH_DURATION:-5}

@@ -3,7 +3,7 @@
 # process, message sizes; in worker mode and in --threads mode (smaller sizes: one OS
 # thread per process). Each case runs in a fresh VM (peak RSS is per case).
 #   LPVM_BENCH_QUICK=1 sh estone/bench_lua.sh    -- smaller sizes, for a quick look
-LPVM=${1:-build/vm/lpvm}
+LPVM=${1:-build/lpvm}
 HERE=$(cd "$(dirname "$0")" && pwd)
 B="$HERE/bench_lua.lua"
 [ -x "$LPVM" ] || { echo "bench_lua.sh: no $LPVM (build first)"; exit 1; }

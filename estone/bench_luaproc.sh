@@ -3,8 +3,8 @@
 # luaproc compatibility layer, in lpvm and in the stock lua5.4 with luaproc.so, next
 # to the same tests written with lpvm's native API (estone/bench_luaproc.lua has
 # the cases). Each case runs in a fresh VM. Figures: docs/luaproc.md.
-#   LPVM_BENCH_QUICK=1 sh estone/bench_luaproc.sh build/vm/lpvm   -- smaller sizes
-LPVM=${1:-build/vm/lpvm}
+#   LPVM_BENCH_QUICK=1 sh estone/bench_luaproc.sh build/lpvm   -- smaller sizes
+LPVM=${1:-build/lpvm}
 HERE=$(cd "$(dirname "$0")" && pwd)
 B="$HERE/bench_luaproc.lua"
 SO_DIR=$(cd "$(dirname "$LPVM")" && pwd)

@@ -2,7 +2,8 @@
 --
 --   lpvm estone/bench_otp.lua refcall QUEUED N   -- monitor+alias call by hand, QUEUED
 --                                                   unrelated messages in the caller's mailbox
---   lpvm estone/bench_otp.lua gs_call QUEUED N   -- gen_server.call round trip
+--   lpvm estone/bench_otp.lua gs_call QUEUED N   -- gen_server.call round trip (to the
+--                                                   server in estone/bench_echo.lua)
 --   lpvm estone/bench_otp.lua sup K              -- simple_one_for_one: start K children,
 --                                                   then stop the supervisor
 --
@@ -42,6 +43,33 @@ if what == "refcall" then
   local dt = now() - t0
   lpvm.send(srv, "stop")
   report("queued", q, "n", n, "ns_per_call", dt * 1000 // n)
+elseif what == "gs_call" then
+  local q, n = math.tointeger(tonumber(arg[2])), math.tointeger(tonumber(arg[3]))
+  local gen_server = require "gen_server"
+  local srv = assert(gen_server.start("bench_echo", nil))   -- estone/bench_echo.lua
+  fill(q)
+  local call = gen_server.call
+  local t0 = now()
+  for i = 1, n do assert(call(srv, i) == i) end
+  local dt = now() - t0
+  gen_server.stop(srv)
+  report("queued", q, "n", n, "ns_per_call", dt * 1000 // n)
+elseif what == "sup" then
+  -- simple_one_for_one: start K gen_server children (estone/bench_echo.lua), then stop
+  -- the supervisor, which stops them all
+  local k = math.tointeger(tonumber(arg[2]))
+  local supervisor = require "supervisor"
+  local t0 = now()
+  local sup = assert(supervisor.start_link({ strategy = "simple_one_for_one",
+    children = { { start = { "gen_server", "start_link", "bench_echo" } } } }))
+  for i = 1, k do assert(supervisor.start_child(sup, { i })) end
+  local t1 = now()
+  lpvm.unlink(sup)
+  local ref = lpvm.monitor(sup)
+  lpvm.exit(sup, "shutdown")
+  lpvm.receive_ref(ref)
+  local t2 = now()
+  report("k", k, "start_us_per_child", (t1 - t0) // k, "stop_us_per_child", (t2 - t1) // k)
 else
   io.stderr:write("bench_otp.lua: unknown case ", tostring(what), "\n")
   lpvm.halt(2)

@@ -5,7 +5,7 @@
 # stopping 10,000 children. BEAM runs estone/bench_otp.escript (escript, erlang-nox).
 # One worker / one scheduler each, so the figures compare the runtimes, not the cores.
 #   LPVM_BENCH_QUICK=1 sh estone/bench_otp.sh    -- smaller sizes
-LPVM=${1:-build/vm/lpvm}
+LPVM=${1:-build/lpvm}
 HERE=$(cd "$(dirname "$0")" && pwd)
 B="$HERE/bench_otp.lua"
 E="$HERE/bench_otp.escript"
@@ -23,4 +23,14 @@ for q in 0 10000; do
   l=$(lp refcall $q $N); e=$(be refcall $q $N)
   a=$(field ns_per_call "$l"); b=$(field ns_per_call "$e")
   printf '%-34s %12s %12s %8s\n' "call by hand, $q queued (ns)" "$a" "$b" "$(ratio "$a" "$b")"
+done
+for q in 0 10000; do
+  l=$(lp gs_call $q $N); e=$(be gs_call $q $N)
+  a=$(field ns_per_call "$l"); b=$(field ns_per_call "$e")
+  printf '%-34s %12s %12s %8s\n' "gen_server call, $q queued (ns)" "$a" "$b" "$(ratio "$a" "$b")"
+done
+l=$(lp sup $K); e=$(be sup $K)
+for f in start_us_per_child stop_us_per_child; do
+  a=$(field $f "$l"); b=$(field $f "$e")
+  printf '%-34s %12s %12s %8s\n' "simple_one_for_one $K: $f" "$a" "$b" "$(ratio "$a" "$b")"
 done

@@ -15,7 +15,7 @@
 # VM's RSS would leave less than 4 GB of the machine's available memory, or after
 # 300 s, and say so.
 set -u
-LPVM=${1:-build/vm/lpvm}
+LPVM=${1:-build/lpvm}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${ESTONE_OUT:-$HERE/results}
 REPEAT=${ESTONE_REPEAT:-3}

@@ -2,7 +2,7 @@
 -- Ierusalimschy, "Exploring Lua for Concurrent Programming", 2008), a luaproc
 -- program run unchanged by lpvm:
 --
---   build/vm/lpvm examples/luaproc_hello.lua
+--   build/lpvm examples/luaproc_hello.lua
 --   LUA_CPATH='build/vm/?.so;;' lua5.4 examples/luaproc_hello.lua
 --
 -- One change to the listing as printed: its outer code string used the same long

@@ -1,7 +1,7 @@
 -- luaproc_search.lua -- the parallel string search of the luaproc paper (section
 -- 4.5), a luaproc program run unchanged by lpvm:
 --
---   build/vm/lpvm examples/luaproc_search.lua [pattern [file...]]
+--   build/lpvm examples/luaproc_search.lua [pattern [file...]]
 --   LUA_CPATH='build/vm/?.so;;' lua5.4 examples/luaproc_search.lua [pattern [file...]]
 --
 -- As in the paper: the main script starts a coordinator and N searchers and hands

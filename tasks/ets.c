@@ -214,7 +214,7 @@ int ets_too_deep(const uint8_t *p, const uint8_t *end) {
 }
 
 int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out) {
-  lpvm_tread r = {p, end};
+  lpvm_tread r = {p, end, 0};
   uint32_t arity;
   if (lpvm_get_tuple(&r, &arity) || arity < t->keypos) return LPVM_ETS_EOBJECT;
   if (ets_too_deep(p, end)) return LPVM_EINVAL;

@@ -60,7 +60,7 @@ static const uint8_t atom_true[] = {TAG_SMALL_ATOM_UTF8, 4, 't', 'r', 'u', 'e'};
 static const uint8_t atom_false[] = {TAG_SMALL_ATOM_UTF8, 5, 'f', 'a', 'l', 's', 'e'};
 
 static const uint8_t *skip(const uint8_t *p, const uint8_t *end) {
-  lpvm_tread r = {p, end};
+  lpvm_tread r = {p, end, 0};
   return lpvm_skip(&r) == 0 ? r.p : end;
 }
 
@@ -97,7 +97,7 @@ static int scan_vars(const uint8_t *p, const uint8_t *end, int *any, int depth) 
   if (v >= 0) { *any = 1; return v + 1; }
   if (v == V_ANY) { *any = 1; return 0; }
   if (depth > MAX_DEPTH) { *any = 1; return 0; }
-  lpvm_tread r = {p, end};
+  lpvm_tread r = {p, end, 0};
   uint32_t n = 0;
   int t = lpvm_get_type(&r);
   if (t == LPVM_T_TUPLE) lpvm_get_tuple(&r, &n);
@@ -128,11 +128,11 @@ int ets_ms_compile(const uint8_t *term, size_t len, ets_ms **out) {
   memcpy(m->term, term, len);
   m->len = len;
   m->end = m->term + len;
-  lpvm_tread r = {m->term + 1, m->end};
+  lpvm_tread r = {m->term + 1, m->end, 0};
   uint32_t n;
   int rc = LPVM_ETS_EMATCH;
   if (lpvm_get_list(&r, &n) || n == 0 || !(m->cl = calloc(n, sizeof *m->cl))) {
-    if (lpvm_get_type(&(lpvm_tread){m->term + 1, m->end}) == LPVM_T_NIL) rc = 0;
+    if (lpvm_get_type(&(lpvm_tread){.p = m->term + 1, .end = m->end}) == LPVM_T_NIL) rc = 0;
     goto done;
   }
   m->ncl = n;
@@ -170,7 +170,7 @@ done:
 int ets_ms_bound_key(const ets_ms *m, uint32_t keypos, const uint8_t **p,
                      const uint8_t **end) {
   if (m->ncl != 1) return -1;
-  lpvm_tread r = {m->cl[0].head, m->end};
+  lpvm_tread r = {m->cl[0].head, m->end, 0};
   uint32_t ar;
   int any = 0;
   if (lpvm_get_tuple(&r, &ar) || ar < keypos) return -1;
@@ -197,7 +197,7 @@ static int pmatch(ets_ms *m, const uint8_t *pat, const uint8_t *o, const uint8_t
     return 1;
   }
   if (depth > MAX_DEPTH) return 0;
-  lpvm_tread rp = {pat, pend}, ro = {o, oend};
+  lpvm_tread rp = {.p = pat, .end = pend}, ro = {.p = o, .end = oend};
   uint32_t n, k;
   switch (lpvm_get_type(&rp)) {
     case LPVM_T_TUPLE:
@@ -262,7 +262,7 @@ static int v_is_false(ets_ms *m, const val *v) {
 }
 
 static int v_type(ets_ms *m, const val *v) {
-  return lpvm_get_type(&(lpvm_tread){vptr(m, v), vptr(m, v) + v->len});
+  return lpvm_get_type(&(lpvm_tread){.p = vptr(m, v), .end = vptr(m, v) + v->len});
 }
 
 /* Build in the arena from `start`: the value of what was appended. */
@@ -281,7 +281,7 @@ static int cmp_vals(ets_ms *m, const val *a, const val *b, int exact) {
 
 /* Numbers: 0 integer in *i, 1 float in *d, -1 not a number (or beyond 64 bits). */
 static int num_of(ets_ms *m, const val *v, int64_t *i, double *d) {
-  lpvm_tread r = {vptr(m, v), vptr(m, v) + v->len};
+  lpvm_tread r = {.p = vptr(m, v), .end = vptr(m, v) + v->len};
   if (lpvm_get_int(&r, i) == 0) { *d = (double)*i; return 0; }
   if (lpvm_get_float(&r, d) == 0) return 1;
   return -1;
@@ -358,7 +358,7 @@ static int compare(const char *f, size_t fn, int c, val *out) {
 /* element(N, T), tuple_size(T), byte_size(B). */
 static int builtin(ets_ms *m, const char *f, size_t fn, const val *a, const val *b,
                    val *out) {
-  lpvm_tread r = {vptr(m, b ? b : a), vptr(m, b ? b : a) + (b ? b : a)->len};
+  lpvm_tread r = {.p = vptr(m, b ? b : a), .end = vptr(m, b ? b : a) + (b ? b : a)->len};
   uint32_t ar;
   if (atom_is(f, fn, "element") && b) {
     int64_t i;
@@ -389,7 +389,7 @@ static int builtin(ets_ms *m, const char *f, size_t fn, const val *a, const val 
 
 /* {F, A...}: a call; {{...}}: a tuple built from expressions. */
 static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
-  lpvm_tread r = {e, m->end};
+  lpvm_tread r = {e, m->end, 0};
   uint32_t ar;
   const char *f;
   size_t fn;
@@ -477,7 +477,7 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
     lpvm_put_nil(&m->arena);
     return arena_val(m, start, out);
   }
-  lpvm_tread r = {e, m->end};
+  lpvm_tread r = {e, m->end, 0};
   int t = lpvm_get_type(&r);
   if (t == LPVM_T_TUPLE) return eval_tuple(m, e, out, depth);
   if (t == LPVM_T_LIST) {   /* a list built from expressions */

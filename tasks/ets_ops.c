@@ -222,7 +222,7 @@ int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
 /* Element pos (1-based) of an object's tuple: its extent, or EPOS. */
 static int element_at(const ets_obj *o, uint32_t pos, const uint8_t **p,
                       const uint8_t **end) {
-  lpvm_tread r = {o->data + 1, o->data + o->len};
+  lpvm_tread r = {o->data + 1, o->data + o->len, 0};
   uint32_t arity;
   lpvm_get_tuple(&r, &arity);
   if (pos < 1 || pos > arity) return LPVM_ETS_EPOS;
@@ -298,7 +298,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
   uint32_t n = 0;
   int rc = tab_shape(self, tab, &shape);
   if (rc == 0) rc = build_objs(&shape, obj, len, stack, &objs, &n);
-  if (rc == 0 && (n != 1 || lpvm_get_type(&(lpvm_tread){obj + 1, obj + len}) != LPVM_T_TUPLE))
+  if (rc == 0 && (n != 1 || lpvm_get_type(&(lpvm_tread){.p = obj + 1, .end = obj + len}) != LPVM_T_TUPLE))
     rc = LPVM_ETS_EOBJECT;
   if (rc) {
     free_objs(objs, n, stack);

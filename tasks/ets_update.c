@@ -16,7 +16,7 @@ typedef struct slice {
 /* A tuple's elements (no version byte at p). Up to `cap` in `stack`, else malloc'd. */
 static int elements(const uint8_t *p, const uint8_t *end, slice *stack, uint32_t cap,
                     slice **out, uint32_t *arity) {
-  lpvm_tread r = {p, end};
+  lpvm_tread r = {p, end, 0};
   if (lpvm_get_tuple(&r, arity)) return LPVM_ETS_EOBJECT;
   slice *s = *arity <= cap ? stack : malloc(*arity * sizeof *s);
   if (!s) return LPVM_ENOMEM;
@@ -134,7 +134,7 @@ int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     while (j >= 0 && ch[j].pos != s->pos) j--;
     if (j >= 0) cur = ch[j].i;   /* an earlier step changed it */
     else {
-      lpvm_tread r = {el[s->pos - 1].p, el[s->pos - 1].end};
+      lpvm_tread r = {el[s->pos - 1].p, el[s->pos - 1].end, 0};
       if (lpvm_get_int(&r, &cur)) { rc = LPVM_ETS_EVALUE; break; }
     }
     if (__builtin_add_overflow(cur, s->incr, &v)) { rc = LPVM_ETS_EVALUE; break; }

@@ -46,7 +46,7 @@ static int cls_of(const uint8_t *p) {
 
 /* Past one whole term (well formed, so the bound is only a formality). */
 static const uint8_t *skip(const uint8_t *p, const uint8_t *end) {
-  lpvm_tread r = {p, end};
+  lpvm_tread r = {p, end, 0};
   return lpvm_skip(&r) == 0 ? r.p : end;
 }
 
@@ -61,7 +61,7 @@ typedef struct num {
 
 static const uint8_t *num_at(const uint8_t *p, const uint8_t *end, num *n) {
   const uint8_t *next = p;
-  lpvm_tread r = {p, end};
+  lpvm_tread r = {p, end, 0};
   if (lpvm_get_int(&r, &n->i) == 0) { n->kind = 0; return r.p; }
   if (lpvm_get_float(&r, &n->d) == 0) { n->kind = 2; return r.p; }
   term_big_at(p, end, &n->big, &next);
@@ -248,7 +248,7 @@ static int cmp_at(const uint8_t *a, const uint8_t *aend, const uint8_t *b,
     case C_REF: case C_PORT: case C_PID:
       return cmp_ident(a, aend, b, bend);
     case C_TUPLE: {
-      lpvm_tread x = {a, aend}, y = {b, bend};
+      lpvm_tread x = {.p = a, .end = aend}, y = {.p = b, .end = bend};
       uint32_t n, m;
       lpvm_get_tuple(&x, &n);
       lpvm_get_tuple(&y, &m);
@@ -321,7 +321,7 @@ static uint64_t hash_at(const uint8_t *p, const uint8_t *end) {
       return mix(h, id.id);
     }
     case C_TUPLE: {
-      lpvm_tread r = {p, end};
+      lpvm_tread r = {p, end, 0};
       uint32_t n;
       lpvm_get_tuple(&r, &n);
       h = mix(h, n);
@@ -367,7 +367,7 @@ int term_depth(const uint8_t *p, const uint8_t *end, int limit) {
   int c = cls_of(p), deepest = 0;
   uint32_t n;
   if (c == C_TUPLE || c == C_MAP) {
-    lpvm_tread r = {p, end};
+    lpvm_tread r = {p, end, 0};
     if (c == C_TUPLE) lpvm_get_tuple(&r, &n);
     else { lpvm_get_map(&r, &n); n *= 2; }
     for (uint32_t i = 0; i < n && deepest < limit; i++) {
@@ -378,7 +378,7 @@ int term_depth(const uint8_t *p, const uint8_t *end, int limit) {
     return deepest + 1;
   }
   if (c == C_LIST && p[0] == TAG_LIST) {
-    lpvm_tread r = {p, end};
+    lpvm_tread r = {p, end, 0};
     lpvm_get_list(&r, &n);
     for (uint32_t i = 0; i <= n && deepest < limit; i++) {   /* elements and tail */
       int d = term_depth(r.p, end, limit - 1);

@@ -288,6 +288,7 @@ static int open_package(lua_State *L) {
   lua_pushcfunction(L, preload_G);
   lua_setfield(L, -2, "_G");
   lua_pop(L, 1);
+  lcode_install(L, -1);   /* Lua modules: the VM-wide code server (lcode.c) */
   /* The Lua libraries that ship with lpvm (vm/lib/: OTP behaviours, ets, code...)
   ** come first on package.path, so `require "gen_server"` finds them in every
   ** process and loads them only when asked for.
@@ -310,7 +311,6 @@ static int open_package(lua_State *L) {
     lua_setfield(L, -3, "cpath");
     lua_pop(L, 1);
   }
-  lcode_install(L);   /* Lua modules load through the code server (lcode.c) */
   return 1;
 }
 

@@ -142,10 +142,12 @@ static void mbox_take(lproc *p, lpvm_msg *m) {
 }
 
 /* The message after `after` (NULL: the oldest) that Lua may see: a reply to an alias
-** no longer active (a call that timed out) is dropped here, unseen. */
+** no longer active (a call that timed out) and the wake-up of an interrupt
+** (lproc.c) are dropped here, unseen. */
 static lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
   lpvm_msg *m;
-  while ((m = lpvm_mbox_next(&p->task, after)) != NULL && m->ref && alias_find(p, m->ref) < 0) {
+  while ((m = lpvm_mbox_next(&p->task, after)) != NULL &&
+         ((m->ref && alias_find(p, m->ref) < 0) || lproc_is_interrupt_msg(m))) {
     mbox_take(p, m);
     lpvm_msg_free(m);
   }
@@ -246,6 +248,10 @@ static int pred_k(lua_State *L, int status, lua_KContext ctx) {
 
 /* Stack: [1] predicate or nil, [2] timeout or nil. */
 static int recv_loop(lua_State *L, lproc *p) {
+  if (lproc_take_interrupt(p)) {   /* the shell's Ctrl-C */
+    recv_finish(p);
+    return luaL_error(L, "interrupted!");
+  }
   /* The timer fired and every message queued before it has been looked at: stop
   ** here, or a flood of new messages would keep the scan (and the timeout) going. */
   if (p->timer_set && lpvm_timeout_reached(&p->task, p->scan)) p->timed_out = 1;
@@ -420,7 +426,8 @@ static int lmod_send_alias(lua_State *L) {
 /* ---- time ---------------------------------------------------------------------------------- */
 
 static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
-  (void)L, (void)status, (void)ctx;
+  (void)status, (void)ctx;
+  if (lproc_take_interrupt(lproc_of(L))) return luaL_error(L, "interrupted!");
   return 0;
 }
 

@@ -110,6 +110,32 @@ static int lproc_panic(lua_State *L) {
   abort();
 }
 
+/* ---- interrupts (the shell's Ctrl-C) ---------------------------------------------------- */
+
+/* The process to interrupt, set by lproc_interrupt from any thread and taken (reset to
+** 0) by that process: its count hook raises "interrupted!" in running code, and a
+** receive or sleep it waits in is woken by a marker message (from outside any task,
+** never shown to Lua: lmod_msg.c drops it) and raises there. */
+static _Atomic lpvm_id interrupt_id;
+static const uint8_t interrupt_marker[] = {131, 119, 15, '$', 'l', 'p', 'v', 'm', '_', 'i',
+                                           'n', 't', 'e', 'r', 'r', 'u', 'p', 't'};
+
+int lproc_interrupt(lpvm_id id) {
+  atomic_store(&interrupt_id, id);
+  return lpvm_send(NULL, id, interrupt_marker, sizeof interrupt_marker);
+}
+
+int lproc_take_interrupt(lproc *p) {
+  lpvm_id want = p->task.id;
+  if (atomic_load_explicit(&interrupt_id, memory_order_relaxed) != want) return 0;
+  return atomic_compare_exchange_strong(&interrupt_id, &want, 0);
+}
+
+int lproc_is_interrupt_msg(lpvm_msg *m) {
+  return lpvm_msg_from(m) == 0 && lpvm_msg_len(m) == sizeof interrupt_marker &&
+         memcmp(lpvm_msg_data(m), interrupt_marker, sizeof interrupt_marker) == 0;
+}
+
 /* ---- the count hook ---------------------------------------------------------------------- */
 
 static void lproc_hook(lua_State *L, lua_Debug *ar) {
@@ -120,6 +146,7 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
     if (++p->slices > 2000) luaL_error(L, "finalizer ran too long at process exit");
     return;
   }
+  if (lproc_take_interrupt(p)) luaL_error(L, "interrupted!");
   p->task.reductions += (uint64_t)lproc_cfg.reductions / LPROC_SLICES;
   if (++p->slices < LPROC_SLICES && !lpvm_should_yield(&p->task) && !p->exiting &&
       !p->heap_refused)
@@ -677,7 +704,12 @@ static int lproc_handle_event(lpvm_task *t) {
       if (!take_marker(p)) return LPVM_WAIT;
       p->wait = LP_RUN;
       return lproc_first(p);
-    default: return LPVM_WAIT;   /* sleep, halt: messages wait for a receive */
+    case LP_SLEEP:   /* messages wait for a receive; an interrupt ends the sleep */
+      if (atomic_load(&interrupt_id) != p->task.id) return LPVM_WAIT;
+      lpvm_cancel_timer(&p->task);
+      p->wait = LP_RUN;
+      return lproc_resume(p);
+    default: return LPVM_WAIT;   /* halt: messages wait for a receive */
   }
 }
 

@@ -61,6 +61,14 @@ int lproc_boot(const char *script, const char *code, int argc, char **argv,
 ** none is left running as an orphan and no worker stays blocked in its wait. */
 void lsys_stop_children(int grace_ms);
 
+/* Interrupt process `id` as Ctrl-C interrupts lua5.4: its running code, or the
+** receive or sleep it waits in, raises "interrupted!" (the shell's Ctrl-C). */
+int lproc_interrupt(lpvm_id id);
+
+/* A SIGINT for the shell, if there is one (1; else 0): it drops the line being
+** edited or interrupts the evaluation (vm/shell.c). */
+int lproc_shell_sigint(void);
+
 /* After lpvm_wait(): 1 when the boot process ended with reason normal. */
 int lproc_boot_ok(void);
 

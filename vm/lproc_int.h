@@ -110,6 +110,8 @@ void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
+int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */
+int lproc_is_interrupt_msg(lpvm_msg *m); /* the wake-up of an interrupt: drop it */
 /* Spawn L (function and nargs arguments on its stack) as the boot process; L is the
 ** process's from here on, or closed on failure. */
 int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
@@ -123,6 +125,7 @@ void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
 /* lsys.c: os.execute and io.popen that leave the VM's signals alone */
 void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
 void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
+
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
@@ -183,7 +186,8 @@ lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
                              const lpvm_tbuf *up, const lpvm_tbuf *args);
 
 /* lcode.c: the code server (docs/code.md) */
-void lcode_install(lua_State *L);       /* package on top: searcher and preload */
+/* package.searchers[2] and preloads of the package table at index `package` */
+void lcode_install(lua_State *L, int package);
 void lcode_safe_point(lproc *p);        /* before a resume: apply new module versions */
 int lcode_info(lproc *p, lpvm_tbuf *map);   /* info: old_code => [module, ...] */
 void lcode_teardown(void);

@@ -1,5 +1,5 @@
 /*
-** lterm.h -- Lua values <-> Erlang external terms (DESIGN.md, "Messages").
+** lterm.h -- Lua values <-> Erlang external terms (docs/terms.md, "Lua values and terms").
 **
 ** Lua to term:  nil -> 'nil'; true/false -> 'true'/'false'; integer -> integer;
 **   float -> float; string -> binary; pid -> pid; reference -> reference;

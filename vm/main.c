@@ -17,7 +17,9 @@
 ** SIGINT and SIGTERM stop the VM cleanly: the handler only writes the signal number
 ** to a pipe (the one thing a handler may safely do), and a small thread reading that
 ** pipe calls lpvm_halt(). A second signal while the VM is still stopping ends the OS
-** process at once, for a process stuck in a blocking C call.
+** process at once, for a process stuck in a blocking C call. With the shell, SIGINT
+** is the shell's Ctrl-C instead (vm/shell.c). Nothing a Lua process calls changes
+** this: os.execute and io.popen are lpvm's own (vm/lsys.c), not system()/popen().
 */
 #include <errno.h>
 #include <limits.h>
@@ -31,6 +33,7 @@
 #include <lua.h>
 
 #include "lpvm/lpvm.h"
+#include "lpvm/lpvm_lua.h"
 #include "vm/lproc.h"
 
 static const char *progname = "lpvm";
@@ -225,11 +228,12 @@ static void add_init(cli *c) {
 
 static int sig_pipe[2] = {-1, -1};
 static volatile sig_atomic_t sig_seen;
+static volatile sig_atomic_t sig_shell;   /* SIGINT goes to the shell (lproc_shell_sigint) */
 
 static void on_signal(int sig) {
   int saved = errno;
   if (sig_seen) _exit(128 + sig);  /* second signal: the VM did not stop in time */
-  sig_seen = sig;
+  if (!(sig == SIGINT && sig_shell)) sig_seen = sig;
   unsigned char b = (unsigned char)sig;
   ssize_t n = write(sig_pipe[1], &b, 1);
   (void)n;
@@ -244,6 +248,7 @@ static void *signal_thread(void *arg) {
     ssize_t n = read(sig_pipe[0], &b, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || b == 0) return NULL;
+    if (b == SIGINT && sig_shell && lproc_shell_sigint()) continue;
     lpvm_halt(128 + b);
   }
 }
@@ -342,6 +347,7 @@ int main(int argc, char **argv) {
   }
 
   pthread_t sig_th;
+  sig_shell = shell;
   int have_sig = signals_start(&sig_th) == 0;
 
   lpvm_id boot = 0;
@@ -365,10 +371,8 @@ int main(int argc, char **argv) {
     else status = lproc_boot_ok() ? 0 : 1;
   }
   fflush(stdout);
-  lsys_stop_children(2000);
-  lpvm_stop();
+  lpvm_lua_stop();   /* os.execute commands ended, tasks killed, threads joined */
   if (have_sig) signals_stop(sig_th);
-  lproc_teardown();
   if (av != argv) free(av);
   return cli_done(&c, status);
 }

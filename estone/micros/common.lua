@@ -69,52 +69,20 @@ function M.lists(loops)
   return 0
 end
 
--- The clock. EStone counts microseconds; lpvm.now() gives milliseconds. Use the best
--- clock there is: lpvm.now_us / lpvm.clock_us if the VM has one, else the kernel's
--- CLOCK_MONOTONIC as /proc/timer_list shows it (readable by root only; ~70 us a read,
--- of which about half falls inside a timed interval), else lpvm.now() (1 ms steps; a
--- start is aligned to a tick so an interval is late by at most 1 ms, never early).
-local clock_name, clock_us
-if lpvm.now_us then
-  clock_name, clock_us = "lpvm.now_us", lpvm.now_us
-elseif lpvm.clock_us then
-  clock_name, clock_us = "lpvm.clock_us", lpvm.clock_us
-else
-  local f = io.open("/proc/timer_list")
-  local ok = f and f:read("l") and f:read("l") and (f:read("l") or ""):match("now at (%d+) nsecs")
-  if f then f:close() end
-  if ok then
-    clock_name = "/proc/timer_list (CLOCK_MONOTONIC, ns)"
-    local open, tonumber = io.open, tonumber
-    clock_us = function()
-      local fh = open("/proc/timer_list")
-      fh:read("l"); fh:read("l")
-      local ns = tonumber(fh:read("l"):match("now at (%d+)"))
-      fh:close()
-      return ns / 1000
-    end
-  else
-    clock_name = "lpvm.now (ms)"
-    clock_us = function() return lpvm.now() * 1000 end
-  end
-end
-M.clock_name, M.clock_us = clock_name, clock_us
+-- The clock. EStone counts microseconds: lpvm.now_us, the monotonic clock the timer
+-- wheel uses, in microseconds (lpvm.now() gives milliseconds).
+M.clock_name, M.clock_us = "lpvm.now_us", lpvm.now_us
 
--- start(): a timestamp at which to start timing (aligned to a clock tick when the
--- clock counts milliseconds).
+-- start(): a timestamp at which to start timing.
 function M.start()
-  if clock_name == "lpvm.now (ms)" then
-    local t = lpvm.now()
-    while lpvm.now() == t do end
-  end
-  return clock_us()
+  return lpvm.now_us()
 end
 
 -- tc(f, ...): microseconds f(...) took, and its first result (timer:tc).
 function M.tc(f, ...)
-  local t0 = clock_us()
+  local t0 = lpvm.now_us()
   local r = f(...)
-  return clock_us() - t0, r
+  return lpvm.now_us() - t0, r
 end
 
 -- Wait for a {Pid, Result} reply from each pid, in order (wait_for_pids).

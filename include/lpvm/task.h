@@ -175,7 +175,7 @@ struct lpvm_task {
   uint64_t reductions;               /* steps run, or what the task counts itself */
   /* 1 once it got an ETS table (made it, given it, heir to it): its death looks for
   ** its tables. Set by that thread, never cleared; read by the dying task */
-  _Atomic uint32_t ets_owner;
+  _Atomic(uint32_t) ets_owner;
   void *user;                        /* free for the task type's own use */
 };
 

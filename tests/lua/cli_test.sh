@@ -270,7 +270,7 @@ out_has "shell prints several results" '"multi"	3'
 shell 'error("shell boom")\n1 + 2\n'
 err_has "shell reports errors" "shell boom"
 out_has "shell survives errors" "3"
-shell 'p = lpvm.spawn(function() lpvm.receive() end)\n#lpvm.processes() >= 2\nlpvm.info(p).status\n'
+shell 'p = lpvm.spawn(function() lpvm.receive() end)\n#lpvm.processes() >= 2\nlpvm.sleep(100)\nlpvm.info(p).status\n'
 out_has "shell: processes() works" "true"
 out_has "shell: info(pid) works" '"waiting"'
 shell 'lpvm.send(lpvm.self(), "hi")\nlpvm.receive(100)\n'
@@ -299,6 +299,13 @@ out_has "ring prints microseconds per hop" "hop"
 check "examples/pingpong.lua runs" 0 "$LPVM" "$ROOT/examples/pingpong.lua" 1000
 check "examples/supervisor.lua runs" 0 "$LPVM" "$ROOT/examples/supervisor.lua"
 out_has "the supervisor restarts its worker" "restart"
+check "examples/kv_server.lua runs" 0 "$LPVM" "$ROOT/examples/kv_server.lua"
+out_has "kv_server: a deferred reply reaches the waiter" "waiter got	yes"
+out_has "kv_server: a timed-out call raises timeout" "wait_for missing ->	false	timeout"
+out_has "kv_server: terminate runs on stop" "kv: terminating (normal) with 1 keys"
+check "examples/supervision_tree.lua runs" 0 "$LPVM" "$ROOT/examples/supervision_tree.lua"
+out_has "supervision_tree: the pool was restarted by top" "top: 2 children, 2 active, 1 supervisor"
+out_has "supervision_tree: a clean shutdown" "top ended: shutdown"
 check "examples/hot_reload/main.lua runs" 0 "$LPVM" "$ROOT/examples/hot_reload/main.lua"
 out_has "the running server takes the new code and keeps its state" "2	v2 says hello"
 

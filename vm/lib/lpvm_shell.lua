@@ -10,11 +10,45 @@ local M = {}
 local READER, TAG = "lpvm_shell_stdin", "\1lpvm_shell"
 local write, concat = io.write, table.concat
 
+-- Tab's candidates: every global name, and name.field for the fields of global
+-- tables (lpvm's functions included), sent with each request: only this process
+-- can read its globals, the reader (on its own thread) completes from the list.
+local function completions()
+  local out = {}
+  for k, v in pairs(_G) do
+    if type(k) == "string" then
+      out[#out + 1] = k
+      if type(v) == "table" and k ~= "_G" then
+        for f in pairs(v) do
+          if type(f) == "string" and f:match("^[%a_][%w_]*$") then out[#out + 1] = k .. "." .. f end
+        end
+      end
+    end
+  end
+  -- the standard libraries and lpvm, even before their first use opens them
+  for _, k in ipairs({"string", "table", "math", "io", "os", "utf8", "coroutine", "debug",
+                      "package", "lpvm", "require", "assert", "collectgarbage", "dofile",
+                      "error", "getmetatable", "ipairs", "load", "loadfile", "next",
+                      "pairs", "pcall", "print", "rawequal", "rawget", "rawlen", "rawset",
+                      "select", "setmetatable", "tonumber", "tostring", "type", "xpcall",
+                      "warn"}) do
+    if rawget(_G, k) == nil then out[#out + 1] = k end
+  end
+  table.sort(out)
+  return concat(out, "\n")
+end
+
+-- The next line, or nil at the end of input; nil, why after a Ctrl-C at the prompt
+-- (why: "cleared" when a line was typed, "interrupt" at an empty prompt, "quit" for
+-- a second one there).
 local function readline(prompt, tty)
-  if tty then write(prompt); io.stdout:flush() end
-  lpvm.send(READER, "read")
-  local _, line = lpvm.receive(function(tag) return tag == TAG end)
-  return line or nil
+  lpvm.send(READER, "read", prompt, tty and completions() or "")
+  while true do
+    local ok, _, line, why = pcall(lpvm.receive, function(tag) return tag == TAG end)
+    if ok then return line or nil, why end
+    -- a Ctrl-C that raced this request (it meant the evaluation that just ended)
+    if not tostring(_):find("interrupted!", 1, true) then error(_, 0) end
+  end
 end
 
 local function key_order(a, b)
@@ -80,31 +114,76 @@ local function report(ok, ...)
   io.stdout:flush()
 end
 
--- run(tty, version): read, evaluate, print until the end of input; then halt the VM
--- with 0. tty: stdin is a terminal (a banner and prompts; over a pipe only results).
+local HELP = [[
+Shell commands:
+  help()        this text
+  q()           quit (stops the VM with status 0); also Ctrl-D, or Ctrl-C twice
+                at an empty prompt
+  =expr         print expr (a line is tried as an expression first anyway)
+Keys: Up/Down history (~/.lpvm_history), Tab completes globals and fields,
+Ctrl-C interrupts the evaluation running, or drops the line being typed.
+The shell is a process: lpvm.self() is its pid, lpvm.receive() reads its mailbox.
+The lpvm module:]]
+
+local function help()
+  local names = {}
+  for k, v in pairs(lpvm) do
+    if type(v) == "function" then names[#names + 1] = k end
+  end
+  table.sort(names)
+  write(HELP, "\n")
+  local line = " "
+  for _, n in ipairs(names) do
+    if #line + #n + 2 > 78 then write(line, "\n"); line = " " end
+    line = line .. " lpvm." .. n
+  end
+  write(line, "\n", "See docs/lua-api.md (or man lpvm).\n")
+end
+
+-- One chunk: its lines (more while it is incomplete), then its results. Returns
+-- false at the end of input or on quit.
+local function one(tty)
+  local line, why = readline("> ", tty)
+  if why == "quit" then return false end
+  if why == "interrupt" then write("(Ctrl-C again at an empty prompt, Ctrl-D or q() quits)\n") end
+  if why then return true end
+  if not line then return false end
+  local src = line:gsub("^=", "return ")
+  local f, err = compile(src)
+  while not f and err:sub(-5) == "<eof>" do
+    local more
+    more, why = readline(">> ", tty)
+    if why == "quit" then return false end
+    if not more then return why ~= nil end   -- Ctrl-C drops the chunk
+    src = src .. "\n" .. more
+    f, err = compile(src)
+  end
+  if f then report(xpcall(f, handler))
+  elseif src:find("%S") then io.stderr:write(err, "\n") end
+  return true
+end
+
+-- run(tty, version): read, evaluate, print until the end of input (or q()); then
+-- halt the VM with 0. tty: stdin is a terminal (a banner; the reader prompts).
 function M.run(tty, version)
   -- The shell runs on a private thread, where no user process can starve it: the
   -- workers serve priorities strictly, so a few spinners at priority 0 would
   -- otherwise keep it (and with it Ctrl-D and lpvm.halt typed here) from ever
   -- running again. Its children still start on the workers.
   pcall(lpvm.migrate, "thread")
+  if rawget(_G, "q") == nil then _G.q = function() lpvm.halt(0) end end
+  if rawget(_G, "help") == nil then _G.help = help end
   if tty then
-    write("lpvm ", version or "", " (", _VERSION, ") shell. Ctrl-D quits. ",
-          "Try lpvm.processes() or lpvm.info(lpvm.self()).\n")
+    write("lpvm ", version or "", " (", _VERSION, ") shell. help() lists the commands; ",
+          "Ctrl-D quits.\n")
   end
   while true do
-    local line = readline("> ", tty)
-    if not line then break end
-    local src = line:gsub("^=", "return ")
-    local f, err = compile(src)
-    while not f and err:sub(-5) == "<eof>" do
-      local more = readline(">> ", tty)
-      if not more then break end
-      src = src .. "\n" .. more
-      f, err = compile(src)
+    local ok, more = pcall(one, tty)
+    if not ok then
+      io.stderr:write(tostring(more), "\n")   -- a Ctrl-C between two steps, say
+    elseif not more then
+      break
     end
-    if f then report(xpcall(f, handler))
-    elseif src:find("%S") then io.stderr:write(err, "\n") end
   end
   if tty then write("\n") end
   io.stdout:flush()

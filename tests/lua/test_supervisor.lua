@@ -1,0 +1,242 @@
+-- test_supervisor.lua -- supervisor: strategies, restart types, intensity, the
+-- shutdown protocol and its order, nesting, dynamic children, simple_one_for_one.
+-- Workers are otp_worker.lua; they report "started"/"stopped" to the name "rep".
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+local sup = require "supervisor"
+local gs = require "gen_server"
+
+lpvm.log_level("critical")   -- the supervisor and crash reports these tests cause
+lpvm.register("rep")
+
+local function w(id, opts, extra)
+  opts = opts or {}
+  opts.report = "rep"
+  local c = { id = id, start = { "otp_worker", "start_link", id, opts } }
+  for k, v in pairs(extra or {}) do c[k] = v end
+  return c
+end
+
+local function started(n)   -- the ids of the next n "started" reports, in order
+  local ids = {}
+  for i = 1, n do
+    local r = T.recv_match(function(t) return t == "started" end)
+    ids[i] = r[2]
+  end
+  return ids
+end
+
+local function pid_of(s, id)
+  for _, c in ipairs(sup.which_children(s)) do if c.id == id then return c.pid end end
+end
+
+local function stop_sup(s)
+  local ref = lpvm.monitor(s)
+  lpvm.unlink(s)
+  lpvm.exit(s, "shutdown")
+  local _, why = T.down(ref)
+  T.flush()
+  return why
+end
+
+test("one_for_one: children start in order; a crashed one alone restarts", function()
+  local s = assert(sup.start_link({ children = { w("a"), w("b"), w("c") } }))
+  T.eq(started(3), { "a", "b", "c" })
+  local a, b = pid_of(s, "a"), pid_of(s, "b")
+  gs.cast(b, "crash")
+  T.eq(started(1), { "b" })
+  T.ok(pid_of(s, "b") ~= b, "a new pid")
+  T.eq(pid_of(s, "a"), a, "a untouched")
+  T.eq(sup.count_children(s), { specs = 3, active = 3, supervisors = 0, workers = 3 })
+  stop_sup(s)
+end)
+
+test("one_for_all: all are stopped (reverse order) and restarted (in order)", function()
+  local s = assert(sup.start_link({ strategy = "one_for_all",
+    children = { w("a", { trap = true }), w("b", { trap = true }), w("c", { trap = true }) } }))
+  started(3)
+  gs.cast(pid_of(s, "b"), "crash")
+  local stops = {}
+  for i = 1, 3 do stops[i] = T.recv_match(function(t) return t == "stopped" end)[2] end
+  T.eq(stops, { "b", "c", "a" }, "b crashed, then c and a stopped in reverse order")
+  T.eq(started(3), { "a", "b", "c" })
+  stop_sup(s)
+end)
+
+test("rest_for_one: the crashed child and those after it restart", function()
+  local s = assert(sup.start_link({ strategy = "rest_for_one",
+    children = { w("a"), w("b"), w("c") } }))
+  started(3)
+  local a = pid_of(s, "a")
+  gs.cast(pid_of(s, "b"), "crash")
+  T.eq(started(2), { "b", "c" })
+  T.eq(pid_of(s, "a"), a)
+  stop_sup(s)
+end)
+
+test("restart types: transient and temporary", function()
+  local s = assert(sup.start_link({ children = {
+    w("tr", {}, { restart = "transient" }), w("tmp", {}, { restart = "temporary" }),
+    w("tr2", {}, { restart = "transient" }) } }))
+  started(3)
+  gs.cast(pid_of(s, "tr"), "stop_normal")        -- normal end: not restarted
+  T.eq(T.recv_match(function(t) return t == "stopped" end)[3], "normal")
+  gs.cast(pid_of(s, "tr2"), "crash")             -- abnormal: restarted
+  T.eq(started(1), { "tr2" })
+  T.wait_until(function() return pid_of(s, "tr") == "undefined" end)
+  T.eq(pid_of(s, "tr"), "undefined")
+  gs.cast(pid_of(s, "tmp"), "crash")             -- temporary: gone for good
+  T.wait_until(function() return sup.count_children(s).specs == 2 end)
+  T.eq(sup.count_children(s).specs, 2)
+  T.eq(lpvm.receive(function(t) return t == "started" end, 50), nil, "nothing else restarted")
+  stop_sup(s)
+end)
+
+test("intensity: more than intensity restarts within period: the supervisor gives up", function()
+  lpvm.trap_exit(true)
+  local s = assert(sup.start_link({ intensity = 2, period = 5, children = { w("a") } }))
+  started(1)
+  for i = 1, 2 do
+    gs.cast(pid_of(s, "a"), "crash")
+    started(1)
+  end
+  gs.cast(pid_of(s, "a"), "crash")               -- the third within 5 s
+  T.eq(T.exit_from(s), "shutdown")
+  T.eq(lpvm.is_alive(s), false)
+end)
+
+test("intensity: restarts spread over more than period are fine", function()
+  local s = assert(sup.start_link({ intensity = 1, period = 0.1, children = { w("a") } }))
+  started(1)
+  for _ = 1, 4 do
+    gs.cast(pid_of(s, "a"), "crash")
+    started(1)
+    lpvm.sleep(150)                              -- the window slides past the last one
+  end
+  T.eq(lpvm.is_alive(s), true)
+  stop_sup(s)
+end)
+
+test("shutdown: timeout then kill, brutal_kill, infinity", function()
+  local s = assert(sup.start_link({ children = {
+    w("slow", { trap = true, slow_stop = 5000 }, { shutdown = 100 }),
+    w("brutal", { trap = true }, { shutdown = "brutal_kill" }),
+    w("patient", { trap = true, slow_stop = 150 }, { shutdown = "infinity" }) } }))
+  started(3)
+  local slow = pid_of(s, "slow")
+  local ref = lpvm.monitor(slow)
+  local t0 = lpvm.now()
+  T.eq(sup.terminate_child(s, "slow"), true)
+  local _, why = T.down(ref)
+  T.eq(why, "killed", "killed after its 100 ms")
+  T.ok(lpvm.now() - t0 >= 95 and lpvm.now() - t0 < 4000)
+  T.eq(sup.terminate_child(s, "brutal"), true)
+  T.eq(sup.terminate_child(s, "patient"), true)
+  local r = T.recv_match(function(t) return t == "stopped" end)
+  T.eq(r[2], "patient", "infinity waited for terminate; brutal_kill ran none")
+  T.eq(r[3], "shutdown")
+  T.no_msg(50)
+  T.eq(sup.restart_child(s, "slow") ~= nil, true)
+  stop_sup(s)
+end)
+
+test("the supervisor's end stops its children in reverse order", function()
+  local s = assert(sup.start_link({ children = {
+    w("a", { trap = true }), w("b", { trap = true }), w("c", { trap = true }) } }))
+  started(3)
+  T.eq(stop_sup(s), "shutdown")
+  -- stop_sup flushed: redo with a look at the order
+  s = assert(sup.start_link({ children = {
+    w("a", { trap = true }), w("b", { trap = true }), w("c", { trap = true }) } }))
+  started(3)
+  lpvm.unlink(s)
+  lpvm.exit(s, "shutdown")
+  local order = {}
+  for i = 1, 3 do order[i] = T.recv_match(function(t) return t == "stopped" end)[2] end
+  T.eq(order, { "c", "b", "a" })
+end)
+
+test("a child that fails to start: start_link fails, the started ones are stopped", function()
+  lpvm.trap_exit(true)
+  local pid, why = sup.start_link({ children = {
+    w("a", { trap = true }), w("bad", { fail_start = true }), w("c") } })
+  T.eq(pid, nil)
+  T.eq(why[1], "shutdown")
+  T.eq(why[2][1], "failed_to_start_child")
+  T.eq(why[2][2], "bad")
+  T.eq(why[2][3], "refused")
+  T.eq(started(1), { "a" })
+  T.eq(T.recv_match(function(t) return t == "stopped" end)[2], "a")
+  T.no_msg(50)
+end)
+
+test("a supervisor module: init returns flags and specs; ignore", function()
+  local s = assert(sup.start_link("otp_sup", { strategy = "one_for_one", children = { w("m") } },
+    { name = "test_sup" }))
+  T.eq(lpvm.whereis("test_sup"), s)
+  started(1)
+  T.eq(#sup.which_children("test_sup"), 1)
+  stop_sup(s)
+  T.eq(select(2, sup.start_link("otp_sup", "ignore")), "ignore")
+  T.raises(function() sup.start_link(42) end, "bad argument #1 to 'supervisor.start_link'")
+  local p, why = sup.start_link({ strategy = "none" })
+  T.eq(p, nil); T.eq(why[1], "bad_flags")
+  p, why = sup.start_link({ children = { { id = "x" } } })
+  T.eq(p, nil); T.eq(why[1], "bad_child_spec")
+end)
+
+test("dynamic children: start_child, already_started, delete_child", function()
+  local s = assert(sup.start_link({ children = {} }))
+  local p = assert(sup.start_child(s, w("d1")))
+  started(1)
+  local _, why, other = sup.start_child(s, w("d1"))
+  T.eq(why, "already_started"); T.eq(other, p)
+  T.eq(select(2, sup.delete_child(s, "d1")), "running")
+  T.eq(sup.terminate_child(s, "d1"), true)
+  T.eq(select(2, sup.start_child(s, w("d1"))), "already_present")
+  T.eq(sup.delete_child(s, "d1"), true)
+  T.eq(select(2, sup.terminate_child(s, "d1")), "not_found")
+  T.eq(select(2, sup.restart_child(s, "nope")), "not_found")
+  stop_sup(s)
+end)
+
+test("nesting: a sub-supervisor restarts its worker; when it gives up, the top restarts it", function()
+  local inner = { strategy = "one_for_one", intensity = 0, period = 5, children = { w("leaf") } }
+  local s = assert(sup.start_link({ intensity = 5, children = {
+    { id = "sub", type = "supervisor", start = { "supervisor", "start_link", inner } },
+    w("sibling") } }))
+  T.eq(started(2), { "leaf", "sibling" })
+  local sub = pid_of(s, "sub")
+  T.eq(sup.count_children(s), { specs = 2, active = 2, supervisors = 1, workers = 1 })
+  local sibling = pid_of(s, "sibling")
+  gs.cast(pid_of(sub, "leaf"), "crash")     -- intensity 0: the sub gives up at once
+  T.eq(started(1), { "leaf" }, "the top restarted the sub, which started its leaf")
+  T.ok(pid_of(s, "sub") ~= sub)
+  T.eq(pid_of(s, "sibling"), sibling)
+  stop_sup(s)
+  T.eq(lpvm.is_alive(sub), false)
+end)
+
+test("simple_one_for_one: 1,000 children started, restarted, stopped", function()
+  local n = T.scaled(1000, 100)
+  lpvm.unregister("rep")
+  local s = assert(sup.start_link({ strategy = "simple_one_for_one", intensity = 10,
+    children = { { start = { "otp_worker", "start_link" }, shutdown = 1000 } } }))
+  local pids = {}
+  for i = 1, n do pids[i] = assert(sup.start_child(s, { i })) end
+  T.eq(sup.count_children(s), { specs = 1, active = n, supervisors = 0, workers = n })
+  T.eq(gs.call(pids[7], "id"), 7, "extra args appended")
+  gs.cast(pids[7], "crash")
+  T.wait_until(function() return #sup.which_children(s) == n and not lpvm.is_alive(pids[7]) end)
+  T.eq(#sup.which_children(s), n, "restarted")
+  T.eq(sup.terminate_child(s, pids[1]), true)
+  T.eq(sup.count_children(s).active, n - 1)
+  T.eq(select(2, sup.terminate_child(s, pids[1])), "not_found")
+  T.eq(select(2, sup.restart_child(s, pids[2])), "simple_one_for_one")
+  T.eq(stop_sup(s), "shutdown")
+  local alive = 0
+  for _, p in ipairs(pids) do if lpvm.is_alive(p) then alive = alive + 1 end end
+  T.eq(alive, 0)
+  lpvm.register("rep")
+end)
+
+T.run()

@@ -1,0 +1,240 @@
+-- gen_server.lua -- OTP's generic server for lpvm (docs/otp.md).
+--
+--   local gen_server = require "gen_server"
+--   local pid = gen_server.start_link("my_server", args, { name = "kv" })
+--   gen_server.call("kv", { "get", "a" })      -- handle_call(request, from, state)
+--   gen_server.cast("kv", { "put", "a", 1 })   -- handle_cast(request, state)
+--
+-- Callbacks return a verb and values instead of OTP's tuples:
+--   init(args)                      -> "ok", state [, action] | "stop", reason | "ignore"
+--   handle_call(req, from, state)   -> "reply", reply, state [, action]
+--                                    | "noreply", state [, action]
+--                                    | "stop", reason, reply, state | "stop", reason, state
+--   handle_cast(req, state)         -> "noreply", state [, action] | "stop", reason, state
+--   handle_info(msg, state)         -> the same as handle_cast
+--   handle_continue(arg, state)     -> the same as handle_cast
+--   terminate(reason, state)        -> ignored
+--   code_change(old_vsn, state, extra) -> "ok", state
+--   format_status(status)           -> status (what a crash report shows of the state)
+-- action: a timeout in ms (handle_info("timeout", state) if nothing comes first),
+-- "hibernate" (a full garbage collection, then wait), or { continue = arg }.
+-- A message of several values reaches handle_info as the table {v1, ..., vn} (as a
+-- tuple would); a message of one value as that value.
+local lpvm = require "lpvm"
+local gen = require "gen"
+
+local M = {}
+
+local receive, pack, select, xpcall = lpvm.receive, table.pack, select, xpcall
+local traceback = gen.traceback
+
+-- ---- the client API -------------------------------------------------------------
+
+function M.start(mod, args, opts)
+  return gen.start("gen_server", false, mod, args, opts, "gen_server.start")
+end
+
+function M.start_link(mod, args, opts)
+  return gen.start("gen_server", true, mod, args, opts, "gen_server.start_link")
+end
+
+-- call(server, request [, timeout_ms = 5000]) -> reply
+function M.call(server, request, timeout)
+  return gen.call(server, "$gen_call", request, timeout, "gen_server.call")
+end
+
+-- cast(server, request) -> true; never fails (a dead or unknown server loses it).
+function M.cast(server, request)
+  local pid = gen.whereis(server)
+  if pid then lpvm.send(pid, "$gen_cast", request) end
+  return true
+end
+
+-- reply(from, reply): a deferred reply to a handle_call that returned "noreply".
+function M.reply(from, reply)
+  return gen.reply(from, reply)
+end
+
+-- stop(server [, reason = "normal" [, timeout_ms = math.huge]]) -> true
+function M.stop(server, reason, timeout)
+  return gen.stop(server, reason, timeout, "gen_server.stop")
+end
+
+-- abcast(names, request): cast to each registered name (this node only).
+function M.abcast(names, request)
+  for _, n in ipairs(names) do M.cast(n, request) end
+  return true
+end
+
+-- multi_call(names, request [, timeout]) -> replies {name = reply}, bad {name, ...}
+-- (this node only: every name is called, each within the timeout).
+function M.multi_call(names, request, timeout)
+  local replies, bad = {}, {}
+  for _, n in ipairs(names) do
+    local ok, r = pcall(M.call, n, request, timeout)
+    if ok then replies[n] = r else bad[#bad + 1] = n end
+  end
+  return replies, bad
+end
+
+-- ---- the server process -----------------------------------------------------------
+
+local S = {}        -- the running server: mod, state, parent, name (one per process)
+
+local function terminate(reason, stacktrace)
+  local f = S.mod.terminate
+  if f then
+    local ok, err = xpcall(f, traceback, reason, S.state)
+    if not ok then reason = err end   -- an error in terminate replaces the reason
+  end
+  if not gen.is_normal(reason) then gen.report_terminate("gen_server", S, reason) end
+  lpvm.exit(reason)
+end
+
+local function bad_return(what, ...)
+  local vals = pack(...)
+  local shown = {}
+  for i = 1, vals.n do shown[i] = tostring(vals[i]) end
+  terminate({ "bad_return_value", what, table.concat(shown, ", ") })
+end
+
+-- The callback fn(...) under xpcall: an error terminates the server (terminate is
+-- called with the error and its traceback, which is also the exit reason).
+local function run(ok, ...)
+  if ok then return ... end
+  terminate((...))
+end
+
+-- After a callback returned `verb, ...` for a cast, info or continue.
+-- Returns the action (timeout, "hibernate", table) or nil.
+local function noreply_result(what, verb, a, b, ...)
+  if verb == "noreply" then
+    S.state = a
+    return b
+  elseif verb == "stop" then
+    S.state = b
+    terminate(a)
+  end
+  bad_return(what, verb, a, b, ...)
+end
+
+local function do_continue(action)
+  while type(action) == "table" and action.continue ~= nil do
+    local f = S.mod.handle_continue
+    if not f then terminate({ "undef", "handle_continue" }) end
+    action = noreply_result("handle_continue", run(xpcall(f, traceback, action.continue, S.state)))
+  end
+  return action
+end
+
+local function call_result(pid, ref, ok, ...)
+  if not ok then terminate((...)) end
+  local verb, a, b, c = ...
+  if verb == "reply" then
+    lpvm.send_alias(pid, ref, a)
+    S.state = b
+    return c
+  elseif verb == "noreply" then
+    S.state = a
+    return b
+  elseif verb == "stop" then
+    if select("#", ...) >= 4 then      -- "stop", reason, reply, state
+      lpvm.send_alias(pid, ref, b)
+      S.state = c
+    else
+      S.state = b
+    end
+    terminate(a)
+  end
+  bad_return("handle_call", ...)
+end
+
+local function handle_call(pid, ref, request)
+  return call_result(pid, ref, xpcall(S.mod.handle_call, traceback, request, { pid, ref }, S.state))
+end
+
+-- One message: returns the next action.
+local function handle_common(n, tag, a, b, c, ...)
+  if tag == "$gen_call" and n == 4 then
+    return handle_call(a, b, c)
+  elseif tag == "$gen_cast" and n == 2 then
+    return noreply_result("handle_cast", run(xpcall(S.mod.handle_cast, traceback, a, S.state)))
+  elseif tag == "$gen_stop" and n == 2 then
+    terminate(a)
+  elseif tag == "EXIT" and n == 3 and a == S.parent then
+    terminate(b)                       -- trapping exits: the parent's end is ours
+  end
+  local msg = tag
+  if n ~= 1 then msg = { tag, a, b, c, ... } end
+  local f = S.mod.handle_info
+  if not f then
+    require("logger").warning("gen_server %s: unexpected message dropped (no handle_info): %s",
+      tostring(S.name or lpvm.self()), tostring(msg))
+    return nil
+  end
+  return noreply_result("handle_info", run(xpcall(f, traceback, msg, S.state)))
+end
+
+local function dispatch(...)
+  return handle_common(select("#", ...), ...)
+end
+
+local function loop(action)
+  while true do
+    action = do_continue(action)
+    local r
+    if action == nil then
+      action = dispatch(receive())
+    elseif action == "hibernate" then
+      collectgarbage("collect")
+      action = dispatch(receive())
+    elseif math.type(action) == "integer" or type(action) == "number" then
+      r = pack(receive(nil, action))
+      if r.n == 2 and r[1] == nil and r[2] == "timeout" then
+        action = noreply_result("handle_info", run(xpcall(S.mod.handle_info or function(_, s)
+          return "noreply", s
+        end, traceback, "timeout", S.state)))
+      else
+        action = handle_common(r.n, table.unpack(r, 1, r.n))
+      end
+    else
+      bad_return("action", action)
+    end
+  end
+end
+
+-- The new process: main(parent, tag, name, spec, args, hibernate_after).
+function M.main(parent, tag, name, spec, args)
+  if not gen.register(parent, tag, name) then return end
+  local ok, mod = pcall(gen.load_module, spec)
+  if not ok then
+    gen.ack(parent, tag, "error", mod)
+    lpvm.exit(mod)
+  end
+  S.mod, S.name = mod, name
+  S.parent = parent
+  local r = pack(xpcall(mod.init, traceback, args))
+  if not r[1] then
+    gen.ack(parent, tag, "error", r[2])
+    lpvm.exit(r[2])
+  end
+  local verb = r[2]
+  if verb == "ok" then
+    S.state = r[3]
+    gen.ack(parent, tag, "ok")
+    return loop(r[4])
+  elseif verb == "stop" then
+    -- as OTP 26's init_fail: the starter gets nil, reason, not an exit signal
+    lpvm.unlink(parent)
+    gen.ack(parent, tag, "error", r[3])
+    lpvm.exit(r[3])
+  elseif verb == "ignore" then
+    gen.ack(parent, tag, "error", "ignore")
+    return
+  end
+  local reason = { "bad_return_value", "init", tostring(verb) }
+  gen.ack(parent, tag, "error", reason)
+  lpvm.exit(reason)
+end
+
+return M
