@@ -197,6 +197,49 @@ test("a module file that does not compile is not registered; fixed, it loads", f
   end)
 end)
 
+test("a gen_server upgraded with sys: suspend, load, change_code, resume", function()
+  local gen_server, sys = require "gen_server", require "sys"
+  local v1 = [[
+local M = {}
+function M.init(n) return "ok", n end
+function M.handle_call(req, _, n)
+  if req == "get" then return "reply", "v1:" .. n, n end
+  return "reply", "ok", n + 1
+end
+function M.handle_cast(_, n) return "noreply", n + 1 end
+return M
+]]
+  local v2 = [[
+local M = {}
+function M.init(n) return "ok", { count = n } end
+function M.handle_call(req, _, s)
+  if req == "get" then return "reply", "v2:" .. s.count .. ":" .. s.note, s end
+  s.count = s.count + 1
+  return "reply", "ok", s
+end
+function M.handle_cast(_, s) s.count = s.count + 1 return "noreply", s end
+function M.code_change(old_vsn, n, extra) return "ok", { count = n, note = extra .. old_vsn } end
+return M
+]]
+  assert(code.load("code_gs", v1))
+  local pid = assert(gen_server.start("code_gs", 5))
+  gen_server.call(pid, "incr")
+  T.eq(gen_server.call(pid, "get"), "v1:6")
+  local old = code.is_loaded("code_gs")
+  T.eq(sys.suspend(pid), true)
+  gen_server.cast(pid, "incr")              -- waits in the mailbox while suspended
+  T.eq(code.load("code_gs", v2), old + 1)
+  T.eq(sys.change_code(pid, "code_gs", old, "from v"), true)
+  T.eq(sys.get_state(pid).count, 6, "the state was converted; the cast still waits")
+  T.eq(sys.resume(pid), true)
+  T.eq(gen_server.call(pid, "get"), "v2:7:from v1")
+  T.eqv(table.pack(sys.change_code(pid, "other_mod", 1, "")), table.pack(nil, "not the server's module"))
+  T.ok(code.soft_purge("code_gs"), "the server left version 1")
+  gen_server.stop(pid)
+  T.raises(function() sys.suspend(pid) end, "noproc")
+  code.purge("code_gs")
+end)
+
 test("reload while many processes call M.f: old or new, never an error, then new", function()
   local name = fresh("code_stress", "old")
   local n = T.scaled(1000, 50)
