@@ -99,7 +99,8 @@ static char *chunk_name(const char *name, const char *path, int vsn) {
   return dup_str(buf);
 }
 
-/* Make `src` the current version of m (the current one becomes old). */
+/* Make `src` the current version of m (the current one becomes old; after a delete,
+** when there is none, the old one stays). */
 static int set_current(lcode_mod *m, const char *src, size_t len) {
   lcode_ver v = {.vsn = m->last + 1, .src = malloc(len ? len : 1), .len = len};
   v.chunk = chunk_name(m->name, m->path, v.vsn);
@@ -109,8 +110,10 @@ static int set_current(lcode_mod *m, const char *src, size_t len) {
   }
   memcpy(v.src, src, len);
   m->last = v.vsn;
-  ver_free(&m->old);
-  m->old = m->cur;
+  if (m->cur.vsn) {
+    ver_free(&m->old);
+    m->old = m->cur;
+  }
   m->cur = v;
   atomic_fetch_add(&gen, 1);
   return 0;
@@ -273,6 +276,14 @@ static int lcode_searcher(lua_State *L) {
         stat_into(m);
         m->next = mods;
         mods = m;
+      }
+    } else if (m && !m->cur.vsn) {   /* deleted (code.delete): loaded again, as Erlang's
+                                     ** interactive mode loads a module on its next call */
+      char *np = dup_str(path);
+      if (np) {
+        free(m->path);
+        m->path = np;   /* the new version's chunk name says where it came from */
+        if (set_current(m, src, len) == 0) stat_into(m);
       }
     }
     have = snap_take(m, &s);   /* ours, or what another process registered first */

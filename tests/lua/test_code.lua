@@ -29,6 +29,29 @@ local function ask(pid)
   return T.recv()[1]
 end
 
+-- Run fn(dir, write) with a scratch folder first on package.path; write(text) writes
+-- the module file `file` there. The folder goes afterwards.
+local function with_module_file(file, fn)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. dir))
+  local saved = package.path
+  package.path = dir .. "/?.lua;" .. package.path
+  local function write(text)
+    local f = assert(io.open(dir .. "/" .. file .. ".lua", "w"))
+    f:write(text)
+    f:close()
+  end
+  local ok, err = pcall(fn, dir, write)
+  code.purge(file)       -- the module goes with its file: modified() forgets it
+  code.delete(file)
+  code.purge(file)
+  package.path = saved
+  os.remove(dir .. "/" .. file .. ".lua")
+  os.remove(dir)
+  if not ok then error(err, 0) end
+end
+
 test("load, is_loaded, which, all_loaded", function()
   local name = fresh("code_basic")
   T.eq(code.is_loaded(name), 1)
@@ -143,25 +166,17 @@ test("delete makes the current version old", function()
   code.purge(name)
 end)
 
--- Run fn(dir, write) with a scratch folder first on package.path; write(text) writes
--- the module file `file` there. The folder goes afterwards.
-local function with_module_file(file, fn)
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. dir))
-  local saved = package.path
-  package.path = dir .. "/?.lua;" .. package.path
-  local function write(text)
-    local f = assert(io.open(dir .. "/" .. file .. ".lua", "w"))
-    f:write(text)
-    f:close()
-  end
-  local ok, err = pcall(fn, dir, write)
-  package.path = saved
-  os.remove(dir .. "/" .. file .. ".lua")
-  os.remove(dir)
-  if not ok then error(err, 0) end
-end
+test("a deleted module's file is loaded again by the next require", function()
+  with_module_file("code_del_file", function(_, write)
+    write(source("file"))
+    T.eq(require("code_del_file").f(), "file")
+    T.eq(code.delete("code_del_file"), true)
+    package.loaded.code_del_file = nil   -- as a process that never required it
+    T.eq(require("code_del_file").f(), "file")
+    T.eq(code.is_loaded("code_del_file"), 2)
+    T.ok(code.soft_purge("code_del_file"))
+  end)
+end)
 
 test("modified and reload_changed follow the files", function()
   with_module_file("code_file_mod", function(dir, write_text)
