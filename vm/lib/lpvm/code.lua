@@ -99,8 +99,10 @@ end
 -- Drop a monitor and a DOWN of it already queued.
 local function forget(mref) lpvm.demonitor(mref, "flush") end
 
--- Every other process running old code of module. All are asked at once; a process
--- that dies before answering (its DOWN) runs nothing.
+-- Every other process running old code of module, and those that did not answer
+-- within ANSWER_MS (a task stuck in C code). All are asked at once; a process that
+-- dies before answering (its DOWN) runs nothing.
+local ANSWER_MS = 5000
 local function old_users(module)
   local me, users, pending, n = lpvm.self(), {}, {}, 0
   for _, pid in ipairs(lpvm.processes()) do
@@ -116,8 +118,10 @@ local function old_users(module)
     end
   end
   local function wanted(tag, ref) return (tag == "info" or tag == "DOWN") and pending[ref] end
+  local deadline = lpvm.now() + ANSWER_MS
   while n > 0 do
-    local tag, ref, map = lpvm.receive(wanted)
+    local tag, ref, map = lpvm.receive(wanted, math.max(0, deadline - lpvm.now()))
+    if tag == nil then break end   -- the rest did not answer in time
     local ask = pending[ref]
     pending[ask.ref], pending[ask.mref], n = nil, nil, n - 1
     if tag == "info" then
@@ -127,11 +131,19 @@ local function old_users(module)
       end
     end
   end
-  return users
+  local silent = {}
+  for ref, ask in pairs(pending) do
+    if ref == ask.ref then
+      silent[#silent + 1] = ask.pid
+      forget(ask.mref)
+    end
+  end
+  return users, silent
 end
 
 -- purge(module) -> true if processes were killed | false; the killed pids second.
--- Kills every process running old code of module, then removes the old code.
+-- Kills every process running old code of module, then removes the old code. (A
+-- process that does not answer within 5 s cannot be told: it is left alone.)
 function code.purge(module)
   check_name("purge", module)
   local i = cs.info(module)
@@ -142,12 +154,14 @@ function code.purge(module)
   return #users > 0, users
 end
 
--- soft_purge(module) -> true (old code removed, or none) | false, pids still running it
+-- soft_purge(module) -> true (old code removed, or none) | false, pids still running
+-- it (and any that did not answer in time)
 function code.soft_purge(module)
   check_name("soft_purge", module)
   local i = cs.info(module)
   if not i or i.old_version == 0 then return true end
-  local users = old_users(module)
+  local users, silent = old_users(module)
+  for _, pid in ipairs(silent) do users[#users + 1] = pid end
   if #users > 0 then return false, users end
   cs.drop_old(module)
   return true
