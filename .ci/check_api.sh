@@ -3,6 +3,7 @@
 #
 #   check_api.sh SRC LPVM_BINARY [LUAPROC_SO] [CXX]
 #
+# 0. Every function declared in SRC/include/lpvm/*.h is marked LPVM_API.
 # 1. The names marked LPVM_API in SRC/include/lpvm/*.h are exactly the lpvm symbols
 #    the lpvm executable exports to C task modules (the core and vm/ are built with
 #    -fvisibility=hidden), and luaproc.so exports them plus luaopen_luaproc only --
@@ -20,6 +21,12 @@ bad=0
 sed -n 's/^LPVM_API[^(]*[ *]\([a-z_0-9]*\)(.*/\1/p' "$src"/include/lpvm/*.h |
   grep -vx lpvm_register_tasks | sort -u > "$tmp/declared"
 [ -s "$tmp/declared" ] || { echo "no LPVM_API declarations found"; exit 1; }
+# A public function declared without LPVM_API would be hidden from C task modules.
+if grep -nE '^[a-z][a-z_ *0-9]*[ *]lpvm_[a-z_0-9]+\(' "$src"/include/lpvm/*.h |
+   grep -vE ':(static|typedef) '; then
+  echo "^ public functions declared without LPVM_API"
+  bad=1
+fi
 
 # Defined dynamic symbols, without what every ELF program has.
 exported() {

@@ -14,6 +14,7 @@
 --           each; the root is killed: every child must die, every DOWN come once
 --   port    port churn: open `cat`, echo a line through it, close it; fds return
 -- Exit status 0 when nothing was lost and no check failed, 1 otherwise.
+-- SOAK_LOADS=spawn,flood (say) runs only those loads, to find which one grows.
 
 local minutes = tonumber(arg[1]) or 10
 local every = tonumber(arg[2]) or 60
@@ -173,11 +174,15 @@ io.stdout:flush()
 
 local me = lpvm.self()
 local loads = {}
+local want = os.getenv("SOAK_LOADS") or "spawn,flood,kill,port"
+local function on(name) return ("," .. want .. ","):find("," .. name .. ",", 1, true) end
 local rcv = lpvm.spawn(flood_receiver, me)
-loads[#loads + 1] = lpvm.spawn(spawn_churn, me)
-for s = 1, SENDERS do loads[#loads + 1] = lpvm.spawn(flood_sender, rcv, s) end
-loads[#loads + 1] = lpvm.spawn(kill_storm, me)
-loads[#loads + 1] = lpvm.spawn(port_churn, me)
+if on("spawn") then loads[#loads + 1] = lpvm.spawn(spawn_churn, me) end
+if on("flood") then
+  for s = 1, SENDERS do loads[#loads + 1] = lpvm.spawn(flood_sender, rcv, s) end
+end
+if on("kill") then loads[#loads + 1] = lpvm.spawn(kill_storm, me) end
+if on("port") then loads[#loads + 1] = lpvm.spawn(port_churn, me) end
 local mons = {}
 for _, pid in ipairs(loads) do mons[lpvm.monitor(pid)] = true end
 local live = #loads

@@ -79,7 +79,8 @@ local function acceptor(listener, limits, idle_ms, header_ms)
     local conn = lpvm.receive()            -- sent once the connection is ours
     local buf = ""
     lpvm.send(limits, "conn", lpvm.self())
-    local place = lpvm.receive(function(v) return v == "ok" or v == "full" end)
+    -- (bounded: were the limiter ever gone, a connection would be refused, not hang)
+    local place = lpvm.receive(function(v) return v == "ok" or v == "full" end, 5000) or "full"
 
     local function page()
       local t = { "<html><head><title>lpvm</title></head><body>\n" }

@@ -320,7 +320,8 @@ int lpvm_ets_new(lpvm_task *self, const lpvm_ets_opts *o, lpvm_tab *tab) {
   if (!o) o = &dflt;
   if (!E.up || !tab) return LPVM_EINVAL;
   if (o->type < LPVM_ETS_SET || o->type > LPVM_ETS_DUPLICATE_BAG ||
-      o->access < LPVM_ETS_PROTECTED || o->access > LPVM_ETS_PRIVATE)
+      o->access < LPVM_ETS_PROTECTED || o->access > LPVM_ETS_PRIVATE ||
+      lpvm_id_is_port(o->heir))   /* an heir is a process: a port gets no messages */
     return LPVM_EINVAL;
   const char *name = o->name ? o->name : "";
   if (strlen(name) >= sizeof ((ets_tab *)0)->name) return LPVM_EINVAL;
@@ -459,6 +460,7 @@ int lpvm_ets_give_away(lpvm_task *self, lpvm_tab tab, lpvm_id to, const uint8_t 
 int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir, const uint8_t *data,
                       size_t len) {
   lpvm_id me = self ? self->id : 0;
+  if (lpvm_id_is_port(heir)) return LPVM_EINVAL;
   uint8_t *copy;
   int rc = copy_term(data, len, &copy);
   if (rc) return rc;

@@ -178,9 +178,30 @@ int tree_before_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out);
 int tree_walk(ets_tab *t, int (*fn)(ets_tab *t, ets_obj *o, void *ud), void *ud);
 void tree_free(ets_obj *root);
 
-/* ets_ms.c: a compiled match specification. */
-typedef struct ets_ms ets_ms;
-int ets_ms_compile(const uint8_t *ms, size_t len, ets_ms **out);
+/* ets_ms.c: a compiled match specification, pointing into the caller's term (which
+** must outlive it). */
+typedef struct ets_clause {
+  const uint8_t *head, *guards, *body;   /* guards/body: the lists' first elements */
+  uint32_t nguards, nbody;
+  int nvars;                             /* highest variable index + 1 */
+} ets_clause;
+
+#define ETS_MS_CLAUSES 4
+#define ETS_MS_VARS 32
+
+typedef struct ets_ms {
+  const uint8_t *end;
+  ets_clause *cl;           /* cl_in or malloc'd */
+  uint32_t ncl;
+  int maxvars;
+  const uint8_t **bp, **be; /* bindings: extent, NULL = unbound (b_in or malloc'd) */
+  const ets_obj *obj;       /* the object being matched */
+  lpvm_tbuf arena;          /* values guards and bodies compute */
+  ets_clause cl_in[ETS_MS_CLAUSES];
+  const uint8_t *b_in[ETS_MS_VARS];
+} ets_ms;
+
+int ets_ms_compile(const uint8_t *ms, size_t len, ets_ms *m);
 void ets_ms_free(ets_ms *m);
 /* Run it on one object: 1 and the body's result appended to out (if out), 0 no
 ** match. *is_true: the result is the atom true (select_count/select_delete). */

@@ -20,6 +20,7 @@
 ** per-run arena (computed numbers and built terms); the object is only read.
 */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,26 +29,6 @@
 #define MAX_VAR 1000
 #define MAX_DEPTH 64
 enum { V_ANY = -2, V_NONE = -1, V_OBJ = -3, V_ALL = -4 };
-
-typedef struct clause {
-  const uint8_t *head, *guards, *body;   /* guards/body: the lists */
-  uint32_t nguards, nbody;
-  int nvars;                             /* highest variable index + 1 */
-} clause;
-
-struct ets_ms {
-  uint8_t *term;            /* our copy */
-  size_t len;
-  const uint8_t *end;
-  clause *cl;
-  uint32_t ncl;
-  int maxvars;
-  /* per run */
-  const uint8_t **bp, **be; /* bindings: extent, NULL = unbound */
-  const ets_obj *obj;
-  lpvm_tbuf arena;
-  int depth;
-};
 
 /* A value: an extent in the object or specification, or in the arena by offset
 ** (the arena may move while it grows). */
@@ -112,59 +93,77 @@ static int scan_vars(const uint8_t *p, const uint8_t *end, int *any, int depth) 
 }
 
 void ets_ms_free(ets_ms *m) {
-  if (!m) return;
-  free(m->term);
-  free(m->cl);
-  free(m->bp);
+  if (m->cl != m->cl_in) free(m->cl);
+  if (m->bp != m->b_in) free(m->bp);
   lpvm_tbuf_free(&m->arena);
-  free(m);
 }
 
-int ets_ms_compile(const uint8_t *term, size_t len, ets_ms **out) {
+/* The tuple or list header at *p (a fresh reader each time: the walk below moves by
+** hand between headers): its count, and *p moved to its first element. */
+static int header(const uint8_t **p, const uint8_t *end, int tuple, uint32_t *n) {
+  lpvm_tread r = {*p, end, 0};
+  int rc = tuple ? lpvm_get_tuple(&r, n) : lpvm_get_list(&r, n);
+  if (rc == 0) *p = r.p;
+  return rc;
+}
+
+/* Past a list of n elements and its tail, from its first element. */
+static const uint8_t *skip_list(const uint8_t *p, const uint8_t *end, uint32_t n) {
+  for (uint32_t i = 0; i <= n; i++) p = skip(p, end);
+  return p;
+}
+
+/* Small specifications (the usual one clause, a few variables) need no allocation:
+** the clauses and bindings fit in the record, the arena grows on first use. */
+int ets_ms_compile(const uint8_t *term, size_t len, ets_ms *m) {
+  memset(m, 0, offsetof(ets_ms, cl_in));
+  m->cl = m->cl_in;
+  m->bp = m->b_in;
   if (!term || lpvm_term_check(term, len)) return LPVM_EBADTERM;
   if (ets_too_deep(term + 1, term + len)) return LPVM_ETS_EMATCH;
-  ets_ms *m = calloc(1, sizeof *m);
-  if (!m || !(m->term = malloc(len))) { free(m); return LPVM_ENOMEM; }
-  memcpy(m->term, term, len);
-  m->len = len;
-  m->end = m->term + len;
-  lpvm_tread r = {m->term + 1, m->end, 0};
+  m->end = term + len;
+  const uint8_t *p = term + 1;
   uint32_t n;
   int rc = LPVM_ETS_EMATCH;
-  if (lpvm_get_list(&r, &n) || n == 0 || !(m->cl = calloc(n, sizeof *m->cl))) {
-    if (lpvm_get_type(&(lpvm_tread){.p = m->term + 1, .end = m->end}) == LPVM_T_NIL) rc = 0;
+  if (p[0] == TAG_NIL) { rc = 0; goto done; }   /* [] selects nothing */
+  if (header(&p, m->end, 0, &n) || n == 0) goto done;
+  if (n > ETS_MS_CLAUSES && !(m->cl = calloc(n, sizeof *m->cl))) {
+    m->cl = m->cl_in;
+    rc = LPVM_ENOMEM;
     goto done;
   }
   m->ncl = n;
   for (uint32_t i = 0; i < n; i++) {
-    clause *c = &m->cl[i];
+    ets_clause *c = &m->cl[i];
     uint32_t ar;
     int any = 0;
-    if (lpvm_get_tuple(&r, &ar) || ar != 3) goto done;
-    c->head = r.p;
+    if (header(&p, m->end, 1, &ar) || ar != 3) goto done;
+    c->head = p;
     c->nvars = scan_vars(c->head, m->end, &any, 0);
     if (c->nvars > m->maxvars) m->maxvars = c->nvars;
-    r.p = skip(r.p, m->end);
-    c->guards = r.p;
-    if (lpvm_get_type(&r) == LPVM_T_NIL) { c->nguards = 0; r.p++; }
-    else if (lpvm_get_list(&r, &c->nguards)) goto done;
-    else { c->guards = r.p; for (uint32_t g = 0; g <= c->nguards; g++) r.p = skip(r.p, m->end); }
-    if (lpvm_get_list(&r, &c->nbody) || c->nbody == 0) goto done;
-    c->body = r.p;
-    for (uint32_t b = 0; b <= c->nbody; b++) r.p = skip(r.p, m->end);
+    p = skip(p, m->end);
+    if (p[0] == TAG_NIL) {
+      c->nguards = 0;
+      p++;
+    } else {
+      if (header(&p, m->end, 0, &c->nguards)) goto done;
+      c->guards = p;
+      p = skip_list(p, m->end, c->nguards);
+    }
+    if (header(&p, m->end, 0, &c->nbody) || c->nbody == 0) goto done;
+    c->body = p;
+    p = skip_list(p, m->end, c->nbody);
   }
   rc = 0;
 done:
-  if (rc == 0) {
-    size_t nv = m->maxvars ? (size_t)m->maxvars : 1;
-    m->bp = calloc(2 * nv, sizeof *m->bp);
-    m->be = m->bp ? m->bp + nv : NULL;
-    lpvm_tbuf_init(&m->arena);
-    if (!m->bp || m->arena.err) rc = LPVM_ENOMEM;
+  if (rc == 0 && m->maxvars > ETS_MS_VARS / 2) {
+    const uint8_t **b = calloc(2 * (size_t)m->maxvars, sizeof *b);
+    if (!b) rc = LPVM_ENOMEM;
+    else m->bp = b;
   }
-  if (rc) { ets_ms_free(m); return rc; }
-  *out = m;
-  return 0;
+  m->be = m->bp + (m->bp == m->b_in ? ETS_MS_VARS / 2 : m->maxvars);
+  if (rc) ets_ms_free(m);
+  return rc;
 }
 
 int ets_ms_bound_key(const ets_ms *m, uint32_t keypos, const uint8_t **p,
@@ -184,43 +183,45 @@ int ets_ms_bound_key(const ets_ms *m, uint32_t keypos, const uint8_t **p,
 
 /* ---- matching the head ----------------------------------------------------------------- */
 
-static int pmatch(ets_ms *m, const uint8_t *pat, const uint8_t *o, const uint8_t *oend,
-                  int depth) {
+/* Match the pattern at pat against the object's term at o: the end of o's term, or
+** NULL if it does not match. Each object term is walked once. */
+static const uint8_t *pmatch(ets_ms *m, const uint8_t *pat, const uint8_t *o,
+                             const uint8_t *oend, int depth) {
   const uint8_t *pend = m->end;
+  if (pat[0] == TAG_SMALL_INT && o[0] == TAG_SMALL_INT)   /* the common literal */
+    return pat[1] == o[1] ? o + 2 : NULL;
   int v = var_of(pat, pend);
-  if (v == V_ANY) return 1;
+  if (v == V_ANY) return skip(o, oend);
   if (v >= 0) {
     const uint8_t *oe = skip(o, oend);
-    if (m->bp[v]) return term_cmp(m->bp[v], m->be[v], o, oe, 1) == 0;
+    if (m->bp[v]) return term_cmp(m->bp[v], m->be[v], o, oe, 1) == 0 ? oe : NULL;
     m->bp[v] = o;
     m->be[v] = oe;
-    return 1;
+    return oe;
   }
-  if (depth > MAX_DEPTH) return 0;
-  lpvm_tread rp = {.p = pat, .end = pend}, ro = {.p = o, .end = oend};
+  if (depth > MAX_DEPTH) return NULL;
+  lpvm_tread rp = {pat, pend, 0}, ro = {o, oend, 0};
   uint32_t n, k;
   switch (lpvm_get_type(&rp)) {
     case LPVM_T_TUPLE:
-      if (lpvm_get_tuple(&rp, &n) || lpvm_get_tuple(&ro, &k) || n != k) return 0;
-      for (uint32_t i = 0; i < n; i++) {
-        if (!pmatch(m, rp.p, ro.p, oend, depth + 1)) return 0;
+      if (lpvm_get_tuple(&rp, &n) || lpvm_get_tuple(&ro, &k) || n != k) return NULL;
+      for (uint32_t i = 0; i < n && ro.p; i++) {
+        ro.p = pmatch(m, rp.p, ro.p, oend, depth + 1);
         rp.p = skip(rp.p, pend);
-        ro.p = skip(ro.p, oend);
       }
-      return 1;
+      return ro.p;
     case LPVM_T_LIST:
       if (lpvm_get_type(&ro) != LPVM_T_LIST) break;   /* a STRING_EXT: compare */
       lpvm_get_list(&rp, &n);
       lpvm_get_list(&ro, &k);
-      if (n != k) return 0;
-      for (uint32_t i = 0; i <= n; i++) {   /* the elements, then the tail */
-        if (!pmatch(m, rp.p, ro.p, oend, depth + 1)) return 0;
+      if (n != k) return NULL;
+      for (uint32_t i = 0; i <= n && ro.p; i++) {   /* the elements, then the tail */
+        ro.p = pmatch(m, rp.p, ro.p, oend, depth + 1);
         rp.p = skip(rp.p, pend);
-        ro.p = skip(ro.p, oend);
       }
-      return 1;
+      return ro.p;
     case LPVM_T_MAP: {
-      if (lpvm_get_map(&rp, &n) || lpvm_get_map(&ro, &k)) return 0;
+      if (lpvm_get_map(&rp, &n) || lpvm_get_map(&ro, &k)) return NULL;
       const uint8_t *pairs = ro.p;
       for (uint32_t i = 0; i < n; i++) {
         const uint8_t *pk = rp.p, *pv = skip(pk, pend);
@@ -231,14 +232,17 @@ static int pmatch(ets_ms *m, const uint8_t *pat, const uint8_t *o, const uint8_t
           if (term_cmp(pk, pv, q, qv, 1) == 0) hit = qv;
           q = skip(qv, oend);
         }
-        if (!hit || !pmatch(m, pv, hit, oend, depth + 1)) return 0;
+        if (!hit || !pmatch(m, pv, hit, oend, depth + 1)) return NULL;
       }
-      return 1;
+      return skip(o, oend);
     }
     default:
       break;
   }
-  return term_cmp(pat, skip(pat, pend), o, oend, 1) == 0;
+  const uint8_t *oe = skip(o, oend);
+  size_t pn = (size_t)(skip(pat, pend) - pat);
+  if (pn == (size_t)(oe - o) && memcmp(pat, o, pn) == 0) return oe;   /* the same bytes */
+  return term_cmp(pat, pat + pn, o, oe, 1) == 0 ? oe : NULL;
 }
 
 /* ---- guard and body expressions ------------------------------------------------------- */
@@ -262,7 +266,13 @@ static int v_is_false(ets_ms *m, const val *v) {
 }
 
 static int v_type(ets_ms *m, const val *v) {
-  return lpvm_get_type(&(lpvm_tread){.p = vptr(m, v), .end = vptr(m, v) + v->len});
+  return lpvm_get_type(&(lpvm_tread){vptr(m, v), vptr(m, v) + v->len, 0});
+}
+
+/* Where the next value built in the arena starts (the arena is made on first use). */
+static size_t arena_start(ets_ms *m) {
+  if (!m->arena.data) lpvm_tbuf_init(&m->arena);
+  return m->arena.len;
 }
 
 /* Build in the arena from `start`: the value of what was appended. */
@@ -281,7 +291,7 @@ static int cmp_vals(ets_ms *m, const val *a, const val *b, int exact) {
 
 /* Numbers: 0 integer in *i, 1 float in *d, -1 not a number (or beyond 64 bits). */
 static int num_of(ets_ms *m, const val *v, int64_t *i, double *d) {
-  lpvm_tread r = {.p = vptr(m, v), .end = vptr(m, v) + v->len};
+  lpvm_tread r = {vptr(m, v), vptr(m, v) + v->len, 0};
   if (lpvm_get_int(&r, i) == 0) { *d = (double)*i; return 0; }
   if (lpvm_get_float(&r, d) == 0) return 1;
   return -1;
@@ -293,7 +303,7 @@ static int arith(ets_ms *m, const char *op, size_t opn, const val *a, const val 
   double fx, fy, fz = 0;
   int ka = num_of(m, a, &x, &fx), kb = b ? num_of(m, b, &y, &fy) : 0;
   if (ka < 0 || kb < 0) return -1;
-  size_t start = m->arena.len;
+  size_t start = arena_start(m);
   int isf = ka == 1 || kb == 1;
   if (!b) {   /* unary: '-' and abs */
     if (atom_is(op, opn, "-")) { if (isf) fz = -fx; else if (__builtin_sub_overflow(0, x, &z)) return -1; }
@@ -358,7 +368,7 @@ static int compare(const char *f, size_t fn, int c, val *out) {
 /* element(N, T), tuple_size(T), byte_size(B). */
 static int builtin(ets_ms *m, const char *f, size_t fn, const val *a, const val *b,
                    val *out) {
-  lpvm_tread r = {.p = vptr(m, b ? b : a), .end = vptr(m, b ? b : a) + (b ? b : a)->len};
+  lpvm_tread r = {vptr(m, b ? b : a), vptr(m, b ? b : a) + (b ? b : a)->len, 0};
   uint32_t ar;
   if (atom_is(f, fn, "element") && b) {
     int64_t i;
@@ -371,7 +381,7 @@ static int builtin(ets_ms *m, const char *f, size_t fn, const val *a, const val 
     *out = (val){NULL, b->off + (size_t)(p - vptr(m, b)), (size_t)(r.p - p)};
     return 0;
   }
-  size_t start = m->arena.len;
+  size_t start = arena_start(m);
   if (atom_is(f, fn, "tuple_size") && !b) {
     if (lpvm_get_tuple(&r, &ar)) return -1;
     lpvm_put_int(&m->arena, ar);
@@ -404,7 +414,7 @@ static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
       rc = eval(m, r.p, &vs[i], depth + 1);
       r.p = skip(r.p, m->end);
     }
-    size_t start = m->arena.len;
+    size_t start = arena_start(m);
     if (rc == 0) {
       lpvm_put_tuple(&m->arena, n);
       for (uint32_t i = 0; i < n; i++) {
@@ -468,7 +478,7 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
   }
   if (v == V_OBJ) { *out = lit(m->obj->data + 1, m->obj->len - 1); return 0; }
   if (v == V_ALL) {
-    size_t start = m->arena.len;
+    size_t start = arena_start(m);
     uint32_t n = 0;
     for (int i = 0; i < m->maxvars; i++) n += m->bp[i] != NULL;
     lpvm_put_list(&m->arena, n);
@@ -490,7 +500,7 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
       rc = eval(m, r.p, &vs[i], depth + 1);
       r.p = skip(r.p, m->end);
     }
-    size_t start = m->arena.len;
+    size_t start = arena_start(m);
     if (rc == 0) {
       lpvm_put_list(&m->arena, n);
       for (uint32_t i = 0; i <= n; i++) term_put_raw(&m->arena, vptr(m, &vs[i]), vs[i].len);
@@ -506,10 +516,10 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
 int ets_ms_run(ets_ms *m, const ets_obj *o, lpvm_tbuf *out, int *is_true) {
   m->obj = o;
   for (uint32_t c = 0; c < m->ncl; c++) {
-    clause *cl = &m->cl[c];
+    ets_clause *cl = &m->cl[c];
     if (m->maxvars) memset(m->bp, 0, (size_t)m->maxvars * sizeof *m->bp);
     if (!pmatch(m, cl->head, o->data + 1, o->data + o->len, 0)) continue;
-    lpvm_tbuf_reset(&m->arena);
+    if (m->arena.data) lpvm_tbuf_reset(&m->arena);   /* else the first put makes it */
     const uint8_t *g = cl->guards;
     int ok = 1;
     for (uint32_t i = 0; i < cl->nguards && ok; i++) {
@@ -520,6 +530,16 @@ int ets_ms_run(ets_ms *m, const ets_obj *o, lpvm_tbuf *out, int *is_true) {
     if (!ok) continue;
     const uint8_t *b = cl->body;
     for (uint32_t i = 1; i < cl->nbody; i++) b = skip(b, m->end);   /* the last */
+    if (out && var_of(b, m->end) == V_ALL) {   /* match/2's '$$': straight to out */
+      uint32_t n = 0;
+      for (int i = 0; i < m->maxvars; i++) n += m->bp[i] != NULL;
+      lpvm_put_list(out, n);
+      for (int i = 0; i < m->maxvars; i++)
+        if (m->bp[i]) term_put_raw(out, m->bp[i], (size_t)(m->be[i] - m->bp[i]));
+      lpvm_put_nil(out);
+      *is_true = 0;
+      return 1;
+    }
     val v;
     if (eval(m, b, &v, 0)) return 0;   /* the body failed: no result */
     *is_true = v_is_true(m, &v);

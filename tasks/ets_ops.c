@@ -298,7 +298,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
   uint32_t n = 0;
   int rc = tab_shape(self, tab, &shape);
   if (rc == 0) rc = build_objs(&shape, obj, len, stack, &objs, &n);
-  if (rc == 0 && (n != 1 || lpvm_get_type(&(lpvm_tread){.p = obj + 1, .end = obj + len}) != LPVM_T_TUPLE))
+  if (rc == 0 && (n != 1 || lpvm_get_type(&(lpvm_tread){obj + 1, obj + len, 0}) != LPVM_T_TUPLE))
     rc = LPVM_ETS_EOBJECT;
   if (rc) {
     free_objs(objs, n, stack);
@@ -445,11 +445,11 @@ static int sel_one(ets_tab *t, ets_obj *o, void *ud) {
 
 int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t len,
                     int mode, lpvm_tbuf *out) {
-  ets_ms *ms;
+  ets_ms msbuf, *ms = &msbuf;
   ets_tab *t;
   if (mode < LPVM_ETS_SELECT || mode > LPVM_ETS_SELECT_DELETE) return LPVM_EINVAL;
   if (mode == LPVM_ETS_SELECT && !out) return LPVM_EINVAL;
-  int rc = ets_ms_compile(msterm, len, &ms);
+  int rc = ets_ms_compile(msterm, len, ms);
   if (rc) return rc;
   int del = mode == LPVM_ETS_SELECT_DELETE;
   if ((rc = ets_enter(self, tab, del ? 2 : 0, del, &t)) != 0) {

@@ -11,12 +11,17 @@
 ** without a lock and without an epoch scheme.
 **
 ** Free slots are reused oldest first, so a freed slot waits for every other free
-** slot before its next generation is handed out.
+** slot before its next generation is handed out. The ring of free slot numbers is
+** as long as the table, and its window slides forward by one entry per spawn: each
+** page the head leaves behind is given back (MADV_DONTNEED), or spawn/exit churn
+** would keep 4 bytes per spawn resident until the ring wrapped (32 MB at the default
+** 8M slots; the soak run of docs/reliability.md found it).
 */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "tasks/task_int.h"
 
@@ -37,6 +42,7 @@ static struct {
   uint32_t *freeq;             /* ring of free slot numbers, oldest first */
   uint32_t cap, hwm;           /* slots [1, hwm) have been handed out once */
   uint32_t fhead, fcount;
+  uint32_t fpage;              /* ring entries per memory page */
   size_t bytes, fbytes;
   pthread_mutex_t mu;
 } P;
@@ -60,6 +66,8 @@ int ptab_init(uint32_t cap) {
   P.cap = cap;
   P.hwm = 1;                       /* slot 0 is never used: id 0 means none */
   P.fhead = P.fcount = 0;
+  long page = sysconf(_SC_PAGESIZE);
+  P.fpage = (uint32_t)((page > 0 ? (size_t)page : 4096) / sizeof(uint32_t));
   pthread_mutex_init(&P.mu, NULL);
   return 0;
 }
@@ -78,6 +86,16 @@ static void free_slot(uint32_t n) {
   pthread_mutex_unlock(&P.mu);
 }
 
+/* The head just moved onto a new page: the page before it holds no free entry (unless
+** the window spans nearly the whole ring), so its memory can go back to the kernel;
+** a later write there gets a fresh zero page. Called with P.mu held. */
+static void freeq_release_behind(void) {
+  if (P.fhead % P.fpage != 0 || (uint64_t)P.fcount + 2u * P.fpage > P.cap) return;
+  uint32_t start = (P.fhead ? P.fhead : P.cap) - P.fpage;
+  if (start % P.fpage != 0) return;   /* a ring that is not a whole number of pages */
+  madvise(P.freeq + start, (size_t)P.fpage * sizeof(uint32_t), MADV_DONTNEED);
+}
+
 int ptab_alloc(lpvm_task *t, int port, lpvm_id *id) {
   uint32_t n;
   pthread_mutex_lock(&P.mu);
@@ -85,6 +103,7 @@ int ptab_alloc(lpvm_task *t, int port, lpvm_id *id) {
     n = P.freeq[P.fhead];
     P.fhead = (P.fhead + 1) % P.cap;
     P.fcount--;
+    freeq_release_behind();
   } else if (P.hwm < P.cap) {
     n = P.hwm++;
   } else {

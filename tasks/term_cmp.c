@@ -248,7 +248,7 @@ static int cmp_at(const uint8_t *a, const uint8_t *aend, const uint8_t *b,
     case C_REF: case C_PORT: case C_PID:
       return cmp_ident(a, aend, b, bend);
     case C_TUPLE: {
-      lpvm_tread x = {.p = a, .end = aend}, y = {.p = b, .end = bend};
+      lpvm_tread x = {a, aend, 0}, y = {b, bend, 0};
       uint32_t n, m;
       lpvm_get_tuple(&x, &n);
       lpvm_get_tuple(&y, &m);

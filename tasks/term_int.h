@@ -97,14 +97,6 @@ int term_big_at(const uint8_t *p, const uint8_t *end, term_big *big,
 /* Is this node name lpvm's own? */
 int term_node_is_local(const char *node, size_t len);
 
-/* A reader consumed one whole term (or a container's header) ending at next: it was
-** one of the terms the enclosing containers owe (lpvm_tread.owed). */
-static inline int term_took(lpvm_tread *r, const uint8_t *next) {
-  r->p = next;
-  if (r->owed) r->owed--;
-  return 0;
-}
-
 /* term_enc.c: append the bytes of a well-formed term (no version byte), unchecked. */
 void term_put_raw(lpvm_tbuf *b, const void *p, size_t n);
 
@@ -115,5 +107,13 @@ int term_cmp(const uint8_t *a, const uint8_t *aend, const uint8_t *b,
              const uint8_t *bend, int exact);
 uint64_t term_hash(const uint8_t *p, const uint8_t *end);
 int term_depth(const uint8_t *p, const uint8_t *end, int limit);
+
+/* A reader consumed one whole term (or a container's header) ending at next: it was
+** one of the terms the enclosing containers owe (lpvm_tread.owed). */
+static inline int term_took(lpvm_tread *r, const uint8_t *next) {
+  r->p = next;
+  if (r->owed) r->owed--;
+  return 0;
+}
 
 #endif

@@ -109,7 +109,7 @@ void lmod_check_keys(lua_State *L, int t, const char *const known[], const char 
     lua_pop(L, 1);
     const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
     int i = 0;
-    while (k && known[i] && strcmp(known[i], k) != 0) i++;
+    while (k && known[i] && !lmod_streq(L, -1, known[i])) i++;   /* "link\0x" is no option */
     if (!k || !known[i]) {
       lua_pushfstring(L, "unknown %s %s", what, k ? lmod_push_quoted(L, -1) : luaL_typename(L, -1));
       luaL_argerror(L, t, lua_tostring(L, -1));

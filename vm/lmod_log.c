@@ -5,17 +5,20 @@
 */
 #include <lauxlib.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vm/llog.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
 static int check_level(lua_State *L, int arg) {
-  const char *name = luaL_checkstring(L, arg);
-  int l = llog_parse_level(name);
+  size_t len;
+  const char *name = luaL_checklstring(L, arg, &len);
+  int l = strlen(name) == len ? llog_parse_level(name) : -2;   /* "error\0x" is none */
   if (l == -2)
     luaL_argerror(L, arg, lua_pushfstring(L, "log level expected (error, warning, notice, info, "
-                                             "debug, ..., none, all), got '%s'", name));
+                                             "debug, ..., none, all), got %s",
+                                          lmod_push_quoted(L, arg)));
   return l;
 }
 

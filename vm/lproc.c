@@ -60,8 +60,12 @@ void lproc_config_init(lproc_config *c) {
   c->reductions = LPROC_DEFAULT_REDUCTIONS;
 }
 
+int lproc_log_level_ok(const char *name) { return llog_parse_level(name) != -2; }
+
 int lproc_setup(const lproc_config *c) {
   if (!c || c->reductions < 0 || c->recycle < 0) return LPVM_EINVAL;
+  if (c->log_level && !lproc_log_level_ok(c->log_level)) return LPVM_EINVAL;
+  llog_set_level(c->log_level ? llog_parse_level(c->log_level) : LLOG_NOTICE);
   lproc_cfg = *c;
   if (lproc_cfg.reductions == 0) lproc_cfg.reductions = LPROC_DEFAULT_REDUCTIONS;
   atomic_store(&pool.bound, c->recycle);

@@ -18,9 +18,12 @@ typedef struct lproc_config {
   int recycle;            /* states kept in the recycling pool; 0 = none */
   int warnings;           /* 1: warn() prints from the start (lua -W) */
   int noenv;              /* 1: package ignores LUA_PATH/LUA_CPATH (lua -E) */
+  const char *log_level;  /* the log's level ("error", ...; see llog.h); NULL = notice */
 } lproc_config;
 
 void lproc_config_init(lproc_config *c);
+/* 1 if `name` is a log level lproc_config.log_level accepts (--log-level). */
+int lproc_log_level_ok(const char *name);
 /* Install the settings; call after lpvm_start() and before lproc_boot(). */
 int lproc_setup(const lproc_config *c);
 /* Free the state pool and module registry; call after lpvm_stop(). */

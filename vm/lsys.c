@@ -199,6 +199,7 @@ static int reap(pid_t pid) {
 ** command, whether a shell is available. */
 static int os_execute(lua_State *L) {
   const char *cmd = luaL_optstring(L, 1, NULL);
+  if (cmd) lmod_cstr(L, 1, 1, "command");   /* sh would run the part before a NUL */
   if (cmd == NULL) {
     lua_pushboolean(L, access("/bin/sh", X_OK) == 0);
     return 1;
@@ -228,7 +229,7 @@ static int popen_close(lua_State *L) {
 
 /* io.popen(command [, "r" | "w"]) -> file | nil, message */
 static int io_popen(lua_State *L) {
-  const char *cmd = luaL_checkstring(L, 1);
+  const char *cmd = lmod_check_cstr(L, 1, "command");
   const char *mode = luaL_optstring(L, 2, "r");
   luaL_argcheck(L, (mode[0] == 'r' || mode[0] == 'w') && mode[1] == '\0', 2, "invalid mode");
   int reading = mode[0] == 'r';

@@ -141,6 +141,14 @@ static int o_recycle(cli *c, const char *v) {
   return 0;
 }
 
+static int o_loglevel(cli *c, const char *v) {
+  if (!lproc_log_level_ok(v))
+    return bad("--log-level", "needs a level: emergency, alert, critical, error, warning, "
+                              "notice, info, debug, none or all");
+  c->pcfg.log_level = v;
+  return 0;
+}
+
 static const option options[] = {
     {"-e", "code", o_exec, "run code (each -e and -l in the order given)"},
     {"-l", "mod", o_lib, "require mod into the global mod; -l g=mod: into g"},
@@ -154,6 +162,7 @@ static const option options[] = {
     {"--no-worker-cache", NULL, o_nocache, "turn the scheduler's worker cache off"},
     {"--max-heap", "BYTES", o_maxheap, "default heap limit per process (suffix k, m or g)"},
     {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},
+    {"--log-level", "LEVEL", o_loglevel, "the log's level (default notice; none, all)"},
     {"--version", NULL, o_version, "print the version"},
     {"--help", NULL, o_help, "this text"},
     {"-h", NULL, o_help, NULL},
@@ -296,17 +305,14 @@ int main(int argc, char **argv) {
   c.steps = calloc((size_t)argc + 2, sizeof *c.steps);
   if (!c.steps) return 1;
   int script = parse(&c, argc, argv);
-  if (script < 0 || c.help) {   /* a bad option, or --help */
-    if (script >= 0) usage(stdout);
-    cli_free(&c);
-    return script < 0 ? 1 : 0;
+  if (script < 0) return cli_done(&c, 1);
+  if (c.help) {
+    usage(stdout);
+    return cli_done(&c, 0);
   }
   int has_e = c.nsteps > 0;   /* -e or -l */
   if (c.version || c.interactive) printf("lpvm %s (%s)\n", LPVM_VERSION, LUA_RELEASE);
-  if (script == argc && c.version && !has_e && !c.interactive) {
-    cli_free(&c);
-    return 0;
-  }
+  if (script == argc && c.version && !has_e && !c.interactive) return cli_done(&c, 0);
   /* no script: the shell on a terminal, stdin as the script on a pipe (as lua) */
   int shell = c.interactive;
   static char dash[] = "-";

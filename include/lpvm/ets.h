@@ -25,6 +25,10 @@
 #include "task.h"
 #include "term.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A table id: Erlang's table reference (a reference term, lpvm_put_ref). 0 = none. */
 typedef uint64_t lpvm_tab;
 
@@ -77,52 +81,59 @@ typedef struct lpvm_ets_tabinfo {
 
 /* ---- tables ------------------------------------------------------------------------ */
 
-int lpvm_ets_new(lpvm_task *self, const lpvm_ets_opts *o, lpvm_tab *tab);
-int lpvm_ets_delete(lpvm_task *self, lpvm_tab tab);            /* the whole table */
-lpvm_tab lpvm_ets_whereis(const char *name);                    /* 0 if none */
-int lpvm_ets_info(lpvm_tab tab, lpvm_ets_tabinfo *info);
+LPVM_API int lpvm_ets_new(lpvm_task *self, const lpvm_ets_opts *o, lpvm_tab *tab);
+/* Delete the whole table (its owner, or anyone for a public one). */
+LPVM_API int lpvm_ets_delete(lpvm_task *self, lpvm_tab tab);
+/* The named table called name, or 0. */
+LPVM_API lpvm_tab lpvm_ets_whereis(const char *name);
+LPVM_API int lpvm_ets_info(lpvm_tab tab, lpvm_ets_tabinfo *info);
 /* Up to cap table ids into out; returns how many tables there are. */
-size_t lpvm_ets_all(lpvm_tab *out, size_t cap);
+LPVM_API size_t lpvm_ets_all(lpvm_tab *out, size_t cap);
 /* The owner hands the table to `to` (alive, not itself), which gets
 ** {'ETS-TRANSFER', Tab, FromPid, Data} (Data NULL: the atom undefined). */
-int lpvm_ets_give_away(lpvm_task *self, lpvm_tab tab, lpvm_id to, const uint8_t *data,
-                       size_t len);
-int lpvm_ets_rename(lpvm_task *self, lpvm_tab tab, const char *name);
+LPVM_API int lpvm_ets_give_away(lpvm_task *self, lpvm_tab tab, lpvm_id to,
+                                const uint8_t *data, size_t len);
+LPVM_API int lpvm_ets_rename(lpvm_task *self, lpvm_tab tab, const char *name);
 /* setopts heir: the owner sets or clears (heir 0) the heir. */
-int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir, const uint8_t *data,
-                      size_t len);
+LPVM_API int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir,
+                               const uint8_t *data, size_t len);
 
 /* ---- objects ----------------------------------------------------------------------- */
 
 /* term: one tuple, or a list of tuples (all inserted atomically, or none). */
-int lpvm_ets_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len);
+LPVM_API int lpvm_ets_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term,
+                             size_t len);
 /* As insert, but nothing is written if any key is present: 1 inserted, 0 not. */
-int lpvm_ets_insert_new(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len);
+LPVM_API int lpvm_ets_insert_new(lpvm_task *self, lpvm_tab tab, const uint8_t *term,
+                                 size_t len);
 /* Objects with key, as a list appended to out; returns how many. */
-int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
-                    lpvm_tbuf *out);
+LPVM_API int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                             size_t klen, lpvm_tbuf *out);
 /* Element pos of the object (set) or a list of it from each object (bag). */
-int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
-                            size_t klen, uint32_t pos, lpvm_tbuf *out);
-int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen);
+LPVM_API int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                                     size_t klen, uint32_t pos, lpvm_tbuf *out);
+LPVM_API int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                             size_t klen);
 /* lookup and delete in one atomic step. */
-int lpvm_ets_take(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
-                  lpvm_tbuf *out);
-int lpvm_ets_delete_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen);
-int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
-                           size_t len);
-int lpvm_ets_delete_all(lpvm_task *self, lpvm_tab tab);
+LPVM_API int lpvm_ets_take(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                           size_t klen, lpvm_tbuf *out);
+LPVM_API int lpvm_ets_delete_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                                 size_t klen);
+LPVM_API int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
+                                    size_t len);
+LPVM_API int lpvm_ets_delete_all(lpvm_task *self, lpvm_tab tab);
 /* Erlang's update_counter/3,4: the steps apply in order to one object, atomically;
 ** results[i] is element pos after step i. dflt (or NULL) is the object inserted
 ** first when the key is absent. */
-int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
-                            size_t klen, const lpvm_ets_incr *steps, int n,
-                            const uint8_t *dflt, size_t dlen, int64_t *results);
+LPVM_API int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                                     size_t klen, const lpvm_ets_incr *steps, int n,
+                                     const uint8_t *dflt, size_t dlen,
+                                     int64_t *results);
 /* Erlang's update_element/3: element pos[i] becomes the i-th value of vals, a whole
 ** term that is the list [V1, ..., Vn]. 1 done, 0 no such key. */
-int lpvm_ets_update_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
-                            size_t klen, const uint32_t *pos, int n,
-                            const uint8_t *vals, size_t vlen);
+LPVM_API int lpvm_ets_update_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                                     size_t klen, const uint32_t *pos, int n,
+                                     const uint8_t *vals, size_t vlen);
 
 /* ---- walking ----------------------------------------------------------------------- */
 
@@ -132,14 +143,14 @@ int lpvm_ets_update_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
 ** first/next visits every object present throughout exactly once (ETS promises
 ** that only under safe_fixtable; here it always holds). last = first, prev = next
 ** there, as in ETS. */
-int lpvm_ets_first(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out);
-int lpvm_ets_last(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out);
-int lpvm_ets_next(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
-                  lpvm_tbuf *out);
-int lpvm_ets_prev(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
-                  lpvm_tbuf *out);
+LPVM_API int lpvm_ets_first(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out);
+LPVM_API int lpvm_ets_last(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out);
+LPVM_API int lpvm_ets_next(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                           size_t klen, lpvm_tbuf *out);
+LPVM_API int lpvm_ets_prev(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                           size_t klen, lpvm_tbuf *out);
 /* Every object, as a list appended to out; returns how many. */
-int lpvm_ets_tab2list(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out);
+LPVM_API int lpvm_ets_tab2list(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out);
 
 /* ---- match specifications ------------------------------------------------------------
 ** ms is an Erlang match specification term: [{Head, [Guard], [Body]}, ...], with the
@@ -151,9 +162,13 @@ enum {
   LPVM_ETS_SELECT_COUNT,     /* count the objects for which a body returns true */
   LPVM_ETS_SELECT_DELETE     /* delete them (same test); returns how many */
 };
-int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *ms, size_t len,
-                    int mode, lpvm_tbuf *out);
+LPVM_API int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *ms,
+                             size_t len, int mode, lpvm_tbuf *out);
 
-const char *lpvm_ets_strerror(int err);
+LPVM_API const char *lpvm_ets_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,8 +25,8 @@
 #include "lpvm.h"
 #include "task.h"
 
-#ifndef LPVM_API   /* the export mark of the shared library, if lpvm.h has none */
-#define LPVM_API
+#ifdef __cplusplus
+extern "C" {
 #endif
 
 typedef struct lpvm_lua_config {
@@ -64,5 +64,9 @@ LPVM_API int lpvm_lua_boot_ok(void);
 ** every task, join every thread (lpvm_stop), free the Lua side. lpvm_start() and
 ** lpvm_lua_setup() may then be called again. */
 LPVM_API int lpvm_lua_stop(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -207,6 +207,14 @@ err_lines "info was filtered at the default level (notice)" 2
 check "log level none silences crash reports" 0 "$LPVM" -e '
   lpvm.log_level("none") lpvm.spawn(function() error("quiet") end) lpvm.sleep(50)'
 err_lines "none: nothing on stderr" 0
+check "--log-level none: no crash report" 0 "$LPVM" --log-level none -e '
+  lpvm.spawn(function() error("quiet") end) lpvm.sleep(50)'
+err_lines "--log-level none: nothing on stderr" 0
+check "--log-level debug: debug events show" 0 "$LPVM" --log-level debug -e '
+  require("logger").debug("dbg %d", 1) assert(lpvm.log_level() == "debug")'
+err_has "--log-level debug: the event" "debug <0.1.0>: dbg 1"
+check "--log-level with a bad level: status 1" 1 "$LPVM" --log-level loud -e '1'
+err_has "--log-level names the levels" "--log-level"
 
 # ---- signals -------------------------------------------------------------------
 sig_check() {  # NAME SIGNAL CODE: status must be 128 + the signal's number
@@ -306,6 +314,9 @@ out_has "kv_server: terminate runs on stop" "kv: terminating (normal) with 1 key
 check "examples/supervision_tree.lua runs" 0 "$LPVM" "$ROOT/examples/supervision_tree.lua"
 out_has "supervision_tree: the pool was restarted by top" "top: 2 children, 2 active, 1 supervisor"
 out_has "supervision_tree: a clean shutdown" "top ended: shutdown"
+check "examples/door_lock.lua runs" 0 "$LPVM" "$ROOT/examples/door_lock.lua"
+out_has "door_lock: the right code opens it" "after 1 2 3:	open"
+out_has "door_lock: the state timeout locked it again" "400 ms more:	locked"
 check "examples/hot_reload/main.lua runs" 0 "$LPVM" "$ROOT/examples/hot_reload/main.lua"
 out_has "the running server takes the new code and keeps its state" "2	v2 says hello"
 

@@ -22,6 +22,9 @@ local scale = tonumber(os.getenv("LPVM_STRESS_SCALE") or "") or 1
 -- many times slower, so they wait longer (a wait only ends early on success).
 local WAIT = scale < 1 and 60000 or 5000
 T.WAIT = WAIT
+-- "address" or "thread" in a sanitizer build, else nil: their allocators keep freed
+-- memory aside (ASan's quarantine), so a test of RSS growth means nothing there.
+T.SANITIZE = (os.getenv("LPVM_SANITIZE") or "") ~= "" and os.getenv("LPVM_SANITIZE") or nil
 function T.scaled(n, min)
   local v = math.floor(n * scale)
   if min and v < min then v = min end

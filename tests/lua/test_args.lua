@@ -81,6 +81,23 @@ test("a luaproc channel name with a NUL raises; messages quote the name cut shor
   short(err)
 end)
 
+test("os.execute and io.popen: a NUL in the command raises (sh would run its head)", function()
+  T.raises(function() os.execute("true\0; echo no") end, "#1", "NUL")
+  T.raises(function() io.popen("true\0; echo no") end, "#1", "NUL")
+end)
+
+test("a log level with a NUL is no level; a bad level is quoted cut short", function()
+  T.raises(function() lpvm.log_level("error\0x") end, "#1", "log level expected", "'error\\x00x'")
+  short(T.raises(function() lpvm.log(BIG, "x") end, "#1", "log level expected", "10000000 bytes"))
+end)
+
+test("an option name with a NUL is an unknown option, not the name before it", function()
+  T.raises(function() lpvm.spawn({ ["link\0x"] = true }, function() end) end, "#1",
+           "unknown spawn option 'link\\x00x'")
+  T.raises(function() lpvm.open_port({ "cat" }, { ["active\0"] = true }) end, "#2",
+           "unknown option 'active\\x00'")
+end)
+
 test("migrate quotes a bad mode cut short", function()
   short(T.raises(function() lpvm.migrate(BIG) end, "#1", "invalid option", "10000000 bytes"))
 end)

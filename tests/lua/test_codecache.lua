@@ -41,6 +41,25 @@ test("the same module in many processes; an edit is seen", function()
   T.ok(r[3]:find("cc_mod.lua (v2)", 1, true), "debug info names the version: " .. r[3])
 end)
 
+test("stress: many processes load and edit-reload modules at once", function()
+  local me, n = lpvm.self(), T.scaled(60, 8)
+  for k = 1, 4 do write("cc_par" .. k, "return { value = " .. k .. ", where = function() end }\n") end
+  for i = 1, n do
+    lpvm.spawn(function(parent, d, k)
+      package.path = d .. "/?.lua;" .. package.path
+      local sum = 0
+      for j = 1, 4 do sum = sum + require("cc_par" .. j).value end
+      lpvm.send(parent, "sum", sum, require("gen_server") ~= nil)
+    end, me, dir, i)
+    if i == n // 2 then write("cc_par4", "return { value = 40, where = function() end }\n") end
+  end
+  for _ = 1, n do
+    local r = T.recv()
+    T.ok(r[2] == 10 or r[2] == 46, "a whole version of each module: " .. tostring(r[2]))
+    T.eq(r[3], true)
+  end
+end)
+
 test("a module with a syntax error still names its file and line", function()
   write("cc_bad", "local x = = 1\n")
   local r = load_in_process("cc_bad")

@@ -193,6 +193,19 @@ test("match, match_object, match_delete with '_' and '$N'", function()
   ets.delete(t)
 end)
 
+test("patterns reach into lists and maps; literals of every kind", function()
+  local t = ets.new("deep", {"set"})
+  ets.insert(t, {1, {"a", 10}, {x = 1, y = "why"}}, {2, {"b", 20}, {x = 2}},
+                {3, {"a", 30, 0}, {}}, {4.5, "str", true})
+  T.eq(sorted(ets.match(t, {"$1", {"a", "$2"}, "_"})), {{1, 10}})
+  T.eq(sorted(ets.match(t, {"$1", "_", {x = "$2"}})), {{1, 1}, {2, 2}})
+  T.eq(ets.match(t, {"_", "_", {y = "why"}}), {{}})
+  T.eq(ets.match_object(t, {4.5, "str", true}), {{4.5, "str", true}})
+  T.eq(ets.match(t, {4, "_", "_"}), {})             -- 4 is not 4.5
+  T.eq(ets.match(t, {"$1", "str", "_"}), {{4.5}})
+  ets.delete(t)
+end)
+
 test("select with guards and bodies; select_count; select_delete", function()
   local t = ets.new("sel", {"set"})
   for i = 1, 20 do ets.insert(t, {i, i % 3 == 0 and "fizz" or "no", i * 1.5}) end
@@ -291,6 +304,29 @@ test("an heir takes the table when its owner dies and gets ETS-TRANSFER", functi
   T.eq(ets.lookup("ets_bequest", 1)[1][2], "kept")
   ets.insert("ets_bequest", {2})   -- protected, but we own it now
   ets.delete("ets_bequest")
+end)
+
+test("owners and heirs dying at once leave no table behind", function()
+  local base = #ets.all()
+  local me = lpvm.self()
+  local n = T.scaled(300, 30)
+  local pids = {}
+  for i = 1, n do
+    local heir = lpvm.spawn(function() lpvm.receive() end)
+    local owner = lpvm.spawn(function(h, top)
+      for _ = 1, 3 do ets.new("race", {heir = h, heir_data = "d"}) end
+      lpvm.send(top, "ready")
+      lpvm.receive()
+    end, heir, me)
+    pids[#pids + 1] = heir
+    pids[#pids + 1] = owner
+    T.recv_match(function(tag) return tag == "ready" end)
+    if i % 2 == 0 then pids[#pids - 1], pids[#pids] = pids[#pids], pids[#pids - 1] end
+  end
+  T.ok(#ets.all() >= base + 3 * n)
+  for _, p in ipairs(pids) do lpvm.send(p, "go") end   -- owner and heir end together
+  T.ok(T.wait_until(function() return #ets.all() == base end, 20000),
+       "tables left: " .. (#ets.all() - base))
 end)
 
 test("give_away hands a table over; only the owner may", function()

@@ -17,7 +17,7 @@ local gen = {}
 gen.DEFAULT_TIMEOUT = 5000
 
 local spawn_keys = { priority = true, thread = true, max_heap = true }
-local start_keys = { name = true, timeout = true, spawn_opt = true, hibernate_after = true }
+local start_keys = { name = true, timeout = true, spawn_opt = true }
 
 -- A timeout argument: nil -> dflt; math.huge is for ever; else a number >= 0.
 function gen.check_timeout(v, arg, fname, dflt)
@@ -93,9 +93,14 @@ function gen.start(behaviour, link, mod, args, opts, fname)
   so.monitor = true
   so.link = link or nil
   local tag = lpvm.make_ref()
-  local ok, pid, mref = pcall(lpvm.spawn, so, behaviour, lpvm.self(), tag, name or false, spec, args,
-    opts and opts.hibernate_after or false)
-  if not ok then error(string.format("%s: %s", fname, tostring(pid)), 3) end
+  local ok, pid, mref = pcall(lpvm.spawn, so, behaviour, lpvm.self(), tag, name or false, spec, args)
+  if not ok then
+    if type(spec) == "table" then
+      error(string.format("%s: the callback table is no module and cannot be sent to the new "
+        .. "process (%s): put it in a module file", fname, tostring(pid)), 3)
+    end
+    error(string.format("%s: %s", fname, tostring(pid)), 3)
+  end
   if not pid then return nil, mref end
   local r = table.pack(lpvm.receive(function(a, b) return a == tag or (a == "DOWN" and b == mref) end,
     timeout))
@@ -130,6 +135,30 @@ end
 
 function gen.ack(parent, tag, ...)
   lpvm.send(parent, tag, ...)
+end
+
+-- In the new process: register, load the callbacks, run init(args). Returns the
+-- module and init's packed results when init said "ok" (the caller acknowledges once
+-- it is ready); otherwise tells the starter and ends the process as OTP does.
+function gen.init(parent, tag, name, spec, args)
+  if not gen.register(parent, tag, name) then lpvm.exit("normal") end
+  local ok, mod = pcall(gen.load_module, spec)
+  if not ok then
+    gen.ack(parent, tag, "error", mod)
+    lpvm.exit(mod)
+  end
+  local r = table.pack(xpcall(mod.init, gen.traceback, args))
+  if not r[1] then
+    gen.ack(parent, tag, "error", r[2])
+    lpvm.exit(r[2])
+  end
+  if r[2] == "ok" then return mod, r end
+  local reason = r[2] == "stop" and r[3] or r[2] == "ignore" and "ignore"
+      or { "bad_return_value", "init", tostring(r[2]) }
+  -- as OTP 26's init_fail: the starter gets nil, reason, not an exit signal
+  lpvm.unlink(parent)
+  gen.ack(parent, tag, "error", reason)
+  lpvm.exit(reason == "ignore" and "normal" or reason)
 end
 
 -- The pid behind a server reference (pid or registered name), or nil.
@@ -174,6 +203,16 @@ function gen.reply(from, ...)
   return true
 end
 
+-- Two reasons alike: equal, or tables with alike contents (a reason comes back from
+-- a DOWN as a copy).
+local function same(a, b)
+  if a == b then return true end
+  if type(a) ~= "table" or type(b) ~= "table" then return false end
+  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
 -- stop(server, reason, timeout): ask the process to terminate with reason and wait
 -- until it has; raises noproc, timeout, or the other reason it ended with.
 function gen.stop(server, reason, timeout, fname)
@@ -189,8 +228,34 @@ function gen.stop(server, reason, timeout, fname)
     lpvm.demonitor(ref, "flush")
     error("timeout", 0)
   end
-  if why == reason then return true end
+  if same(why, reason) then return true end
   error(why, 0)
+end
+
+-- The client functions every behaviour has (its process speaks the same protocol):
+-- start, start_link, call, cast, reply, stop, named "<behaviour>.<fn>" in errors.
+function gen.client_api(M, behaviour)
+  local n_start, n_link = behaviour .. ".start", behaviour .. ".start_link"
+  local n_call, n_stop = behaviour .. ".call", behaviour .. ".stop"
+  local call = gen.call
+  function M.start(mod, args, opts)
+    return gen.start(behaviour, false, mod, args, opts, n_start)
+  end
+  function M.start_link(mod, args, opts)
+    return gen.start(behaviour, true, mod, args, opts, n_link)
+  end
+  function M.call(server, request, timeout)
+    return call(server, "$gen_call", request, timeout, n_call)
+  end
+  function M.cast(server, request)
+    local pid = gen.whereis(server)
+    if pid then lpvm.send(pid, "$gen_cast", request) end
+    return true
+  end
+  function M.reply(from, value) return gen.reply(from, value) end
+  function M.stop(server, reason, timeout)
+    return gen.stop(server, reason, timeout, n_stop)
+  end
 end
 
 -- A reason that is not worth a report: normal, shutdown, {"shutdown", _}.

@@ -25,40 +25,18 @@ local gen = require "gen"
 
 local M = {}
 
-local receive, pack, select, xpcall = lpvm.receive, table.pack, select, xpcall
+local receive, send_alias, pack, select, xpcall = lpvm.receive, lpvm.send_alias, table.pack, select, xpcall
 local traceback = gen.traceback
 
 -- ---- the client API -------------------------------------------------------------
 
-function M.start(mod, args, opts)
-  return gen.start("gen_server", false, mod, args, opts, "gen_server.start")
-end
-
-function M.start_link(mod, args, opts)
-  return gen.start("gen_server", true, mod, args, opts, "gen_server.start_link")
-end
-
--- call(server, request [, timeout_ms = 5000]) -> reply
-function M.call(server, request, timeout)
-  return gen.call(server, "$gen_call", request, timeout, "gen_server.call")
-end
-
--- cast(server, request) -> true; never fails (a dead or unknown server loses it).
-function M.cast(server, request)
-  local pid = gen.whereis(server)
-  if pid then lpvm.send(pid, "$gen_cast", request) end
-  return true
-end
-
--- reply(from, reply): a deferred reply to a handle_call that returned "noreply".
-function M.reply(from, reply)
-  return gen.reply(from, reply)
-end
-
--- stop(server [, reason = "normal" [, timeout_ms = math.huge]]) -> true
-function M.stop(server, reason, timeout)
-  return gen.stop(server, reason, timeout, "gen_server.stop")
-end
+-- start, start_link, call, cast, reply, stop (gen.lua: the same for gen_statem):
+--   start(mod, args [, opts]) / start_link(...) -> pid | nil, reason
+--   call(server, request [, timeout_ms = 5000]) -> reply
+--   cast(server, request) -> true (a dead or unknown server loses it)
+--   reply(from, reply): a deferred reply to a handle_call that returned "noreply"
+--   stop(server [, reason = "normal" [, timeout_ms = math.huge]]) -> true
+gen.client_api(M, "gen_server")
 
 -- abcast(names, request): cast to each registered name (this node only).
 function M.abcast(names, request)
@@ -131,7 +109,7 @@ local function call_result(pid, ref, ok, ...)
   if not ok then terminate((...)) end
   local verb, a, b, c = ...
   if verb == "reply" then
-    lpvm.send_alias(pid, ref, a)
+    send_alias(pid, ref, a)
     S.state = b
     return c
   elseif verb == "noreply" then
@@ -232,7 +210,7 @@ end
 
 local function loop(action)
   while true do
-    action = do_continue(action)
+    if type(action) == "table" then action = do_continue(action) end
     local r
     if action == nil then
       action = dispatch(receive())
@@ -254,38 +232,12 @@ local function loop(action)
   end
 end
 
--- The new process: main(parent, tag, name, spec, args, hibernate_after).
+-- The new process: main(parent, tag, name, spec, args).
 function M.main(parent, tag, name, spec, args)
-  if not gen.register(parent, tag, name) then return end
-  local ok, mod = pcall(gen.load_module, spec)
-  if not ok then
-    gen.ack(parent, tag, "error", mod)
-    lpvm.exit(mod)
-  end
-  S.mod, S.name = mod, name
-  S.parent = parent
-  local r = pack(xpcall(mod.init, traceback, args))
-  if not r[1] then
-    gen.ack(parent, tag, "error", r[2])
-    lpvm.exit(r[2])
-  end
-  local verb = r[2]
-  if verb == "ok" then
-    S.state = r[3]
-    gen.ack(parent, tag, "ok")
-    return loop(r[4])
-  elseif verb == "stop" then
-    -- as OTP 26's init_fail: the starter gets nil, reason, not an exit signal
-    lpvm.unlink(parent)
-    gen.ack(parent, tag, "error", r[3])
-    lpvm.exit(r[3])
-  elseif verb == "ignore" then
-    gen.ack(parent, tag, "error", "ignore")
-    return
-  end
-  local reason = { "bad_return_value", "init", tostring(verb) }
-  gen.ack(parent, tag, "error", reason)
-  lpvm.exit(reason)
+  local mod, r = gen.init(parent, tag, name, spec, args)
+  S.mod, S.name, S.parent, S.state = mod, name, parent, r[3]
+  gen.ack(parent, tag, "ok")
+  return loop(r[4])
 end
 
 return M
