@@ -1,6 +1,9 @@
 #!/usr/bin/env escript
+%%! +sbwt none +sbwtdcpu none +sbwtdio none
 %% bench_ets.escript -- the operations of bench_ets.lua on BEAM's ETS, for the
 %% side-by-side table of estone/bench_ets.sh.   escript bench_ets.escript OP N P
+%% Schedulers do not spin when idle (the %%! line), so statistics(runtime) is the CPU
+%% the operations took.
 -mode(compile).
 
 main([Op0, N0, P0]) ->
@@ -12,9 +15,14 @@ main([Op0, N0, P0]) ->
     [ets:insert(Tab, {I, I}) || I <- lists:seq(1, N)],
     Top = self(),
     Pids = [spawn_link(fun() -> worker(Top, Tab, Op, N, M, I) end) || I <- lists:seq(1, P)],
+    statistics(runtime),
     [Pid ! go || Pid <- Pids],
-    Worst = lists:max([receive {done, Ns} -> Ns end || _ <- Pids]),
-    io:format("ets op=~s n=~b procs=~b ns_per_op=~b~n", [Op, N, P, round(Worst)]);
+    Done = [receive {done, Ns, Ops} -> {Ns, Ops} end || _ <- Pids],
+    {_, CpuMs} = statistics(runtime),
+    Worst = lists:max([Ns || {Ns, _} <- Done]),
+    Total = lists:sum([Ops || {_, Ops} <- Done]),
+    io:format("ets op=~s n=~b procs=~b ns_per_op=~b cpu_ns_per_op=~b~n",
+              [Op, N, P, round(Worst), round(CpuMs * 1000000 / Total)]);
 main(_) ->
     io:format(standard_error, "usage: bench_ets.escript OP N P~n", []),
     halt(2).
@@ -23,7 +31,7 @@ worker(Top, Tab, Op, N, M, Id) ->
     receive go -> ok end,
     T0 = erlang:monotonic_time(nanosecond),
     Ops = run(Op, Tab, N, M, Id),
-    Top ! {done, (erlang:monotonic_time(nanosecond) - T0) / Ops}.
+    Top ! {done, (erlang:monotonic_time(nanosecond) - T0) / Ops, Ops}.
 
 run(insert, Tab, N, M, K) -> insert(Tab, N, M, K), M;
 run(lookup, Tab, N, M, K) -> lookup(Tab, N, M, K), M;

@@ -25,7 +25,9 @@ print("opened", opened)
 local t0 = lpvm.now()
 for round = 1, 30 do
   for _, c in ipairs(slow) do lpvm.port_send(c, "x", { nosuspend = true }) end
-  if round % 5 == 1 then print(string.format("t=%5d ms  GET -> %s in %d ms", lpvm.now() - t0, get())) end
+  if round % 5 == 1 then
+    print(string.format("t=%5d ms  GET -> %s in %d ms", lpvm.now() - t0, get()))
+  end
   lpvm.sleep(1000)
 end
 local alive = 0

@@ -34,10 +34,11 @@ static int dup_nb(int fd, int *flags) {
 
 static int fd_open(io_stream *s, io_open *o) {
   const fd_args *a = o->arg;
-  if ((a->in_fd < 0 && a->out_fd < 0) || fcntl(a->in_fd >= 0 ? a->in_fd : a->out_fd,
-                                              F_GETFD) < 0)
-    return LPVM_EINVAL;
-  if (a->out_fd >= 0 && fcntl(a->out_fd, F_GETFD) < 0) return LPVM_EINVAL;
+  if (a->in_fd < 0 && a->out_fd < 0) return LPVM_EINVAL;
+  /* a descriptor that is not open: the OS's answer, EBADF (errno set) */
+  if ((a->in_fd >= 0 && fcntl(a->in_fd, F_GETFD) < 0) ||
+      (a->out_fd >= 0 && fcntl(a->out_fd, F_GETFD) < 0))
+    return LPVM_ESYS;
   if (a->in_fd == a->out_fd) {
     if ((s->in.fd = dup_nb(a->in_fd, &s->in_flags)) < 0) return LPVM_ESYS;
     s->one_fd = 1;

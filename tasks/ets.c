@@ -576,7 +576,7 @@ const char *lpvm_ets_strerror(int err) {
     case LPVM_ETS_EOBJECT: return "not a tuple with the key position";
     case LPVM_ETS_ENOKEY: return "no object with this key";
     case LPVM_ETS_EPOS: return "position out of range, or the key's";
-    case LPVM_ETS_EVALUE: return "element is not an integer";
+    case LPVM_ETS_EVALUE: return "element is not an integer, or the sum leaves 64 bits";
     case LPVM_ETS_ETYPE: return "not for this table type";
     case LPVM_ETS_EOWNER: return "not the table's owner";
     case LPVM_ETS_ELIMIT: return "too many tables";
@@ -584,7 +584,7 @@ const char *lpvm_ets_strerror(int err) {
     case LPVM_EEXIST: return "a named table of that name exists";
     case LPVM_EBADTERM: return "malformed term";
     case LPVM_ENOMEM: return "out of memory";
-    case LPVM_ENOPROC: return "no such process";
+    case LPVM_ENOPROC: return "not a live process other than the owner";
     case LPVM_EINVAL: return "bad argument";
     default: return "error";
   }

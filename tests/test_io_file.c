@@ -133,7 +133,10 @@ Test(io_fd, regular_file_reads_as_always_ready) {
   expect_data("b\n", 5000);
   expect_pmsg("eof", 5000);
   cr_assert_eq(lpvm_port_fd(NULL, -1, -1, &po, NULL), LPVM_EINVAL);
-  cr_assert_eq(lpvm_port_fd(NULL, 12345, -1, &po, NULL), LPVM_EINVAL);
+  errno = 0;
+  cr_assert_eq(lpvm_port_fd(NULL, 12345, -1, &po, NULL), LPVM_ESYS, "not open");
+  cr_assert_eq(errno, EBADF);
+  cr_assert_eq(lpvm_port_fd(NULL, fd, 12345, &po, NULL), LPVM_ESYS, "the out side not open");
   vm_stop();
   close(fd);
   unlink(path);

@@ -272,6 +272,7 @@ static int open_package(lua_State *L) {
   lua_getfield(L, -1, "loadlib");
   lua_pushcclosure(L, loadlib_checked, 1);
   lua_setfield(L, -2, "loadlib");
+  ldl_wrap_package(L);   /* dlopen and dlclose under one lock (ldl.c) */
   lua_getfield(L, -1, "preload");
   lua_pushcfunction(L, lmod_open);
   lua_setfield(L, -2, "lpvm");
@@ -326,7 +327,9 @@ static int co_resume_k(lua_State *L, int status, lua_KContext ctx) {
   int wrap = (int)ctx;
   lua_State *co = lua_tothread(L, wrap ? lua_upvalueindex(1) : 1);
   int nres;
+  lua_State *prev = lproc_slice_enter(co);
   int st = lua_resume(co, L, 0, &nres);
+  lproc_slice_leave(prev);
   return co_finish(L, co, st, nres, wrap);
 }
 
@@ -338,7 +341,9 @@ static int co_finish(lua_State *L, lua_State *co, int st, int nres, int wrap) {
       return lua_yieldk(L, 0, (lua_KContext)wrap, co_resume_k);
     p->sched_yield = 0;       /* can't pass it: resume co at once */
     if (p->wait == LP_RUN) {
+      lua_State *prev = lproc_slice_enter(co);
       st = lua_resume(co, L, 0, &nres);
+      lproc_slice_leave(prev);
       return co_finish(L, co, st, nres, wrap);
     }
     return luaL_error(L, "cannot block inside a coroutine resumed from C code");
@@ -381,7 +386,9 @@ static int co_start(lua_State *L, lua_State *co, int first, int wrap) {
   }
   lua_xmove(L, co, narg);
   int nres;
+  lua_State *prev = lproc_slice_enter(co);
   st = lua_resume(co, L, narg, &nres);
+  lproc_slice_leave(prev);
   return co_finish(L, co, st, nres, wrap);
 }
 

@@ -254,3 +254,42 @@ size_t llog_format_term(const uint8_t *term, size_t len, int raw_top, char *out,
   }
   return b.n;
 }
+
+/* ---- crash reports ------------------------------------------------------------------ */
+
+int llog_normal_reason(const uint8_t *reason, size_t len) {
+  if (lpvm_term_is_atom(reason, len, "normal") || lpvm_term_is_atom(reason, len, "shutdown"))
+    return 1;
+  lpvm_tread r;
+  uint32_t n;
+  const char *a;
+  const uint8_t *bin;
+  size_t alen;
+  if (lpvm_tread_init(&r, reason, len)) return 0;
+  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
+    if (lpvm_get_tuple(&r, &n) || n != 2) return 0;
+  } else if (lpvm_get_list(&r, &n) || n != 2) {
+    return 0;
+  }
+  if (lpvm_get_atom(&r, &a, &alen) != 0) {
+    if (lpvm_get_binary(&r, &bin, &alen) != 0) return 0;
+    a = (const char *)bin;
+  }
+  return alen == 8 && memcmp(a, "shutdown", 8) == 0;
+}
+
+void llog_crash_report(const llog_proc *p, const uint8_t *reason, size_t len) {
+  if (!llog_enabled(LLOG_ERROR) || llog_normal_reason(reason, len)) return;
+  size_t cap = 8192;
+  obuf b = {malloc(cap), 0, cap};
+  if (!b.p) return;
+  b.p[0] = 0;
+  putf(&b, "%s%s ", p->failed ? "crash report: " : "", p->boot ? "the boot process" : "process");
+  put_pid(&b, p->id);
+  putf(&b, " %s with reason:\n", p->failed ? "ended" : "was ended by an exit signal");
+  if (b.n + 128 < b.cap) b.n += llog_format_term(reason, len, 1, b.p + b.n, b.cap - b.n - 128);
+  putf(&b, "\nmessage_queue_len: %zu, memory: %zu bytes, reductions: %llu", p->mq_len, p->mem,
+       (unsigned long long)p->reductions);
+  llog_write(LLOG_ERROR, p->id, b.p, b.n);
+  free(b.p);
+}

@@ -33,4 +33,20 @@ void llog_write(int level, lpvm_id pid, const char *text, size_t len);
 ** Returns the length (truncated at cap - 1, always NUL-terminated). */
 size_t llog_format_term(const uint8_t *term, size_t len, int raw_top, char *out, size_t cap);
 
+/* normal, shutdown, {shutdown, _} (from Lua {"shutdown", x}): no failure (OTP's rule). */
+int llog_normal_reason(const uint8_t *reason, size_t len);
+
+/* What a crash report says of its process. */
+typedef struct llog_proc {
+  lpvm_id id;
+  int boot;               /* the boot process */
+  int failed;             /* it ended by itself (else an exit signal ended it) */
+  size_t mq_len, mem;
+  uint64_t reductions;
+} llog_proc;
+
+/* The crash report of a process that ended with `reason` (nothing for a normal one),
+** at level error: its whole reason as Lua text, then its mailbox, memory and work. */
+void llog_crash_report(const llog_proc *p, const uint8_t *reason, size_t len);
+
 #endif

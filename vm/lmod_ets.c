@@ -152,7 +152,9 @@ static int field_bool(lua_State *L, int t, const char *k, int dflt) {
 static int l_new(lua_State *L) {
   lpvm_task *self = self_of(L);
   lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
-  o.name = luaL_checkstring(L, 1);
+  size_t nlen;
+  o.name = luaL_checklstring(L, 1, &nlen);
+  if (nlen > 255 || strlen(o.name) != nlen) luaL_argerror(L, 1, "a name is at most 255 bytes, no NUL");
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
     lua_Integer n = (lua_Integer)lua_rawlen(L, 2);

@@ -55,8 +55,8 @@ static int send_k(lua_State *L, int status, lua_KContext ctx) {
   return 1;
 }
 
-/* Erlang's sender punishment: a send costs the sender reductions in proportion to
-** the receiver's queue (BEAM charges 4 per queued message), so a sender that fills a
+/* After BEAM's sender punishment: a send costs the sender part of its time slice in
+** proportion to the receiver's queue (4 per queued message), so a sender that fills a
 ** mailbox faster than it drains gets a smaller share of the CPU and the receiver
 ** catches up. The send itself never waits: once the charge passes a time slice the
 ** sender goes to the back of its run queue, as the count hook would send it. */
@@ -222,9 +222,9 @@ static int recv_k(lua_State *L, int status, lua_KContext ctx) {
   return recv_loop(L, p);
 }
 
-static int pred_k(lua_State *L, int status, lua_KContext ctx) {
-  (void)ctx;
-  lproc *p = lproc_of(L);
+/* The predicate returned (status) for p->cur: raise its error, or return the
+** message's values if it accepted it, or -1 if it rejected it (the scan goes on). */
+static int pred_done(lua_State *L, lproc *p, int status) {
   p->in_pred = 0;
   if (status != LUA_OK && status != LUA_YIELD) {   /* the predicate failed */
     recv_finish(p);
@@ -243,24 +243,34 @@ static int pred_k(lua_State *L, int status, lua_KContext ctx) {
   }
   lua_pop(L, n);
   p->scan = m;
-  return recv_loop(L, p);
+  return -1;
 }
 
-/* Stack: [1] predicate or nil, [2] timeout or nil. */
+/* The predicate yielded (it was preempted) and has now returned. */
+static int pred_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)ctx;
+  int n = pred_done(L, lproc_of(L), status);
+  return n >= 0 ? n : recv_loop(L, lproc_of(L));
+}
+
+/* Stack: [1] predicate or nil, [2] timeout or nil. A loop, not a recursion through
+** the predicate's continuation: a mailbox of a million rejected messages would
+** otherwise overflow the worker's C stack. */
 static int recv_loop(lua_State *L, lproc *p) {
-  if (lproc_take_interrupt(p)) {   /* the shell's Ctrl-C */
-    recv_finish(p);
-    return luaL_error(L, "interrupted!");
-  }
-  /* The timer fired and every message queued before it has been looked at: stop
-  ** here, or a flood of new messages would keep the scan (and the timeout) going. */
-  if (p->timer_set && lpvm_timeout_reached(&p->task, p->scan)) p->timed_out = 1;
-  lpvm_msg *m = p->timed_out ? NULL : next_msg(p, p->scan);
-  if (m && leval_is_request(m)) {   /* lpvm.eval: run it, wait on (leval.c) */
-    leval_take(L, p, m);
-    return recv_loop(L, p);
-  }
-  if (m) {
+  for (;;) {
+    if (lproc_take_interrupt(p)) {   /* the shell's Ctrl-C */
+      recv_finish(p);
+      return luaL_error(L, "interrupted!");
+    }
+    /* The timer fired and every message queued before it has been looked at: stop
+    ** here, or a flood of new messages would keep the scan (and the timeout) going. */
+    if (p->timer_set && lpvm_timeout_reached(&p->task, p->scan)) p->timed_out = 1;
+    lpvm_msg *m = p->timed_out ? NULL : next_msg(p, p->scan);
+    if (!m) return recv_wait(L, p, recv_k, recv_loop);
+    if (leval_is_request(m)) {   /* lpvm.eval: run it, wait on (leval.c) */
+      leval_take(L, p, m);
+      continue;
+    }
     if (lua_isnil(L, 1)) {
       recv_finish(p);
       return take_push(L, p, m);
@@ -273,9 +283,9 @@ static int recv_loop(lua_State *L, lproc *p) {
     p->in_pred = 1;
     p->cur = m;
     p->ncur = n;
-    return pred_k(L, lua_pcallk(L, n, 1, 0, 0, pred_k), 0);
+    int got = pred_done(L, p, lua_pcallk(L, n, 1, 0, 0, pred_k));
+    if (got >= 0) return got;
   }
-  return recv_wait(L, p, recv_k, recv_loop);
 }
 
 /* Nothing matched so far (stack: [2] the timeout or nil): poll the signal queue once

@@ -8,6 +8,7 @@
 ** the same function N times dumps it once.
 */
 #include <lauxlib.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,14 @@ static int spawn_common(lua_State *L, int link, int monitor) {
     luaL_typeerror(L, first, "function or module name");
   if (kind == LUA_TFUNCTION && lua_iscfunction(L, first))
     return luaL_argerror(L, first, "cannot spawn a C function");
+  if (kind == LUA_TSTRING) {   /* a name require can look up as a file */
+    size_t len;
+    lua_tolstring(L, first, &len);
+    if (len == 0 || len >= PATH_MAX)
+      luaL_argerror(L, first, lua_pushfstring(L, "module name of 1..%d bytes expected",
+                                              PATH_MAX - 1));
+    lmod_cstr(L, first, first, "module name");
+  }
   char err[LTERM_ERRSZ];
   lpvm_tbuf up, args;
   lpvm_tbuf_init(&up);
@@ -259,7 +268,9 @@ static int lmod_exit(lua_State *L) {
   lpvm_tbuf_free(&b);
   p->exiting = 1;
   yield_now(L, p);
-  return luaL_error(L, "exit");   /* not yieldable here: unwind; the hook finishes it */
+  lproc_slice_end(L);             /* not yieldable here: unwind; the hook finishes it */
+  if (L != p->L) lproc_slice_end(p->L);
+  return luaL_error(L, "exit");
 }
 
 /* ---- names ------------------------------------------------------------------------------------ */

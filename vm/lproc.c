@@ -7,9 +7,9 @@
 ** `idle` creates the state on the worker that runs it (or takes one from the
 ** recycling pool) and resumes a C trampoline that loads the function and calls it.
 ** From then on every callback is one lua_resume of the main thread:
-**   - the count hook yields every `reductions` instructions (and at once when a
-**     higher-priority task waits): the callback returns LPVM_IDLE, the task goes to
-**     the back of its run queue;
+**   - at the end of a time slice (lproc_slice.c: a CPU-time tick, or every
+**     `reductions` instructions with --reductions) a hook yields: the callback
+**     returns LPVM_IDLE, the task goes to the back of its run queue;
 **   - a blocking call (receive, sleep, info, migrate) records what it waits for in
 **     `wait` and yields with a continuation: the callback returns LPVM_WAIT, and
 **     `handle_event` / `handle_timeout` resume it; the continuation, running inside
@@ -37,11 +37,6 @@
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 
-/* Hook calls per time slice: the hook also checks lpvm_should_yield, so a slice is
-** cut short within reductions/LPROC_SLICES instructions of a higher-priority wake. */
-#define LPROC_SLICES 4
-#define LPROC_DEFAULT_REDUCTIONS 4000
-
 lproc_config lproc_cfg = {.reductions = LPROC_DEFAULT_REDUCTIONS};
 
 static _Atomic int boot_ok;
@@ -56,8 +51,7 @@ static struct {
 } pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
 
 void lproc_config_init(lproc_config *c) {
-  memset(c, 0, sizeof *c);
-  c->reductions = LPROC_DEFAULT_REDUCTIONS;
+  memset(c, 0, sizeof *c);   /* reductions 0: time slices (lproc_slice.c) */
 }
 
 int lproc_log_level_ok(const char *name) { return llog_parse_level(name) != -2; }
@@ -67,6 +61,7 @@ int lproc_setup(const lproc_config *c) {
   if (c->log_level && !lproc_log_level_ok(c->log_level)) return LPVM_EINVAL;
   llog_set_level(c->log_level ? llog_parse_level(c->log_level) : LLOG_NOTICE);
   lproc_cfg = *c;
+  lproc_slice_setup(c->reductions);
   if (lproc_cfg.reductions == 0) lproc_cfg.reductions = LPROC_DEFAULT_REDUCTIONS;
   atomic_store(&pool.bound, c->recycle);
   atomic_store(&boot_ok, 0);
@@ -96,6 +91,7 @@ static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (p && p->max_heap && nsize > osize &&
       p->mem + (nsize - osize) + queue_cost(p) > p->max_heap) {
     p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
+    if (lproc_slice_running) lproc_slice_end(lproc_slice_running);
     return NULL;
   }
   void *q = realloc(ptr, nsize);
@@ -140,34 +136,11 @@ int lproc_is_interrupt_msg(lpvm_msg *m) {
          memcmp(lpvm_msg_data(m), interrupt_marker, sizeof interrupt_marker) == 0;
 }
 
-/* ---- the count hook ---------------------------------------------------------------------- */
-
-static void lproc_hook(lua_State *L, lua_Debug *ar) {
-  (void)ar;
-  lproc *p = lproc_of(L);
-  if (!p) return;
-  if (p->closing) {   /* finalizers at close: bounded, then an error (a warning) */
-    if (++p->slices > 2000) luaL_error(L, "finalizer ran too long at process exit");
-    return;
-  }
-  if (lproc_take_interrupt(p)) luaL_error(L, "interrupted!");
-  p->task.reductions += (uint64_t)lproc_cfg.reductions / LPROC_SLICES;
-  if (++p->slices < LPROC_SLICES && !lpvm_should_yield(&p->task) && !p->exiting &&
-      !p->heap_refused)
-    return;
-  if (!lua_isyieldable(L)) return;   /* inside a C boundary: try again later */
-  leval_poll(L, p);                  /* lpvm.eval requests for a busy process */
-  p->slices = 0;
-  if (L != p->L) p->sched_yield = 1; /* a coroutine: llibs.c passes it up */
-  lua_yield(L, 0);
-}
-
 /* ---- a new state ------------------------------------------------------------------------- */
 
 void lproc_state_init(lua_State *L) {
   llibs_install(L);
-  int count = lproc_cfg.reductions / LPROC_SLICES;
-  lua_sethook(L, lproc_hook, LUA_MASKCOUNT, count > 0 ? count : 1);
+  lproc_slice_init(L);
 }
 
 static lua_State *pool_take(void) {
@@ -372,50 +345,16 @@ static size_t traceback(lua_State *L, char *out, size_t cap) {
   return n < cap ? n : cap - 1;
 }
 
-/* A reason that is no failure: normal, shutdown, {shutdown, _} (OTP's rule; from
-** Lua {"shutdown", x} arrives as a list whose head is a binary). */
-static int normal_reason(const uint8_t *reason, size_t len) {
-  if (lpvm_term_is_atom(reason, len, "normal") || lpvm_term_is_atom(reason, len, "shutdown"))
-    return 1;
-  lpvm_tread r;
-  uint32_t n;
-  const char *a;
-  const uint8_t *bin;
-  size_t alen;
-  if (lpvm_tread_init(&r, reason, len)) return 0;
-  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
-    if (lpvm_get_tuple(&r, &n) || n != 2) return 0;
-  } else if (lpvm_get_list(&r, &n) || n != 2) {
-    return 0;
-  }
-  if (lpvm_get_atom(&r, &a, &alen) != 0) {
-    if (lpvm_get_binary(&r, &bin, &alen) != 0) return 0;
-    a = (const char *)bin;
-  }
-  return alen == 8 && memcmp(a, "shutdown", 8) == 0;
-}
-
-/* OTP's crash report, for a process that failed by itself (an error, exit(reason),
-** max_heap) with a reason that is not normal or shutdown, linked or not, trapping or
-** not; and for the boot process whatever ended it, so `lpvm app.lua` never exits 1
-** without saying why. The whole reason: a load error's location is on its second
-** line, a module not found lists the places searched, the traceback says where. */
+/* OTP's crash report (llog.c writes it), for a process that failed by itself (an
+** error, exit(reason), max_heap) with a reason that is not normal or shutdown,
+** linked or not, trapping or not; and for the boot process whatever ended it, so
+** `lpvm app.lua` never exits 1 without saying why. Not for a process killed by a
+** signal (its sender reports), nor while the VM stops (halt, SIGINT). */
 static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
-  if (!llog_enabled(LLOG_ERROR) || normal_reason(reason, len)) return;
-  /* killed by a signal: its sender reports; or the VM is stopping (halt, SIGINT) */
   if (!p->failed && (!p->boot || lpvm_halted())) return;
-  size_t cap = 8192;
-  char *buf = malloc(cap);
-  if (!buf) return;
-  int n = snprintf(buf, cap, "%s%s <0.%u.%u> %s with reason:\n",
-                   p->failed ? "crash report: " : "", p->boot ? "the boot process" : "process",
-                   lpvm_id_slot(p->task.id), lpvm_id_gen(p->task.id),
-                   p->failed ? "ended" : "was ended by an exit signal");
-  size_t k = (size_t)n + llog_format_term(reason, len, 1, buf + n, cap - (size_t)n - 128);
-  snprintf(buf + k, cap - k, "\nmessage_queue_len: %u, memory: %zu bytes, reductions: %llu",
-           (unsigned)lpvm_mbox_len(&p->task), p->mem, (unsigned long long)p->task.reductions);
-  llog_write(LLOG_ERROR, p->task.id, buf, strlen(buf));
-  free(buf);
+  llog_proc who = {p->task.id, p->boot, p->failed, lpvm_mbox_len(&p->task), p->mem,
+                   p->task.reductions};
+  llog_crash_report(&who, reason, len);
 }
 
 /* The process failed with the error object on top of its stack. The reason is a
@@ -484,7 +423,9 @@ static int lproc_resume(lproc *p) {
   p->nargs = 0;
   p->slices = 0;
   p->punish = 0;   /* a new slice: send charges start again */
+  lua_State *prev = lproc_slice_enter(L);
   int st = lua_resume(L, NULL, nargs, &nres);
+  lproc_slice_leave(prev);
   p->sched_yield = 0;
   if (p->heap_refused) {
     set_reason_atom(p, "max_heap");
@@ -605,6 +546,7 @@ static void release_state(lproc *p) {
   p->max_heap = 0;
   p->closing = 1;
   p->slices = 0;
+  lproc_slice_closing(L);   /* finalizers are bounded by the hook */
   int bound = atomic_load(&pool.bound);
   int room = 0;
   if (bound > 0) {
@@ -789,6 +731,7 @@ void lproc_teardown(void) {
   pthread_mutex_unlock(&pool.mu);
   atomic_store(&pool.bound, lproc_cfg.recycle);
   ltask_teardown();
+  lproc_slice_teardown();
   lcode_teardown();
 }
 

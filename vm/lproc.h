@@ -10,10 +10,14 @@
 
 #include "lpvm/task.h"
 
+/* Instructions a slice counts as (info's reductions) and, with --reductions, the
+** instructions between preemptions. */
+#define LPROC_DEFAULT_REDUCTIONS 4000
+
 /* VM-wide settings for Lua processes, set before the boot process is spawned. */
 typedef struct lproc_config {
   int threads;            /* 1: new processes start on private threads (--threads) */
-  int reductions;         /* VM instructions between count-hook yields (--reductions) */
+  int reductions;         /* 0: CPU-time slices (default); N: yield every N VM instructions */
   size_t max_heap;        /* default per-process heap limit in bytes; 0 = none */
   int recycle;            /* states kept in the recycling pool; 0 = none */
   int warnings;           /* 1: warn() prints from the start (lua -W) */

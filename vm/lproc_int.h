@@ -126,6 +126,21 @@ void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
 void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */
 void lsys_patch_io(lua_State *L);        /* on the io table on top of the stack */
 
+/* lproc_slice.c: time slices. enter/leave bracket every lua_resume of a process's
+** threads (the main one and coroutines), so a tick knows which Lua thread runs. */
+extern _Thread_local lua_State *volatile lproc_slice_running;
+void lproc_slice_setup(int reductions);  /* 0: time slices, N: every N instructions */
+void lproc_slice_init(lua_State *L);     /* a new or recycled state */
+lua_State *lproc_slice_enter(lua_State *L);   /* returns what ran before */
+void lproc_slice_leave(lua_State *prev);
+void lproc_slice_teardown(void);         /* stop the ticker (after lpvm_stop) */
+void lproc_slice_end(lua_State *L);      /* yield at the next instruction (exit, max_heap) */
+void lproc_slice_closing(lua_State *L);  /* count instructions while finalizers run */
+
+/* ldl.c: every dlopen/dlclose of the VM under one (recursive) lock */
+void ldl_lock(void);
+void ldl_unlock(void);
+void ldl_wrap_package(lua_State *L);     /* loadlib, the C searchers, CLIBS' __gc */
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */

@@ -64,6 +64,8 @@ static int reg_add(lpvm_task_registry *reg, const lpvm_task_def *def) {
   return rc;
 }
 
+static int load_locked(const char *path, char *err, size_t errsz);
+
 /* Returns the number of types the library registered, or -1 with err set. */
 int ltask_load(const char *path, char *err, size_t errsz) {
   /* glibc's dlopen copies the name onto the caller's stack while it searches the
@@ -74,6 +76,13 @@ int ltask_load(const char *path, char *err, size_t errsz) {
     snprintf(err, errsz, "file name too long (%zu bytes; PATH_MAX is %d)", len, PATH_MAX);
     return -1;
   }
+  ldl_lock();   /* ldl.c: every dlopen/dlclose of the VM under one lock */
+  int rc = load_locked(path, err, errsz);
+  ldl_unlock();
+  return rc;
+}
+
+static int load_locked(const char *path, char *err, size_t errsz) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     snprintf(err, errsz, "%s", dlerror());
@@ -103,6 +112,7 @@ keep:
 }
 
 void ltask_teardown(void) {
+  ldl_lock();   /* lock order: ldl's, then R.mu (ltask_load registers under ldl's) */
   pthread_mutex_lock(&R.mu);
   free(R.defs);
   R.defs = NULL;
@@ -112,4 +122,5 @@ void ltask_teardown(void) {
   R.libs = NULL;
   R.nlibs = R.caplibs = 0;
   pthread_mutex_unlock(&R.mu);
+  ldl_unlock();
 }

@@ -40,6 +40,9 @@ static int vm_start(void) {
   lproc_config pc;
   lproc_config_init(&pc);
   pc.recycle = H.recycle;
+  /* count mode: a module loaded into somebody else's interpreter installs no signal
+  ** handler (lproc_slice.c) */
+  pc.reductions = LPROC_DEFAULT_REDUCTIONS;
   rc = lproc_setup(&pc);
   if (rc < 0) lpvm_stop();
   return rc;

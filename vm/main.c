@@ -158,7 +158,7 @@ static const option options[] = {
     {"-W", NULL, o_warn, "turn warnings on"},
     {"--workers", "N", o_workers, "worker threads (default: one per CPU)"},
     {"--threads", NULL, o_threads, "new processes start on private threads"},
-    {"--reductions", "N", o_reductions, "VM instructions between preemption checks"},
+    {"--reductions", "N", o_reductions, "slices of N VM instructions (default: 1 ms slices)"},
     {"--no-worker-cache", NULL, o_nocache, "turn the scheduler's worker cache off"},
     {"--max-heap", "BYTES", o_maxheap, "default heap limit per process (suffix k, m or g)"},
     {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},

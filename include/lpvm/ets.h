@@ -37,7 +37,7 @@ typedef uint64_t lpvm_tab;
 #define LPVM_ETS_EOBJECT  (-42)   /* not a tuple, or shorter than keypos */
 #define LPVM_ETS_ENOKEY   (-43)   /* no object with this key */
 #define LPVM_ETS_EPOS     (-44)   /* element position out of range, or the key */
-#define LPVM_ETS_EVALUE   (-45)   /* update_counter on an element that is no integer */
+#define LPVM_ETS_EVALUE   (-45)   /* update_counter: no integer there, or overflow */
 #define LPVM_ETS_ETYPE    (-46)   /* not for this table type (update_* on a bag) */
 #define LPVM_ETS_EOWNER   (-47)   /* give_away/setopts: only the owner may */
 #define LPVM_ETS_ELIMIT   (-48)   /* too many tables */

@@ -85,7 +85,8 @@ LPVM_API int lpvm_port_spawn(lpvm_task *self, const lpvm_spawn_port_opts *so,
 
 /* Wrap in_fd (read; -1 for none) and out_fd (write; -1 for none). They are dup'ed:
 ** closing the port leaves the originals open. Their file status flags get O_NONBLOCK
-** while the port is open (shared with every dup, as with any non-blocking I/O). */
+** while the port is open (shared with every dup, as with any non-blocking I/O).
+** A descriptor that is not open: LPVM_ESYS with errno EBADF. */
 LPVM_API int lpvm_port_fd(lpvm_task *self, int in_fd, int out_fd, const lpvm_port_opts *po,
                           lpvm_id *port);
 

@@ -278,7 +278,8 @@ out_has "shell prints several results" '"multi"	3'
 shell 'error("shell boom")\n1 + 2\n'
 err_has "shell reports errors" "shell boom"
 out_has "shell survives errors" "3"
-shell 'p = lpvm.spawn(function() lpvm.receive() end)\n#lpvm.processes() >= 2\nlpvm.sleep(100)\nlpvm.info(p).status\n'
+# (the child runs on a worker, the shell on its own thread: wait until it is in receive)
+shell 'p = lpvm.spawn(function() lpvm.receive() end)\n#lpvm.processes() >= 2\nfor i = 1, 3000 do if lpvm.info(p).status == "waiting" then break end lpvm.sleep(10) end\nlpvm.info(p).status\n'
 out_has "shell: processes() works" "true"
 out_has "shell: info(pid) works" '"waiting"'
 shell 'lpvm.send(lpvm.self(), "hi")\nlpvm.receive(100)\n'

@@ -18,6 +18,9 @@ function m.handle_event(ev, content, state, d, from)
   if ev == "cast" and content == "idle" then
     return "keep_state_and_data", { "timeout", 30, "idle_fired" }
   end
+  if ev == "cast" and content == "idle_long" then
+    return "keep_state_and_data", { "timeout", 300, "idle_long_fired" }
+  end
   if ev == "cast" and content == "chain" then
     return "next_state", state + 1, d, { { "next_event", "internal", "step2" } }
   end

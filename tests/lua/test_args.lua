@@ -53,16 +53,19 @@ test("open_port: NULs in the program, arguments, cwd or env raise", function()
   T.raises(function() lpvm.open_port("echo a\0b") end, "#1", "NUL")
   T.raises(function() lpvm.open_port({ "/bin/echo", "a\0b" }) end, "#1", "NUL")
   T.raises(function() lpvm.open_port({ "/bin/true" }, { cwd = "/\0tmp" }) end, "#2", "NUL")
-  T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { ["A\0B"] = "1" } }) end, "#2", "NUL")
+  T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { ["A\0B"] = "1" } }) end,
+           "#2", "NUL")
   T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { A = "1\0" } }) end, "#2", "NUL")
   T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { ["A=B"] = "1" } }) end, "#2", "'='")
-  T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { [""] = "1" } }) end, "#2", "non-empty")
+  T.raises(function() lpvm.open_port({ "/bin/true" }, { env = { [""] = "1" } }) end,
+           "#2", "non-empty")
   T.raises(function() lpvm.open_port({ "/bin/true" }, { cwd = 1 }) end, "#2", "cwd")
   -- sizes the OS refuses are its answer, not a crash
   T.eqv(table.pack(lpvm.open_port({ BIG })), table.pack(nil, "enametoolong"))
   T.eqv(table.pack(lpvm.open_port({ "/bin/true" }, { cwd = "/" .. BIG })),
         table.pack(nil, "enametoolong"))
-  short(T.raises(function() lpvm.open_port({ "/bin/true" }, { [BIG] = 1 }) end, "#2", "unknown option"))
+  short(T.raises(function() lpvm.open_port({ "/bin/true" }, { [BIG] = 1 }) end,
+                 "#2", "unknown option"))
 end)
 
 test("tcp: a NUL in the host raises; a 10 MB host is einval", function()
@@ -110,6 +113,14 @@ test("sending to a name with a NUL never reaches the name before it", function()
   lpvm.unregister("args_a")
 end)
 
+test("spawn of a 10 MB or empty module name raises in the caller; so does a NUL", function()
+  -- before: the child's require built a 190 MB reason out of the name (7 s, 760 MB)
+  short(T.raises(function() lpvm.spawn(BIG) end, "#1", "module name of 1..4095 bytes"))
+  T.raises(function() lpvm.spawn("") end, "#1", "module name of 1..4095 bytes")
+  T.raises(function() lpvm.spawn_monitor("mod_echo\0x") end, "#1", "NUL")
+  T.raises(function() lpvm.spawn({ link = true }, BIG) end, "#2", "module name")
+end)
+
 test("a module that returns no function fails naming it", function()
   local reason = T.run_proc(function() lpvm.spawn_link("mod_nofunc"); lpvm.receive() end)
   T.ok(T.mentions(reason, "module 'mod_nofunc' returned number"), T.show(reason))
@@ -135,7 +146,8 @@ test("register('') and a name over 255 bytes raise; a taken name is nil, reason"
   T.raises(function() lpvm.unregister("") end, "#1", "name of 1..255 bytes")
   T.ok(lpvm.register(string.rep("n", 255)))
   local other = lpvm.spawn(function() lpvm.receive() end)
-  T.eqv(table.pack(lpvm.register(string.rep("n", 255), other)), table.pack(nil, "already_registered"))
+  T.eqv(table.pack(lpvm.register(string.rep("n", 255), other)),
+        table.pack(nil, "already_registered"))
   T.eqv(table.pack(lpvm.unregister("never_registered")), table.pack(nil, "noproc"))
   lpvm.unregister(string.rep("n", 255))
   lpvm.exit(other, "kill")
@@ -147,6 +159,7 @@ test("fd_port refuses descriptors that do not fit an int (2^32+1 is not fd 1)", 
   T.raises(function() lpvm.fd_port(nil, 2 ^ 31) end, "#2", "descriptor expected")
   T.raises(function() lpvm.fd_port(-2) end, "#1", "descriptor expected")
   T.raises(function() lpvm.fd_port() end, "#1", "at least one descriptor")
+  T.eqv(table.pack(lpvm.fd_port(987654)), table.pack(nil, "ebadf"), "not an open descriptor")
   local p = assert(lpvm.fd_port(nil, 2))
   lpvm.port_close(p)
 end)
@@ -188,7 +201,8 @@ end
 test("file calls on any other port raise 'file port expected, got <kind>'", function()
   local P, close = ports()
   for kind, p in pairs(kinds_except(P, { ["file port"] = true })) do
-    T.raises(function() lpvm.file_read(p, 1) end, "#1", "'file_read'", "file port expected, got " .. kind)
+    T.raises(function() lpvm.file_read(p, 1) end, "#1", "'file_read'",
+             "file port expected, got " .. kind)
     T.raises(function() lpvm.file_write(p, "x") end, "#1", "file port expected, got " .. kind)
     T.raises(function() lpvm.file_seek(p, "set", 0) end, "#1", "file port expected, got " .. kind)
   end

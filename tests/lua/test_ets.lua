@@ -359,6 +359,18 @@ test("bad arguments name the argument", function()
   T.raises(function() ets.lookup({}, 1) end, "bad argument #1")
   T.raises(function() ets.insert(ets.new("x"), "str") end, "bad argument #2")
   T.raises(function() ets.insert(ets.new("x"), {print}) end, "bad argument #2", "function")
+  T.raises(function() ets.new(string.rep("n", 256)) end, "bad argument #1", "255")
+  local deep, cur = {}, nil
+  cur = deep
+  for _ = 1, 300 do cur[1] = {}; cur = cur[1] end
+  local d = ets.new("deep", {"public"})
+  T.raises(function() ets.insert(d, {deep, 1}) end, "bad argument #2", "nested too deep")
+  T.raises(function() ets.lookup(d, deep) end, "bad argument #2", "nested too deep")
+  ets.insert(d, {"c", math.maxinteger})
+  T.raises(function() ets.update_counter(d, "c", 1) end, "bad argument #3", "64 bits")
+  T.eq(ets.lookup_element(d, "c", 2), math.maxinteger)   -- unchanged
+  T.raises(function() ets.give_away(d, lpvm.self()) end, "bad argument #2")
+  ets.delete(d)
   local t = ets.new("x")
   ets.delete(t)
   T.raises(function() ets.insert(t, {1}) end, "bad argument #1", "no such table")

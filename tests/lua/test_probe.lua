@@ -29,7 +29,7 @@ test("8 senders: no message lost, duplicated or reordered", function()
 end)
 
 test("kill storm: every DOWN and every EXIT exactly once", function()
-  local n = T.scaled(10000, 1000)
+  local n = T.scaled(5000, 200)
   local me = lpvm.self()
   -- a root with n linked children; odd ones trap exits and report the EXIT message,
   -- even ones die with the root; the test monitors them all
@@ -82,7 +82,7 @@ local function rss_kb()
 end
 
 test("spawn/exit churn leaves no process and no memory behind", function()
-  local rounds, batch = 3, T.scaled(20000, 2000)
+  local rounds, batch = 3, T.scaled(10000, 300)
   local me = lpvm.self()
   local base = #lpvm.processes()
   local rss = {}

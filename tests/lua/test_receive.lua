@@ -265,4 +265,12 @@ test("other receive forms are programmer's mistakes and raise", function()
   T.raises(function() lpvm.send_after(math.huge, lpvm.self(), "x") end, "bad argument #1")
 end)
 
+test("a selective receive scans a huge mailbox of rejected messages (no C recursion)", function()
+  local me, n = lpvm.self(), T.scaled(300000, 50000)
+  for i = 1, n do lpvm.send(me, i) end
+  lpvm.send(me, "wanted")
+  T.eqv(table.pack(lpvm.receive(function(x) return x == "wanted" end, T.WAIT)), table.pack("wanted"))
+  T.eq(T.flush(), n, "the rejected messages stay, in order")
+end)
+
 T.run()

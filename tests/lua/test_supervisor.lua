@@ -93,13 +93,13 @@ end)
 
 test("intensity: more than intensity restarts within period: the supervisor gives up", function()
   lpvm.trap_exit(true)
-  local s = assert(sup.start_link({ intensity = 2, period = 5, children = { w("a") } }))
+  local s = assert(sup.start_link({ intensity = 2, period = 600, children = { w("a") } }))
   started(1)
   for i = 1, 2 do
     gs.cast(pid_of(s, "a"), "crash")
     started(1)
   end
-  gs.cast(pid_of(s, "a"), "crash")               -- the third within 5 s
+  gs.cast(pid_of(s, "a"), "crash")               -- the third within 600 s
   T.eq(T.exit_from(s), "shutdown")
   T.eq(lpvm.is_alive(s), false)
 end)
@@ -118,7 +118,7 @@ end)
 
 test("shutdown: timeout then kill, brutal_kill, infinity", function()
   local s = assert(sup.start_link({ children = {
-    w("slow", { trap = true, slow_stop = 5000 }, { shutdown = 100 }),
+    w("slow", { trap = true, slow_stop = 600000 }, { shutdown = 100 }),
     w("brutal", { trap = true }, { shutdown = "brutal_kill" }),
     w("patient", { trap = true, slow_stop = 150 }, { shutdown = "infinity" }) } }))
   started(3)
@@ -128,7 +128,7 @@ test("shutdown: timeout then kill, brutal_kill, infinity", function()
   T.eq(sup.terminate_child(s, "slow"), true)
   local _, why = T.down(ref)
   T.eq(why, "killed", "killed after its 100 ms")
-  T.ok(lpvm.now() - t0 >= 95 and lpvm.now() - t0 < 4000)
+  T.ok(lpvm.now() - t0 >= 95, "it had its 100 ms")
   T.eq(sup.terminate_child(s, "brutal"), true)
   T.eq(sup.terminate_child(s, "patient"), true)
   local r = T.recv_match(function(t) return t == "stopped" end)

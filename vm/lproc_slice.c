@@ -1,0 +1,340 @@
+/*
+** lproc_slice.c -- time slices for Lua processes: when a process must give up its
+** thread, and how it learns so.
+**
+** Lua can only be interrupted from inside: a hook that runs between two VM
+** instructions and yields. Keeping a count hook set all the time (the simple way)
+** makes Lua trap on *every* instruction (luaG_traceexec counts down), about a tenth
+** of a message hop. So by default the hook is off, and it is armed only when a slice
+** is over, the way lua.c arms it on Ctrl-C:
+**
+**   tick mode (default)   A ticker thread wakes every LPROC_SLICE_US. Each OS thread
+**                         that runs Lua (a worker, a private thread) has a slot with
+**                         a counter of the resumes it made; a thread still inside
+**                         the same resume as one tick ago has used its slice, and the
+**                         ticker sends it LPROC_SLICE_SIG. The handler, on that
+**                         thread, arms a count-1 hook on the Lua thread running there
+**                         (lua_sethook may be called from a signal handler of the
+**                         thread that runs L); the hook yields and disarms. When no
+**                         thread has run Lua for two ticks the ticker sleeps until one
+**                         does, so an idle VM is never woken.
+**   count mode            --reductions N (and ThreadSanitizer builds, whose signals
+**                         wait for the next intercepted call): the hook fires every
+**                         N/4 instructions and yields every fourth call, or at once
+**                         when a higher-priority task waits (lpvm_should_yield).
+**
+** In both modes the hook yields at once when the process must end (exit(), an
+** allocation refused by max_heap): those set a flag and call lproc_slice_end. The
+** shell's Ctrl-C (lproc_interrupt) is raised by the hook too: a running process
+** meets it at its next tick.
+**
+** State diagram of a slot's `armed`: 0 --ticker signals--> 1 --hook runs or the
+** thread starts a new resume--> 0. The ticker signals a slot only while `armed` is 0,
+** so a thread stuck in a long C call or a blocking system call is not signalled again
+** and again.
+**
+** Who writes what: `running` (thread-local) and a slot's `on`/`seq` are written by the
+** slot's thread; `armed` by the ticker (0 -> 1) and the slot's thread (1 -> 0); `seen`
+** and the slot list under tk.mu; `sleeping` by the ticker. The signal handler writes
+** only the Lua thread's hook fields, as lua.c's does, and `skip`.
+*/
+#include <errno.h>
+#include <lauxlib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+
+#include "vm/lproc_int.h"
+
+#define LPROC_SLICES 4           /* count mode: hook calls per slice */
+#define LPROC_SLICE_US 1000      /* tick mode: the length of a slice */
+#define LPROC_RETRY 1000         /* instructions before trying again where Lua can't yield */
+#define LPROC_SLICE_SIG (SIGRTMIN + 6)
+
+#if defined(__SANITIZE_THREAD__)
+#define LPROC_CAN_TICK 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LPROC_CAN_TICK 0
+#endif
+#endif
+#ifndef LPROC_CAN_TICK
+#define LPROC_CAN_TICK 1
+#endif
+
+typedef struct slot {
+  struct slot *next;            /* under tk.mu */
+  pthread_t th;
+  _Atomic int on;               /* the thread is inside a resume */
+  _Atomic uint32_t seq;         /* resumes started */
+  _Atomic int armed;            /* signalled, hook not yet run */
+  uint32_t seen;                /* ticker: seq at the last tick */
+} slot;
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  slot *slots;
+  pthread_t th;
+  int started, stop;
+  _Atomic int sleeping;
+  int barrier;                  /* membarrier works: the ticker may sleep for good */
+} tk = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0};
+
+static int tick_mode;           /* set by lproc_slice_setup before any process runs */
+
+_Thread_local lua_State *volatile lproc_slice_running;
+static _Thread_local slot *me;
+static _Thread_local int skip;
+static _Thread_local int joined;      /* thread_join was tried */
+static pthread_key_t slot_key;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int tick_ok;             /* the handler and key are installed */
+
+static void lproc_hook(lua_State *L, lua_Debug *ar);
+
+/* ---- the hook ---------------------------------------------------------------------------- */
+
+static void arm(lua_State *L, int count) {
+  lua_sethook(L, lproc_hook, LUA_MASKCOUNT, count);
+}
+
+static int counting(void) { return !tick_mode || !me; }
+
+static void lproc_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lproc *p = lproc_of(L);
+  if (!p) {                      /* not a process's state: nothing to cut */
+    if (!counting()) lua_sethook(L, NULL, 0, 0);
+    return;
+  }
+  if (p->closing) {   /* finalizers at close: bounded, then an error (a warning) */
+    if (++p->slices > 2000) luaL_error(L, "finalizer ran too long at process exit");
+    return;
+  }
+  if (lproc_take_interrupt(p)) luaL_error(L, "interrupted!");   /* the shell's Ctrl-C */
+  int must = p->exiting || p->heap_refused;
+  if (counting()) {
+    p->task.reductions += (uint64_t)lproc_cfg.reductions / LPROC_SLICES;
+    if (++p->slices < LPROC_SLICES && !lpvm_should_yield(&p->task) && !must) return;
+  } else {
+    p->task.reductions += (uint64_t)lproc_cfg.reductions;
+  }
+  if (!lua_isyieldable(L)) {   /* inside a C boundary: try again a little later */
+    if (!counting()) arm(L, LPROC_RETRY);
+    return;
+  }
+  leval_poll(L, p);   /* lpvm.eval requests for a busy process (leval.c) */
+  p->slices = 0;
+  if (!counting()) {
+    lua_sethook(L, NULL, 0, 0);
+    atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
+  }
+  if (L != p->L) p->sched_yield = 1; /* a coroutine: llibs.c passes it up */
+  lua_yield(L, 0);
+}
+
+/* ---- the signal -------------------------------------------------------------------------- */
+
+static int64_t cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Arming walks the Lua thread's whole call chain (lua_sethook marks every frame), so
+** in a very deep recursion it is slow: a signal then skips as many later ones as keep
+** that walk under a tenth of the thread's time. */
+static void on_tick(int sig) {
+  (void)sig;
+  int e = errno;
+  lua_State *L = lproc_slice_running;
+  if (L && skip > 0) {
+    skip--;
+    if (me) atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
+  } else if (L) {
+    int64_t t0 = cpu_ns();
+    arm(L, 1);
+    int64_t n = (cpu_ns() - t0) * 10 / (LPROC_SLICE_US * 1000);
+    skip = n > 1000 ? 1000 : (int)n;
+  }
+  errno = e;
+}
+
+/* ---- the ticker -------------------------------------------------------------------------- */
+
+static void sleep_us(long us) {
+  struct timespec ts = {0, us * 1000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static void *ticker(void *arg) {
+  (void)arg;
+  int idle = 0;
+  pthread_mutex_lock(&tk.mu);
+  while (!tk.stop) {
+    int busy = 0;
+    for (slot *s = tk.slots; s; s = s->next) {
+      if (!atomic_load_explicit(&s->on, memory_order_relaxed)) continue;
+      busy = 1;
+      uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+      if (q == s->seen && !atomic_load_explicit(&s->armed, memory_order_relaxed)) {
+        atomic_store_explicit(&s->armed, 1, memory_order_relaxed);
+        pthread_kill(s->th, LPROC_SLICE_SIG);
+      }
+      s->seen = q;
+    }
+    idle = busy ? 0 : idle + 1;
+    if (idle >= 2 && tk.barrier) {
+      /* Sleep for good unless a thread is on. A thread sets `on` and then reads
+      ** `sleeping` with plain loads; membarrier makes every thread's earlier stores
+      ** visible before we look, so one of us sees the other. */
+      atomic_store(&tk.sleeping, 1);
+      syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+      int any = 0;
+      for (slot *s = tk.slots; s; s = s->next) any |= atomic_load(&s->on);
+      if (!any && !tk.stop && atomic_load(&tk.sleeping)) pthread_cond_wait(&tk.cv, &tk.mu);
+      atomic_store(&tk.sleeping, 0);
+      idle = 0;
+      continue;
+    }
+    pthread_mutex_unlock(&tk.mu);
+    sleep_us(LPROC_SLICE_US);
+    pthread_mutex_lock(&tk.mu);
+  }
+  pthread_mutex_unlock(&tk.mu);
+  return NULL;
+}
+
+static void wake_ticker(void) {
+  pthread_mutex_lock(&tk.mu);
+  pthread_cond_signal(&tk.cv);
+  pthread_mutex_unlock(&tk.mu);
+}
+
+/* A thread that ran Lua ends: its slot leaves the list. */
+static void slot_free(void *v) {
+  slot *s = v;
+  pthread_mutex_lock(&tk.mu);
+  for (slot **pp = &tk.slots; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  pthread_mutex_unlock(&tk.mu);
+  free(s);
+}
+
+static void init_once(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_tick;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  tick_ok = pthread_key_create(&slot_key, slot_free) == 0 &&
+            sigaction(LPROC_SLICE_SIG, &sa, NULL) == 0;
+  tk.barrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* First Lua run on this OS thread in tick mode: a slot, and the ticker if it is not
+** running yet. A thread that cannot have a slot counts instructions instead. */
+static void thread_join(void) {
+  pthread_once(&once, init_once);
+  if (!tick_ok) return;
+  slot *s = calloc(1, sizeof *s);
+  if (!s) return;
+  s->th = pthread_self();
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, LPROC_SLICE_SIG);
+  if (pthread_setspecific(slot_key, s) != 0 || pthread_sigmask(SIG_UNBLOCK, &set, NULL) != 0) {
+    free(s);
+    return;
+  }
+  pthread_mutex_lock(&tk.mu);
+  if (!tk.started && !tk.stop) {
+    /* the ticker blocks the signal: it only sends it */
+    sigset_t old;
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    tk.started = pthread_create(&tk.th, NULL, ticker, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+  int ok = tk.started;
+  if (ok) {
+    s->next = tk.slots;
+    tk.slots = s;
+  }
+  pthread_mutex_unlock(&tk.mu);
+  if (!ok) {
+    pthread_setspecific(slot_key, NULL);
+    free(s);
+    return;
+  }
+  me = s;
+}
+
+/* ---- the interface ----------------------------------------------------------------------- */
+
+void lproc_slice_setup(int reductions) {
+  tick_mode = LPROC_CAN_TICK && reductions == 0;
+}
+
+void lproc_slice_teardown(void) {
+  pthread_mutex_lock(&tk.mu);
+  int started = tk.started;
+  tk.stop = 1;
+  pthread_cond_signal(&tk.cv);
+  pthread_mutex_unlock(&tk.mu);
+  if (started) pthread_join(tk.th, NULL);
+  pthread_mutex_lock(&tk.mu);
+  tk.started = 0;
+  tk.stop = 0;
+  pthread_mutex_unlock(&tk.mu);
+}
+
+void lproc_slice_init(lua_State *L) {
+  int count = lproc_cfg.reductions / LPROC_SLICES;
+  if (!tick_mode) arm(L, count > 0 ? count : 1);
+  else lua_sethook(L, NULL, 0, 0);   /* a recycled state may hold its closing hook */
+}
+
+lua_State *lproc_slice_enter(lua_State *L) {
+  lua_State *prev = lproc_slice_running;
+  if (tick_mode) {
+    if (!joined) {
+      joined = 1;
+      thread_join();
+      if (!me && !lua_gethook(L)) {   /* no ticks for this thread: count */
+        int count = lproc_cfg.reductions / LPROC_SLICES;
+        arm(L, count > 0 ? count : 1);
+      }
+    }
+    if (me && !prev) {   /* a process's resume (a coroutine's is part of it) */
+      atomic_store_explicit(&me->seq, atomic_load_explicit(&me->seq, memory_order_relaxed) + 1,
+                            memory_order_relaxed);
+      atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
+      atomic_store_explicit(&me->on, 1, memory_order_relaxed);
+      if (atomic_load_explicit(&tk.sleeping, memory_order_relaxed) &&
+          atomic_exchange(&tk.sleeping, 0))
+        wake_ticker();
+    }
+  }
+  lproc_slice_running = L;
+  return prev;
+}
+
+void lproc_slice_leave(lua_State *prev) {
+  lproc_slice_running = prev;
+  if (!prev && me) atomic_store_explicit(&me->on, 0, memory_order_relaxed);
+}
+
+void lproc_slice_end(lua_State *L) { arm(L, 1); }
+
+void lproc_slice_closing(lua_State *L) { arm(L, 1000); }
