@@ -79,7 +79,10 @@ test("many processes eval into busy and waiting processes at once (stress)", fun
   for i = 1, 4 do
     targets[i] = lpvm.spawn(function()
       hits = 0
-      if i % 2 == 0 then while true do hits = hits + 0 end end
+      -- busy without touching `hits`: an eval runs between two instructions of this
+      -- loop, so a loop that wrote `hits` back could undo its increment
+      local spin = 0
+      if i % 2 == 0 then while true do spin = spin + 1 end end
       while true do lpvm.receive() end
     end)
   end
