@@ -2,7 +2,7 @@
 BUILD   ?= build
 JOBS    ?= 2
 CMAKEFLAGS ?=
-DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev libedit-dev pkg-config cmake gcc make
+DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev libedit-dev nettle-dev pkg-config cmake gcc make
 # Only the tests need these: a real Erlang checks our term encodings; Debian's Lua
 # modules prove that require works in processes (tests/lua/test_stdlibs.lua); tmux
 # gives the shell's test a terminal (tests/lua/shell_tty_test.sh).
@@ -87,7 +87,7 @@ fuzz:
 # A 10-minute run is in docs/reliability.md.
 SOAK_MINUTES ?= 10
 soak: build
-	@$(BUILD)/vm/lpvm estone/soak.lua $(SOAK_MINUTES)
+	@$(BUILD)/lpvm estone/soak.lua $(SOAK_MINUTES)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan $(INSTALL_BUILD)

@@ -20,7 +20,7 @@ allowed() {
     timers)   echo "" ;;
     tasks)    echo "timers/timer.h" ;;
     sched)    echo "tasks/task_sched.h" ;;
-    io)       echo "tasks/ptab.h timers/timer.h" ;;
+    io)       echo "tasks/ptab.h tasks/node.h tasks/sig.h timers/timer.h" ;;
     rt)       echo "io/io.h tasks/tasks.h sched/sched.h timers/timer.h" ;;
     vm)       echo "" ;;
     examples) echo "" ;;

@@ -8,4 +8,7 @@
 /* Stop and join the poller thread; called by lpvm_stop once every task is dead. */
 void io_poller_stop(void);
 
+/* Stop distribution if it runs (unregister from EPMD, close every connection);
+** called by lpvm_stop before it kills the tasks. */
+void io_dist_stop(void);
 #endif

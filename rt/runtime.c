@@ -113,6 +113,7 @@ int lpvm_halted(void) {
 
 int lpvm_stop(void) {
   if (!R.running) return LPVM_ESTATE;
+  io_dist_stop();
   /* Kill until none is left: a task may spawn another while we sweep. */
   while (tasks_live() > 0) {
     tasks_kill_all();

@@ -2,7 +2,7 @@
 ** ptab.c -- the process table: ids, lock-free lookup, and safe reclamation.
 **
 ** A slot is a 64-bit word plus the task pointer. The word packs the generation
-** (bits 32..62), a LIVE bit (31) and a count of pins (bits 0..30). While a task is
+** (bits 32..61: bit 62 of an id marks a remote pid), a LIVE bit (31) and a count of pins (bits 0..30). While a task is
 ** live the table itself holds one pin. A lookup pins the task with one CAS that
 ** also checks the generation, so it can never pin a dead task or a newer task in the
 ** same slot; whoever drops the last pin of a closed slot reaps the task (answers its
@@ -27,7 +27,7 @@
 
 #define W_REFS    UINT64_C(0x7fffffff)
 #define W_LIVE    (UINT64_C(1) << 31)
-#define W_GEN(w)  (((w) >> 32) & UINT64_C(0x7fffffff))
+#define W_GEN(w)  (((w) >> 32) & UINT64_C(0x3fffffff))
 
 /* Reuse a slot only once this many are free: a dead id's slot rests a while. */
 #define REUSE_AFTER 1024
@@ -129,7 +129,7 @@ void ptab_publish(lpvm_task *t) {
 static void retire(uint32_t n, uint64_t gen) {
   slot *s = &P.slots[n];
   atomic_store_explicit(&s->task, NULL, memory_order_relaxed);
-  atomic_store_explicit(&s->word, ((gen + 1) & UINT64_C(0x7fffffff)) << 32,
+  atomic_store_explicit(&s->word, ((gen + 1) & UINT64_C(0x3fffffff)) << 32,
                         memory_order_release);
   free_slot(n);
 }

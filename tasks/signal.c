@@ -11,6 +11,7 @@
 
 #include "lpvm/term.h"
 #include "tasks/mpsc.h"
+#include "tasks/node.h"
 #include "tasks/task_int.h"
 
 /* Signals a task handles per step before it yields to others: a flood of
@@ -56,13 +57,16 @@ static void notify(lpvm_task *t) {
 }
 
 uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s) {
-  uint32_t q = s->kind == SIG_MESSAGE ? mbox_count_in(t, s) : 0;
+  uint32_t q = s->kind == SIG_MESSAGE || s->kind == SIG_DIST ? mbox_count_in(t, s) : 0;
   mpsc_push(t, s);
   notify(t);
   return q;
 }
 
+/* A remote id's signals go to the router (io/), which hands them to the connection
+** of that node: links, monitors and exits keep their local rules. */
 int sig_send_q(lpvm_id to, struct lpvm_sig *s, uint32_t *queued) {
+  if (node_id_is_remote(to)) return node_route(to, s, queued);
   lpvm_task *t = ptab_pin(to);
   if (!t) return LPVM_ENOPROC;
   uint32_t q = sig_push(t, s);
@@ -186,7 +190,7 @@ static void on_migrate(lpvm_task *t, int to_thread) {
 /* Handle one signal; returns 1 when it must not be freed (it became a message). */
 static int handle_one(lpvm_task *t, struct lpvm_sig *s) {
   switch (s->kind) {
-    case SIG_MESSAGE: mbox_append(t, s); return 1;
+    case SIG_MESSAGE: case SIG_DIST: mbox_append(t, s); return 1;
     case SIG_LINK: rel_link_add(t, s->from); break;
     case SIG_UNLINK: rel_link_del(t, s->from); break;
     case SIG_EXIT: on_exit_sig(t, s, 0); break;

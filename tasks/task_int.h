@@ -14,12 +14,8 @@
 #include "tasks/task_sched.h"
 #include "tasks/tasks.h"
 
-/* Signal kinds. */
-enum {
-  SIG_MESSAGE = 1, SIG_LINK, SIG_UNLINK, SIG_EXIT, SIG_EXIT_LINK, SIG_MONITOR,
-  SIG_DEMONITOR, SIG_DOWN, SIG_SUSPEND, SIG_RESUME, SIG_INFO, SIG_PRIORITY,
-  SIG_MIGRATE, SIG_TIMEOUT
-};
+#include "tasks/sig.h"   /* signal kinds, sig_send */
+
 
 /* lpvm_task.tflags */
 #define TF_TRAP_EXIT   0x01u
@@ -34,11 +30,6 @@ enum {
 void task_claim(lpvm_task *t, uint32_t cur);
 struct lpvm_sig *sig_new(uint32_t kind, lpvm_id from, uint64_t ref, const void *data,
                          size_t len);
-/* Push s to `to`; on LPVM_ENOPROC the signal is still the caller's. */
-int sig_send(lpvm_id to, struct lpvm_sig *s);
-/* The same; *queued (may be NULL) gets the receiver's queued messages after a
-** MESSAGE went in. */
-int sig_send_q(lpvm_id to, struct lpvm_sig *s, uint32_t *queued);
 /* Push s to a task the caller has pinned (or owns); for a MESSAGE, returns the
 ** messages queued for t with it (0 for other signals). */
 uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s);

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "tasks/node.h"
 #include "tasks/task_int.h"
 #include "tasks/tasks.h"
 
@@ -25,6 +26,7 @@ int tasks_init(uint32_t max_tasks, void (*on_empty)(void)) {
 }
 
 void tasks_fini(void) {
+  node_fini();
   ets_fini();   /* the tables of tasks that never died (lpvm_stop kills; owner 0) */
   names_fini();
   ptab_fini();

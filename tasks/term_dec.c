@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tasks/node.h"
 #include "tasks/term_int.h"
 
 #define BAD LPVM_EBADTERM
@@ -42,7 +43,7 @@ int term_atom_at(const uint8_t *p, const uint8_t *end, const char **name,
 }
 
 int term_node_is_local(const char *node, size_t len) {
-  return len == TERM_NODE_LEN && memcmp(node, TERM_NODE, TERM_NODE_LEN) == 0;
+  return node_is_self(node, len, UINT32_MAX);
 }
 
 /* The fields after the node atom of each pid, port and reference form:
@@ -263,15 +264,26 @@ int lpvm_get_string(lpvm_tread *r, const uint8_t **p, size_t *len) {
   return bytes_at(r, TAG_STRING, 2, p, len);
 }
 
-/* Only ids of lpvm's own node map to an lpvm_id; the creation is not checked, so a
-** pid that a local erl made (creation 0) reads the same as one lpvm made. */
+/* Ids of lpvm's own node map to local ids; the creation is not checked, so a pid
+** that a local erl made (creation 0) reads the same as one lpvm made. A pid of
+** another node becomes a remote id (tasks/node.h); remote ports do not read. */
 int lpvm_get_pid(lpvm_tread *r, lpvm_id *id) {
   term_ident ident;
   const uint8_t *next;
   if (r->p == NULL || term_ident_at(r->p, r->end, &ident, &next)) return BAD;
-  if (ident.type == LPVM_T_REF || !term_node_is_local(ident.node, ident.node_len))
-    return BAD;
-  if (ident.id & LPVM_ID_PORT_BIT) return BAD;   /* serial or port id too wide */
+  if (ident.type == LPVM_T_REF) return BAD;
+  if (!term_node_is_local(ident.node, ident.node_len)) {
+    if (ident.type != LPVM_T_PID) return BAD;
+    int idx = node_intern(ident.node, ident.node_len, ident.creation);
+    lpvm_id rid = idx > 0 ? node_remote_pid((uint32_t)idx, (uint32_t)ident.id,
+                                            (uint32_t)(ident.id >> 32)) : 0;
+    if (!rid) return BAD;
+    *id = rid;
+    r->p = next;
+    return 0;
+  }
+  if (ident.id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT))
+    return BAD;   /* serial or port id too wide */
   *id = ident.type == LPVM_T_PORT ? ident.id | LPVM_ID_PORT_BIT : ident.id;
   return term_took(r, next);
 }

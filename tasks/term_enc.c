@@ -9,17 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tasks/node.h"
 #include "tasks/term_int.h"
 
 #define TBUF_INITIAL 256     /* covers nearly every message in one allocation */
 #define TBUF_KEEP_MAX 65536  /* lpvm_tbuf_reset releases a buffer grown past this */
 #define ATOM_MAX_CHARS 255   /* Erlang's limit, counted in characters */
 
-/* Node atom as SMALL_ATOM_UTF8_EXT, shared by every pid, port and reference. */
-static const uint8_t node_atom[] = {
-  TAG_SMALL_ATOM_UTF8, TERM_NODE_LEN,
-  'n', 'o', 'n', 'o', 'd', 'e', '@', 'n', 'o', 'h', 'o', 's', 't'
-};
 
 static inline uint8_t *wr16(uint8_t *q, uint32_t v) {
   q[0] = (uint8_t)(v >> 8); q[1] = (uint8_t)v;
@@ -206,32 +202,45 @@ void lpvm_put_binary(lpvm_tbuf *b, const void *p, size_t len) {
 
 /* ---- pids, ports, references ----------------------------------------------------- */
 
+/* A local id carries this node's name and creation (nonode@nohost/1 until
+** distribution starts); a remote pid its own node's, from the node table. */
 void lpvm_put_pid(lpvm_tbuf *b, lpvm_id id) {
-  uint8_t *q = room(b, 1 + sizeof node_atom + 12);
+  const node_desc *d = node_self();
+  uint32_t num = (uint32_t)id, serial = (uint32_t)(id >> 32);
+  if (node_id_is_remote(id)) {
+    d = node_get(node_id_index(id));
+    if (!d) { tbuf_fail(b, LPVM_EINVAL); return; }
+    num = node_id_num(id);
+    serial = node_id_serial(id);
+  }
+  size_t alen = 2 + (size_t)d->len;
+  uint8_t *q = room(b, 1 + alen + 12);
   if (q == NULL) return;
   uint8_t *q0 = q;
   *q++ = lpvm_id_is_port(id) ? TAG_V4_PORT : TAG_NEW_PID;
-  memcpy(q, node_atom, sizeof node_atom);
-  q += sizeof node_atom;
+  memcpy(q, d->atom, alen);
+  q += alen;
   if (lpvm_id_is_port(id)) {
     q = wr64(q, id & ~LPVM_ID_PORT_BIT);
   } else {
-    q = wr32(q, (uint32_t)id);           /* slot */
-    q = wr32(q, (uint32_t)(id >> 32));   /* generation */
+    q = wr32(q, num);
+    q = wr32(q, serial);
   }
-  q = wr32(q, TERM_CREATION);
+  q = wr32(q, d->creation);
   b->len += (size_t)(q - q0);
 }
 
 void lpvm_put_ref(lpvm_tbuf *b, uint64_t ref) {
-  uint8_t *q = room(b, 3 + sizeof node_atom + 4 + 12);
+  const node_desc *d = node_self();
+  size_t alen = 2 + (size_t)d->len;
+  uint8_t *q = room(b, 3 + alen + 4 + 12);
   if (q == NULL) return;
   uint8_t *q0 = q;
   *q++ = TAG_NEWER_REF;
   q = wr16(q, 3);
-  memcpy(q, node_atom, sizeof node_atom);
-  q += sizeof node_atom;
-  q = wr32(q, TERM_CREATION);
+  memcpy(q, d->atom, alen);
+  q += alen;
+  q = wr32(q, d->creation);
   q = wr32(q, (uint32_t)ref);
   q = wr32(q, (uint32_t)(ref >> 32));
   q = wr32(q, 0);

@@ -146,7 +146,7 @@ static const uint8_t g_pid[] = {131,88,119,13,110,111,110,111,100,101,64,110,111
   116,0,0,0,5,0,0,0,1,0,0,0,1};
 /* <0.4294967295.2147483647>: the widest slot and generation */
 static const uint8_t g_pid_max[] = {131,88,119,13,110,111,110,111,100,101,64,110,111,104,111,
-  115,116,255,255,255,255,127,255,255,255,0,0,0,1};
+  115,116,255,255,255,255,63,255,255,255,0,0,0,1};
 /* #Port<0.12884901895>: slot 7, generation 3 */
 static const uint8_t g_port[] = {131,120,119,13,110,111,110,111,100,101,64,110,111,104,111,
   115,116,0,0,0,3,0,0,0,7,0,0,0,1};
@@ -290,7 +290,7 @@ static void check_id(const uint8_t *g, size_t n, lpvm_id id, int type) {
 
 Test(golden, pids_and_ports) {
   check_id(g_pid, sizeof g_pid, 5 | UINT64_C(1) << 32, LPVM_T_PID);
-  check_id(g_pid_max, sizeof g_pid_max, UINT64_C(0x7fffffffffffffff), LPVM_T_PID);
+  check_id(g_pid_max, sizeof g_pid_max, UINT64_C(0x3fffffffffffffff), LPVM_T_PID);
   check_id(g_port, sizeof g_port, LPVM_ID_PORT_BIT | 7 | UINT64_C(3) << 32, LPVM_T_PORT);
 }
 
@@ -480,17 +480,29 @@ Test(decode, funs_bitstrings_old_refs) {
   ASSERT_FMT(old_ref, sizeof old_ref, "#Ref<0.240589>");
 }
 
-Test(decode, foreign_node_is_not_ours) {
-  /* a pid of node a@b: renders, skips, but is no lpvm_id */
+Test(decode, foreign_node_is_remote) {
+  /* a pid of node a@b: a remote id that encodes back to the same bytes */
   const uint8_t p[] = {131, 88, 119, 3, 'a', '@', 'b', 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 9};
   lpvm_tread r;
   lpvm_id id;
   lpvm_tread_init(&r, p, sizeof p);
   cr_assert_eq(lpvm_get_type(&r), LPVM_T_PID);
-  cr_assert_eq(lpvm_get_pid(&r, &id), LPVM_EBADTERM);
+  cr_assert_eq(lpvm_get_pid(&r, &id), 0);
+  cr_assert(lpvm_id_is_remote(id));
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_pid(&b, id);
+  cr_assert(b.len == sizeof p && !memcmp(b.data, p, sizeof p), "%s", hex(b.data, b.len));
+  lpvm_tbuf_free(&b);
   cr_assert_eq(lpvm_term_check(p, sizeof p), 0);
   ASSERT_FMT(p, sizeof p, "<a@b.5.1>");
-  /* a serial with bit 31 set has no lpvm_id either */
+  /* ... but an ID or Serial wider than 24 bits has no remote id */
+  uint8_t w[sizeof p];
+  memcpy(w, p, sizeof p);
+  w[11] = 1;   /* Serial 2^24 + 1 */
+  lpvm_tread_init(&r, w, sizeof w);
+  cr_assert_eq(lpvm_get_pid(&r, &id), LPVM_EBADTERM);
+  /* a local serial with bit 31 set has no lpvm_id either */
   uint8_t q[sizeof g_pid];
   memcpy(q, g_pid, sizeof q);
   q[21] = 0x80;
@@ -855,7 +867,7 @@ Test(format, erlang_syntax) {
   ASSERT_FMT(g_map_0, sizeof g_map_0, "#{}");
   ASSERT_FMT(g_tuple_0, sizeof g_tuple_0, "{}");
   ASSERT_FMT(g_nil, sizeof g_nil, "[]");
-  ASSERT_FMT(g_pid_max, sizeof g_pid_max, "<0.4294967295.2147483647>");
+  ASSERT_FMT(g_pid_max, sizeof g_pid_max, "<0.4294967295.1073741823>");
   ASSERT_FMT(g_port, sizeof g_port, "#Port<0.12884901895>");
   ASSERT_FMT(g_ref, sizeof g_ref, "#Ref<0.0.19088743.2309737967>");
   ASSERT_FMT(g_erl_ref, sizeof g_erl_ref, "#Ref<0.1.2.3>");

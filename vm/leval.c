@@ -29,7 +29,8 @@ static const uint8_t tag[] = {131, 104, 3, 119, 10, '$', 'l', 'p', 'v', 'm',
                               '_', 'e', 'v', 'a', 'l'};
 
 int leval_is_request(const lpvm_msg *m) {
-  return lpvm_msg_len(m) > sizeof tag &&
+  /* another node's message is never one: an Erlang peer can write any atom */
+  return !lpvm_id_is_remote(lpvm_msg_from(m)) && lpvm_msg_len(m) > sizeof tag &&
          memcmp(lpvm_msg_data((lpvm_msg *)m), tag, sizeof tag) == 0;
 }
 

@@ -25,10 +25,14 @@ static const char ref_tab_key = 't';     /* registry[&ref_tab_key]: weak intern 
 
 /* ---- pids -------------------------------------------------------------------------------- */
 
+/* A remote pid shows its node entry's index first, as Erlang shows <N.ID.Serial>. */
 static int pid_tostring(lua_State *L) {
   lpvm_id id = (lpvm_id)(uintptr_t)lua_touserdata(L, 1);
   unsigned slot = lpvm_id_slot(id), gen = lpvm_id_gen(id);
-  if (lpvm_id_is_port(id)) lua_pushfstring(L, "#Port<0.%d>", (int)slot);
+  if (lpvm_id_is_remote(id) && !lpvm_id_is_port(id))
+    lua_pushfstring(L, "<%d.%d.%d>", (int)((id >> 48) & 0x3fff), (int)(id & 0xffffff),
+                    (int)((id >> 24) & 0xffffff));
+  else if (lpvm_id_is_port(id)) lua_pushfstring(L, "#Port<0.%d>", (int)slot);
   else lua_pushfstring(L, "<0.%d.%d>", (int)slot, (int)gen);
   return 1;
 }
@@ -129,6 +133,23 @@ void lmod_weak_table(lua_State *L, const void *key, const char *mode) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
 
+void lmod_metatable(lua_State *L, const void *key, const char *name, lua_CFunction tostr,
+                    lua_CFunction eq) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 3);
+  lua_pushcfunction(L, tostr);
+  lua_setfield(L, -2, "__tostring");
+  if (eq) {
+    lua_pushcfunction(L, eq);
+    lua_setfield(L, -2, "__eq");
+  }
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "__name");
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, key);
+}
+
 void lmod_push_ref(lua_State *L, uint64_t ref) {
   lmod_weak_table(L, &ref_tab_key, "v");
   if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {
@@ -137,18 +158,7 @@ void lmod_push_ref(lua_State *L, uint64_t ref) {
   }
   lua_pop(L, 1);
   *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_mt_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_createtable(L, 0, 3);
-    lua_pushcfunction(L, ref_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pushcfunction(L, ref_eq);
-    lua_setfield(L, -2, "__eq");
-    lua_pushliteral(L, "reference");
-    lua_setfield(L, -2, "__name");
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &ref_mt_key);
-  }
+  lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
   lua_setmetatable(L, -2);
   lua_pushvalue(L, -1);
   lua_rawseti(L, -3, (lua_Integer)ref);
@@ -200,8 +210,9 @@ static int lmod_index(lua_State *L) {
     lua_rawset(L, 1);
     return 1;
   }
-  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns};
-  for (int t = 0; t < 4; t++)
+  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
+                           lmod_dist_fns};
+  for (int t = 0; t < 5; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++)
       if (strcmp(f->name, k) == 0) {
         lua_pushcfunction(L, f->fn);
@@ -215,8 +226,9 @@ static int lmod_index(lua_State *L) {
 
 /* pairs(lpvm) should list every function: load them all first. */
 static int lmod_pairs(lua_State *L) {
-  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns};
-  for (int t = 0; t < 4; t++)
+  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
+                           lmod_dist_fns};
+  for (int t = 0; t < 5; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++) {
       lua_pushcfunction(L, f->fn);
       lua_setfield(L, 1, f->name);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lpvm/dist.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
@@ -49,6 +50,28 @@ static lpvm_id check_target(lua_State *L, int arg, const char *fname) {
   return to;
 }
 
+/* send({name, node}, ...): a registered name on another node (Erlang's {Name, Node} !
+** Msg). Like Erlang it succeeds even when nobody has that name over there. */
+static int send_remote_name(lua_State *L, lproc *p) {
+  lua_rawgeti(L, 1, 1);
+  lua_rawgeti(L, 1, 2);
+  const char *name = lua_tostring(L, -2), *node = lua_tostring(L, -1);
+  if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+    return luaL_argerror(L, 1, "pid, name or {name, node} expected");
+  lua_pop(L, 2);   /* the table at 1 keeps both strings alive */
+  if (strcmp(node, lpvm_node_name()) == 0) {
+    lua_pushstring(L, name);
+    lua_replace(L, 1);
+    return -1;   /* a local name after all */
+  }
+  lpvm_msg *m = build_msg(L, 2, "send");
+  int rc = lpvm_dist_send_name(&p->task, name, node, lpvm_msg_data(m), lpvm_msg_len(m));
+  lpvm_msg_free(m);
+  if (rc) return lmod_fail(L, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static int send_k(lua_State *L, int status, lua_KContext ctx) {
   (void)status, (void)ctx;
   lua_pushboolean(L, 1);
@@ -64,6 +87,10 @@ static int send_k(lua_State *L, int status, lua_KContext ctx) {
 
 static int lmod_send(lua_State *L) {
   lproc *p = lproc_check(L);
+  if (lua_type(L, 1) == LUA_TTABLE) {
+    int n = send_remote_name(L, p);
+    if (n >= 0) return n;
+  }
   lpvm_id to = check_target(L, 1, "send");
   lpvm_msg *m = build_msg(L, 2, "send");
   uint32_t queued = 0;
@@ -79,7 +106,6 @@ static int lmod_send(lua_State *L) {
   lua_pushboolean(L, 1);
   return 1;
 }
-
 
 /* A timeout in milliseconds: math.huge means for ever (-1), as Erlang's `infinity`;
 ** any other number must be >= 0 and is rounded up (a finite timeout too long for the
@@ -206,7 +232,7 @@ static void recv_finish(lproc *p) {
 static int take_push(lua_State *L, lproc *p, lpvm_msg *m) {
   mbox_take(p, m);
   p->owned = m;   /* a failed decode (out of memory) must not leak it */
-  int n = lterm_push_values(L, lpvm_msg_data(m), lpvm_msg_len(m));
+  int n = lterm_push_msg(L, m);
   p->owned = NULL;
   lpvm_msg_free(m);
   return n;
@@ -276,7 +302,7 @@ static int recv_loop(lua_State *L, lproc *p) {
       return take_push(L, p, m);
     }
     int base = lua_gettop(L);
-    int n = lterm_push_values(L, lpvm_msg_data(m), lpvm_msg_len(m));
+    int n = lterm_push_msg(L, m);
     luaL_checkstack(L, n + 1, "too many values in a message");
     lua_pushvalue(L, 1);
     for (int i = 1; i <= n; i++) lua_pushvalue(L, base + i);
@@ -425,9 +451,13 @@ static int lmod_unalias(lua_State *L) {
 static int lmod_send_alias(lua_State *L) {
   lproc *p = lproc_check(L);
   lpvm_id to = check_target(L, 1, "send_alias");
-  uint64_t ref = lmod_check_ref(L, 2);
+  size_t flen;
+  uint64_t ref = lmod_to_ref(L, 2);
+  /* a caller on another node gave its own reference: it arrives here as a foreign
+  ** value, and the reply goes back to that node as an alias send */
+  if (!ref && !lterm_foreign(L, 2, &flen)) ref = lmod_check_ref(L, 2);
   lpvm_msg *m = build_msg(L, 2, "send_alias");
-  m->ref = ref;
+  m->ref = lpvm_id_is_remote(to) ? LPVM_DIST_ALIAS_SEND : ref;
   lpvm_send_msg(&p->task, to, m);
   lua_pushboolean(L, 1);
   return 1;

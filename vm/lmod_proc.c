@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/dist.h"
 #include "lpvm/taskmod.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
@@ -34,7 +35,7 @@ typedef struct spawn_opts {
 
 static void check_options(lua_State *L, int t, spawn_opts *so) {
   static const char *const known[] = {"priority", "thread", "link", "monitor", "max_heap",
-                                      "max_mailbox", NULL};
+                                      "max_mailbox", "node", "fn", NULL};
   lmod_check_keys(L, t, known, "spawn option");
   if (lua_getfield(L, t, "priority") != LUA_TNIL) {
     lua_Integer pr = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
@@ -74,6 +75,11 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   if (lua_type(L, 1) == LUA_TTABLE) {
     check_options(L, 1, &so);
     first = 2;
+    if (lua_getfield(L, 1, "node") != LUA_TNIL) {   /* on another node: lmod_dist.c */
+      const char *node = luaL_checkstring(L, -1);
+      if (strcmp(node, lpvm_node_name()) != 0) return lmod_dist_spawn(L, so.o.link);
+    }
+    lua_pop(L, 1);
   }
   int top = lua_gettop(L);
   int kind = lua_type(L, first);

@@ -206,11 +206,31 @@ static int push_func(lua_State *L, lproc_start *s) {
   return f;
 }
 
-/* spawn("mod.name", ...): require it; call what it returns, or its main or start. */
+/* spawn("mod.name", ...): require it; call what it returns, or its main or start.
+** A peer's spawn request names the function (the start's `up` is then a binary):
+** module[fn], or for "main" what spawn("mod.name") would call. */
 static int push_module(lua_State *L, lproc_start *s) {
+  lpvm_tread r;
+  const uint8_t *fn = NULL;
+  size_t fl = 0;
+  if (lpvm_tread_init(&r, s->data + s->code_len, s->up_len) == 0 &&
+      lpvm_get_binary(&r, &fn, &fl) == 0 && fl == 4 && memcmp(fn, "main", 4) == 0)
+    fn = NULL;
   lua_getglobal(L, "require");
   lua_pushlstring(L, (const char *)s->data, s->code_len);
   lua_call(L, 1, 1);
+  if (fn) {
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_pushlstring(L, (const char *)fn, fl);
+    lua_gettable(L, -2);
+    lua_remove(L, -2);
+    if (lua_type(L, -1) != LUA_TFUNCTION) {
+      lua_pushlstring(L, (const char *)s->data, s->code_len);
+      luaL_error(L, "module %s has no function %s", lua_tostring(L, -1),
+                 lua_pushlstring(L, (const char *)fn, fl));
+    }
+    return lua_gettop(L);
+  }
   if (lua_type(L, -1) == LUA_TTABLE) {
     lua_getfield(L, -1, "main");
     if (lua_type(L, -1) != LUA_TFUNCTION) {
@@ -625,7 +645,11 @@ static const uint8_t start_marker[] = {131, 119, 11, '$', 'l', 'p', 'v', 'm', '_
                                        's', 't', 'a', 'r', 't'};
 
 int lproc_send_marker(lproc *parent, lpvm_id child) {
-  return lpvm_send(&parent->task, child, start_marker, sizeof start_marker);
+  return lproc_release(&parent->task, child);
+}
+
+int lproc_release(lpvm_task *from, lpvm_id child) {
+  return lpvm_send(from, child, start_marker, sizeof start_marker);
 }
 
 static int take_marker(lproc *p) {

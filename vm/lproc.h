@@ -79,4 +79,8 @@ int lproc_shell_sigint(void);
 /* After lpvm_wait(): 1 when the boot process ended with reason normal. */
 int lproc_boot_ok(void);
 
+/* Lua processes answer a peer's spawn requests (lmod_dist.c): before distribution
+** starts (lpvm.net_start and --sname do it). */
+void lmod_dist_install(void);
+
 #endif

@@ -160,6 +160,9 @@ int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */
 /* Raise "unknown <what> 'k'" (argument t) if table t has a key not in `known`. */
 void lmod_check_keys(lua_State *L, int t, const char *const known[], const char *what);
 /* Push registry[key], first making it a table with weak `mode` ("k", "v", "kv"). */
+/* The metatable registry[key] (made on first use): __name, __tostring, __eq. */
+void lmod_metatable(lua_State *L, const void *key, const char *name, lua_CFunction tostr,
+                    lua_CFunction eq);
 void lmod_weak_table(lua_State *L, const void *key, const char *mode);
 int64_t lmod_check_ms(lua_State *L, int arg); /* timeout in ms; math.huge = -1 (for ever) */
 
@@ -181,8 +184,11 @@ typedef struct lmod_fn {
 } lmod_fn;
 extern const lmod_fn lmod_proc_fns[];
 extern const lmod_fn lmod_msg_fns[];
-extern const lmod_fn lmod_port_fns[];
-extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */   /* lmod_port.c: ports (docs/lua-ports.md) */
+extern const lmod_fn lmod_dist_fns[];   /* lmod_dist.c: distribution */
+/* spawn({node = N, ...}, "mod", ...) on another node (stack: opts, mod, args...) */
+int lmod_dist_spawn(lua_State *L, int link);
+extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
+extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
@@ -199,6 +205,9 @@ void lproc_push_module(lua_State *L, const char *name, int nil_on_error);
 ** out of memory. The other fields start zeroed. */
 lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
                              const lpvm_tbuf *up, const lpvm_tbuf *args);
+/* The start marker a held-back child (wait_marker) waits for, sent by `from`, which
+** must be the child's creator. */
+int lproc_release(lpvm_task *from, lpvm_id child);
 
 /* lcode.c: the code server (docs/code.md) */
 /* package.searchers[2] and preloads of the package table at index `package` */

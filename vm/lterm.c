@@ -10,6 +10,7 @@
 */
 #include <lauxlib.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,9 @@ int lterm_enc_value(enc *e, int idx) {
       return 0;
     case LUA_TUSERDATA: {
       uint64_t ref = lmod_to_ref(L, idx);
+      size_t flen;
+      const uint8_t *ft = ref ? NULL : lterm_foreign(L, idx, &flen);
+      if (ft) { lpvm_put_term(e->b, ft, flen); return 0; }
       if (ref == 0) return enc_fail(e, "cannot send a %s value", "userdata");
       lpvm_put_ref(e->b, ref);
       return 0;
@@ -365,6 +369,62 @@ static void dec_other(lua_State *L, lpvm_tread *r) {
   lua_pushstring(L, text);
 }
 
+/* ---- foreign references ----------------------------------------------------------- */
+
+/* A reference made by another node (an erl make_ref(), an erpc request id) has no
+** 64-bit lpvm form: it becomes a userdata holding its exact bytes, interned by those
+** bytes (weak table) so that the same reference is the same value (==, table key),
+** and it encodes back unchanged: a reply carries the caller's own tag. */
+static const char foreign_mt_key = 'f', foreign_tab_key = 'F';
+
+static int foreign_tostring(lua_State *L) {
+  size_t n;
+  const uint8_t *t = lterm_foreign(L, 1, &n);
+  char text[128];
+  lpvm_term_format(t, n, text, sizeof text);
+  lua_pushstring(L, text);
+  return 1;
+}
+
+const uint8_t *lterm_foreign(lua_State *L, int idx, size_t *len) {
+  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &foreign_mt_key);
+  int same = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  if (!same) return NULL;
+  *len = lua_rawlen(L, idx);
+  return lua_touserdata(L, idx);
+}
+
+void lterm_push_foreign(lua_State *L, const uint8_t *term, size_t len) {
+  lmod_weak_table(L, &foreign_tab_key, "v");               /* T */
+  lua_pushlstring(L, (const char *)term, len);             /* T k: the bytes */
+  lua_pushvalue(L, -1);
+  if (lua_rawget(L, -3) != LUA_TUSERDATA) {                /* not interned yet */
+    lua_pop(L, 1);
+    memcpy(lua_newuserdatauv(L, len, 0), term, len);       /* T k u */
+    lmod_metatable(L, &foreign_mt_key, "term", foreign_tostring, NULL);
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -2);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, -5);
+  }
+  lua_replace(L, -3);                                      /* u k */
+  lua_pop(L, 1);
+}
+
+static void dec_foreign(lua_State *L, lpvm_tread *r) {
+  const uint8_t *start = r->p;
+  if (lpvm_skip(r)) dec_bad(L);
+  size_t n = (size_t)(r->p - start);
+  uint8_t *t = malloc(n + 1);
+  if (!t) luaL_error(L, "not enough memory");
+  t[0] = 131;
+  memcpy(t + 1, start, n);
+  lterm_push_foreign(L, t, n + 1);   /* (no error path can leak t: the pushes only */
+  free(t);                           /*  fail on memory, which ends the process)  */
+}
+
 void lterm_dec_value(lterm_dec *d, int depth) { dec_value(d, depth); }
 
 static void dec_value(lterm_dec *d, int depth) {
@@ -400,7 +460,7 @@ static void dec_value(lterm_dec *d, int depth) {
       lmod_push_pid(L, id);
       return;
     case LPVM_T_REF:
-      if (lpvm_get_ref(r, &ref)) { dec_other(L, r); return; }
+      if (lpvm_get_ref(r, &ref)) { dec_foreign(L, r); return; }
       lmod_push_ref(L, ref);
       return;
     case LPVM_T_TUPLE:
@@ -485,4 +545,13 @@ int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trus
 
 int lterm_push_values(lua_State *L, const uint8_t *term, size_t len) {
   return lterm_push_values_ex(L, term, len, 1);
+}
+
+static _Atomic int trust_remote;   /* bytecode from other nodes: off unless asked */
+
+void lterm_trust_remote_funs(int on) { atomic_store(&trust_remote, on != 0); }
+
+int lterm_push_msg(lua_State *L, const lpvm_msg *m) {
+  int trusted = !lpvm_id_is_remote(lpvm_msg_from(m)) || atomic_load(&trust_remote);
+  return lterm_push_values_ex(L, lpvm_msg_data((lpvm_msg *)m), lpvm_msg_len(m), trusted);
 }

@@ -52,7 +52,16 @@ int lterm_push_values(lua_State *L, const uint8_t *term, size_t len);
 ** function term ({lpvm_graph, ..}, {lpvm_fun, ..}) reads as plain data and no
 ** bytecode is loaded (loading crafted bytecode can crash the VM). */
 int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trusted);
+/* A message's values: functions load only from this node's processes, or from any
+** node once lterm_trust_remote_funs(1) was called (the embedder's choice). */
+int lterm_push_msg(lua_State *L, const lpvm_msg *m);
+void lterm_trust_remote_funs(int on);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */
 void lterm_push(lua_State *L, lpvm_tread *r);
+
+/* The bytes (a complete term) of a foreign reference value at idx, or NULL. */
+const uint8_t *lterm_foreign(lua_State *L, int idx, size_t *len);
+/* Push a term Lua has no value for (a complete term) as such a foreign value. */
+void lterm_push_foreign(lua_State *L, const uint8_t *term, size_t len);
 
 #endif

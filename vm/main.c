@@ -32,6 +32,7 @@
 
 #include <lua.h>
 
+#include "lpvm/dist.h"
 #include "lpvm/lpvm.h"
 #include "lpvm/lpvm_lua.h"
 #include "vm/lproc.h"
@@ -46,6 +47,8 @@ typedef struct cli {
   lproc_step *steps;      /* -e and -l in order (LUA_INIT and the script added later) */
   int nsteps;
   int interactive, version, noenv, help;
+  lpvm_dist_opts dist;    /* --sname/--name/--cookie/--listen: distribution */
+  const char *remsh;      /* --remsh node: the shell evaluates on that node */
 } cli;
 
 /* A setter returns 0, or -1 with the error printed. */
@@ -149,6 +152,31 @@ static int o_loglevel(cli *c, const char *v) {
   return 0;
 }
 
+static int o_sname(cli *c, const char *v) {
+  if (!*v || strchr(v, '@')) return bad("--sname", "needs a name without @host");
+  c->dist.name = v;
+  c->dist.longnames = 0;
+  return 0;
+}
+
+static int o_name(cli *c, const char *v) {
+  if (!*v) return bad("--name", "needs a name (name@host or name)");
+  c->dist.name = v;
+  c->dist.longnames = 1;
+  return 0;
+}
+
+static int o_remsh(cli *c, const char *v) {
+  if (!strchr(v, '@') || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "0123456789_-.@") != strlen(v))
+    return bad("--remsh", "needs a node name (name@host)");
+  c->remsh = v;
+  return 0;
+}
+
+static int o_cookie(cli *c, const char *v) { c->dist.cookie = v; return 0; }
+static int o_listen(cli *c, const char *v) { c->dist.listen = v; return 0; }
+
 static const option options[] = {
     {"-e", "code", o_exec, "run code (each -e and -l in the order given)"},
     {"-l", "mod", o_lib, "require mod into the global mod; -l g=mod: into g"},
@@ -163,6 +191,11 @@ static const option options[] = {
     {"--max-heap", "BYTES", o_maxheap, "default heap limit per process (suffix k, m or g)"},
     {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},
     {"--log-level", "LEVEL", o_loglevel, "the log's level (default notice; none, all)"},
+    {"--sname", "NAME", o_sname, "a distributed node NAME@shorthost (see distribution.md)"},
+    {"--name", "NAME", o_name, "a distributed node with a long name (NAME@host.domain)"},
+    {"--remsh", "NODE", o_remsh, "the shell, attached to the running node NODE"},
+    {"--cookie", "C", o_cookie, "the cookie (default: ~/.erlang.cookie, as erl)"},
+    {"--listen", "ADDR", o_listen, "IPv4 address the node listens on (default: all)"},
     {"--version", NULL, o_version, "print the version"},
     {"--help", NULL, o_help, "this text"},
     {"-h", NULL, o_help, NULL},
@@ -317,7 +350,16 @@ int main(int argc, char **argv) {
   int shell = c.interactive;
   static char dash[] = "-";
   char **av = argv;
-  if (script == argc && !has_e && !c.interactive && !c.version) {
+  static char remsh_name[64], remsh_code[400];
+  if (c.remsh) {   /* this VM: a hidden node of its own, running only the shell */
+    shell = 1;
+    if (!c.dist.name) {
+      snprintf(remsh_name, sizeof remsh_name, "remsh%ld", (long)getpid());
+      c.dist.name = remsh_name;
+    }
+    snprintf(remsh_code, sizeof remsh_code, "require('lpvm_shell').remote = '%s'", c.remsh);
+    c.steps[c.nsteps++] = (lproc_step){LPROC_STEP_CODE, remsh_code, "=(--remsh)"};
+  } else if (script == argc && !has_e && !c.interactive && !c.version) {
     if (isatty(STDIN_FILENO)) {
       shell = 1;
     } else {
@@ -350,6 +392,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: cannot set up Lua processes: %s\n", progname, lpvm_strerror(rc));
     if (av != argv) free(av);
     return cli_done(&c, 1);
+  }
+
+  if (c.dist.name) {
+    c.dist.hidden = 1;
+    lmod_dist_install();
+    rc = lpvm_dist_start(&c.dist);
+    if (rc < 0) {
+      lpvm_stop();
+      lproc_teardown();
+      fprintf(stderr, "%s: cannot start distribution as %s: %s\n", progname, c.dist.name,
+              lpvm_strerror(rc));
+      return 1;
+    }
   }
 
   pthread_t sig_th;

@@ -25,16 +25,19 @@
 extern "C" {
 #endif
 
-/* A task id: slot in the process table (low 32 bits) + generation (bits 32..62) +
-** port flag (bit 63). 0 is never a valid id. A dead id is never reused for a long
-** time: a slot's generation only comes back after 2^31 reuses. */
+/* A task id: slot in the process table (low 32 bits) + generation (bits 32..61) +
+** remote flag (bit 62: a process of another node, see docs/distribution.md) + port
+** flag (bit 63). 0 is never a valid id. A dead id is never reused for a long time:
+** a slot's generation only comes back after 2^30 reuses. */
 typedef uint64_t lpvm_id;
 #define LPVM_ID_PORT_BIT  (UINT64_C(1) << 63)
 #define lpvm_id_is_port(id) (((id) & LPVM_ID_PORT_BIT) != 0)
+#define LPVM_ID_REMOTE_BIT (UINT64_C(1) << 62)
+#define lpvm_id_is_remote(id) (((id) & LPVM_ID_REMOTE_BIT) != 0)
 /* The slot and the generation of an id (what <0.Slot.Gen> prints). */
 static inline uint32_t lpvm_id_slot(lpvm_id id) { return (uint32_t)id; }
 static inline uint32_t lpvm_id_gen(lpvm_id id) {
-  return (uint32_t)((id >> 32) & UINT64_C(0x7fffffff));
+  return (uint32_t)((id >> 32) & UINT64_C(0x3fffffff));
 }
 /* An id no task ever has: slot 0 is never allocated (and id 0 means "none"), so
 ** signalling it gets a dead task's answers: monitoring it, a DOWN with noproc. */

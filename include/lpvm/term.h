@@ -6,7 +6,8 @@
 ** real Erlang can check every encoding. The core moves these buffers and never looks
 ** inside; C tasks build them with a lpvm_tbuf and read them with a lpvm_tread.
 **
-** Pids, ports and references belong to node 'nonode@nohost' with creation 1: a pid's
+** Pids, ports and references belong to this node: 'nonode@nohost' with creation 1, or
+** the name and creation of a distributed node (docs/distribution.md): a pid's
 ** ID is the slot of its lpvm_id and its Serial the generation (NEW_PID_EXT); a port's
 ** 64-bit ID is its lpvm_id without the port bit (V4_PORT_EXT); a reference carries the
 ** 64-bit lpvm reference in the first two of its three ID words (NEWER_REFERENCE_EXT).
@@ -14,8 +15,9 @@
 ** for its own local ones, which hold only a 15-bit pid ID, 13-bit serial, 28-bit port
 ** ID and 18-bit first reference word; it refuses the rest with badarg (seen in OTP 25).
 ** With creation 1 erl keeps every bit and prints <0.SLOT.GEN>, as lpvm does. Readers
-** accept any creation of nonode@nohost (a pid erl made reads as the same lpvm_id) and
-** no other node.
+** accept any creation of nonode@nohost or this node (a pid erl made reads as the same
+** lpvm_id); a pid of another node reads as a remote id (lpvm_id_is_remote), which
+** writes back byte for byte; other nodes' ports and references are refused.
 **
 ** Also: a builder's first error sticks in b->err and later puts do nothing;
 ** lpvm_tbuf_to_msg empties the builder whatever happens (lpvm_tbuf_free after it is

@@ -4,7 +4,7 @@
 **
 **   cc embed_test.c $(pkg-config --cflags --libs lpvm)
 **
-** It starts the VM, runs a Lua boot chunk (an accumulator registered as "acc"), sends
+** It starts the VM, runs a Lua boot chunk (an accumulator), sends
 ** it a term from C, spawns a Lua process from the module embed_worker.lua (found on
 ** package.path: run it from this folder) with arguments given as a term, and waits:
 ** the accumulator halts the VM with the sum as the code. Exit status 0 when every
@@ -25,7 +25,6 @@ static void check(int ok, const char *what) {
 }
 
 static const char acc_code[] =
-    "lpvm.register('acc', lpvm.self())\n"
     "local sum = 0\n"
     "while true do\n"
     "  local tag, v = lpvm.receive(60000)\n"   /* every wait has a way out */
@@ -57,6 +56,9 @@ int main(void) {
   int rc = lpvm_lua_boot(NULL, acc_code, 1, argv, &acc, &err);
   check(rc == 0 && acc != 0, "lpvm_lua_boot runs the accumulator");
   if (rc != 0) fprintf(stderr, "%s\n", err ? err : lpvm_strerror(rc));
+  /* named from C before the worker can send to the name (the process itself may not
+  ** have run yet) */
+  check(lpvm_register("acc", acc) == 0, "lpvm_register names the accumulator");
 
   /* {<<"add">>, 100}: Lua gets the values "add", 100 */
   lpvm_tbuf b;
@@ -66,11 +68,12 @@ int main(void) {
   lpvm_put_int(&b, 100);
   check(!b.err && lpvm_send(NULL, acc, b.data, b.len) == 0, "lpvm_send a term from C");
 
-  /* the worker module with arguments (10, "acc"): it sends 1..10 then stop */
+  /* the worker module with arguments (10, acc's pid): it sends 1..10 then stop (a
+  ** pid, not the name: the accumulator may not have run, and registered, yet) */
   lpvm_tbuf_reset(&b);
   lpvm_put_tuple(&b, 2);
   lpvm_put_int(&b, 10);
-  lpvm_put_binary(&b, "acc", 3);
+  lpvm_put_pid(&b, acc);
   lpvm_id w = 0;
   check(lpvm_lua_spawn("embed_worker", b.data, b.len, &w) == 0 && w != 0,
         "lpvm_lua_spawn runs a Lua module with arguments");

@@ -100,7 +100,7 @@ static void e_map_patched(lpvm_tbuf *b) {   /* keys out of Erlang's order on pur
 }
 
 static void e_pid(lpvm_tbuf *b) { lpvm_put_pid(b, 5 | UINT64_C(1) << 32); }
-static void e_pid_max(lpvm_tbuf *b) { lpvm_put_pid(b, UINT64_C(0x7fffffffffffffff)); }
+static void e_pid_max(lpvm_tbuf *b) { lpvm_put_pid(b, UINT64_C(0x3fffffffffffffff)); }
 static void e_port(lpvm_tbuf *b) { lpvm_put_pid(b, LPVM_ID_PORT_BIT | 7 | UINT64_C(3) << 32); }
 static void e_port_small(lpvm_tbuf *b) { lpvm_put_pid(b, LPVM_ID_PORT_BIT | 9); }
 static void e_ref(lpvm_tbuf *b) { lpvm_put_ref(b, UINT64_C(0x0123456789abcdef)); }

@@ -47,6 +47,30 @@ check "--workers 0: status 1" 1 "$LPVM" --workers 0 -e "x=1"
 check "--reductions abc: status 1" 1 "$LPVM" --reductions abc -e "x=1"
 check "--max-heap bad: status 1" 1 "$LPVM" --max-heap 12q -e "x=1"
 check "-e without code: status 1" 1 "$LPVM" -e
+check "--sname with @host: status 1" 1 "$LPVM" --sname a@b -e "x=1"
+err_has "--sname with @host says why" "--sname needs a name without @host"
+if command -v epmd >/dev/null 2>&1; then
+  check "--sname starts a node" 0 "$LPVM" --sname "clitest$$" --cookie c \
+    -e 'print(lpvm.node()) lpvm.halt(0)'
+  out_has "--sname: lpvm.node() is name@shorthost" "clitest$$@$(hostname -s)"
+  # --remsh: a running node evaluates what the attached shell reads
+  "$LPVM" --sname "rsrv$$" --cookie rc -e 'lpvm.receive(20000) lpvm.halt(0)' \
+    >/dev/null 2>&1 &
+  srv=$!
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    epmd -names 2>/dev/null | grep -q "name rsrv$$ " && break
+    sleep 0.3
+  done
+  printf 'print(lpvm.node(), "hi")\ny = 20 + 1\ny * 2\n' >"$TMP/in"
+  check "--remsh attaches to a running node" 0 sh -c \
+    "timeout 20 '$LPVM' --remsh 'rsrv$$@$(hostname -s)' --cookie rc <'$TMP/in'"
+  out_has "--remsh: print comes back from the node" "rsrv$$@$(hostname -s)	hi"
+  out_has "--remsh: globals live from line to line" "42"
+  kill "$srv" 2>/dev/null
+  check "--remsh to a node that is not there: status 1" 1 sh -c \
+    "timeout 20 '$LPVM' --remsh 'nosuch$$@$(hostname -s)' --cookie rc </dev/null"
+  err_has "--remsh says it cannot reach the node" "remote shell: cannot reach"
+fi
 
 # ---- running code --------------------------------------------------------------
 check "-e runs code" 0 "$LPVM" -e 'print(1 + 1)'
@@ -320,6 +344,10 @@ out_has "door_lock: the right code opens it" "after 1 2 3:	open"
 out_has "door_lock: the state timeout locked it again" "400 ms more:	locked"
 check "examples/hot_reload/main.lua runs" 0 "$LPVM" "$ROOT/examples/hot_reload/main.lua"
 out_has "the running server takes the new code and keeps its state" "2	v2 says hello"
+if command -v epmd >/dev/null 2>&1; then
+  check "examples/cluster/main.lua runs" 0 timeout 60 "$LPVM" "$ROOT/examples/cluster/main.lua"
+  out_has "examples/cluster: squares computed on node b" "5^2 = 25 (computed on b"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -96,12 +96,16 @@ local function compile(src)
   return load(src, "=stdin", "t")
 end
 
+M.compile = compile
+
 local function handler(e)
   local msg = type(e) == "string" and e or show(e, 0, {})
   local tb = debug.traceback(msg, 2)
   local cut = tb:find("\n%s*%[C%]: in [^\n]*'xpcall'")
   return cut and tb:sub(1, cut - 1) or tb
 end
+
+M.handler = handler
 
 local function report(ok, ...)
   if not ok then
@@ -158,9 +162,47 @@ local function one(tty)
     src = src .. "\n" .. more
     f, err = compile(src)
   end
-  if f then report(xpcall(f, handler))
+  if f and M.evaluator then return M.remote_eval(src)
+  elseif f then report(xpcall(f, handler))
   elseif src:find("%S") then io.stderr:write(err, "\n") end
   return true
+end
+
+-- The remote shell (lpvm --remsh node): chunks are evaluated by a process on that
+-- node (vm/lib/lpvm/remsh.lua), which sends back what it prints and the results.
+-- Returns false when the node went away.
+function M.remote_eval(src)
+  lpvm.send(M.evaluator, "eval", src)
+  while true do
+    local tag, a, b = lpvm.receive(function(t, r)
+      return t == "$remsh_out" or t == "$remsh_result" or (t == "DOWN" and r == M.evmon)
+    end)
+    if tag == "$remsh_out" then write(a)
+    elseif tag == "$remsh_result" then
+      if a then
+        if b ~= "" then write(b, "\n") end
+      else
+        io.stderr:write(b, "\n")
+      end
+      io.stdout:flush()
+      return true
+    else
+      io.stderr:write("remote shell: the connection to ", M.remote, " is lost\n")
+      return false
+    end
+  end
+end
+
+-- Attach to M.remote: start the evaluator there.
+local function attach(tty)
+  local ev, why = lpvm.spawn({node = M.remote, fn = "main"}, "lpvm.remsh", lpvm.self())
+  if not ev then
+    io.stderr:write("remote shell: cannot reach ", M.remote, ": ", tostring(why), "\n")
+    lpvm.halt(1)
+    return
+  end
+  M.evaluator, M.evmon = ev, lpvm.monitor(ev)
+  if tty then write("remote shell on ", M.remote, " (Ctrl-D detaches)\n") end
 end
 
 -- run(tty, version): read, evaluate, print until the end of input (or q()); then
@@ -177,6 +219,7 @@ function M.run(tty, version)
     write("lpvm ", version or "", " (", _VERSION, ") shell. help() lists the commands; ",
           "Ctrl-D quits.\n")
   end
+  if M.remote then attach(tty) end
   while true do
     local ok, more = pcall(one, tty)
     if not ok then

@@ -1,0 +1,48 @@
+%% dist_peer.erl -- the erl side of test_dist.lua: an agent on a real erl node that
+%% the lpvm test drives with messages, answering to the lpvm process that asks.
+%% Lua strings arrive as binaries, so the commands are binaries.
+-module(dist_peer).
+-export([main/1]).
+
+main([Lpvm]) ->
+    Node = list_to_atom(Lpvm),
+    register(peer, self()),
+    Pong = net_adm:ping(Node),
+    {lpvm_test, Node} ! {hello, self(), Pong, list_to_binary(os:getpid())},
+    loop().
+
+loop() ->
+    receive
+        {<<"echo">>, From, Data} ->
+            From ! {echo_reply, self(), Data};
+        {<<"echo_name">>, Name, Node, Data} ->
+            {binary_to_atom(Name), binary_to_atom(Node)} ! {echo_reply, self(), Data};
+        {<<"spawn_idle">>, From} ->                    % a process lpvm links to or monitors
+            From ! {idle, spawn(fun idle/0)};
+        {<<"exit_with">>, Pid, Reason} ->
+            exit(Pid, binary_to_atom(Reason));
+        {<<"link_to">>, From, LpvmPid} ->              % an erl process linked to an lpvm one
+            From ! {linked, spawn(fun() -> watch_link(From, LpvmPid) end)};
+        {<<"monitor">>, From, LpvmPid} ->
+            From ! {monitoring, spawn(fun() -> watch_mon(From, LpvmPid) end)};
+        {<<"rpc">>, From, M, F, A} ->
+            From ! {rpc_result, rpc:call(node(From), binary_to_atom(M), binary_to_atom(F), A)};
+        {<<"spawn_on">>, From, M, F, A} ->
+            From ! {spawned, spawn(node(From), binary_to_atom(M), binary_to_atom(F), A)};
+        stop ->
+            halt()
+    end,
+    loop().
+
+idle() -> receive _ -> idle() end.
+
+watch_link(From, Pid) ->
+    process_flag(trap_exit, true),
+    link(Pid),
+    From ! {link_ready, self()},
+    receive {'EXIT', Pid, Reason} -> From ! {erl_saw_exit, Pid, Reason} end.
+
+watch_mon(From, Pid) ->
+    Ref = erlang:monitor(process, Pid),
+    From ! {mon_ready, self()},
+    receive {'DOWN', Ref, process, Pid, Reason} -> From ! {erl_saw_down, Pid, Reason} end.

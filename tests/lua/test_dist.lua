@@ -1,0 +1,169 @@
+-- test_dist.lua -- distribution against a real erl node (docs/distribution.md):
+-- the handshake and net_adm:ping, sends both ways by pid and by registered name,
+-- links and monitors both ways, noconnection when the erl OS process is killed,
+-- and a wrong cookie refused. Loopback only: epmd and erl are started here and
+-- every wait is bounded. Skipped (passes) where erl is not installed.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+if not os.execute("command -v erl >/dev/null 2>&1") then
+  print("skip: erl not installed (Debian: erlang-nox)")
+  lpvm.halt(0)
+  return
+end
+
+local tag = tostring(io.open("/proc/self/stat"):read("n"))   -- unique on this host
+local cookie = "lpvmtest" .. tag
+local host
+do
+  local f = io.popen("hostname -s")
+  host = f:read("l")
+  f:close()
+end
+
+T.ok(lpvm.net_start("lpvmt" .. tag, {cookie = cookie}))
+local me = lpvm.node()
+T.eq(me, "lpvmt" .. tag .. "@" .. host)
+lpvm.register("lpvm_test", lpvm.self())
+
+local HERE = (arg[0]:match("^(.*/)") or "./")
+
+-- An erl peer running dist_peer.erl; returns its port, node name and, once it said
+-- hello (having pinged us), the agent's pid and OS pid.
+local function start_peer(name, ck)
+  local eval = string.format(
+    "{ok,M,B}=compile:file(\"%sdist_peer.erl\",[binary,report]), " ..
+    "code:load_binary(M,\"dist_peer.erl\",B), dist_peer:main([\"%s\"]).", HERE, me)
+  local port = assert(lpvm.open_port({"erl", "-sname", name, "-setcookie", ck,
+                                      "-noshell", "-hidden", "-eval", eval},
+                                     {stderr = "stdout"}))
+  return port, name .. "@" .. host
+end
+
+local port, peer = start_peer("erlt" .. tag, cookie)
+local hello = T.recv_match(function(t) return t == "hello" end, 30000)
+local agent, pong, os_pid = hello[2], hello[3], hello[4]
+
+test("net_adm:ping from erl answers pong; its pid is remote", function()
+  T.eq(pong, "pong")
+  T.eq(type(agent), "userdata")
+  T.ok(tostring(agent):match("^<%d+%.%d+%.%d+>$"), tostring(agent))
+  T.ok(tostring(agent):sub(1, 3) ~= "<0.", "a remote pid does not print as local")
+  local found = false
+  for _, n in ipairs(lpvm.nodes()) do found = found or n == peer end
+  T.ok(found, "nodes() lists the erl peer")
+end)
+
+test("send to an erl pid and to {name, node}; replies by pid and by name", function()
+  lpvm.send(agent, "echo", lpvm.self(), "by pid")
+  local r = T.recv_match(function(t) return t == "echo_reply" end)
+  T.eq(r[2], agent)
+  T.eq(r[3], "by pid")
+  lpvm.send({"peer", peer}, "echo", lpvm.self(), {1, 2.5, x = true})
+  r = T.recv_match(function(t) return t == "echo_reply" end)
+  T.eq(r[3][1], 1); T.eq(r[3][2], 2.5); T.eq(r[3].x, true)
+  -- erl sends to {lpvm_test, Node}: a registered name of this node
+  lpvm.send(agent, "echo_name", "lpvm_test", me, "by name")
+  r = T.recv_match(function(t) return t == "echo_reply" end)
+  T.eq(r[3], "by name")
+end)
+
+local function erl_idle()
+  lpvm.send(agent, "spawn_idle", lpvm.self())
+  return T.recv_match(function(t) return t == "idle" end)[2]
+end
+
+test("link to an erl process: its exit reaches us; ours reaches it", function()
+  lpvm.trap_exit(true)
+  local p = erl_idle()
+  lpvm.link(p)
+  lpvm.sleep(100)   -- the LINK travels first
+  lpvm.send(agent, "exit_with", p, "boom")
+  T.eq(T.exit_from(p), "boom")
+  -- erl links to a Lua process that then dies
+  local victim = lpvm.spawn(function() lpvm.receive() error("lua-side") end)
+  lpvm.send(agent, "link_to", lpvm.self(), victim)
+  T.recv_match(function(t) return t == "link_ready" end)
+  lpvm.send(victim, "die")
+  local r = T.recv_match(function(t) return t == "erl_saw_exit" end)
+  T.eq(r[2], victim)
+  T.ok(tostring(r[3]):find("lua-side", 1, true), T.show(r[3]))
+end)
+
+test("monitor an erl process and be monitored from erl", function()
+  local p = erl_idle()
+  local ref = lpvm.monitor(p)
+  lpvm.send(agent, "exit_with", p, "gone")
+  local who, reason = T.down(ref)
+  T.eq(who, p)
+  T.eq(reason, "gone")
+  local victim = lpvm.spawn(function() lpvm.receive() end)
+  lpvm.send(agent, "monitor", lpvm.self(), victim)
+  T.recv_match(function(t) return t == "mon_ready" end)
+  lpvm.exit(victim, "bye")
+  local r = T.recv_match(function(t) return t == "erl_saw_down" end)
+  T.eq(r[2], victim)
+  T.eq(r[3], "bye")
+  -- a monitor of a dead erl pid answers noproc
+  local ref2 = lpvm.monitor(p)
+  T.eq(select(2, T.down(ref2)), "noproc")
+end)
+
+test("rpc:call into lpvm runs require(M)[F](A...) and returns its result", function()
+  lpvm.send(agent, "rpc", lpvm.self(), "dist_mod", "add", {2, 40})
+  local r = T.recv_match(function(t) return t == "rpc_result" end, 15000)
+  T.eq(r[2], 42)
+  lpvm.send(agent, "rpc", lpvm.self(), "dist_mod", "fail", {})
+  r = T.recv_match(function(t) return t == "rpc_result" end, 15000)
+  T.eq(r[2][1], "badrpc")      -- {badrpc, {'EXIT', {Message, []}}}
+  T.ok(tostring(r[2][2][2][1]):find("deliberate", 1, true), T.show(r[2]))
+  lpvm.send(agent, "rpc", lpvm.self(), "no_such_module", "f", {})
+  r = T.recv_match(function(t) return t == "rpc_result" end, 15000)
+  T.eq(r[2][1], "badrpc")
+end)
+
+test("erlang:spawn(LpvmNode, M, F, A) starts a Lua process here", function()
+  lpvm.send(agent, "spawn_on", lpvm.self(), "dist_mod", "hello", {lpvm.self()})
+  local sp = T.recv_match(function(t) return t == "spawned" end, 15000)
+  local r = T.recv_match(function(t) return t == "hello_from_spawned" end, 15000)
+  T.eq(r[2], sp[2])
+  T.eq(r[3], me)
+end)
+
+test("a wrong cookie is refused both ways", function()
+  local bad, badnode = start_peer("erlbad" .. tag, "wrong" .. cookie)
+  -- its ping fails, so it never says hello; we refuse it and log why
+  T.no_msg(3000)
+  T.eq(lpvm.connect(badnode), false)
+  local ok = true
+  for _, n in ipairs(lpvm.nodes()) do ok = ok and n ~= badnode end
+  T.ok(ok, "the wrong-cookie node is not connected")
+  lpvm.port_close(bad)
+end)
+
+test("noconnection exactly once when the erl OS process is killed", function()
+  lpvm.trap_exit(true)
+  local p1, p2 = erl_idle(), erl_idle()
+  lpvm.link(p1)
+  local ref = lpvm.monitor(p2)
+  local ref_agent = lpvm.monitor(agent)
+  lpvm.monitor_node(peer)
+  lpvm.sleep(200)
+  os.execute("kill -9 " .. os_pid)
+  T.eq(T.exit_from(p1, 15000), "noconnection")
+  T.eq(select(2, T.down(ref, 15000)), "noconnection")
+  T.eq(select(2, T.down(ref_agent, 15000)), "noconnection")
+  T.recv_match(function(t, n) return t == "nodedown" and n == peer end, 15000)
+  -- and nothing twice
+  local again = lpvm.receive(function(t, x)
+    return (t == "EXIT" and x == p1) or (t == "DOWN" and (x == ref or x == ref_agent)) or
+           t == "nodedown"
+  end, 500)
+  T.eq(again, nil)
+  -- signals to a node that is gone: a link answers noconnection, sends are dropped
+  lpvm.send(p1, "lost")
+  local ref3 = lpvm.monitor(p1)
+  T.eq(select(2, T.down(ref3, 15000)), "noconnection")
+  for _, n in ipairs(lpvm.nodes()) do T.ok(n ~= peer, "peer still listed") end
+end)
+
+T.run()
