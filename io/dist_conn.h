@@ -8,13 +8,10 @@
 
 #include "io/dist_int.h"
 #include "io/poller.h"
+#include "tasks/sig.h"
 
-/* A wrapped signal (SIG_DIST): its payload starts with this header. */
-typedef struct dist_wrap {
-  uint32_t kind;      /* SIG_MESSAGE, SIG_LINK, ... */
-  uint32_t pad;
-  lpvm_id to;         /* the remote id */
-} dist_wrap;
+/* A wrapped signal (SIG_DIST): its payload starts with tasks/sig.h's header. */
+typedef sig_wrap dist_wrap;
 
 /* A wrap kind beside the signal kinds: a send to a registered name over there
 ** (payload: name length byte, name, message). */

@@ -18,9 +18,6 @@
 #include "io/dist_conn.h"
 #include "tasks/sig.h"
 
-static const uint8_t noconnection[] = {131, 119, 12, 'n', 'o', 'c', 'o', 'n', 'n', 'e',
-                                       'c', 't', 'i', 'o', 'n'};
-
 /* One element of the control tuple, as raw bytes. */
 static int sub_at(lpvm_tread *r, const uint8_t **p, size_t *n) {
   const uint8_t *s = r->p;
@@ -308,19 +305,19 @@ void dconn_refuse(dconn *c, lpvm_msg *m) {
   dist_wrap h;
   memcpy(&h, lpvm_msg_data(m), sizeof h);
   if (h.kind == SIG_LINK)
-    local_sig(SIG_EXIT_LINK, h.to, m->from, 0, noconnection, sizeof noconnection, 1);
+    local_sig(SIG_EXIT_LINK, h.to, m->from, 0, term_noconnection, term_noconnection_len, 1);
   else if (h.kind == SIG_MONITOR)
-    local_sig(SIG_DOWN, h.to, m->from, m->ref, noconnection, sizeof noconnection, 1);
+    local_sig(SIG_DOWN, h.to, m->from, m->ref, term_noconnection, term_noconnection_len, 1);
 }
 
 void dconn_rel_lost(dconn *c) {
   for (size_t i = 0; i < c->nlinks; i++)
-    local_sig(SIG_EXIT_LINK, c->links[i].remote, c->links[i].local, 0, noconnection,
-              sizeof noconnection, 1);
+    local_sig(SIG_EXIT_LINK, c->links[i].remote, c->links[i].local, 0, term_noconnection,
+              term_noconnection_len, 1);
   c->nlinks = 0;
   for (size_t i = 0; i < c->nmo; i++)
-    local_sig(SIG_DOWN, c->mo[i].target, c->mo[i].watcher, c->mo[i].ref, noconnection,
-              sizeof noconnection, 1);
+    local_sig(SIG_DOWN, c->mo[i].target, c->mo[i].watcher, c->mo[i].ref, term_noconnection,
+              term_noconnection_len, 1);
   c->nmo = 0;
   while (c->nmi > 0) {
     dmon_in *mi = &c->mi[c->nmi - 1];

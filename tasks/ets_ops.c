@@ -91,24 +91,34 @@ static int out_rc(lpvm_tbuf *out, int rc) { return out && out->err ? out->err : 
 
 /* ---- insert -------------------------------------------------------------------------- */
 
-/* The objects of a term: one tuple, or a list of tuples; in `stack` when they fit
-** (cap), else in a malloc'd array (free_objs knows which). */
+/* The objects of a term: one tuple, or a list of tuples; in `stack` when they fit,
+** else in a malloc'd array (free_objs knows which). */
 #define OBJS_STACK 8
 
+/* How many objects a checked term holds (-1: neither a tuple nor a list). */
+static long count_objs(const uint8_t *term, size_t len) {
+  lpvm_tread r;
+  uint32_t n;
+  if (lpvm_tread_init(&r, term, len)) return -1;
+  switch (lpvm_get_type(&r)) {
+    case LPVM_T_NIL: return 0;
+    case LPVM_T_TUPLE: return 1;
+    case LPVM_T_LIST: return lpvm_get_list(&r, &n) ? -1 : (long)n;
+    default: return -1;
+  }
+}
+
+/* With the table entered (its keypos and type are fixed while it lives). */
 static int build_objs(ets_tab *t, const uint8_t *term, size_t len, ets_obj **stack,
                       ets_obj ***objs, uint32_t *n) {
   lpvm_tread r;
-  *objs = NULL;
-  *n = 0;
-  if (lpvm_tread_init(&r, term, len) || lpvm_term_check(term, len)) return LPVM_EBADTERM;
   uint32_t count = 1;
+  *objs = stack;
+  *n = 0;
+  lpvm_tread_init(&r, term, len);
   int type = lpvm_get_type(&r);
   if (type == LPVM_T_NIL) return 0;
-  if (type == LPVM_T_LIST) {
-    lpvm_get_list(&r, &count);
-  } else if (type != LPVM_T_TUPLE) {
-    return LPVM_ETS_EOBJECT;
-  }
+  if (type == LPVM_T_LIST) lpvm_get_list(&r, &count);
   ets_obj **v = count <= OBJS_STACK ? stack : malloc(count * sizeof *v);
   if (!v) return LPVM_ENOMEM;
   int rc = 0;
@@ -130,38 +140,27 @@ static void free_objs(ets_obj **v, uint32_t n, ets_obj **stack) {
   if (v != stack) free(v);
 }
 
-/* keypos and type are fixed for a table's life: read them once under the lock. */
-static int tab_shape(lpvm_task *self, lpvm_tab tab, ets_tab *shape) {
-  ets_tab *t;
-  int rc = ets_enter(self, tab, 0, -1, &t);
-  if (rc) return rc;
-  shape->type = t->type;
-  shape->keypos = t->keypos;
-  ets_leave(t);
-  return 0;
-}
-
+/* The objects are built once the table is entered, so the table's shape is read
+** under its lock with no extra lock round trip; only then is the key's stripe known
+** (write_concurrency). One object: a single-key write; several: the table alone. */
 static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len,
                      int only_new) {
-  ets_tab shape, *t;
+  ets_tab *t;
   ets_obj *stack[OBJS_STACK], **objs = stack;
   uint32_t n = 0;
-  int rc = tab_shape(self, tab, &shape);
-  if (rc == 0) rc = build_objs(&shape, term, len, stack, &objs, &n);
+  if (!term || lpvm_term_check(term, len)) return LPVM_EBADTERM;
+  long count = count_objs(term, len);
+  if (count < 0) return LPVM_ETS_EOBJECT;
+  int rc = ets_enter(self, tab, count == 1 ? 1 : 2, 1, &t);
+  if (rc) return rc;
+  rc = build_objs(t, term, len, stack, &objs, &n);
   if (rc) {
+    ets_leave(t);
     free_objs(objs, n, stack);
     return rc;
   }
-  int mode = n == 1 ? 1 : 2;
-  ets_key k1 = {0};
-  if (n == 1) k1 = (ets_key){obj_key(objs[0]), obj_key_end(objs[0]), objs[0]->hash};
-  rc = n == 1 ? key_enter(self, tab, 1, &k1, &t) : ets_enter(self, tab, mode, 1, &t);
-  if (rc) goto out;
-  if (t->type != shape.type || t->keypos != shape.keypos) {   /* another table now */
-    if (n == 1) key_leave(t, &k1); else ets_leave(t);
-    rc = LPVM_ETS_ENOTAB;
-    goto out;
-  }
+  ets_stripe *st = n == 1 && t->nstripes > 1 ? ets_stripe_of(t, objs[0]->hash) : NULL;
+  if (st) pthread_rwlock_wrlock(&st->lock);
   int fresh = 1, wants = 0;
   if (only_new)
     for (uint32_t i = 0; i < n && fresh; i++) {
@@ -175,12 +174,11 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
       wants |= wants_resize(t, objs[i]->hash);
       objs[i] = old;   /* what to free: a replaced object, or one a bag refused */
     }
-  if (n == 1) key_leave(t, &k1); else ets_leave(t);
+  if (st) pthread_rwlock_unlock(&st->lock);
+  ets_leave(t);
   maybe_resize(self, tab, wants);
-  rc = only_new ? fresh : 0;
-out:
-  free_objs(objs, n, stack);   /* replaced objects, refused ones, or all on failure */
-  return rc;
+  free_objs(objs, n, stack);   /* replaced objects, refused ones */
+  return only_new ? fresh : 0;
 }
 
 int lpvm_ets_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len) {
@@ -293,35 +291,37 @@ int lpvm_ets_delete_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_
 
 int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
                            size_t len) {
-  ets_tab shape, *t;
-  ets_obj *stack[OBJS_STACK], **objs = stack;
+  ets_tab *t;
+  ets_obj *stack[OBJS_STACK], **objs = stack, *gone = NULL;
   uint32_t n = 0;
-  int rc = tab_shape(self, tab, &shape);
-  if (rc == 0) rc = build_objs(&shape, obj, len, stack, &objs, &n);
-  if (rc == 0 && (n != 1 || lpvm_get_type(&(lpvm_tread){obj + 1, obj + len, 0}) != LPVM_T_TUPLE))
-    rc = LPVM_ETS_EOBJECT;
+  if (!obj || lpvm_term_check(obj, len)) return LPVM_EBADTERM;
+  if (lpvm_get_type(&(lpvm_tread){obj + 1, obj + len, 0}) != LPVM_T_TUPLE)
+    return LPVM_ETS_EOBJECT;
+  int rc = ets_enter(self, tab, 1, 1, &t);
+  if (rc) return rc;
+  rc = build_objs(t, obj, len, stack, &objs, &n);
   if (rc) {
+    ets_leave(t);
     free_objs(objs, n, stack);
     return rc;
   }
-  ets_obj *probe = objs[0], *gone = NULL;
+  ets_obj *probe = objs[0];
   ets_key k = {obj_key(probe), obj_key_end(probe), probe->hash};
-  if ((rc = key_enter(self, tab, 1, &k, &t)) == 0) {
-    ets_obj *o = ets_find(t, &k);
-    while (o) {   /* every identical object (a duplicate_bag may hold several) */
-      ets_obj *nx = ets_same_next(t, o);
-      if (ets_obj_equal(o, probe)) {
-        ets_remove_obj(t, o);
-        o->link[0] = gone;
-        gone = o;
-      }
-      o = nx;
+  if (t->nstripes > 1) pthread_rwlock_wrlock(&ets_stripe_of(t, k.h)->lock);
+  ets_obj *o = ets_find(t, &k);
+  while (o) {   /* every identical object (a duplicate_bag may hold several) */
+    ets_obj *nx = ets_same_next(t, o);
+    if (ets_obj_equal(o, probe)) {
+      ets_remove_obj(t, o);
+      o->link[0] = gone;
+      gone = o;
     }
-    key_leave(t, &k);
+    o = nx;
   }
-  free(probe);
+  key_leave(t, &k);
+  free_objs(objs, n, stack);
   free_chain(gone);
-  return rc;
+  return 0;
 }
 
 int lpvm_ets_delete_all(lpvm_task *self, lpvm_tab tab) {

@@ -3,6 +3,7 @@
 */
 #include <string.h>
 
+#include "tasks/sig.h"
 #include "tasks/task_int.h"
 
 
@@ -15,6 +16,9 @@ const uint8_t term_killed[] = {131, 119, 6, 'k', 'i', 'l', 'l', 'e', 'd'};
 const size_t term_killed_len = sizeof term_killed;
 const uint8_t term_noproc[] = {131, 119, 6, 'n', 'o', 'p', 'r', 'o', 'c'};
 const size_t term_noproc_len = sizeof term_noproc;
+const uint8_t term_noconnection[] = {131, 119, 12, 'n', 'o', 'c', 'o', 'n', 'n', 'e', 'c', 't',
+                                     'i', 'o', 'n'};
+const size_t term_noconnection_len = sizeof term_noconnection;
 const uint8_t term_shutdown[] = {131, 119, 8, 's', 'h', 'u', 't', 'd', 'o', 'w', 'n'};
 const size_t term_shutdown_len = sizeof term_shutdown;
 

@@ -16,6 +16,18 @@ enum {
   SIG_DIST       /* a signal for a remote id, wrapped for its connection (io/dist) */
 };
 
+/* A signal for a remote id, wrapped for its node's connection (kind SIG_DIST): the
+** payload starts with this header, then the original payload. */
+typedef struct sig_wrap {
+  uint32_t kind;      /* SIG_MESSAGE, SIG_LINK, ... (or a connection's own kinds) */
+  uint32_t pad;
+  lpvm_id to;         /* the remote id */
+} sig_wrap;
+
+/* The reason a lost connection gives (the atom noconnection, a complete term). */
+extern const uint8_t term_noconnection[];
+extern const size_t term_noconnection_len;
+
 /* Push s to `to`; on a negative code (LPVM_ENOPROC) the signal is still the caller's. */
 int sig_send(lpvm_id to, struct lpvm_sig *s);
 /* The same; *queued (may be NULL) gets the receiver's queued messages after a

@@ -220,14 +220,21 @@ int sig_handle_all(lpvm_task *t) {
   return 1;
 }
 
-/* A dead task's leftovers: a LINK or MONITOR that came too late gets noproc. */
+/* A dead task's leftovers: a LINK or MONITOR that came too late gets noproc. A dead
+** connection's: a wrapped LINK or MONITOR for its node gets noconnection, as the
+** connection would have answered. */
 void sig_drain_dead(lpvm_task *t) {
   struct lpvm_sig *s;
   while ((s = mpsc_pop(t)) != NULL) {
+    sig_wrap w;
     if (s->kind == SIG_LINK)
       send_new(s->from, SIG_EXIT_LINK, t->id, 0, term_noproc, term_noproc_len);
     else if (s->kind == SIG_MONITOR)
       send_new(s->from, SIG_DOWN, t->id, s->ref, term_noproc, term_noproc_len);
+    else if (s->kind == SIG_DIST && s->len >= sizeof w &&
+             (memcpy(&w, sig_data(s), sizeof w), w.kind == SIG_LINK || w.kind == SIG_MONITOR))
+      send_new(s->from, w.kind == SIG_LINK ? SIG_EXIT_LINK : SIG_DOWN, w.to,
+               w.kind == SIG_LINK ? 0 : s->ref, term_noconnection, term_noconnection_len);
     free(s);
   }
 }

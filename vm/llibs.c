@@ -289,7 +289,7 @@ static int open_package(lua_State *L) {
   lua_pushcfunction(L, preload_G);
   lua_setfield(L, -2, "_G");
   lua_pop(L, 1);
-  lcode_install(L, -1);   /* Lua modules compile once per VM, not once per process */
+  lcode_install(L, -1);   /* Lua modules: the VM-wide code server (lcode.c) */
   /* The Lua libraries that ship with lpvm (vm/lib/: OTP behaviours, ets, code...)
   ** come first on package.path, so `require "gen_server"` finds them in every
   ** process and loads them only when asked for.

@@ -194,8 +194,17 @@ int lmod_fail(lua_State *L, int err) {
 static int lmod_index(lua_State *L) {
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *k = lua_tostring(L, 2);
-  if (strcmp(k, "ets") == 0) {   /* lpvm.ets is require "ets" */
-    luaL_requiref(L, "ets", lmod_ets_open, 0);
+  int ets = strcmp(k, "ets") == 0;
+  if (ets || strcmp(k, "code") == 0 || strcmp(k, "eval") == 0) {
+    /* lpvm.ets is require "ets"; lpvm.code, lpvm.eval: vm/lib/lpvm/code.lua and
+    ** eval.lua, on first use */
+    if (ets) {
+      luaL_requiref(L, "ets", lmod_ets_open, 0);
+    } else {
+      lua_getglobal(L, "require");
+      lua_pushstring(L, k[0] == 'c' ? "lpvm.code" : "lpvm.eval");
+      lua_call(L, 1, 1);
+    }
     lua_pushvalue(L, 2);
     lua_pushvalue(L, -2);
     lua_rawset(L, 1);

@@ -85,7 +85,7 @@ static lpvm_tab check_tab(lua_State *L, int arg) {
 
 static void put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
   char err[LTERM_ERRSZ];
-  if (lterm_put(L, idx, b, err)) luaL_argerror(L, arg, err);
+  if (lterm_put_plain(L, idx, b, err)) luaL_argerror(L, arg, err);
 }
 
 /* An object: the Lua array {e1, ..., en} as the tuple {e1, ..., en}. */

@@ -58,7 +58,7 @@ static int lmod_format(lua_State *L) {
   char err[LTERM_ERRSZ];
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
-  if (lterm_put(L, 1, &b, err) != 0 || b.err) {
+  if (lterm_put_plain(L, 1, &b, err) != 0 || b.err) {
     lpvm_tbuf_free(&b);
     luaL_tolstring(L, 1, NULL);
     return 1;

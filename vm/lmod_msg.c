@@ -232,7 +232,7 @@ static void recv_finish(lproc *p) {
 static int take_push(lua_State *L, lproc *p, lpvm_msg *m) {
   mbox_take(p, m);
   p->owned = m;   /* a failed decode (out of memory) must not leak it */
-  int n = lterm_push_values(L, lpvm_msg_data(m), lpvm_msg_len(m));
+  int n = lterm_push_msg(L, m);
   p->owned = NULL;
   lpvm_msg_free(m);
   return n;
@@ -293,12 +293,16 @@ static int recv_loop(lua_State *L, lproc *p) {
     if (p->timer_set && lpvm_timeout_reached(&p->task, p->scan)) p->timed_out = 1;
     lpvm_msg *m = p->timed_out ? NULL : next_msg(p, p->scan);
     if (!m) return recv_wait(L, p, recv_k, recv_loop);
+    if (leval_is_request(m)) {   /* lpvm.eval: run it, wait on (leval.c) */
+      leval_take(L, p, m);
+      continue;
+    }
     if (lua_isnil(L, 1)) {
       recv_finish(p);
       return take_push(L, p, m);
     }
     int base = lua_gettop(L);
-    int n = lterm_push_values(L, lpvm_msg_data(m), lpvm_msg_len(m));
+    int n = lterm_push_msg(L, m);
     luaL_checkstack(L, n + 1, "too many values in a message");
     lua_pushvalue(L, 1);
     for (int i = 1; i <= n; i++) lua_pushvalue(L, base + i);
@@ -347,6 +351,7 @@ static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_S
 
 static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
   if (p->in_pred) luaL_error(L, "%s: cannot be called from a receive predicate", fname);
+  if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
 }
 
 /* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message

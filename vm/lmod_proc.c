@@ -2,11 +2,10 @@
 ** lmod_proc.c -- processes: spawn, identity, links and monitors, exits, names,
 ** priority, migration, info, processes, halt, recycling and C task types.
 **
-** spawn sends the function as bytecode (lua_dump, debug info kept for tracebacks)
-** with its upvalues copied by value as one term; an `_ENV` upvalue (or any upvalue
-** holding the parent's globals) becomes the child's own globals. The dump of a
-** function is cached per closure (weak table), so spawning the same function N
-** times dumps it once.
+** spawn sends the function as one term (lfun.c: bytecode with debug info, upvalues
+** copied by value, functions among them); an upvalue holding the parent's globals
+** becomes the child's own globals. The dump is cached per prototype, so spawning
+** the same function N times dumps it once.
 */
 #include <lauxlib.h>
 #include <limits.h>
@@ -18,107 +17,7 @@
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
-static const char dump_key = 'd';   /* registry[&dump_key]: function -> bytecode */
-
 /* ---- spawn -------------------------------------------------------------------------------- */
-
-/* Push the bytecode of the function at f as a string (cached per closure). */
-static void push_dump(lua_State *L, int f) {
-  if (lua_iscfunction(L, f)) luaL_argerror(L, f, "cannot spawn a C function");
-  lmod_weak_table(L, &dump_key, "k");
-  lua_pushvalue(L, f);
-  if (lua_rawget(L, -2) == LUA_TSTRING) {
-    lua_remove(L, -2);
-    return;
-  }
-  lua_pop(L, 1);
-  size_t len;
-  lua_pushvalue(L, f);
-  char *code = lproc_dump_top(L, &len);
-  lua_pop(L, 1);
-  if (!code) luaL_error(L, "spawn: cannot dump the function");
-  lua_pushlstring(L, code, len);
-  free(code);
-  lua_pushvalue(L, f);
-  lua_pushvalue(L, -2);
-  lua_rawset(L, -4);
-  lua_remove(L, -2);
-}
-
-/* An upvalue that is a loaded module (`local lpvm = require "lpvm"`) or a function
-** of one (`local insert = table.insert`, `local print = print`) travels by name:
-** {'$mod', Name} or {'$fn', Name, Field}, resolved in the child (lproc.c). */
-static int put_known(lua_State *L, int v, lpvm_tbuf *b) {
-  int ty = lua_type(L, v);
-  if (ty != LUA_TTABLE && !lua_iscfunction(L, v)) return 0;   /* Lua code: no */
-  int top = lua_gettop(L);
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  int loaded = top + 1, globals = top + 2;
-  int found = 0;
-  if (lua_type(L, loaded) == LUA_TTABLE && lproc_find_key(L, loaded, v)) {
-    lpvm_put_tuple(b, 2);
-    lpvm_put_atom(b, "$mod");
-    found = 1;
-  } else if (ty == LUA_TFUNCTION && lproc_find_key(L, globals, v)) {
-    lpvm_put_tuple(b, 3);
-    lpvm_put_atom(b, "$fn");
-    lpvm_put_binary(b, "_G", 2);
-    found = 1;
-  } else if (ty == LUA_TFUNCTION && lua_type(L, loaded) == LUA_TTABLE) {
-    lua_pushnil(L);
-    while (!found && lua_next(L, loaded)) {
-      if (lua_type(L, -1) == LUA_TTABLE && lua_type(L, -2) == LUA_TSTRING &&
-          lproc_find_key(L, lua_gettop(L), v)) {
-        size_t n;
-        const char *mod = lua_tolstring(L, -3, &n);
-        lpvm_put_tuple(b, 3);
-        lpvm_put_atom(b, "$fn");
-        lpvm_put_binary(b, mod, n);
-        found = 1;
-        break;
-      }
-      lua_pop(L, 1);
-    }
-  }
-  if (found) {
-    size_t n;
-    const char *k = lua_tolstring(L, -1, &n);
-    lpvm_put_binary(b, k, n);
-  }
-  lua_settop(L, top);
-  return found;
-}
-
-/* The upvalues of the function at f as a tuple; raises naming one that can't go. */
-static void put_upvalues(lua_State *L, int f, lpvm_tbuf *b) {
-  int n = 0;
-  while (lua_getupvalue(L, f, n + 1)) {
-    lua_pop(L, 1);
-    n++;
-  }
-  lpvm_put_tuple(b, (uint32_t)n);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  for (int i = 1; i <= n; i++) {
-    const char *name = lua_getupvalue(L, f, i);
-    char err[LTERM_ERRSZ];
-    if (strcmp(name, "_ENV") == 0 || lua_rawequal(L, -1, -2)) {
-      lpvm_put_atom(b, "$env");
-    } else if (put_known(L, lua_gettop(L), b)) {
-      /* a module, or a module's function */
-    } else if (lterm_put(L, -1, b, err) != 0) {
-      const char *why = strncmp(err, "cannot send a ", 14) == 0 ? err + 14 : err;
-      char what[64];
-      size_t k = strcspn(why, " ");   /* "function value" -> "function" */
-      snprintf(what, sizeof what, "%.*s", (int)k, why);
-      lpvm_tbuf_free(b);
-      luaL_error(L, "spawn: upvalue '%s' cannot be sent: %s",
-                 *name ? name : "?", strstr(err, "cyclic") ? "cyclic table" : what);
-    }
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 1);
-}
 
 static int opt_bool(lua_State *L, int t, const char *k, int dflt) {
   int ty = lua_getfield(L, t, k);
@@ -186,6 +85,8 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   int kind = lua_type(L, first);
   if (kind != LUA_TFUNCTION && kind != LUA_TSTRING)
     luaL_typeerror(L, first, "function or module name");
+  if (kind == LUA_TFUNCTION && lua_iscfunction(L, first))
+    return luaL_argerror(L, first, "cannot spawn a C function");
   if (kind == LUA_TSTRING) {   /* a name require can look up as a file */
     size_t len;
     lua_tolstring(L, first, &len);
@@ -196,26 +97,27 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   }
   char err[LTERM_ERRSZ];
   lpvm_tbuf up, args;
-  if (kind == LUA_TFUNCTION) {
-    push_dump(L, first);   /* at top + 1; may raise, so before the builders */
-    lpvm_tbuf_init(&up);
-    put_upvalues(L, first, &up);
-  } else {
-    lua_pushvalue(L, first);
-    lpvm_tbuf_init(&up);
-    lpvm_put_tuple(&up, 0);
-  }
+  lpvm_tbuf_init(&up);
   lpvm_tbuf_init(&args);
+  size_t code_len = 0;
+  const char *code = "";
+  if (kind == LUA_TFUNCTION) {   /* the function as a term, upvalues and all */
+    if (lterm_put(L, first, &up, err) != 0) {
+      lpvm_tbuf_free(&up);
+      lpvm_tbuf_free(&args);
+      return luaL_error(L, "spawn: %s", err);
+    }
+  } else {
+    code = lua_tolstring(L, first, &code_len);
+  }
   if (lterm_put_values(L, first + 1, top - first, &args, err) != 0) {
     lpvm_tbuf_free(&up);
     lpvm_tbuf_free(&args);
     return luaL_error(L, "spawn: argument %s", err);
   }
-  size_t code_len;
-  const char *code = lua_tolstring(L, top + 1, &code_len);
   lproc_start *s = NULL;
   if (!up.err && !args.err)
-    s = lproc_start_new(kind == LUA_TFUNCTION ? LS_FUNC : LS_MODULE, code, code_len, &up,
+    s = lproc_start_new(kind == LUA_TFUNCTION ? LS_TERM : LS_MODULE, code, code_len, &up,
                         &args);
   if (!s) {
     lpvm_tbuf_free(&up);
@@ -579,6 +481,7 @@ static int info_loop(lua_State *L, lproc *p) {
 static int lmod_info(lua_State *L) {
   lproc *p = lproc_check(L);
   if (p->in_pred) return luaL_error(L, "info: cannot be called from a receive predicate");
+  if (p->in_eval) return luaL_error(L, "info: cannot wait inside lpvm.eval");
   lpvm_id id = lua_isnoneornil(L, 1) ? p->task.id : lmod_check_pid(L, 1);
   if (!lua_isyieldable(L)) return luaL_error(L, "info: cannot wait here (inside a C call)");
   lmod_drop_owned(p);
@@ -671,7 +574,7 @@ static int lmod_spawn_task(lua_State *L) {
   char err[LTERM_ERRSZ];
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
-  if (lterm_put(L, 2, &b, err) != 0) {
+  if (lterm_put_plain(L, 2, &b, err) != 0) {   /* a C task runs no Lua function */
     lpvm_tbuf_free(&b);
     return luaL_error(L, "spawn_task: argument %s", err);
   }

@@ -35,6 +35,7 @@
 #include "vm/llog.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
+#include "vm/lterm_int.h"
 
 lproc_config lproc_cfg = {.reductions = LPROC_DEFAULT_REDUCTIONS};
 
@@ -172,15 +173,6 @@ static int main_k(lua_State *L, int status, lua_KContext ctx) {
   return 0;
 }
 
-static int is_atom(lpvm_tread *r, const char *atom) {
-  const char *a;
-  size_t len;
-  lpvm_tread probe = *r;
-  if (lpvm_get_atom(&probe, &a, &len) || len != strlen(atom) || memcmp(a, atom, len)) return 0;
-  *r = probe;
-  return 1;
-}
-
 void lproc_push_module(lua_State *L, const char *name, int nil_on_error) {
   if (strcmp(name, "_G") == 0) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
@@ -198,34 +190,6 @@ void lproc_push_module(lua_State *L, const char *name, int nil_on_error) {
   }
 }
 
-/* The upvalue forms the parent gives by name (lmod_proc.c, put_known): '$env',
-** {'$mod', Name}, {'$fn', Name, Field}. Pushes the value and returns 1 if it is one. */
-static int push_known(lua_State *L, lpvm_tread *r) {
-  if (is_atom(r, "$env")) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-    return 1;
-  }
-  lpvm_tread probe = *r;
-  uint32_t n;
-  if (lpvm_get_tuple(&probe, &n) || (n != 2 && n != 3)) return 0;
-  if (!is_atom(&probe, n == 2 ? "$mod" : "$fn")) return 0;
-  const uint8_t *s;
-  size_t len;
-  char name[256];
-  if (lpvm_get_binary(&probe, &s, &len) || len >= sizeof name) return 0;
-  memcpy(name, s, len);
-  name[len] = 0;
-  lproc_push_module(L, name, 0);
-  if (n == 3) {
-    if (lpvm_get_binary(&probe, &s, &len)) return 0;
-    lua_pushlstring(L, (const char *)s, len);
-    lua_gettable(L, -2);
-    lua_remove(L, -2);
-  }
-  *r = probe;
-  return 1;
-}
-
 /* Push the function and set its upvalues; returns the function's stack index. */
 static int push_func(lua_State *L, lproc_start *s) {
   const char *code = (const char *)s->data;
@@ -236,7 +200,7 @@ static int push_func(lua_State *L, lproc_start *s) {
   if (lpvm_tread_init(&r, s->data + s->code_len, s->up_len) || lpvm_get_tuple(&r, &n))
     luaL_error(L, "spawn: malformed upvalues");
   for (uint32_t i = 1; i <= n; i++) {
-    if (!push_known(L, &r)) lterm_push(L, &r);
+    if (!lfun_push_known(L, &r)) lterm_push(L, &r);
     if (!lua_setupvalue(L, f, (int)i)) lua_pop(L, 1);
   }
   return f;
@@ -289,8 +253,15 @@ static int lproc_main(lua_State *L) {
   lproc_start *s = p->start;
   if (lua_toboolean(L, 1)) lproc_state_init(L);   /* a fresh state */
   lua_settop(L, 0);
-  if (s->kind == LS_FUNC) push_func(L, s);
-  else push_module(L, s);
+  if (s->kind == LS_FUNC) {
+    push_func(L, s);
+  } else if (s->kind == LS_TERM) {
+    if (lterm_push_values(L, s->data + s->code_len, s->up_len) != 1 ||
+        lua_type(L, -1) != LUA_TFUNCTION)
+      luaL_error(L, "spawn: malformed function");
+  } else {
+    push_module(L, s);
+  }
   int n = lterm_push_values(L, s->data + s->code_len + s->up_len, s->args_len);
   p->start = NULL;
   free(s);
@@ -426,7 +397,7 @@ static int lproc_error(lproc *p) {
     char err[LTERM_ERRSZ];
     lpvm_tbuf b;
     lpvm_tbuf_init(&b);
-    if (lterm_put(L, -1, &b, err) == 0 && !b.err) {
+    if (lterm_put_reason(L, -1, &b, err) == 0 && !b.err) {
       lpvm_set_reason(&p->task, b.data, b.len);
       lpvm_tbuf_free(&b);
       p->failed = 1;
@@ -468,6 +439,7 @@ static int lproc_error(lproc *p) {
 static int lproc_resume(lproc *p) {
   lua_State *L = p->L;
   int nres, nargs = p->nargs;
+  lcode_safe_point(p);   /* new module versions, before any Lua of it runs again */
   p->nargs = 0;
   p->slices = 0;
   p->punish = 0;   /* a new slice: send charges start again */
@@ -590,6 +562,7 @@ static int clean_cf(lua_State *L) {
 static void release_state(lproc *p) {
   lua_State *L = p->L;
   p->L = NULL;
+  p->helper = NULL;
   p->max_heap = 0;
   p->closing = 1;
   p->slices = 0;
@@ -733,7 +706,7 @@ static int lproc_handle_info(lpvm_task *t, lpvm_tbuf *map) {
   lpvm_put_int(map, (int64_t)p->max_heap);
   lpvm_put_atom(map, "mailbox_limit");
   lpvm_put_int(map, (int64_t)p->max_mailbox);
-  return 3;
+  return 3 + lcode_info(p, map);
 }
 
 const lpvm_task_def lproc_def = {

@@ -26,7 +26,9 @@ enum {
 };
 
 /* How a process starts (the spawn argument, owned by the process until it runs). */
-enum { LS_FUNC = 1, LS_MODULE, LS_STATE };
+/* LS_FUNC: bytecode + upvalue tuple (luaproc's newproc); LS_TERM: the function as a
+** term in the upvalue part (spawn, lfun.c); LS_MODULE: a module name. */
+enum { LS_FUNC = 1, LS_MODULE, LS_STATE, LS_TERM };
 
 typedef struct lproc_start {
   int kind;
@@ -39,7 +41,7 @@ typedef struct lproc_start {
   int adopted;            /* init ran: the process owns this now */
   int boot;               /* the boot process */
   size_t code_len;        /* LS_FUNC: bytecode; LS_MODULE: module name */
-  size_t up_len;          /* LS_FUNC: term of the upvalues (a tuple) */
+  size_t up_len;          /* LS_FUNC: term of the upvalues (a tuple); LS_TERM: the function */
   size_t args_len;        /* term of the arguments (a tuple) */
   uint8_t data[];         /* code, upvalues, args */
 } lproc_start;
@@ -77,6 +79,7 @@ typedef struct lproc {
   uint8_t timed_out;
   uint8_t polled;           /* receive(0): pending signals were drained once */
   uint8_t in_pred;          /* receive: the predicate runs */
+  uint8_t in_eval;          /* leval.c: an lpvm.eval request runs */
   uint8_t heap_refused;     /* the allocator refused: max_heap */
   uint8_t exiting;          /* exit(reason) was called */
   uint8_t want_thread;      /* migrate(): wanted mode */
@@ -85,6 +88,8 @@ typedef struct lproc {
   uint8_t closing;          /* terminate: the state is being closed */
   uint8_t sched_yield;      /* a coroutine yielded for the scheduler (see llibs.c) */
   uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
+  uint64_t code_gen;        /* lcode.c: the code generation this process is at */
+  lua_State *helper;        /* lcode.c: coroutine that runs module updates */
   uint8_t failed;           /* it ended by itself: error, exit(reason), max_heap */
 } lproc;
 
@@ -136,10 +141,6 @@ void lproc_slice_closing(lua_State *L);  /* count instructions while finalizers 
 void ldl_lock(void);
 void ldl_unlock(void);
 void ldl_wrap_package(lua_State *L);     /* loadlib, the C searchers, CLIBS' __gc */
-/* lcode.c: the VM-wide cache of compiled modules, as package.searchers[2] of the
-** package table at index `package`; teardown frees it. */
-void lcode_install(lua_State *L, int package);
-void lcode_teardown(void);
 
 /* llibs.c */
 void llibs_install(lua_State *L);        /* lazy globals and string metatable */
@@ -207,6 +208,19 @@ lproc_start *lproc_start_new(int kind, const void *code, size_t code_len,
 /* The start marker a held-back child (wait_marker) waits for, sent by `from`, which
 ** must be the child's creator. */
 int lproc_release(lpvm_task *from, lpvm_id child);
+
+/* lcode.c: the code server (docs/code.md) */
+/* package.searchers[2] and preloads of the package table at index `package` */
+void lcode_install(lua_State *L, int package);
+void lcode_safe_point(lproc *p);        /* before a resume: apply new module versions */
+int lcode_info(lproc *p, lpvm_tbuf *map);   /* info: old_code => [module, ...] */
+void lcode_teardown(void);
+
+/* leval.c: lpvm.eval's requests, run by the target at its safe points */
+int leval_is_request(const lpvm_msg *m);
+void leval_take(lua_State *L, lproc *p, lpvm_msg *m);   /* unlink m, run it, answer */
+void leval_poll(lua_State *L, lproc *p);                /* the hook: run queued requests */
+int leval_open(lua_State *L);                           /* require "lpvm.evalserver" */
 
 /* lmod_msg.c */
 int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */

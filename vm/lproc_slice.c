@@ -148,6 +148,7 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
     if (!counting()) arm(L, LPROC_RETRY);
     return;
   }
+  leval_poll(L, p);   /* lpvm.eval requests for a busy process (leval.c) */
   p->slices = 0;
   if (!counting()) {
     lua_sethook(L, NULL, 0, 0);

@@ -10,31 +10,81 @@
 */
 #include <lauxlib.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
+#include "vm/lterm_int.h"
 
-#define LTERM_DEPTH 200   /* nesting limit, both ways */
+/* ---- the pointer map (lterm_int.h) ----------------------------------------------- */
+
+static uint32_t map_slot(const lterm_map *m, const void *k) {
+  uint64_t h = (uint64_t)(uintptr_t)k * UINT64_C(0x9E3779B97F4A7C15);
+  uint32_t i = (uint32_t)(h >> 32) & (m->cap - 1);
+  while (m->keys[i] && m->keys[i] != k) i = (i + 1) & (m->cap - 1);
+  return i;
+}
+
+int lterm_map_get(const lterm_map *m, const void *k, uint64_t *v) {
+  if (m->n == 0) return 0;
+  uint32_t i = map_slot(m, k);
+  if (!m->keys[i]) return 0;
+  *v = m->vals[i];
+  return 1;
+}
+
+int lterm_map_put(lterm_map *m, const void *k, uint64_t v) {
+  if ((m->n + 1) * 2 > m->cap) {   /* keep it at most half full */
+    lterm_map old = *m;
+    uint32_t cap = old.cap ? old.cap * 2 : 32;
+    m->keys = calloc(cap, sizeof *m->keys);
+    m->vals = malloc(cap * sizeof *m->vals);
+    if (!m->keys || !m->vals) {
+      free(m->keys);
+      free(m->vals);
+      *m = old;
+      return -1;
+    }
+    m->cap = cap;
+    m->n = 0;
+    for (uint32_t i = 0; i < old.cap; i++)
+      if (old.keys[i]) {
+        uint32_t j = map_slot(m, old.keys[i]);
+        m->keys[j] = old.keys[i];
+        m->vals[j] = old.vals[i];
+        m->n++;
+      }
+    free(old.keys);
+    free(old.vals);
+  }
+  uint32_t i = map_slot(m, k);
+  if (!m->keys[i]) m->n++;
+  m->keys[i] = k;
+  m->vals[i] = v;
+  return 0;
+}
+
+void lterm_map_free(lterm_map *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
 
 /* ---- encoding ------------------------------------------------------------------------ */
 
-typedef struct enc {
-  lua_State *L;
-  lpvm_tbuf *b;
-  char *err;
-  const void *path[LTERM_DEPTH];   /* tables being encoded, outermost first */
-  int depth;
-} enc;
+typedef lterm_enc enc;
 
-static int enc_fail(enc *e, const char *fmt, const char *what) {
+int lterm_enc_fail(enc *e, const char *fmt, const char *what) {
   snprintf(e->err, LTERM_ERRSZ, fmt, what);
   return -1;
 }
+#define enc_fail lterm_enc_fail
+#define enc_value lterm_enc_value
 
-static int enc_value(enc *e, int idx);
+
 
 /* Keys exactly 1..n? Counts the keys on the way; n is lua_rawlen. */
 static int is_sequence(lua_State *L, int t, lua_Unsigned n) {
@@ -52,11 +102,31 @@ static int is_sequence(lua_State *L, int t, lua_Unsigned n) {
   return count == n;
 }
 
+/* In a graph (lfun.c) a table met again is a reference, a loaded module or the
+** globals go by name, and any other is numbered before its contents. */
+static int enc_shared(enc *e, int t, const void *self) {
+  uint64_t n;
+  if (lterm_map_get(&e->refs, self, &n)) {
+    lpvm_put_tuple(e->b, 2);
+    lpvm_put_atom(e->b, "lpvm_ref");
+    lpvm_put_int(e->b, (int64_t)n);
+    return 1;
+  }
+  if (lfun_put_known(e->L, t, e->b, 1)) return 1;
+  if (lterm_map_put(&e->refs, self, ++e->nrefs) != 0) return -1;
+  return 0;
+}
+
 static int enc_table(enc *e, int t) {
   lua_State *L = e->L;
   const void *self = lua_topointer(L, t);
-  for (int i = 0; i < e->depth; i++)
-    if (e->path[i] == self) return enc_fail(e, "cannot send a cyclic table%s", "");
+  if (e->shared) {
+    int done = enc_shared(e, t, self);
+    if (done != 0) return done > 0 ? 0 : enc_fail(e, "out of memory%s", "");
+  } else {
+    for (int i = 0; i < e->depth; i++)
+      if (e->path[i] == self) return enc_fail(e, "cannot send a cyclic table%s", "");
+  }
   if (e->depth >= LTERM_DEPTH) return enc_fail(e, "message nested too deep%s", "");
   if (!lua_checkstack(L, 4)) return enc_fail(e, "out of memory%s", "");
   e->path[e->depth++] = self;
@@ -91,7 +161,7 @@ static int enc_table(enc *e, int t) {
   return rc;
 }
 
-static int enc_value(enc *e, int idx) {
+int lterm_enc_value(enc *e, int idx) {
   lua_State *L = e->L;
   switch (lua_type(L, idx)) {
     case LUA_TNIL: lpvm_put_atom_len(e->b, "nil", 3); return 0;
@@ -122,30 +192,51 @@ static int enc_value(enc *e, int idx) {
       return 0;
     }
     case LUA_TTABLE: return enc_table(e, idx);
+    case LUA_TFUNCTION: return lfun_put(e, idx);
     default: return enc_fail(e, "cannot send a %s value", lua_typename(L, lua_type(L, idx)));
   }
 }
 
-static int enc_done(enc *e, int rc) {
-  if (rc == 0 && e->b->err) return enc_fail(e, "out of memory building a message%s", "");
-  return rc;
+/* Encode the n values from idx (n == 1: bare; else a tuple). A function met outside
+** a graph restarts the whole message as {lpvm_graph, Message} (lfun.c). */
+static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int funs) {
+  enc e;
+  e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs;
+  e.shared = 0, e.nrefs = 0;
+  memset(&e.refs, 0, sizeof e.refs);
+  memset(&e.cells, 0, sizeof e.cells);
+  idx = lua_absindex(L, idx);
+  size_t mark = b->len;
+  int rc = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) {
+      b->len = mark;
+      e.depth = 0;
+      e.shared = 1;
+      lpvm_put_tuple(b, 2);
+      lpvm_put_atom(b, "lpvm_graph");
+    }
+    rc = 0;
+    if (n != 1) lpvm_put_tuple(b, (uint32_t)n);
+    for (int i = 0; i < n && rc == 0; i++) rc = enc_value(&e, idx + i);
+    if (rc != LTERM_RETRY || b->err) break;
+  }
+  lterm_map_free(&e.refs);
+  lterm_map_free(&e.cells);
+  if (rc == 0 && b->err) return enc_fail(&e, "out of memory building a message%s", "");
+  return rc == 0 ? 0 : -1;
 }
 
 int lterm_put(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
-  enc e;
-  e.L = L, e.b = b, e.err = err, e.depth = 0;
-  return enc_done(&e, enc_value(&e, lua_absindex(L, idx)));
+  return enc_run(L, idx, 1, b, err, 1);
+}
+
+int lterm_put_plain(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
+  return enc_run(L, idx, 1, b, err, 0);
 }
 
 int lterm_put_values(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err) {
-  enc e;
-  e.L = L, e.b = b, e.err = err, e.depth = 0;
-  idx = lua_absindex(L, idx);
-  if (n == 1) return enc_done(&e, enc_value(&e, idx));
-  lpvm_put_tuple(b, (uint32_t)n);
-  for (int i = 0; i < n; i++)
-    if (enc_value(&e, idx + i) != 0) return -1;
-  return enc_done(&e, 0);
+  return enc_run(L, idx, n, b, err, 1);
 }
 
 int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
@@ -160,7 +251,7 @@ int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
       b->err = 0;
     }
   }
-  return lterm_put(L, idx, b, err);
+  return lterm_put_plain(L, idx, b, err);   /* no functions in a reason */
 }
 
 /* ---- the per-thread scratch builder ------------------------------------------------- */
@@ -219,12 +310,13 @@ lpvm_msg *lterm_to_msg(lpvm_tbuf *b) {
 
 /* ---- decoding ------------------------------------------------------------------------ */
 
-static void dec_value(lua_State *L, lpvm_tread *r, int depth);
+static void dec_value(lterm_dec *d, int depth);
 
-static _Noreturn void dec_bad(lua_State *L) {
+_Noreturn void lterm_dec_bad(lua_State *L) {
   luaL_error(L, "malformed message (not a valid external term)");
   abort();   /* not reached */
 }
+#define dec_bad lterm_dec_bad
 
 static void dec_atom(lua_State *L, lpvm_tread *r) {
   const char *s;
@@ -237,19 +329,23 @@ static void dec_atom(lua_State *L, lpvm_tread *r) {
 }
 
 /* n elements into a new sequence. */
-static void dec_seq(lua_State *L, lpvm_tread *r, uint32_t n, int depth) {
+static void dec_seq(lterm_dec *d, uint32_t n, int depth) {
+  lua_State *L = d->L;
   lua_createtable(L, (int)(n > 1u << 24 ? 1u << 24 : n), 0);
+  lfun_number(d, -1);
   for (uint32_t i = 1; i <= n; i++) {
-    dec_value(L, r, depth + 1);
+    dec_value(d, depth + 1);
     lua_rawseti(L, -2, (lua_Integer)i);
   }
 }
 
-static void dec_map(lua_State *L, lpvm_tread *r, uint32_t pairs, int depth) {
+static void dec_map(lterm_dec *d, uint32_t pairs, int depth) {
+  lua_State *L = d->L;
   lua_createtable(L, 0, (int)(pairs > 1u << 24 ? 1u << 24 : pairs));
+  lfun_number(d, -1);
   for (uint32_t i = 0; i < pairs; i++) {
-    dec_value(L, r, depth + 1);
-    dec_value(L, r, depth + 1);
+    dec_value(d, depth + 1);
+    dec_value(d, depth + 1);
     int kt = lua_type(L, -2);
     if (kt == LUA_TNIL || (kt == LUA_TNUMBER && lua_tonumber(L, -2) != lua_tonumber(L, -2)))
       lua_pop(L, 2);   /* not a valid key: dropped */
@@ -329,25 +425,31 @@ static void dec_foreign(lua_State *L, lpvm_tread *r) {
   free(t);                           /*  fail on memory, which ends the process)  */
 }
 
-static void dec_value(lua_State *L, lpvm_tread *r, int depth) {
+void lterm_dec_value(lterm_dec *d, int depth) { dec_value(d, depth); }
+
+static void dec_value(lterm_dec *d, int depth) {
+  lua_State *L = d->L;
+  lpvm_tread *r = d->r;
   const uint8_t *p;
   size_t len;
   uint32_t n;
   int64_t i;
-  double d;
+  double dbl;
   lpvm_id id;
   uint64_t ref;
   if (depth > LTERM_DEPTH) luaL_error(L, "message nested too deep");
   luaL_checkstack(L, 4, "message nested too deep");
   switch (lpvm_get_type(r)) {
-    case LPVM_T_ATOM: dec_atom(L, r); return;
+    case LPVM_T_ATOM:
+      if (!lfun_push(d, depth)) dec_atom(L, r);
+      return;
     case LPVM_T_INT:
       if (lpvm_get_int(r, &i)) dec_bad(L);
       lua_pushinteger(L, (lua_Integer)i);
       return;
     case LPVM_T_FLOAT:
-      if (lpvm_get_float(r, &d)) dec_bad(L);
-      lua_pushnumber(L, d);
+      if (lpvm_get_float(r, &dbl)) dec_bad(L);
+      lua_pushnumber(L, dbl);
       return;
     case LPVM_T_BINARY:
       if (lpvm_get_binary(r, &p, &len)) dec_bad(L);
@@ -362,16 +464,18 @@ static void dec_value(lua_State *L, lpvm_tread *r, int depth) {
       lmod_push_ref(L, ref);
       return;
     case LPVM_T_TUPLE:
+      if (lfun_push(d, depth)) return;
       if (lpvm_get_tuple(r, &n)) dec_bad(L);
-      dec_seq(L, r, n, depth);
+      dec_seq(d, n, depth);
       return;
     case LPVM_T_NIL:
       if (lpvm_get_nil(r)) dec_bad(L);
       lua_newtable(L);
+      lfun_number(d, -1);
       return;
     case LPVM_T_LIST:
       if (lpvm_get_list(r, &n)) dec_bad(L);
-      dec_seq(L, r, n, depth);
+      dec_seq(d, n, depth);
       if (lpvm_get_type(r) == LPVM_T_NIL) (void)lpvm_get_nil(r);
       else if (lpvm_skip(r)) dec_bad(L);   /* an improper tail is dropped */
       return;
@@ -385,7 +489,7 @@ static void dec_value(lua_State *L, lpvm_tread *r, int depth) {
       return;
     case LPVM_T_MAP:
       if (lpvm_get_map(r, &n)) dec_bad(L);
-      dec_map(L, r, n, depth);
+      dec_map(d, n, depth);
       return;
     case LPVM_T_BIGINT: {
       char text[128];
@@ -405,18 +509,49 @@ static void dec_value(lua_State *L, lpvm_tread *r, int depth) {
   }
 }
 
-void lterm_push(lua_State *L, lpvm_tread *r) { dec_value(L, r, 0); }
+static void dec_init(lterm_dec *d, lua_State *L, lpvm_tread *r, int trusted) {
+  d->L = L, d->r = r, d->trusted = trusted, d->shared = 0, d->refs = 0, d->nrefs = 0;
+}
 
-int lterm_push_values(lua_State *L, const uint8_t *term, size_t len) {
+void lterm_push(lua_State *L, lpvm_tread *r) {
+  lterm_dec d;
+  dec_init(&d, L, r, 1);
+  int graph = lfun_graph_begin(&d);
+  dec_value(&d, 0);
+  if (graph) lua_remove(L, d.refs);
+}
+
+int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trusted) {
   lpvm_tread r;
   uint32_t n;
+  lterm_dec d;
   if (lpvm_tread_init(&r, term, len)) dec_bad(L);
-  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
+  dec_init(&d, L, &r, trusted);
+  int graph = lfun_graph_begin(&d), count = 1;
+  int tuple = lpvm_get_type(&r) == LPVM_T_TUPLE;
+  if (tuple && graph && lfun_push(&d, 0)) {
+    /* a graph of one function: pushed */
+  } else if (tuple) {   /* several values */
     if (lpvm_get_tuple(&r, &n)) dec_bad(L);
     if (n > 250) luaL_checkstack(L, (int)(n > 1000000 ? 1000000 : n), "too many values");
-    for (uint32_t i = 0; i < n; i++) dec_value(L, &r, 1);
-    return (int)n;
+    for (uint32_t i = 0; i < n; i++) dec_value(&d, 1);
+    count = (int)n;
+  } else {
+    dec_value(&d, 0);
   }
-  dec_value(L, &r, 0);
-  return 1;
+  if (graph) lua_remove(L, d.refs);
+  return count;
+}
+
+int lterm_push_values(lua_State *L, const uint8_t *term, size_t len) {
+  return lterm_push_values_ex(L, term, len, 1);
+}
+
+static _Atomic int trust_remote;   /* bytecode from other nodes: off unless asked */
+
+void lterm_trust_remote_funs(int on) { atomic_store(&trust_remote, on != 0); }
+
+int lterm_push_msg(lua_State *L, const lpvm_msg *m) {
+  int trusted = !lpvm_id_is_remote(lpvm_msg_from(m)) || atomic_load(&trust_remote);
+  return lterm_push_values_ex(L, lpvm_msg_data((lpvm_msg *)m), lpvm_msg_len(m), trusted);
 }

@@ -5,8 +5,11 @@
 **   float -> float; string -> binary; pid -> pid; reference -> reference;
 **   a table whose keys are exactly 1..n -> list (the empty table -> []);
 **   any other table -> map. Several values -> a tuple; one value travels bare.
-**   Functions, userdata (other than references), threads and cyclic tables are an
-**   error at the sender; nothing is sent then.
+**   A Lua function travels with copies of its upvalues, a C function by name: a
+**   message holding one is a graph {lpvm_graph, Message} in which tables keep their
+**   identity and may be cyclic (lfun.c, docs/terms.md "Functions"). Userdata (other
+**   than references), threads and cyclic tables outside a graph are an error at the
+**   sender; nothing is sent then. Exit reasons hold no functions.
 ** Term to Lua:  'nil' -> nil; 'true'/'false' -> booleans; any other atom -> string;
 **   binary -> string; integer -> integer (bigger than 64 bits: float); float ->
 **   float; pid or port -> pid; reference -> reference; list and string -> sequence;
@@ -27,6 +30,9 @@
 /* Encode one Lua value. Never raises: returns 0, or -1 with a message in err
 ** ("cannot send a function value", "cannot send a cyclic table", ...). */
 int lterm_put(lua_State *L, int idx, lpvm_tbuf *b, char *err);
+/* lterm_put without functions ("cannot send a function value"): for readers that
+** are not Lua processes of this VM (C tasks, printed values). */
+int lterm_put_plain(lua_State *L, int idx, lpvm_tbuf *b, char *err);
 /* Encode the n values from idx as a message (one bare value, or a tuple). */
 int lterm_put_values(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err);
 /* Encode an exit reason: a string that can be an atom becomes one ("normal",
@@ -42,6 +48,14 @@ lpvm_msg *lterm_to_msg(lpvm_tbuf *b);
 ** value. Returns how many values were pushed. Raises a Lua error on a malformed
 ** term or when out of memory: call it only where errors are caught. */
 int lterm_push_values(lua_State *L, const uint8_t *term, size_t len);
+/* The same, for bytes that may not come from this VM's encoder: with trusted 0 a
+** function term ({lpvm_graph, ..}, {lpvm_fun, ..}) reads as plain data and no
+** bytecode is loaded (loading crafted bytecode can crash the VM). */
+int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trusted);
+/* A message's values: functions load only from this node's processes, or from any
+** node once lterm_trust_remote_funs(1) was called (the embedder's choice). */
+int lterm_push_msg(lua_State *L, const lpvm_msg *m);
+void lterm_trust_remote_funs(int on);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */
 void lterm_push(lua_State *L, lpvm_tread *r);
 

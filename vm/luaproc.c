@@ -120,7 +120,7 @@ static int push_values(lua_State *L, lpvm_msg *m) {
     lmod_drop_owned(p);
     p->owned = m;
   }
-  int n = lterm_push_values(L, lpvm_msg_data(m), lpvm_msg_len(m));
+  int n = lterm_push_msg(L, m);
   if (p) p->owned = NULL;
   lpvm_msg_free(m);
   return n;

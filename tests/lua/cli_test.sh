@@ -345,6 +345,9 @@ out_has "supervision_tree: the pool was restarted by top" "top: 2 children, 2 ac
 out_has "supervision_tree: a clean shutdown" "top ended: shutdown"
 check "examples/door_lock.lua runs" 0 "$LPVM" "$ROOT/examples/door_lock.lua"
 out_has "door_lock: the right code opens it" "after 1 2 3:	open"
+out_has "door_lock: the state timeout locked it again" "400 ms more:	locked"
+check "examples/hot_reload/main.lua runs" 0 "$LPVM" "$ROOT/examples/hot_reload/main.lua"
+out_has "the running server takes the new code and keeps its state" "2	v2 says hello"
 if command -v epmd >/dev/null 2>&1; then
   check "examples/cluster/main.lua runs" 0 timeout 60 "$LPVM" "$ROOT/examples/cluster/main.lua"
   out_has "examples/cluster: squares computed on node b" "5^2 = 25 (computed on b"

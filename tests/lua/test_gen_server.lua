@@ -106,9 +106,21 @@ test("call: bad arguments name themselves", function()
   T.raises(function() gs.call("x", 1, -5) end, "bad argument #3 to 'gen_server.call'")
   T.raises(function() gs.start(42) end, "bad argument #1 to 'gen_server.start'")
   T.raises(function() gs.start("otp_kv", {}, { nme = "x" }) end, "unknown option 'nme'")
-  T.raises(function() gs.start({ init = function() end }) end, "gen_server.start",
-    "the callback table is no module", "put it in a module file")
-  T.raises(function() gs.start("otp_kv", { print }) end, "gen_server.start", "cannot send a function")
+  local co = coroutine.create(print)
+  T.raises(function() gs.start({ init = function() return "ok", co end }) end, "gen_server.start",
+    "the callback table is no module", "put it in a module file", "upvalue 'co'")
+  T.raises(function() gs.start("otp_kv", { io.stdout }) end, "gen_server.start", "cannot send a userdata")
+end)
+
+test("a callback table that is no module travels, functions and all (docs/code.md)", function()
+  local step = 10
+  local pid = gs.start({
+    init = function(n) return "ok", n end,
+    handle_call = function(_, _, n) return "reply", n + step, n + step end,
+  }, 5)
+  T.eq(gs.call(pid, "bump"), 15)
+  T.eq(gs.call(pid, "bump"), 25)
+  gs.stop(pid)
 end)
 
 test("deferred replies: noreply now, gen_server.reply later", function()

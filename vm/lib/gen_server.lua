@@ -131,6 +131,54 @@ local function handle_call(pid, ref, request)
   return call_result(pid, ref, xpcall(S.mod.handle_call, traceback, request, { pid, ref }, S.state))
 end
 
+-- System messages (vm/lib/sys.lua, OTP's sys): suspend, resume, get_state and
+-- change_code. Returns true when the request was "suspend".
+local function handle_system(pid, ref, request)
+  local what = type(request) == "table" and request[1] or request
+  if what == "suspend" or what == "resume" then
+    lpvm.send_alias(pid, ref, true)
+    return what == "suspend"
+  elseif what == "get_state" then
+    lpvm.send_alias(pid, ref, true, S.state)
+  elseif what == "change_code" then
+    -- {"change_code", module, old_vsn, extra}: the module is loaded already, and this
+    -- process took its new version at this message (lcode.c's safe point)
+    local module, old_vsn, extra = request[2], request[3], request[4]
+    local f = S.mod.code_change
+    if module ~= gen.module_spec(S.mod, "change_code") then
+      lpvm.send_alias(pid, ref, nil, "not the server's module")
+    elseif not f then
+      lpvm.send_alias(pid, ref, true)   -- as OTP: no callback, the state stays
+    else
+      local ok, verb, state = xpcall(f, traceback, old_vsn, S.state, extra)
+      if ok and verb == "ok" then
+        S.state = state
+        lpvm.send_alias(pid, ref, true)
+      else
+        lpvm.send_alias(pid, ref, nil, ok and ("bad return from code_change: " .. tostring(verb))
+          or verb)
+      end
+    end
+  else
+    lpvm.send_alias(pid, ref, nil, "unknown system message")
+  end
+  return false
+end
+
+-- Suspended (sys.suspend): only system messages are taken until "resume".
+local function suspended()
+  while true do
+    local _, pid, ref, request = receive(function(tag, _, _, _, ...)
+      return tag == "$gen_system" and select("#", ...) == 0
+    end)
+    if request == "resume" then
+      lpvm.send_alias(pid, ref, true)
+      return
+    end
+    handle_system(pid, ref, request)
+  end
+end
+
 -- One message: returns the next action.
 local function handle_common(n, tag, a, b, c, ...)
   if tag == "$gen_call" and n == 4 then
@@ -139,6 +187,9 @@ local function handle_common(n, tag, a, b, c, ...)
     return noreply_result("handle_cast", run(xpcall(S.mod.handle_cast, traceback, a, S.state)))
   elseif tag == "$gen_stop" and n == 2 then
     terminate(a)
+  elseif tag == "$gen_system" and n == 4 then
+    if handle_system(a, b, c) then suspended() end
+    return nil
   elseif tag == "EXIT" and n == 3 and a == S.parent then
     terminate(b)                       -- trapping exits: the parent's end is ours
   end

@@ -1,0 +1,186 @@
+/*
+** test_lfun.c -- functions as terms (vm/lfun.c): a round trip between two states, and
+** malformed or untrusted function terms, which must give an error, never a crash.
+*/
+#include <criterion/criterion.h>
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/lterm.h"
+
+/* The term of the function `src` returns, built in its own state. */
+static lpvm_tbuf encode_fn(const char *src) {
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  cr_assert_eq(luaL_dostring(L, src), LUA_OK, "%s", lua_tostring(L, -1));
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  char err[LTERM_ERRSZ];
+  cr_assert_eq(lterm_put(L, -1, &b, err), 0, "%s", err);
+  lua_close(L);
+  return b;
+}
+
+static int decode_cf(lua_State *L) {
+  const uint8_t *t = lua_touserdata(L, 1);
+  size_t len = (size_t)lua_tointeger(L, 2);
+  int trusted = lua_toboolean(L, 3);
+  lua_settop(L, 0);
+  return lterm_push_values_ex(L, t, len, trusted);
+}
+
+/* Decode in a fresh state: LUA_OK with the value left on top of *out's stack. */
+static int decode(lua_State *L, const uint8_t *t, size_t len, int trusted) {
+  lua_pushcfunction(L, decode_cf);
+  lua_pushlightuserdata(L, (void *)t);
+  lua_pushinteger(L, (lua_Integer)len);
+  lua_pushboolean(L, trusted);
+  return lua_pcall(L, 3, 1, 0);
+}
+
+Test(lfun, round_trip_between_states) {
+  lpvm_tbuf b = encode_fn(
+      "local k = 3 local function f(n) if n == 0 then return k end return f(n - 1) + 1 end "
+      "return f");
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  cr_assert_eq(decode(L, b.data, b.len, 1), LUA_OK, "%s", lua_tostring(L, -1));
+  cr_assert_eq(lua_type(L, -1), LUA_TFUNCTION);
+  lua_pushinteger(L, 4);
+  cr_assert_eq(lua_pcall(L, 1, 1, 0), LUA_OK);
+  cr_assert_eq(lua_tointeger(L, -1), 7);
+  lua_settop(L, 0);
+  /* untrusted: plain data, no bytecode loaded */
+  cr_assert_eq(decode(L, b.data, b.len, 0), LUA_OK);
+  cr_assert_neq(lua_type(L, -1), LUA_TFUNCTION);
+  lua_close(L);
+  lpvm_tbuf_free(&b);
+}
+
+/* {lpvm_graph, {lpvm_fun, Code, Ups}} with Ups written by `ups`. */
+static lpvm_tbuf fun_term(const void *code, size_t len, void (*ups)(lpvm_tbuf *)) {
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 2);
+  lpvm_put_atom(&b, "lpvm_graph");
+  lpvm_put_tuple(&b, 3);
+  lpvm_put_atom(&b, "lpvm_fun");
+  lpvm_put_binary(&b, code, len);
+  ups(&b);
+  return b;
+}
+
+static void ups_none(lpvm_tbuf *b) { lpvm_put_nil(b); }
+static void ups_two(lpvm_tbuf *b) {
+  lpvm_put_list(b, 2);
+  lpvm_put_int(b, 1);
+  lpvm_put_int(b, 2);
+  lpvm_put_nil(b);
+}
+static void ups_ref_far(lpvm_tbuf *b) {
+  lpvm_put_list(b, 1);
+  lpvm_put_tuple(b, 2);
+  lpvm_put_atom(b, "lpvm_ref");
+  lpvm_put_int(b, 9);
+  lpvm_put_nil(b);
+}
+static void ups_ref_zero(lpvm_tbuf *b) {
+  lpvm_put_list(b, 1);
+  lpvm_put_tuple(b, 2);
+  lpvm_put_atom(b, "lpvm_ref");
+  lpvm_put_int(b, 0);
+  lpvm_put_nil(b);
+}
+static void ups_upval_bad(lpvm_tbuf *b) {
+  lpvm_put_list(b, 1);
+  lpvm_put_tuple(b, 3);
+  lpvm_put_atom(b, "lpvm_upval");
+  lpvm_put_int(b, 1);
+  lpvm_put_int(b, 200);   /* the function has one upvalue */
+  lpvm_put_nil(b);
+}
+
+/* The bytecode of a function with one upvalue. */
+static char *one_up_code(size_t *len) {
+  lpvm_tbuf b = encode_fn("local x = 1 return function() return x end");
+  lpvm_tread r;
+  uint32_t n;
+  const char *a;
+  size_t al;
+  const uint8_t *code;
+  cr_assert_eq(lpvm_tread_init(&r, b.data, b.len), 0);
+  cr_assert(lpvm_get_tuple(&r, &n) == 0 && lpvm_get_atom(&r, &a, &al) == 0);
+  cr_assert(lpvm_get_tuple(&r, &n) == 0 && lpvm_get_atom(&r, &a, &al) == 0);
+  cr_assert_eq(lpvm_get_binary(&r, &code, len), 0);
+  char *c = malloc(*len);
+  memcpy(c, code, *len);
+  lpvm_tbuf_free(&b);
+  return c;
+}
+
+Test(lfun, malformed_terms_are_errors) {
+  size_t len;
+  char *code = one_up_code(&len);
+  struct {
+    const void *code;
+    size_t len;
+    void (*ups)(lpvm_tbuf *);
+  } bad[] = {
+      {code, len, ups_none},          /* one upvalue expected */
+      {code, len, ups_two},           /* too many */
+      {code, len, ups_ref_far},       /* a reference to nothing yet */
+      {code, len, ups_ref_zero},
+      {code, len, ups_upval_bad},     /* upvalue index out of range */
+      {"\x1bLuaQ", 5, ups_none},      /* another Lua version */
+      {"return 1", 8, ups_none},      /* source, not bytecode */
+      {code, len / 2, ups_none},      /* truncated */
+      {code, 3, ups_none},
+  };
+  lua_State *L = luaL_newstate();
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    lpvm_tbuf b = fun_term(bad[i].code, bad[i].len, bad[i].ups);
+    cr_assert_neq(decode(L, b.data, b.len, 1), LUA_OK, "case %zu decoded", i);
+    lua_settop(L, 0);
+    lpvm_tbuf_free(&b);
+  }
+  lua_close(L);
+  free(code);
+}
+
+/* Random damage to the term structure after the bytecode (trusted) and anywhere
+** (untrusted): an error or a value, never a crash. */
+Test(lfun, damaged_terms_do_not_crash) {
+  lpvm_tbuf b = encode_fn(
+      "local t = {1, 2, {x = 'y'}} t.me = t local s = {t, t} "
+      "return function() return t, s, print end");
+  lpvm_tread r;
+  uint32_t n;
+  const char *a;
+  size_t al, len;
+  const uint8_t *code;
+  cr_assert_eq(lpvm_tread_init(&r, b.data, b.len), 0);
+  cr_assert(lpvm_get_tuple(&r, &n) == 0 && lpvm_get_atom(&r, &a, &al) == 0);
+  cr_assert(lpvm_get_tuple(&r, &n) == 0 && lpvm_get_atom(&r, &a, &al) == 0);
+  cr_assert_eq(lpvm_get_binary(&r, &code, &len), 0);
+  size_t tail = (size_t)(r.p - b.data);   /* the upvalues start here: no bytecode after */
+  uint8_t *copy = malloc(b.len);
+  srand(7);
+  lua_State *L = luaL_newstate();
+  int ok = 0;
+  for (int round = 0; round < 4000; round++) {
+    memcpy(copy, b.data, b.len);
+    int trusted = round % 2;
+    for (int k = 0; k < 1 + round % 3; k++) {
+      size_t at = trusted ? tail + (size_t)rand() % (b.len - tail) : (size_t)rand() % b.len;
+      copy[at] = (uint8_t)rand();
+    }
+    ok += decode(L, copy, b.len, trusted) == LUA_OK;
+    lua_settop(L, 0);
+  }
+  cr_assert(ok > 0 && ok < 4000, "some damage is harmless, some is refused (%d ok)", ok);
+  lua_close(L);
+  free(copy);
+  lpvm_tbuf_free(&b);
+}

@@ -1,0 +1,377 @@
+/*
+** lfun.c -- Lua functions as terms: a closure travels with copies of its upvalues
+** (docs/terms.md, "Functions").
+**
+** A message that holds a function is a graph: {lpvm_graph, Message}. Inside it every
+** table and every Lua function gets a number in the order the encoder meets it (a
+** table when it starts, a function before its upvalues), the decoder numbers them in
+** the same order, and a value met again is {lpvm_ref, N}. So inside a graph a table or
+** function reached twice is one value in the copy, and cycles (a recursive local
+** function, two functions calling each other, a module table whose functions use it)
+** travel. A function is {lpvm_fun, Bytecode, [Upvalue, ...]}: Bytecode is lua_dump's
+** output with debug info (tracebacks keep their names and lines); an upvalue is a
+** value, or {lpvm_upval, N, I} when it is the same variable as upvalue I of function
+** N (two closures sharing a local keep sharing it). By name, resolved by the
+** receiver: '$env' (the globals: the receiver's own), {'$mod', Name} (a loaded
+** module), {'$fn', Module, Field} (a C function of a loaded module or of _G).
+**
+** The dump is cached per prototype (two closures made by the same `function` in a
+** loop share it), in the sending process: registry[&protos_key] maps the prototype
+** to one live closure of it (weak values, so a collected prototype's entry goes
+** before its address can be reused) and registry[&codes_key] maps that closure to the
+** bytecode (weak keys).
+**
+** Security: lua_load of bytecode trusts the bytes completely (a crafted chunk can
+** crash the VM). The decoder loads lpvm_fun only when its caller says the bytes came
+** from this VM's own encoder (local messages); terms from elsewhere read as plain
+** data (lterm_push_values_ex).
+*/
+#include <lauxlib.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/lproc_int.h"
+#include "vm/lterm.h"
+#include "vm/lterm_int.h"
+
+static const char protos_key = 'p';
+static const char codes_key = 'c';
+
+/* ---- the prototype of a closure -------------------------------------------------- */
+
+/* Lua 5.4's LClosure begins so (lobject.h: CommonHeader, nupvalues, gclist, p). The
+** public API has no way to name a prototype, so we read it through this mirror, but
+** only after lfun_layout_ok has checked it on closures it made itself. */
+typedef struct lclosure_head {
+  void *next;
+  unsigned char tt, marked, nupvalues;
+  void *gclist;
+  const void *proto;
+} lclosure_head;
+
+#define LUA_VLCL 6   /* makevariant(LUA_TFUNCTION, 0) */
+
+static _Atomic int layout = 0;   /* 0 unknown, 1 checked, -1 refused */
+
+static int make_closures(lua_State *L) {
+  luaL_loadstring(L, "local t = {} for i = 1, 2 do t[i] = function() return i end end "
+                     "return t[1], t[2], function() end");
+  lua_call(L, 0, 3);
+  return 3;
+}
+
+/* Two closures of one body -> one prototype; another body -> another. */
+static int layout_check(lua_State *L) {
+  if (LUA_VERSION_NUM != 504) return -1;
+  if (!lua_checkstack(L, 4)) return 0;
+  lua_pushcfunction(L, make_closures);
+  if (lua_pcall(L, 0, 3, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    return 0;   /* out of memory: ask again next time */
+  }
+  const lclosure_head *a = lua_topointer(L, -3), *b = lua_topointer(L, -2),
+                      *c = lua_topointer(L, -1);
+  int ok = a != b && a->tt == LUA_VLCL && b->tt == LUA_VLCL && c->tt == LUA_VLCL &&
+           a->nupvalues == 1 && c->nupvalues == 0 && a->proto && a->proto == b->proto &&
+           a->proto != c->proto;
+  lua_pop(L, 3);
+  return ok ? 1 : -1;
+}
+
+/* The prototype of the Lua closure at f, or NULL when the layout is not trusted. */
+static const void *proto_of(lua_State *L, int f) {
+  int lay = layout;
+  if (lay == 0) {
+    lay = layout_check(L);
+    if (lay != 0) layout = lay;
+  }
+  if (lay != 1) return NULL;
+  const lclosure_head *h = lua_topointer(L, f);
+  return h && h->tt == LUA_VLCL ? h->proto : NULL;
+}
+
+/* ---- dumping, cached ---------------------------------------------------------------- */
+
+/* (f) -> bytecode. Raises when out of memory; run protected. */
+static int dump_cf(lua_State *L) {
+  const void *proto = proto_of(L, 1);
+  lmod_weak_table(L, &codes_key, "k");   /* 2 */
+  lmod_weak_table(L, &protos_key, "v");  /* 3 */
+  if (proto) {
+    if (lua_rawgetp(L, 3, proto) == LUA_TFUNCTION && lua_rawget(L, 2) == LUA_TSTRING)
+      return 1;
+    lua_settop(L, 3);
+  } else {
+    lua_pushvalue(L, 1);
+    if (lua_rawget(L, 2) == LUA_TSTRING) return 1;
+    lua_pop(L, 1);
+  }
+  size_t len;
+  lua_pushvalue(L, 1);
+  char *code = lproc_dump_top(L, &len);
+  lua_pop(L, 1);
+  if (!code) return luaL_error(L, "cannot dump the function");
+  lua_pushlstring(L, code, len);
+  free(code);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 2);   /* codes[f] = bytecode */
+  if (proto) {
+    lua_pushvalue(L, 1);
+    lua_rawsetp(L, 3, proto);   /* protos[proto] = f */
+  }
+  return 1;
+}
+
+/* ---- encoding --------------------------------------------------------------------------- */
+
+int lfun_put_known(lua_State *L, int v, lpvm_tbuf *b, int tables) {
+  int ty = lua_type(L, v);
+  if (ty == LUA_TTABLE ? !tables : !lua_iscfunction(L, v)) return 0;   /* Lua code: no */
+  if (!lua_checkstack(L, 6)) return 0;
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  int loaded = top + 1, globals = top + 2;
+  int found = 0;
+  if (ty == LUA_TTABLE && lua_rawequal(L, v, globals)) {
+    lpvm_put_atom(b, "$env");
+    lua_settop(L, top);
+    return 1;
+  }
+  if (ty == LUA_TTABLE && lua_type(L, loaded) == LUA_TTABLE && lproc_find_key(L, loaded, v)) {
+    lpvm_put_tuple(b, 2);
+    lpvm_put_atom(b, "$mod");
+    found = 1;
+  } else if (ty == LUA_TFUNCTION && lproc_find_key(L, globals, v)) {
+    lpvm_put_tuple(b, 3);
+    lpvm_put_atom(b, "$fn");
+    lpvm_put_binary(b, "_G", 2);
+    found = 1;
+  } else if (ty == LUA_TFUNCTION && lua_type(L, loaded) == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (!found && lua_next(L, loaded)) {
+      if (lua_type(L, -1) == LUA_TTABLE && lua_type(L, -2) == LUA_TSTRING &&
+          lproc_find_key(L, lua_gettop(L), v)) {
+        size_t n;
+        const char *mod = lua_tolstring(L, -3, &n);
+        lpvm_put_tuple(b, 3);
+        lpvm_put_atom(b, "$fn");
+        lpvm_put_binary(b, mod, n);
+        found = 1;
+        break;
+      }
+      lua_pop(L, 1);
+    }
+  }
+  if (found) {
+    size_t n;
+    const char *k = lua_tolstring(L, -1, &n);
+    lpvm_put_binary(b, k, n);
+  }
+  lua_settop(L, top);
+  return found;
+}
+
+/* "cannot send a thread value" met in upvalue `name` -> "upvalue 'name' cannot be
+** sent: thread" (an inner function's message is kept: it names the innermost). */
+static int upvalue_fail(lterm_enc *e, const char *name) {
+  if (strncmp(e->err, "upvalue '", 9) == 0) return -1;
+  const char *why = strncmp(e->err, "cannot send a ", 14) == 0 ? e->err + 14 : e->err;
+  char what[64];
+  snprintf(what, sizeof what, "%.*s", (int)strcspn(why, " "), why);
+  char msg[LTERM_ERRSZ];
+  snprintf(msg, sizeof msg, "upvalue '%s' cannot be sent: %s", *name ? name : "?", what);
+  memcpy(e->err, msg, LTERM_ERRSZ);
+  return -1;
+}
+
+int lfun_put(lterm_enc *e, int f) {
+  lua_State *L = e->L;
+  lpvm_tbuf *b = e->b;
+  uint64_t n;
+  if (!e->funs) return lterm_enc_fail(e, "cannot send a %s value", "function");
+  if (!e->shared) return LTERM_RETRY;   /* start again as a graph */
+  if (lterm_map_get(&e->refs, lua_topointer(L, f), &n)) {
+    lpvm_put_tuple(b, 2);
+    lpvm_put_atom(b, "lpvm_ref");
+    lpvm_put_int(b, (int64_t)n);
+    return 0;
+  }
+  if (lua_iscfunction(L, f)) {
+    if (lfun_put_known(L, f, b, 0)) return 0;
+    return lterm_enc_fail(e, "cannot send a C function (not in a loaded module)%s", "");
+  }
+  if (e->depth >= LTERM_DEPTH) return lterm_enc_fail(e, "message nested too deep%s", "");
+  if (!lua_checkstack(L, 8)) return lterm_enc_fail(e, "out of memory%s", "");
+  lua_pushcfunction(L, dump_cf);
+  lua_pushvalue(L, f);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    return lterm_enc_fail(e, "cannot dump a function (out of memory)%s", "");
+  }
+  size_t len;
+  const char *code = lua_tolstring(L, -1, &len);
+  n = ++e->nrefs;
+  if (lterm_map_put(&e->refs, lua_topointer(L, f), n) != 0) {
+    lua_pop(L, 1);
+    return lterm_enc_fail(e, "out of memory%s", "");
+  }
+  int nup = 0;
+  while (lua_getupvalue(L, f, nup + 1)) lua_pop(L, 1), nup++;
+  lpvm_put_tuple(b, 3);
+  lpvm_put_atom(b, "lpvm_fun");
+  lpvm_put_binary(b, code, len);
+  lua_pop(L, 1);
+  lpvm_put_list(b, (uint32_t)nup);
+  e->path[e->depth++] = lua_topointer(L, f);   /* counts toward the nesting limit */
+  int rc = 0;
+  for (int i = 1; i <= nup && rc == 0; i++) {
+    const char *name = lua_getupvalue(L, f, i);
+    const void *cell = lua_upvalueid(L, f, i);
+    uint64_t c;
+    if (cell && lterm_map_get(&e->cells, cell, &c)) {
+      lpvm_put_tuple(b, 3);
+      lpvm_put_atom(b, "lpvm_upval");
+      lpvm_put_int(b, (int64_t)(c >> 8));
+      lpvm_put_int(b, (int64_t)(c & 0xff));
+    } else if (cell && lterm_map_put(&e->cells, cell, n << 8 | (uint64_t)i) != 0) {
+      rc = lterm_enc_fail(e, "out of memory%s", "");
+    } else {
+      rc = lterm_enc_value(e, lua_gettop(L));
+      if (rc == -1) upvalue_fail(e, name ? name : "?");
+    }
+    lua_pop(L, 1);
+  }
+  e->depth--;
+  if (rc == 0) lpvm_put_nil(b);
+  return rc;
+}
+
+/* ---- decoding ------------------------------------------------------------------------------ */
+
+static int is_atom(lpvm_tread *r, const char *atom) {
+  const char *a;
+  size_t len;
+  lpvm_tread probe = *r;
+  if (lpvm_get_atom(&probe, &a, &len) || len != strlen(atom) || memcmp(a, atom, len)) return 0;
+  *r = probe;
+  return 1;
+}
+
+int lfun_push_known(lua_State *L, lpvm_tread *r) {
+  if (is_atom(r, "$env")) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    return 1;
+  }
+  lpvm_tread probe = *r;
+  uint32_t n;
+  if (lpvm_get_tuple(&probe, &n) || (n != 2 && n != 3)) return 0;
+  if (!is_atom(&probe, n == 2 ? "$mod" : "$fn")) return 0;
+  const uint8_t *s;
+  size_t len;
+  char name[256];
+  if (lpvm_get_binary(&probe, &s, &len) || len >= sizeof name || memchr(s, 0, len)) return 0;
+  memcpy(name, s, len);
+  name[len] = 0;
+  if (n == 3 && lpvm_get_binary(&probe, &s, &len)) return 0;
+  lproc_push_module(L, name, 0);
+  if (n == 3) {
+    lua_pushlstring(L, (const char *)s, len);
+    lua_gettable(L, -2);
+    lua_remove(L, -2);
+  }
+  *r = probe;
+  return 1;
+}
+
+/* The numbering table (on the stack while a graph is decoded: d->refs). */
+void lfun_number(lterm_dec *d, int idx) {
+  if (!d->shared) return;
+  lua_State *L = d->L;
+  idx = lua_absindex(L, idx);
+  lua_pushvalue(L, idx);
+  lua_rawseti(L, d->refs, (lua_Integer)++d->nrefs);
+}
+
+static int get_small(lterm_dec *d, uint32_t max) {
+  int64_t v;
+  if (lpvm_get_int(d->r, &v) || v < 1 || (uint64_t)v > max) lterm_dec_bad(d->L);
+  return (int)v;
+}
+
+/* {lpvm_fun, Bytecode, Upvalues}: the tuple header has been read. */
+static void push_fun(lterm_dec *d, int depth) {
+  lua_State *L = d->L;
+  const uint8_t *code;
+  size_t len;
+  uint32_t nlist;
+  if (lpvm_get_binary(d->r, &code, &len) || len < 5 || memcmp(code, LUA_SIGNATURE, 4) != 0 ||
+      code[4] != 0x54)
+    lterm_dec_bad(L);
+  if (luaL_loadbufferx(L, (const char *)code, len, "=message", "b") != LUA_OK) lua_error(L);
+  int f = lua_gettop(L);
+  luaL_checkstack(L, 6, "message nested too deep");
+  lfun_number(d, f);
+  uint32_t nup = 0;
+  while (lua_getupvalue(L, f, (int)nup + 1)) lua_pop(L, 1), nup++;
+  if (lpvm_get_type(d->r) == LPVM_T_NIL) nlist = 0;   /* [] is NIL_EXT alone */
+  else if (lpvm_get_list(d->r, &nlist)) lterm_dec_bad(L);
+  if (nlist != nup) lterm_dec_bad(L);
+  for (uint32_t i = 1; i <= nup; i++) {
+    lpvm_tread probe = *d->r;
+    uint32_t n;
+    if (lpvm_get_tuple(&probe, &n) == 0 && n == 3 && is_atom(&probe, "lpvm_upval")) {
+      *d->r = probe;
+      int g = get_small(d, d->nrefs), j = get_small(d, 255);
+      lua_rawgeti(L, d->refs, g);
+      if (lua_type(L, -1) != LUA_TFUNCTION || lua_iscfunction(L, -1) ||
+          !lua_getupvalue(L, -1, j))
+        lterm_dec_bad(L);
+      lua_pop(L, 1);
+      lua_upvaluejoin(L, f, (int)i, lua_gettop(L), j);
+      lua_pop(L, 1);
+      continue;
+    }
+    lterm_dec_value(d, depth + 1);
+    lua_setupvalue(L, f, (int)i);
+  }
+  if (lpvm_get_nil(d->r)) lterm_dec_bad(L);
+}
+
+int lfun_push(lterm_dec *d, int depth) {
+  lua_State *L = d->L;
+  lpvm_tread probe = *d->r;
+  uint32_t n;
+  if (!d->shared) return 0;
+  if (lfun_push_known(L, d->r)) return 1;
+  if (lpvm_get_tuple(&probe, &n)) return 0;
+  if (n == 2 && is_atom(&probe, "lpvm_ref")) {
+    *d->r = probe;
+    lua_rawgeti(L, d->refs, get_small(d, d->nrefs));
+    return 1;
+  }
+  if (n == 3 && is_atom(&probe, "lpvm_fun")) {
+    *d->r = probe;
+    push_fun(d, depth);
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- the graph wrapper ------------------------------------------------------------------- */
+
+int lfun_graph_begin(lterm_dec *d) {
+  lpvm_tread probe = *d->r;
+  uint32_t n;
+  if (!d->trusted || lpvm_get_tuple(&probe, &n) || n != 2 || !is_atom(&probe, "lpvm_graph"))
+    return 0;
+  *d->r = probe;
+  lua_newtable(d->L);
+  d->refs = lua_gettop(d->L);
+  d->shared = 1;
+  d->nrefs = 0;
+  return 1;
+}

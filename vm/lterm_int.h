@@ -1,0 +1,72 @@
+/*
+** lterm_int.h -- what the term codec (lterm.c) and the function codec (lfun.c) share:
+** the encoder's and decoder's state. Not for other files: they use vm/lterm.h.
+*/
+#ifndef LPVM_LTERM_INT_H
+#define LPVM_LTERM_INT_H
+
+#include <lua.h>
+#include <stdint.h>
+
+#include "lpvm/term.h"
+
+#define LTERM_DEPTH 200   /* nesting limit, both ways */
+#define LTERM_RETRY (-2)  /* encoder: a function met outside a graph; start again as one */
+
+/* A pointer -> number map (open addressing, malloc'd: the encoder never allocates in
+** the Lua state, so it can't raise). */
+typedef struct lterm_map {
+  const void **keys;
+  uint64_t *vals;
+  uint32_t cap, n;
+} lterm_map;
+
+typedef struct lterm_enc {
+  lua_State *L;
+  lpvm_tbuf *b;
+  char *err;
+  const void *path[LTERM_DEPTH];   /* tables being encoded, outermost first */
+  int depth;
+  int funs;          /* functions may be encoded (not in exit reasons) */
+  int shared;        /* a graph (the message holds a function): every table and
+                     ** function is numbered, and one met again is a reference */
+  uint32_t nrefs;    /* functions and shared tables numbered so far */
+  lterm_map refs;    /* function or shared table -> its number (1..) */
+  lterm_map cells;   /* upvalue cell -> (function number << 8 | upvalue index) */
+} lterm_enc;
+
+int lterm_enc_value(lterm_enc *e, int idx);
+int lterm_enc_fail(lterm_enc *e, const char *fmt, const char *what);
+
+typedef struct lterm_dec {
+  lua_State *L;
+  lpvm_tread *r;
+  int trusted;       /* lpvm_fun terms may be loaded (local messages) */
+  int shared;        /* inside a graph: tables and functions are numbered */
+  int refs;          /* stack index of the numbering table (a graph) */
+  uint32_t nrefs;    /* numbered values so far */
+} lterm_dec;
+
+void lterm_dec_value(lterm_dec *d, int depth);
+_Noreturn void lterm_dec_bad(lua_State *L);
+
+/* lterm.c: the map */
+int lterm_map_get(const lterm_map *m, const void *k, uint64_t *v);   /* 1 if found */
+int lterm_map_put(lterm_map *m, const void *k, uint64_t v);          /* -1: no memory */
+void lterm_map_free(lterm_map *m);
+
+/* lfun.c: the function forms (docs/terms.md, "Functions"). */
+int lfun_put(lterm_enc *e, int idx);                  /* a Lua or C function */
+int lfun_put_known(lua_State *L, int v, lpvm_tbuf *b, int tables);   /* 1 if by name */
+/* Inside a graph, at one of the forms ({lpvm_fun, ..}, {lpvm_ref, N}, '$env',
+** {'$mod', ..}, {'$fn', ..}): push its value and return 1; else 0. */
+int lfun_push(lterm_dec *d, int depth);
+/* A table was made while decoding a graph: number it. */
+void lfun_number(lterm_dec *d, int idx);
+/* At {lpvm_graph, Term} from a trusted source: step in, push the numbering table
+** (the caller removes it at d->refs when done) and return 1. */
+int lfun_graph_begin(lterm_dec *d);
+/* '$env', {'$mod', Name}, {'$fn', Module, Field}: push the value, return 1. */
+int lfun_push_known(lua_State *L, lpvm_tread *r);
+
+#endif
