@@ -243,7 +243,10 @@ int lpvm_get_float(lpvm_tread *r, double *v) {
   return BAD;
 }
 
-/* A length-prefixed byte run: tag, len of lsz bytes, bytes. */
+/* A length-prefixed byte run: tag, len of lsz bytes, bytes. A reader sizes a string
+** (or a list, for STRING_EXT) by len, so like a header the run must leave a byte for
+** each term the enclosing containers still owe after it: else a map that claims 51
+** pairs and holds one long string had a decoder size both by the same bytes. */
 static int bytes_at(lpvm_tread *r, int tag, size_t lsz, const uint8_t **data,
                     size_t *len) {
   const uint8_t *p = r->p;
@@ -251,6 +254,7 @@ static int bytes_at(lpvm_tread *r, int tag, size_t lsz, const uint8_t **data,
   if (left < 1 + lsz || p[0] != tag) return BAD;
   n = lsz == 4 ? term_be32(p + 1) : term_be16(p + 1);
   if (left - 1 - lsz < n) return BAD;
+  if (r->owed > 1 && r->owed - 1 > left - 1 - lsz - n) return BAD;
   *data = p + 1 + lsz;
   *len = n;
   return term_took(r, p + 1 + lsz + n);
@@ -279,8 +283,7 @@ int lpvm_get_pid(lpvm_tread *r, lpvm_id *id) {
                                             (uint32_t)(ident.id >> 32)) : 0;
     if (!rid) return BAD;
     *id = rid;
-    r->p = next;
-    return 0;
+    return term_took(r, next);   /* it pays its owed term like any other */
   }
   if (ident.id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT))
     return BAD;   /* serial or port id too wide */

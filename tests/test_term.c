@@ -595,6 +595,44 @@ Test(decode, nested_headers_cannot_claim_the_same_bytes_twice) {
   free(t);
 }
 
+Test(decode, a_string_cannot_take_the_bytes_its_containers_owe) {
+  /* make fuzz found it: #{3 => #{"x" * 120 => ...}, ...} claiming 51 pairs in 199
+  ** bytes; the string took 123 of the bytes the 100 terms still owed needed */
+  uint8_t t[199];
+  const uint8_t head[] = {131, 116, 0, 0, 0, 51, 97, 3, 116, 0, 0, 0, 1, 107, 0, 120};
+  memcpy(t, head, sizeof head);
+  memset(t + sizeof head, 'x', sizeof t - sizeof head);
+  lpvm_tread r;
+  uint32_t n;
+  const uint8_t *s;
+  size_t len;
+  int64_t i;
+  lpvm_tread_init(&r, t, sizeof t);
+  cr_assert_eq(lpvm_get_map(&r, &n), 0);
+  cr_assert_eq(lpvm_get_int(&r, &i), 0);
+  cr_assert_eq(lpvm_get_map(&r, &n), 0);
+  const uint8_t *at = r.p;
+  cr_assert_eq(lpvm_get_string(&r, &s, &len), LPVM_EBADTERM);
+  cr_assert(r.p == at, "a failed get consumes nothing");
+  cr_assert_eq(lpvm_term_check(t, sizeof t), LPVM_EBADTERM);
+  /* the same string with nothing owed after it reads */
+  const uint8_t two[] = {131, 104, 2, 107, 0, 3, 'x', 'y', 'z', 107, 0, 3, 'x', 'y', 'z'};
+  lpvm_tread_init(&r, two, sizeof two);
+  cr_assert_eq(lpvm_get_tuple(&r, &n), 0);
+  cr_assert_eq(lpvm_get_string(&r, &s, &len), 0);
+  cr_assert_eq(lpvm_get_string(&r, &s, &len), 0);
+  cr_assert(len == 3 && r.p == r.end);
+  /* a remote pid pays its owed term: {<a@b.5.1>, "xyz"} reads to the end */
+  const uint8_t rp[] = {131, 104, 2, 88, 119, 3, 'a', '@', 'b', 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 9,
+                        107, 0, 3, 'x', 'y', 'z'};
+  lpvm_id id;
+  lpvm_tread_init(&r, rp, sizeof rp);
+  cr_assert_eq(lpvm_get_tuple(&r, &n), 0);
+  cr_assert_eq(lpvm_get_pid(&r, &id), 0);
+  cr_assert_eq(lpvm_get_string(&r, &s, &len), 0);
+  cr_assert(r.p == r.end);
+}
+
 /* ---- round trips ----------------------------------------------------------------- */
 
 Test(roundtrip, integers) {
