@@ -77,7 +77,11 @@ static int spawn_common(lua_State *L, int link, int monitor) {
     first = 2;
     if (lua_getfield(L, 1, "node") != LUA_TNIL) {   /* on another node: lmod_dist.c */
       const char *node = luaL_checkstring(L, -1);
-      if (strcmp(node, lpvm_node_name()) != 0) return lmod_dist_spawn(L, so.o.link);
+      if (strcmp(node, lpvm_node_name()) != 0) {
+        luaL_argcheck(L, !so.monitor, 1, "option 'monitor' cannot go with 'node' (monitor "
+                                         "the pid spawn returns)");
+        return lmod_dist_spawn(L, so.o.link);
+      }
     }
     lua_pop(L, 1);
   }

@@ -103,6 +103,8 @@ test("remote spawn by module name runs there", function()
   local pid2 = assert(lpvm.spawn({node = nodeb, fn = "hello"}, "dist_mod", lpvm.self()))
   r = T.recv_match(function(t) return t == "hello_from_spawned" end)
   T.eq(r[2], pid2)
+  T.raises(function() lpvm.spawn({node = nodeb, monitor = true}, "dist_mod") end,
+           "option 'monitor' cannot go with 'node'")
   -- a module that is not there: the process dies at once, the spawn itself succeeds
   T.ok(lpvm.spawn({node = nodeb}, "no_such_module_here"))
 end)
