@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -97,7 +98,15 @@ static int recv_all(int fd, uint8_t *p, size_t n) {
 static int start_epmd(void) {
   pid_t pid;
   char *argv[] = {"epmd", "-daemon", NULL};
-  if (posix_spawnp(&pid, "epmd", NULL, NULL, argv, environ) != 0) {
+  posix_spawnattr_t at;   /* not the VM threads' mask (vm/main.c blocks SIGINT, SIGTERM) */
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_init(&at);
+  posix_spawnattr_setsigmask(&at, &none);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+  int rc = posix_spawnp(&pid, "epmd", NULL, &at, argv, environ);
+  posix_spawnattr_destroy(&at);
+  if (rc != 0) {
     dist_log("cannot start epmd (is Debian's erlang-base installed?)");
     return LPVM_ENOPROC;
   }

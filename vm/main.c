@@ -268,6 +268,15 @@ static void add_init(cli *c) {
 
 /* ---- signals ------------------------------------------------------------------ */
 
+/* SIGINT and SIGTERM are blocked in every thread but main (main blocks them before
+** the VM's threads start, which inherit the mask, and unblocks them once the handler
+** is in place; commands are spawned with an empty mask). The kernel then hands them to
+** main, waiting in lpvm_wait's pthread_cond_wait. Under ThreadSanitizer, which runs a
+** handler only when its thread is in a blocking call it intercepts (cond_wait is one,
+** read is not), a signal that landed on another thread, say a private thread in a raw
+** futex wait (sched/thread.c), waited there: SIGTERM beside os.execute took until the
+** command ended (cli_test, 2 runs in 6). */
+static sigset_t stop_sigs;
 static int sig_pipe[2] = {-1, -1};
 static volatile sig_atomic_t sig_seen;
 static volatile sig_atomic_t sig_shell;   /* SIGINT goes to the shell (lproc_shell_sigint) */
@@ -380,6 +389,10 @@ int main(int argc, char **argv) {
   lproc_boot_spec spec = {c.steps, c.nsteps, script_step, argc, av,
                           script < argc ? script : 0, shell};
 
+  sigemptyset(&stop_sigs);
+  sigaddset(&stop_sigs, SIGINT);
+  sigaddset(&stop_sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
   int rc = lpvm_start(&c.vcfg);
   if (rc < 0) {
     fprintf(stderr, "%s: cannot start the VM: %s\n", progname, lpvm_strerror(rc));
@@ -410,6 +423,7 @@ int main(int argc, char **argv) {
   pthread_t sig_th;
   sig_shell = shell;
   int have_sig = signals_start(&sig_th) == 0;
+  pthread_sigmask(SIG_UNBLOCK, &stop_sigs, NULL);
 
   lpvm_id boot = 0;
   char *err = NULL;
