@@ -77,7 +77,9 @@
 ** frame or two per yield, and since TSan records the whole stack at every malloc and
 ** new atomic, a flood of punished sends cost ~100 KB and half a millisecond each.
 ** Defined here (the executable's and liblpvm's symbol wins over libc's), it becomes
-** the longjmp that TSan intercepts and unwinds. ASan intercepts __longjmp_chk itself. */
+** the longjmp that TSan intercepts and unwinds. ASan intercepts __longjmp_chk itself.
+** It lives in this file, which every program links, because a file of its own would be
+** an archive member nothing references, and the linker would leave it out. */
 #if !LPROC_CAN_TICK
 #include <setjmp.h>
 /* by its symbol: a _FORTIFY_SOURCE build of this file would turn longjmp into us */
