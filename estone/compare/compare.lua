@@ -270,12 +270,12 @@ local function run_http(row, side, w)
   local sid = f and math.tointeger(tonumber(f:read("a")))
   if f then f:close() end
   if sid then
-    os.execute("kill -TERM -- -" .. sid .. " 2>/dev/null")
+    os.execute("kill -TERM -" .. sid .. " 2>/dev/null")   -- (dash: no "--")
     for _ = 1, 50 do   -- until the session is gone (its port is then free again)
-      if not os.execute("kill -0 -- -" .. sid .. " 2>/dev/null") then break end
+      if not os.execute("kill -0 -" .. sid .. " 2>/dev/null") then break end
       lpvm.sleep(100)
     end
-    os.execute("kill -KILL -- -" .. sid .. " 2>/dev/null")
+    os.execute("kill -KILL -" .. sid .. " 2>/dev/null")
   end
   os.remove(log)
   os.remove(pidfile)
