@@ -28,6 +28,7 @@
 --   figures  { {key, label, unit}, ... }: which RESULT keys to report
 --   better   "lower" (times, bytes; the default) or "higher" (rates)
 --   workers  the worker counts this row runs at (default: all of --workers)
+--   note     a line printed under the table when the row ran
 --   kind     nil (a script), "startup" (the runner times beam_cmd and lpvm_cmd), "http"
 --            (the script is a server, under wrk with `conns` connections) or "estone"
 --            (estone.lua's `micros`, scored in estones)
@@ -87,9 +88,10 @@ local ROWS = {
                 { "k3_ms", "thesis fig. 4: 3 processes", "ms" }, { "k4_ms", "thesis fig. 4: 4 processes", "ms" },
                 { "k5_ms", "thesis fig. 4: 5 processes", "ms" }, { "k6_ms", "thesis fig. 4: 6 processes", "ms" } } },
   { name = "estone_runtime", kind = "estone", micros = RUNTIME_MICROS, better = "higher",
-    lpvm = "estone/estone.lua", figures = estone_figures(RUNTIME_MICROS) },
+    beam = "estone.escript", lpvm = "estone/estone.lua", figures = estone_figures(RUNTIME_MICROS) },
   { name = "estone_interp", kind = "estone", micros = INTERP_MICROS, better = "higher",
-    lpvm = "estone/estone.lua", figures = estone_figures(INTERP_MICROS) },
+    lpvm = "estone/estone.lua", figures = estone_figures(INTERP_MICROS),
+    note = "EStone's interpreter-bound micros run on lpvm only: they measure Lua 5.4's interpreter, not the runtime" },
 }
 
 ---------------------------------------------------------------------------- options
@@ -412,6 +414,16 @@ for _, w in ipairs(opts.workers) do
   end
 end
 
+local noted = {}
+for _, r in ipairs(report.rows) do
+  local row
+  for _, x in ipairs(selected) do if x.name == r.row then row = x end end
+  if row.note and not noted[row] then
+    if not next(noted) then out("") end
+    noted[row] = true
+    out("- " .. row.note)
+  end
+end
 report.loadavg_after = loadavg()
 report.failures = failures
 out("")
