@@ -145,14 +145,24 @@ static uint32_t *name_link(const char *name, uint32_t *slot_out) {
   return NULL;
 }
 
+/* Bumped by every change of the names (registry lock held), so that a cache of
+** name -> id (vm/lets.c) knows when to forget what it holds. */
+static _Atomic uint64_t names_epoch;
+
+uint64_t lpvm_ets_names_epoch(void) {
+  return atomic_load_explicit(&names_epoch, memory_order_acquire);
+}
+
 static void name_add(ets_tab *t, uint32_t slot) {
   uint32_t *head = &E.names[name_hash(t->name)];
+  atomic_fetch_add_explicit(&names_epoch, 1, memory_order_release);
   t->name_next = *head;
   *head = slot + 1;
 }
 
 static void name_del(ets_tab *t) {
   uint32_t *pl = name_link(t->name, NULL);
+  atomic_fetch_add_explicit(&names_epoch, 1, memory_order_release);
   if (pl) *pl = t->name_next;
   t->name_next = 0;
 }
@@ -581,6 +591,7 @@ const char *lpvm_ets_strerror(int err) {
     case LPVM_ETS_EOWNER: return "not the table's owner";
     case LPVM_ETS_ELIMIT: return "too many tables";
     case LPVM_ETS_EMATCH: return "bad match specification";
+    case LPVM_ETS_ESPACE: return "the objects do not fit the buffer";
     case LPVM_EEXIST: return "a named table of that name exists";
     case LPVM_EBADTERM: return "malformed term";
     case LPVM_ENOMEM: return "out of memory";

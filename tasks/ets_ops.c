@@ -207,6 +207,26 @@ int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
   return out_rc(out, (int)n);
 }
 
+int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                         size_t klen, uint8_t *buf, size_t cap, size_t *len) {
+  ets_key k;
+  ets_tab *t;
+  *len = 0;
+  int rc = key_parse(key, klen, &k);
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  size_t used = 0;
+  int n = 0;
+  for (ets_obj *o = ets_find(t, &k); o; o = ets_same_next(t, o), n++) {
+    size_t m = o->len - 1;
+    if (m > cap - used) { n = LPVM_ETS_ESPACE; break; }
+    memcpy(buf + used, o->data + 1, m);
+    used += m;
+  }
+  key_leave(t, &k);
+  *len = used;
+  return n;
+}
+
 int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen) {
   ets_key k;
   ets_tab *t;

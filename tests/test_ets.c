@@ -68,6 +68,40 @@ Test(ets, c_api_roundtrip) {
 }
 
 /* ordered_set keys of every type come out in Erlang's term order. */
+/* lookup_into: the objects as bytes in the caller's array, or ESPACE and nothing. */
+Test(ets, lookup_into) {
+  vm_start_n(2, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.type = LPVM_ETS_BAG;
+  lpvm_tab t;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  obj_ii(&b, 7, 1);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  obj_ii(&b, 7, 300);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  int_term(&b, 7);
+  uint8_t buf[64];
+  size_t len = 99;
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, b.data, b.len, buf, sizeof buf, &len), 2);
+  /* {7,1} {7,300}: SMALL_TUPLE 2, SMALL_INT 7, SMALL_INT 1; then INT 300 */
+  const uint8_t want[] = {104, 2, 97, 7, 97, 1, 104, 2, 97, 7, 98, 0, 0, 1, 44};
+  cr_assert_eq(len, sizeof want);
+  cr_assert_arr_eq(buf, want, sizeof want);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, b.data, b.len, buf, 8, &len), LPVM_ETS_ESPACE);
+  int_term(&b, 8);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, b.data, b.len, buf, sizeof buf, &len), 0);
+  cr_assert_eq(len, 0);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, (const uint8_t *)"\x83\x61", 2, buf, sizeof buf,
+                                    &len), LPVM_EBADTERM);
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, b.data, b.len, buf, sizeof buf, &len),
+               LPVM_ETS_ENOTAB);
+  lpvm_tbuf_free(&b);
+  vm_stop();
+}
+
 Test(ets, ordered_set_term_order) {
   vm_start_n(1, 1);
   lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
