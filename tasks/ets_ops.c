@@ -123,7 +123,11 @@ static int build_objs(ets_tab *t, const uint8_t *term, size_t len, ets_obj **sta
   if (!v) return LPVM_ENOMEM;
   int rc = 0;
   uint32_t i = 0;
-  for (; i < count; i++) {
+  if (type == LPVM_T_TUPLE) {   /* one tuple: the checked term ends where it does */
+    rc = ets_obj_new(t, r.p, r.end, &v[0]);
+    i = rc == 0;
+  }
+  for (; i < count && type != LPVM_T_TUPLE; i++) {
     const uint8_t *p = r.p;
     if (lpvm_skip(&r)) { rc = LPVM_EBADTERM; break; }
     if ((rc = ets_obj_new(t, p, r.p, &v[i])) != 0) break;

@@ -430,6 +430,19 @@ test("fast paths: every scalar shape round-trips, long and nested objects too", 
   ets.delete(t)
 end)
 
+test("ordered_set: integer and string keys in term order on the fast compare", function()
+  local o = ets.new("order", {"ordered_set"})
+  for _, k in ipairs({"b", "ab", "", "a", "a\0", 300, -5, 2, 2.5, 1.0, -70000, 70000, 255, 256}) do
+    ets.insert(o, {k})
+  end
+  T.eq(keys_of(o), {-70000, -5, 1.0, 2, 2.5, 255, 256, 300, 70000, "", "a", "a\0", "ab", "b"})
+  T.eq(ets.next(o, 255), 256)
+  T.eq(ets.next(o, 1), 2)           -- 1 == 1.0 in an ordered_set
+  T.eq(ets.prev(o, "a"), "")
+  T.eq(ets.next(o, "aa"), "ab")     -- need not be present
+  ets.delete(o)
+end)
+
 test("update_counter in place and not: sizes change across 255 and 32 bits", function()
   local t = ets.new("counters", {"set", "public"})
   ets.insert(t, {"c", 250, "tail"})
