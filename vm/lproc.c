@@ -140,6 +140,7 @@ int lproc_is_interrupt_msg(lpvm_msg *m) {
 /* ---- a new state ------------------------------------------------------------------------- */
 
 void lproc_state_init(lua_State *L) {
+  memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
   llibs_install(L);
   lproc_slice_init(L);
 }

@@ -41,8 +41,10 @@ int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err);
 
 /* A per-thread builder reused by every send, so a send allocates only its message. */
 lpvm_tbuf *lterm_scratch(void);
-/* Copy a finished builder into a new message; NULL if it failed. */
-lpvm_msg *lterm_to_msg(lpvm_tbuf *b);
+/* The n values from idx as a message (lterm_put_values) for a process of this node:
+** built in the scratch builder, and a binary (lpvm.binary) goes in by reference
+** (lpvm/binary.h), not copied. NULL with a message in err when it cannot be sent. */
+lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err);
 
 /* Decode a whole term: a top-level tuple pushes its elements, anything else one
 ** value. Returns how many values were pushed. Raises a Lua error on a malformed
