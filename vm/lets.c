@@ -128,7 +128,7 @@ static int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end) {
 ** of a tuple in the result list; no graph there). */
 static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end) {
   lpvm_tread r = {*pp, end, 0};
-  lterm_dec d = {L, &r, 1, 0, 0, 0};
+  lterm_dec d = {.L = L, .r = &r, .trusted = 1};
   lterm_dec_value(&d, 2);
   *pp = r.p;
 }
