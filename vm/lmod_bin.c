@@ -96,6 +96,33 @@ void lbin_push(lua_State *L, lpvm_bin *bin, size_t off, size_t len) {
   gc_charge(L, len);
 }
 
+/* A binary that arrives in a message. A whole one is interned per state by its
+** buffer (a weak table, as lterm.c's foreign references): the same buffer received
+** again is the same value, so a process that receives one binary many times makes
+** no new userdata, no finalizer call, no collector charge (those were most of a
+** message's cost). The table's value holds its own reference, so the buffer cannot
+** be freed and its address reused while the entry exists. */
+static const char intern_key = 'i';
+
+/* Push the whole binary of buffer bin: the interned value, or a new one (interned). */
+static void push_whole(lua_State *L, lpvm_bin *bin) {
+  lmod_weak_table(L, &intern_key, "v");                    /* T */
+  if (lua_rawgetp(L, -1, bin) == LUA_TUSERDATA) {          /* T b */
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  lbin_push(L, bin, 0, lpvm_bin_len(bin));                 /* T b */
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, -3, bin);
+  lua_remove(L, -2);
+}
+
+void lbin_push_received(lua_State *L, lpvm_bin *bin, size_t off, size_t len) {
+  if (off == 0 && len == lpvm_bin_len(bin)) push_whole(L, bin);
+  else lbin_push(L, bin, off, len);
+}
+
 /* ---- the methods ------------------------------------------------------------------------ */
 
 static int bin_gc(lua_State *L) {
@@ -260,7 +287,7 @@ static int lmod_binary(lua_State *L) {
   if (len > LPVM_BIN_MAX) return luaL_argerror(L, 1, "string too long for a binary (4 GiB)");
   lpvm_bin *bin = lpvm_bin_new(s, len);
   if (!bin) return luaL_error(L, "binary: not enough memory");
-  lbin_push(L, bin, 0, len);   /* takes a reference of its own */
+  push_whole(L, bin);   /* takes a reference of its own, and interns it */
   lpvm_bin_drop(bin);
   return 1;
 }

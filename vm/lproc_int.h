@@ -196,6 +196,8 @@ struct lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len);
 const char *lbin_bytes(lua_State *L, int idx, size_t *len);
 /* Push a binary showing [off, off + len) of bin; it takes a reference of its own. */
 void lbin_push(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
+/* The same for a binary that arrived in a message (a whole one: interned per state). */
+void lbin_push_received(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a

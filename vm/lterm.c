@@ -524,7 +524,7 @@ static void dec_value(lterm_dec *d, int depth) {
     case LPVM_T_OTHER: {
       lpvm_binref br;
       if (d->nbins && lpvm_get_binref(r, d->bins, d->nbins, &br) == 0)
-        lbin_push(L, br.bin, br.off, br.len);   /* a shared binary stays shared */
+        lbin_push_received(L, br.bin, br.off, br.len);   /* a shared binary stays shared */
       else
         dec_other(L, r);
       return;

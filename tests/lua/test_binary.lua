@@ -117,6 +117,7 @@ test("a binary in a message is shared: the receiver gets the same bytes, no copy
   T.eq(r[5], base + 1, "one buffer for every holder")
   local back = T.recv()
   T.ok(back[1] == big)
+  T.ok(rawequal(back[1], big), "a binary that comes back is the same value (interned)")
   T.eq(tostring(back[2].part), "0123456789abcdef")
   T.eq(back[2].other, "str")
   big, r, back = nil, nil, nil
