@@ -40,6 +40,8 @@ typedef struct lproc_start {
   int wait_marker;        /* 1: wait for the creator's start marker (spawn_monitor) */
   int adopted;            /* init ran: the process owns this now */
   int boot;               /* the boot process */
+  int remote;             /* a peer's spawn request: functions in it load only while
+                          ** remote code is trusted (lterm_remote_funs_trusted) */
   size_t code_len;        /* LS_FUNC: bytecode; LS_MODULE: module name */
   size_t up_len;          /* LS_FUNC: term of the upvalues (a tuple); LS_TERM: the function */
   size_t args_len;        /* term of the arguments (a tuple) */

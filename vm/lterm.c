@@ -579,9 +579,13 @@ int lterm_push_values(lua_State *L, const uint8_t *term, size_t len) {
   return lterm_push_values_ex(L, term, len, 1);
 }
 
-static _Atomic int trust_remote;   /* bytecode from other nodes: off unless asked */
+/* Functions from other nodes: the cookie handshake is the trust boundary, as in
+** Erlang (a node that knows the cookie may rpc anything anyway); lpvm
+** --no-remote-code turns it off (docs/distribution.md, "Security"). */
+static _Atomic int trust_remote = 1;
 
 void lterm_trust_remote_funs(int on) { atomic_store(&trust_remote, on != 0); }
+int lterm_remote_funs_trusted(void) { return atomic_load(&trust_remote); }
 
 int lterm_push_msg(lua_State *L, const lpvm_msg *m) {
   int trusted = !lpvm_id_is_remote(lpvm_msg_from(m)) || atomic_load(&trust_remote);

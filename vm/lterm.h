@@ -55,10 +55,12 @@ int lterm_push_values(lua_State *L, const uint8_t *term, size_t len);
 ** function term ({lpvm_graph, ..}, {lpvm_fun, ..}) reads as plain data and no
 ** bytecode is loaded (loading crafted bytecode can crash the VM). */
 int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trusted);
-/* A message's values: functions load only from this node's processes, or from any
-** node once lterm_trust_remote_funs(1) was called (the embedder's choice). */
+/* A message's values: functions load from this node's processes, and from other
+** (authenticated) nodes unless lterm_trust_remote_funs(0) was called (lpvm
+** --no-remote-code): then they read as plain data. */
 int lterm_push_msg(lua_State *L, const lpvm_msg *m);
 void lterm_trust_remote_funs(int on);
+int lterm_remote_funs_trusted(void);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */
 void lterm_push(lua_State *L, lpvm_tread *r);
 
