@@ -189,7 +189,7 @@ static const option options[] = {
     {"--reductions", "N", o_reductions, "slices of N VM instructions (default: 1 ms slices)"},
     {"--no-worker-cache", NULL, o_nocache, "turn the scheduler's worker cache off"},
     {"--max-heap", "BYTES", o_maxheap, "default heap limit per process (suffix k, m or g)"},
-    {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},
+    {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse (64)"},
     {"--log-level", "LEVEL", o_loglevel, "the log's level (default notice; none, all)"},
     {"--sname", "NAME", o_sname, "a distributed node NAME@shorthost (see distribution.md)"},
     {"--name", "NAME", o_name, "a distributed node with a long name (NAME@host.domain)"},
