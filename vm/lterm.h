@@ -55,6 +55,8 @@ int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trus
 /* A message's values: functions load only from this node's processes, or from any
 ** node once lterm_trust_remote_funs(1) was called (the embedder's choice). */
 int lterm_push_msg(lua_State *L, const lpvm_msg *m);
+/* lterm_push_msg without the first value (a reply's reference: lpvm.call). */
+int lterm_push_msg_tail(lua_State *L, const lpvm_msg *m);
 void lterm_trust_remote_funs(int on);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */
 void lterm_push(lua_State *L, lpvm_tread *r);
