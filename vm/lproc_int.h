@@ -244,6 +244,16 @@ void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
 int lmod_alias_add(lproc *p, uint64_t ref);   /* 0, or LPVM_ENOMEM */
 int lmod_alias_del(lproc *p, uint64_t ref);   /* 1 if it was active */
 void lmod_flush_down(lproc *p, uint64_t ref); /* drop a queued DOWN for ref */
+/* What lmod_call.c's wait shares with receive_ref: */
+void lmod_check_wait(lua_State *L, lproc *p, const char *fname);  /* raise if it cannot wait */
+void lmod_recv_finish(lproc *p);              /* a receive is over: timer, scan */
+void lmod_ref_wait_begin(lproc *p, uint64_t ref);   /* start waiting for ref */
+lpvm_msg *lmod_ref_next(lproc *p);            /* the next message for recv_ref, or NULL */
+void lmod_mbox_take(lproc *p, lpvm_msg *m);   /* unlink m keeping the mark */
+/* Wait (stack [2]: the timeout or nil) with continuation k, `again` rescanning;
+** -1 when the time is up (nothing pushed). */
+int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *));
+int lmod_call(lua_State *L);                  /* lmod_call.c: lpvm.call */
 
 /* ltask.c */
 const lpvm_task_def *ltask_find(const char *type);

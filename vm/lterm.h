@@ -59,6 +59,8 @@ int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trus
 ** (authenticated) nodes unless lterm_trust_remote_funs(0) was called (lpvm
 ** --no-remote-code): then they read as plain data. */
 int lterm_push_msg(lua_State *L, const lpvm_msg *m);
+/* lterm_push_msg without the first value (a reply's reference: lpvm.call). */
+int lterm_push_msg_tail(lua_State *L, const lpvm_msg *m);
 void lterm_trust_remote_funs(int on);
 int lterm_remote_funs_trusted(void);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */
