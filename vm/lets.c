@@ -32,6 +32,19 @@ static uint32_t be32(const uint8_t *p) {
 static int put_scalar(lua_State *L, int idx, lpvm_tbuf *b) {
   size_t room = b->cap - b->len, len;
   const char *s;
+  if (lua_isinteger(L, idx)) {   /* the commonest key: a counter's, an index's */
+    if (room < 11) return -1;
+    lua_Integer v = lua_tointegerx(L, idx, NULL);
+    uint8_t *q = b->data + b->len;
+    if (v < 0 || v > 255) {
+      lpvm_put_int(b, v);
+      return 0;
+    }
+    q[0] = ETF_SMALL_INT;
+    q[1] = (uint8_t)v;
+    b->len += 2;
+    return 0;
+  }
   switch (lua_type(L, idx)) {
     case LUA_TNIL:
       if (room < 6) return -1;
@@ -168,11 +181,14 @@ int lets_push_scalar(lua_State *L, const uint8_t *p, size_t len) {
 
 /* ---- names ------------------------------------------------------------------------------ */
 
-/* The cache: [name] = id, and [1] = the names epoch its entries belong to. */
+/* The cache, shared by every function of the module (its upvalue 1): [1] = the names
+** epoch its entries belong to, [2] = {[name] = id}. */
 void lets_new_cache(lua_State *L) {
-  lua_createtable(L, 1, 4);
+  lua_createtable(L, 2, 0);
   lua_pushinteger(L, (lua_Integer)lpvm_ets_names_epoch());
   lua_rawseti(L, -2, 1);
+  lua_newtable(L);
+  lua_rawseti(L, -2, 2);
 }
 
 lpvm_tab lets_by_name(lua_State *L, int arg) {
@@ -183,16 +199,17 @@ lpvm_tab lets_by_name(lua_State *L, int arg) {
   lua_rawgeti(L, c, 1);
   int same = lua_tointeger(L, -1) == ep;
   lua_pop(L, 1);
-  if (!same) {
-    lets_new_cache(L);
+  if (!same) {   /* forget everything: names changed since */
     lua_pushinteger(L, ep);
-    lua_rawseti(L, -2, 1);
-    lua_replace(L, c);
+    lua_rawseti(L, c, 1);
+    lua_newtable(L);
+    lua_rawseti(L, c, 2);
   }
+  lua_rawgeti(L, c, 2);
   lua_pushvalue(L, arg);
-  if (lua_rawget(L, c) == LUA_TNUMBER) {
+  if (lua_rawget(L, -2) == LUA_TNUMBER) {
     lpvm_tab t = (lpvm_tab)lua_tointeger(L, -1);
-    lua_pop(L, 1);
+    lua_pop(L, 2);
     return t;
   }
   lua_pop(L, 1);
@@ -200,7 +217,8 @@ lpvm_tab lets_by_name(lua_State *L, int arg) {
   if (t) {
     lua_pushvalue(L, arg);
     lua_pushinteger(L, (lua_Integer)t);
-    lua_rawset(L, c);
+    lua_rawset(L, -3);
   }
+  lua_pop(L, 1);
   return t;
 }
