@@ -58,7 +58,7 @@ static lpvm_tbuf *in_buf(lua_State *L) {
 
 /* Decode the whole term in b as one Lua value. */
 static void push_term(lua_State *L, lpvm_tbuf *b) {
-  if (lets_push_scalar(L, b->data, b->len)) return;
+  if (lets_push_scalar(L, b->data, b->len) || lets_push_list(L, b->data, b->len)) return;
   lpvm_tread r;
   if (lpvm_tread_init(&r, b->data, b->len)) luaL_error(L, "ets: bad result term");
   lterm_push(L, &r);
