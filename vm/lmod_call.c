@@ -93,24 +93,23 @@ static int call_loop(lua_State *L, lproc *p) {
 ** travels as a graph of the whole message (lterm.c), so that one is encoded as
 ** send would, from Lua values; any other without a Lua reference for ref. */
 static lpvm_msg *call_msg(lua_State *L, lproc *p, uint64_t ref, char *err) {
-  lpvm_tbuf *b = lterm_scratch();
-  if (!b) return NULL;
+  lpvm_tbuf *b = lterm_msg_begin();
+  if (!b) {
+    strcpy(err, "not enough memory");
+    return NULL;
+  }
   lpvm_put_tuple(b, 4);
-  int rc = lterm_put_plain(L, 2, b, err);
+  int rc = lterm_put_shared(L, 2, b, err);
   lpvm_put_pid(b, p->task.id);
   lpvm_put_ref(b, ref);
-  if (rc != 0 || lterm_put_plain(L, 3, b, err) != 0) {   /* a function in it */
-    if (!(b = lterm_scratch())) return NULL;             /* from the start again */
-    lua_pushvalue(L, 2);
-    lmod_push_pid(L, p->task.id);
-    lmod_push_ref(L, ref);
-    lua_pushvalue(L, 3);
-    rc = lterm_put_values(L, -4, 4, b, err);
-    lua_pop(L, 4);
-    if (rc != 0) return NULL;
-  }
-  lpvm_msg *m = lterm_to_msg(b);
-  if (!m) strcpy(err, "not enough memory");
+  if (rc == 0 && lterm_put_shared(L, 3, b, err) == 0) return lterm_msg_end(b, err);
+  /* a function in it: the general encoder, from the start again (a graph) */
+  lua_pushvalue(L, 2);
+  lmod_push_pid(L, p->task.id);
+  lmod_push_ref(L, ref);
+  lua_pushvalue(L, 3);
+  lpvm_msg *m = lterm_msg(L, -4, 4, err);
+  lua_pop(L, 4);
   return m;
 }
 

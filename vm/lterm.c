@@ -311,25 +311,44 @@ lpvm_tbuf *lterm_scratch(void) {
   return &s->b;
 }
 
-lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
+/* A message built a value at a time (lmod_call.c's call tuple): lterm_msg_begin gives
+** the scratch with its binary table emptied, lterm_put_shared encodes one plain value
+** into it with its binaries shared, lterm_msg_end makes the message. */
+lpvm_tbuf *lterm_msg_begin(void) {
   lpvm_tbuf *b = lterm_scratch();
-  if (!b) {
-    snprintf(err, LTERM_ERRSZ, "not enough memory");
-    return NULL;
-  }
+  if (b) my_scratch->bins.n = 0;
+  return b;
+}
+
+int lterm_put_shared(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
+  return enc_run(L, idx, 1, b, err, 0, &my_scratch->bins);
+}
+
+lpvm_msg *lterm_msg_end(lpvm_tbuf *b, char *err) {
   scratch *s = my_scratch;
-  s->bins.n = 0;
-  lpvm_msg *m = NULL;
-  if (enc_run(L, idx, n, b, err, 1, &s->bins) == 0) {
-    m = lpvm_msg_new_term(b->data, b->len, &s->bins);
-    if (!m) snprintf(err, LTERM_ERRSZ, "not enough memory");
-  }
+  lpvm_msg *m = b->err ? NULL : lpvm_msg_new_term(b->data, b->len, &s->bins);
+  if (!m) snprintf(err, LTERM_ERRSZ, "not enough memory");
   s->bins.n = 0;
   if (b->cap > SCRATCH_KEEP || b->err) {   /* don't sit on a huge or broken buffer */
     lpvm_tbuf_free(b);
     s->cap = 0;
   }
   return m;
+}
+
+lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
+  lpvm_tbuf *b = lterm_msg_begin();
+  if (!b) {
+    snprintf(err, LTERM_ERRSZ, "not enough memory");
+    return NULL;
+  }
+  if (enc_run(L, idx, n, b, err, 1, &my_scratch->bins) == 0) return lterm_msg_end(b, err);
+  my_scratch->bins.n = 0;
+  if (b->cap > SCRATCH_KEEP || b->err) {
+    lpvm_tbuf_free(b);
+    my_scratch->cap = 0;
+  }
+  return NULL;
 }
 
 /* ---- decoding ------------------------------------------------------------------------ */
