@@ -239,4 +239,17 @@ test("stress: processes pass binaries around and die; every reference is release
   settle(base, "after " .. rounds .. " rounds")
 end)
 
+test("a binary in a gen_server.call request is shared, not copied", function()
+  local gs = require "gen_server"
+  local srv = assert(gs.start({
+    init = function() return "ok", nil end,
+    handle_call = function(req, _, st)
+      return "reply", lpvm.is_binary(req) and #req or "copied", st
+    end,
+  }, nil))
+  T.eq(gs.call(srv, lpvm.binary(string.rep("y", 1000))), 1000)
+  T.eq(gs.call(srv, "plain"), "copied")           -- a string stays a string
+  gs.stop(srv)
+end)
+
 T.run()
