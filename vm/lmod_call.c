@@ -8,8 +8,9 @@
 ** into C checks its arguments again, and the reference becomes a Lua userdata that
 ** every decode of the reply looks up in the state's reference table (lmod_push_ref);
 ** on the gen_server.call benchmark that table and the garbage it makes were a third
-** of the caller's time. Here the reference never reaches Lua: it is made, sent, waited
-** for and dropped in C, and only the reply's values (after the reference) are decoded.
+** of the caller's time. Here the reference never reaches Lua code: it is made, sent
+** (from a throwaway userdata, not interned), waited for and dropped in C, and only the
+** reply's values after it are decoded.
 **
 ** The protocol is receive_ref's (lmod_msg.c): the reference is also an alias, so the
 ** server's send_alias reply is tagged with it and a reply that comes after the caller
@@ -88,25 +89,12 @@ static int call_loop(lua_State *L, lproc *p) {
   return lua_error(L);
 }
 
-/* Encode {label, self, ref, request} (stack: [2] label, [3] request) in a message;
-** NULL with err set on a value that cannot travel. A request holding a function
-** travels as a graph of the whole message (lterm.c), so that one is encoded as
-** send would, from Lua values; any other without a Lua reference for ref. */
+/* Encode {label, self, ref, request} (stack: [2] label, [3] request) in a message, as
+** send would; NULL with err set on a value that cannot travel. */
 static lpvm_msg *call_msg(lua_State *L, lproc *p, uint64_t ref, char *err) {
-  lpvm_tbuf *b = lterm_msg_begin();
-  if (!b) {
-    strcpy(err, "not enough memory");
-    return NULL;
-  }
-  lpvm_put_tuple(b, 4);
-  int rc = lterm_put_shared(L, 2, b, err);
-  lpvm_put_pid(b, p->task.id);
-  lpvm_put_ref(b, ref);
-  if (rc == 0 && lterm_put_shared(L, 3, b, err) == 0) return lterm_msg_end(b, err);
-  /* a function in it: the general encoder, from the start again (a graph) */
   lua_pushvalue(L, 2);
   lmod_push_pid(L, p->task.id);
-  lmod_push_ref(L, ref);
+  lmod_push_ref_temp(L, ref);
   lua_pushvalue(L, 3);
   lpvm_msg *m = lterm_msg(L, -4, 4, err);
   lua_pop(L, 4);

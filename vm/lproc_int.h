@@ -158,6 +158,7 @@ void lmod_push_pid(lua_State *L, lpvm_id id);
 lpvm_id lmod_check_pid(lua_State *L, int arg);
 lpvm_id lmod_to_pid(lua_State *L, int idx);       /* 0 if not a pid */
 void lmod_push_ref(lua_State *L, uint64_t ref);
+void lmod_push_ref_temp(lua_State *L, uint64_t ref);   /* not interned: never shown to Lua */
 uint64_t lmod_to_ref(lua_State *L, int idx);      /* 0 if not a reference */
 uint64_t lmod_check_ref(lua_State *L, int arg);
 /* The process's target: a pid, or a registered name (0 if not registered). */

@@ -46,11 +46,6 @@ lpvm_tbuf *lterm_scratch(void);
 ** built in the scratch builder, and a binary (lpvm.binary) goes in by reference
 ** (lpvm/binary.h), not copied. NULL with a message in err when it cannot be sent. */
 lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err);
-/* The same message built a value at a time: begin, lterm_put_shared (or lpvm_put_*)
-** for each part, end (NULL and err set when out of memory). */
-lpvm_tbuf *lterm_msg_begin(void);
-int lterm_put_shared(lua_State *L, int idx, lpvm_tbuf *b, char *err);
-lpvm_msg *lterm_msg_end(lpvm_tbuf *b, char *err);
 
 /* Decode a whole term: a top-level tuple pushes its elements, anything else one
 ** value. Returns how many values were pushed. Raises a Lua error on a malformed
