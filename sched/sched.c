@@ -386,9 +386,12 @@ static lpvm_task *wait_for_work(worker *w) {
     if (atomic_load(&w->bitmap) || atomic_load(&S.stop)) return NULL;
     if ((t = look_around(w, seen)) != NULL) return t;
   }
-  /* Kicked awake while every other worker sleeps for good: make one of them the
-  ** watcher (it spins, sees this one awake and sleeps watching). */
-  if (S.n > 1 && atomic_load(&S.sleepers) == S.n - 1 && atomic_load(&S.watchers) == 0)
+  /* Woken with work of its own while every other worker sleeps for good: make one of
+  ** them the watcher (it spins, sees this one awake and sleeps watching). Only with
+  ** work: a worker woken to watch (or to steal) must not wake another in turn, or two
+  ** idle workers would keep kicking each other awake. */
+  if (S.n > 1 && atomic_load(&w->bitmap) && atomic_load(&S.sleepers) == S.n - 1 &&
+      atomic_load(&S.watchers) == 0)
     kick_sleeper(w);
   return NULL;
 }
