@@ -207,7 +207,7 @@ static const option options[] = {
     {"--no-worker-cache", NULL, o_nocache, "turn the scheduler's worker cache off"},
     {"--sched-stats", NULL, o_schedstats, "print each worker's steps, steals, sleeps at the end"},
     {"--max-heap", "BYTES", o_maxheap, "default heap limit per process (suffix k, m or g)"},
-    {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},
+    {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse (64)"},
     {"--log-level", "LEVEL", o_loglevel, "the log's level (default notice; none, all)"},
     {"--sname", "NAME", o_sname, "a distributed node NAME@shorthost (see distribution.md)"},
     {"--name", "NAME", o_name, "a distributed node with a long name (NAME@host.domain)"},
