@@ -567,7 +567,9 @@ static void clear_type_metatables(lua_State *L) {
   lua_pushcfunction(L, clean_cf);
   lua_pushthread(L);
   for (int i = 1; i <= 7; i++) {
+    if (!lua_getmetatable(L, i)) continue;   /* most have none: a look is cheaper */
     lua_pushnil(L);
+    lua_replace(L, -2);
     lua_setmetatable(L, i);
   }
   lua_settop(L, 0);

@@ -149,6 +149,33 @@ test("many recycled processes in a row, some failing, some killed", function()
   end
 end)
 
+-- The pool is shared by every worker: spawners on all of them take and give back
+-- states at once (a stress test for ThreadSanitizer).
+test("concurrent spawners share the pool", function()
+  local k, m = 8, T.scaled(300, 30)
+  local me = lpvm.self()
+  for s = 1, k do
+    lpvm.spawn(function(parent, s2, m2)
+      local l = require "lpvm"
+      local self = l.self()
+      for i = 1, m2 do
+        l.spawn(function(p, tag)
+          local l2 = require "lpvm"
+          if rawget(_G, "owner") ~= nil then l2.send(p, "dirty", owner) end
+          owner = tag
+          l2.send(p, "ok")
+        end, self, s2 * 100000 + i)
+      end
+      for _ = 1, m2 do
+        local r = l.receive()
+        if r ~= "ok" then l.send(parent, "dirty") return end
+      end
+      l.send(parent, "done", s2)
+    end, me, s, m)
+  end
+  for _ = 1, k do T.eq(T.recv()[1], "done") end
+end)
+
 -- warn's switch lives in the state: a predecessor's warn("@on") must not show.
 -- Needs a child VM (stderr); /bin/sh under a preloaded TSan runtime crashes.
 test("warnings: a recycled state starts with them off", function()
