@@ -75,8 +75,8 @@ void ets_fini(void) {
         ets_free_objs(t->type, b, bits, root);
         free(t->heir_data);
       }
-      pthread_rwlock_destroy(&t->locks[0]);
-      pthread_rwlock_destroy(&t->locks[1]);
+      pthread_rwlock_destroy(&t->lock);
+      ets_rwl_free(t->rlock);
       pthread_rwlock_destroy(&t->one.lock);
       if (t->wc_stripes) {
         for (int k = 0; k < ETS_NSTRIPES; k++)
@@ -100,8 +100,7 @@ static int chunk_add(uint32_t ci) {
   pthread_rwlockattr_init(&wpref);
   pthread_rwlockattr_setkind_np(&wpref, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
   for (uint32_t j = 0; j < CHUNK_SLOTS; j++) {
-    pthread_rwlock_init(&c[j].locks[0], &wpref);
-    pthread_rwlock_init(&c[j].locks[1], NULL);   /* glibc's default prefers readers */
+    pthread_rwlock_init(&c[j].lock, &wpref);
     pthread_rwlock_init(&c[j].one.lock, NULL);
   }
   pthread_rwlockattr_destroy(&wpref);
@@ -145,14 +144,24 @@ static uint32_t *name_link(const char *name, uint32_t *slot_out) {
   return NULL;
 }
 
+/* Bumped by every change of the names (registry lock held), so that a cache of
+** name -> id (vm/lets.c) knows when to forget what it holds. */
+static _Atomic uint64_t names_epoch;
+
+uint64_t lpvm_ets_names_epoch(void) {
+  return atomic_load_explicit(&names_epoch, memory_order_acquire);
+}
+
 static void name_add(ets_tab *t, uint32_t slot) {
   uint32_t *head = &E.names[name_hash(t->name)];
+  atomic_fetch_add_explicit(&names_epoch, 1, memory_order_release);
   t->name_next = *head;
   *head = slot + 1;
 }
 
 static void name_del(ets_tab *t) {
   uint32_t *pl = name_link(t->name, NULL);
+  atomic_fetch_add_explicit(&names_epoch, 1, memory_order_release);
   if (pl) *pl = t->name_next;
   t->name_next = 0;
 }
@@ -170,39 +179,53 @@ lpvm_tab lpvm_ets_whereis(const char *name) {
 
 /* ---- entering a table ------------------------------------------------------------------- */
 
-static inline pthread_rwlock_t *tab_lock(ets_tab *t) {
-  return &t->locks[atomic_load_explicit(&t->rc, memory_order_relaxed)];
+/* The table lock of either kind (ets_int.h). The kind is read before locking: a
+** caller holding a stale id may lock the wrong kind, and then sees that the id (or
+** the kind) changed. Under the registry lock, or holding the table lock, the kind
+** is fixed. */
+static inline int tab_kind(ets_tab *t) {
+  return atomic_load_explicit(&t->rc, memory_order_acquire);
+}
+
+static void kind_lock(ets_tab *t, int kind, int excl) {
+  if (kind) excl ? ets_rwl_wrlock(t->rlock) : ets_rwl_rdlock(t->rlock);
+  else if (excl) pthread_rwlock_wrlock(&t->lock);
+  else pthread_rwlock_rdlock(&t->lock);
+}
+
+static void kind_unlock(ets_tab *t, int kind) {
+  if (kind) ets_rwl_unlock(t->rlock);
+  else pthread_rwlock_unlock(&t->lock);
 }
 
 int ets_enter(lpvm_task *self, lpvm_tab tid, int wr, int write, ets_tab **out) {
   if (!(tid & TID_BIT)) return LPVM_ETS_ENOTAB;
   ets_tab *t = slot_at((uint32_t)tid);
   if (!t) return LPVM_ETS_ENOTAB;
-  pthread_rwlock_t *lk = tab_lock(t);
+  int kind = tab_kind(t);
   int shared = wr == 0 || (wr == 1 && t->nstripes > 1);
   /* t->nstripes is read before the lock only as a hint: re-checked below. */
-  if (shared) pthread_rwlock_rdlock(lk);
-  else pthread_rwlock_wrlock(lk);
-  if (atomic_load_explicit(&t->tid, memory_order_relaxed) != tid || lk != tab_lock(t)) {
-    pthread_rwlock_unlock(lk);
+  kind_lock(t, kind, !shared);
+  if (atomic_load_explicit(&t->tid, memory_order_relaxed) != tid || kind != tab_kind(t)) {
+    kind_unlock(t, kind);
     return LPVM_ETS_ENOTAB;
   }
   if (wr == 1 && shared && t->nstripes == 1) {   /* the hint was stale: go exclusive */
-    pthread_rwlock_unlock(lk);
+    kind_unlock(t, kind);
     return ets_enter(self, tid, 2, write, out);
   }
   lpvm_id me = self ? self->id : 0;
   lpvm_id owner = atomic_load_explicit(&t->owner, memory_order_relaxed);
   if (write >= 0 && me != owner && (t->access == LPVM_ETS_PRIVATE ||
                       (write && t->access == LPVM_ETS_PROTECTED))) {
-    pthread_rwlock_unlock(lk);
+    kind_unlock(t, kind);
     return LPVM_ETS_EACCESS;
   }
   *out = t;
   return 0;
 }
 
-void ets_leave(ets_tab *t) { pthread_rwlock_unlock(tab_lock(t)); }
+void ets_leave(ets_tab *t) { kind_unlock(t, tab_kind(t)); }
 
 /* ---- objects ----------------------------------------------------------------------------- */
 
@@ -286,9 +309,9 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
     t->wc_stripes = s;
   }
   int rc_kind = o->read_concurrency ? 1 : 0;
-  pthread_rwlock_t *lk = &t->locks[rc_kind];
-  pthread_rwlock_wrlock(lk);
-  atomic_store_explicit(&t->rc, rc_kind, memory_order_relaxed);
+  if (rc_kind && !t->rlock && !(t->rlock = ets_rwl_new())) return LPVM_ENOMEM;
+  kind_lock(t, rc_kind, 1);
+  atomic_store_explicit(&t->rc, rc_kind, memory_order_release);
   t->type = o->type;
   t->access = o->access;
   t->keypos = o->keypos ? o->keypos : 1;
@@ -311,7 +334,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
     atomic_store_explicit(&t->tid, tid_of(slot, t->gen), memory_order_relaxed);
     if (t->named) name_add(t, slot);
   }
-  pthread_rwlock_unlock(lk);
+  kind_unlock(t, rc_kind);
   return rc;
 }
 
@@ -359,8 +382,8 @@ typedef struct dead_store {
 } dead_store;
 
 static void tab_kill(ets_tab *t, dead_store *d) {
-  pthread_rwlock_t *lk = tab_lock(t);
-  pthread_rwlock_wrlock(lk);
+  int kind = tab_kind(t);
+  kind_lock(t, kind, 1);
   uint32_t slot = (uint32_t)atomic_load_explicit(&t->tid, memory_order_relaxed);
   if (t->named) name_del(t);
   t->named = 0;
@@ -374,7 +397,7 @@ static void tab_kill(ets_tab *t, dead_store *d) {
     atomic_store_explicit(&t->stripes[k].count, 0, memory_order_relaxed);
     atomic_store_explicit(&t->stripes[k].mem, 0, memory_order_relaxed);
   }
-  pthread_rwlock_unlock(lk);
+  kind_unlock(t, kind);
   slot_release(slot);
   E.live--;
 }
@@ -432,10 +455,10 @@ static void send_transfer(lpvm_task *from, lpvm_id to, lpvm_tab tab, const uint8
 
 /* Registry lock held exclusively. */
 static void set_owner(ets_tab *t, lpvm_id to) {
-  pthread_rwlock_t *lk = tab_lock(t);
-  pthread_rwlock_wrlock(lk);
+  int kind = tab_kind(t);
+  kind_lock(t, kind, 1);
   atomic_store_explicit(&t->owner, to, memory_order_relaxed);
-  pthread_rwlock_unlock(lk);
+  kind_unlock(t, kind);
 }
 
 int lpvm_ets_give_away(lpvm_task *self, lpvm_tab tab, lpvm_id to, const uint8_t *data,
@@ -470,14 +493,14 @@ int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir, const uint8_t
   else if (atomic_load_explicit(&t->owner, memory_order_relaxed) != me)
     rc = LPVM_ETS_EOWNER;
   else {
-    pthread_rwlock_t *lk = tab_lock(t);
-    pthread_rwlock_wrlock(lk);
+    int kind = tab_kind(t);
+    kind_lock(t, kind, 1);
     uint8_t *old = t->heir_data;
     t->heir = heir;
     t->heir_data = copy;
     t->heir_len = len;
     copy = old;
-    pthread_rwlock_unlock(lk);
+    kind_unlock(t, kind);
   }
   pthread_rwlock_unlock(&E.lock);
   free(copy);
@@ -492,12 +515,12 @@ int lpvm_ets_rename(lpvm_task *self, lpvm_tab tab, const char *name) {
   if (t && t->named && strcmp(t->name, name) != 0 && name_link(name, NULL)) {
     rc = LPVM_EEXIST;
   } else if (t) {
-    pthread_rwlock_t *lk = tab_lock(t);
-    pthread_rwlock_wrlock(lk);
+    int kind = tab_kind(t);
+    kind_lock(t, kind, 1);
     if (t->named) name_del(t);
     strcpy(t->name, name);
     if (t->named) name_add(t, (uint32_t)tab);
-    pthread_rwlock_unlock(lk);
+    kind_unlock(t, kind);
   }
   pthread_rwlock_unlock(&E.lock);
   return rc;
@@ -581,6 +604,7 @@ const char *lpvm_ets_strerror(int err) {
     case LPVM_ETS_EOWNER: return "not the table's owner";
     case LPVM_ETS_ELIMIT: return "too many tables";
     case LPVM_ETS_EMATCH: return "bad match specification";
+    case LPVM_ETS_ESPACE: return "the objects do not fit the buffer";
     case LPVM_EEXIST: return "a named table of that name exists";
     case LPVM_EBADTERM: return "malformed term";
     case LPVM_ENOMEM: return "out of memory";

@@ -6,12 +6,13 @@
 ** ets_ops.c (the object operations of ets.h), ets_ms.c (match specifications).
 **
 ** Locking (docs/architecture.md, "ETS"):
-**   table lock   a rwlock per table. Readers share it; a writer takes it exclusively,
+**   table lock   a rwlock per table (ets_lock.h's reader-group lock on read_concurrency
+**                tables). Readers share it; a writer takes it exclusively,
 **                except on a write_concurrency hash table, where single-key writers
 **                share it too and exclude each other per stripe. Whole-table work
 **                (resize, delete_all, select_delete, the table's deletion) takes it
-**                exclusively. read_concurrency picks reader preference; other
-**                tables prefer writers so a stream of readers cannot starve them.
+**                exclusively. Both kinds prefer writers, so a stream of readers
+**                cannot starve them.
 **   stripes      write_concurrency hash tables: 64 rwlocks, stripe = the top 6 bits
 **                of the key's hash, and the bucket = the top k bits (k >= 6), so a
 **                bucket belongs to one stripe whatever the table's size.
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "lpvm/ets.h"
+#include "tasks/ets_lock.h"
 #include "tasks/task_int.h"
 #include "tasks/term_int.h"
 
@@ -58,9 +60,11 @@ typedef struct ets_stripe {
 } ets_stripe;
 
 typedef struct ets_tab {
-  /* Made once with the slot and never destroyed while the VM runs: locks[0] prefers
-  ** writers, locks[1] readers (read_concurrency); a table uses locks[rc]. */
-  pthread_rwlock_t locks[2];
+  /* Made once with the slot (rlock: for its first read_concurrency table) and never
+  ** destroyed while the VM runs. A table uses rlock if rc, else lock, which prefers
+  ** writers; rc is set before the table's id is published, rlock before rc. */
+  pthread_rwlock_t lock;
+  ets_rwl *rlock;
   _Atomic int rc;
   /* Written under the registry lock AND the table lock held exclusively: either lock
   ** suffices to read them. */

@@ -123,7 +123,11 @@ static int build_objs(ets_tab *t, const uint8_t *term, size_t len, ets_obj **sta
   if (!v) return LPVM_ENOMEM;
   int rc = 0;
   uint32_t i = 0;
-  for (; i < count; i++) {
+  if (type == LPVM_T_TUPLE) {   /* one tuple: the checked term ends where it does */
+    rc = ets_obj_new(t, r.p, r.end, &v[0]);
+    i = rc == 0;
+  }
+  for (; i < count && type != LPVM_T_TUPLE; i++) {
     const uint8_t *p = r.p;
     if (lpvm_skip(&r)) { rc = LPVM_EBADTERM; break; }
     if ((rc = ets_obj_new(t, p, r.p, &v[i])) != 0) break;
@@ -205,6 +209,26 @@ int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
   key_leave(t, &k);
   lpvm_put_nil(out);
   return out_rc(out, (int)n);
+}
+
+int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                         size_t klen, uint8_t *buf, size_t cap, size_t *len) {
+  ets_key k;
+  ets_tab *t;
+  *len = 0;
+  int rc = key_parse(key, klen, &k);
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  size_t used = 0;
+  int n = 0;
+  for (ets_obj *o = ets_find(t, &k); o; o = ets_same_next(t, o), n++) {
+    size_t m = o->len - 1;
+    if (m > cap - used) { n = LPVM_ETS_ESPACE; break; }
+    memcpy(buf + used, o->data + 1, m);
+    used += m;
+  }
+  key_leave(t, &k);
+  *len = used;
+  return n;
 }
 
 int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen) {

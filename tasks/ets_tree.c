@@ -9,13 +9,34 @@
 ** Heights stay below 1.44 log2(n) + 2, so the recursion of insert/remove is shallow.
 */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tasks/ets_int.h"
 
 #define H(o) ((o) ? (int)(o)->hash : 0)
 
+/* A 32-bit integer term (SMALL_INTEGER_EXT or INTEGER_EXT) filling [p, end)? */
+static inline int int32_key(const uint8_t *p, const uint8_t *end, int64_t *v) {
+  if (end - p == 2 && p[0] == TAG_SMALL_INT) { *v = p[1]; return 1; }
+  if (end - p == 5 && p[0] == TAG_INT) { *v = (int32_t)term_be32(p + 1); return 1; }
+  return 0;
+}
+
+/* Term order (==). The walk compares a key with ~log2(n) others per step, so the
+** common keys, two integers or two binaries, are compared here, the rest by
+** term_cmp (binaries: bytewise, a prefix first, as Erlang orders them). */
 static inline int kcmp(const ets_key *k, const ets_obj *o) {
-  return term_cmp(k->p, k->end, obj_key(o), obj_key_end(o), 0);
+  const uint8_t *a = k->p, *b = obj_key(o), *bend = obj_key_end(o);
+  int64_t x, y;
+  if (int32_key(a, k->end, &x) && int32_key(b, bend, &y)) return (x > y) - (x < y);
+  if (a[0] == TAG_BINARY && b[0] == TAG_BINARY && k->end - a >= 5 && bend - b >= 5) {
+    size_t la = term_be32(a + 1), lb = term_be32(b + 1);
+    if (la == (size_t)(k->end - a) - 5 && lb == (size_t)(bend - b) - 5) {
+      int c = memcmp(a + 5, b + 5, la < lb ? la : lb);
+      return c ? (c > 0) - (c < 0) : (la > lb) - (la < lb);
+    }
+  }
+  return term_cmp(a, k->end, b, bend, 0);
 }
 
 static void fix(ets_obj *o) {

@@ -76,13 +76,36 @@ static void leave_set(ets_tab *t, const ets_key *k) {
   ets_leave(t);
 }
 
+/* Counters in place: when every change is an integer whose encoding is as long as
+** the element it replaces (a counter that stays within 0..255, or within 32 bits),
+** write it over the old bytes. The key is never changed, so the object's hash and
+** place stay valid, and the key's write lock keeps every reader out meanwhile. */
+static int patch_in_place(const slice *el, const change *ch, int n) {
+  uint8_t tmp[16];
+  for (int i = 0; i < n; i++) {
+    if (ch[i].term) return 0;
+    lpvm_tbuf b = {tmp, 0, sizeof tmp, 0};   /* 11 bytes at most: never grows */
+    lpvm_put_int(&b, ch[i].i);
+    if (b.len != (size_t)(el[ch[i].pos - 1].end - el[ch[i].pos - 1].p)) return 0;
+  }
+  for (int i = 0; i < n; i++) {
+    lpvm_tbuf b = {tmp, 0, sizeof tmp, 0};
+    lpvm_put_int(&b, ch[i].i);
+    memcpy((uint8_t *)el[ch[i].pos - 1].p, tmp, b.len);
+  }
+  return 1;
+}
+
 /* Unless rc says otherwise, build the changed object and put it in the old one's
-** place; then leave the table and free what is left over. */
+** place (or patch the stored object itself, `live`, when it can); then leave the
+** table and free what is left over. */
 static int commit(ets_tab *t, const ets_key *k, int rc, slice *el, const slice *stack,
-                  uint32_t arity, const change *ch, int n) {
+                  uint32_t arity, const change *ch, int n, int live) {
   ets_obj *fresh = NULL, *old = NULL;
+  if (rc == 0 && live && patch_in_place(el, ch, n)) rc = 1;
   if (rc == 0) rc = rebuild(t, el, arity, ch, n, &fresh);
-  if (rc == 0) {
+  if (rc == 1) rc = 0;
+  else if (rc == 0) {
     ets_put(t, fresh, &old);
     fresh = NULL;
   }
@@ -129,22 +152,23 @@ int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   for (int i = 0; i < n && rc == 0; i++) {
     const lpvm_ets_incr *s = &steps[i];
     int64_t cur = 0, v;
-    if (s->pos < 1 || s->pos > arity || s->pos == t->keypos) { rc = LPVM_ETS_EPOS; break; }
+    uint32_t pos = s->pos ? s->pos : t->keypos + 1;   /* 0: the element after the key */
+    if (pos > arity || pos == t->keypos) { rc = LPVM_ETS_EPOS; break; }
     int j = i - 1;
-    while (j >= 0 && ch[j].pos != s->pos) j--;
+    while (j >= 0 && ch[j].pos != pos) j--;
     if (j >= 0) cur = ch[j].i;   /* an earlier step changed it */
     else {
-      lpvm_tread r = {el[s->pos - 1].p, el[s->pos - 1].end, 0};
+      lpvm_tread r = {el[pos - 1].p, el[pos - 1].end, 0};
       if (lpvm_get_int(&r, &cur)) { rc = LPVM_ETS_EVALUE; break; }
     }
     if (__builtin_add_overflow(cur, s->incr, &v)) { rc = LPVM_ETS_EVALUE; break; }
     if (s->has_threshold &&
         ((s->incr >= 0 && v > s->threshold) || (s->incr < 0 && v < s->threshold)))
       v = s->setvalue;
-    ch[i] = (change){s->pos, NULL, 0, v};
+    ch[i] = (change){pos, NULL, 0, v};
     results[i] = v;
   }
-  rc = commit(t, &k, rc, el, stack, arity, ch, n);
+  rc = commit(t, &k, rc, el, stack, arity, ch, n, o != NULL);
   free(made);
   return rc;
 }
@@ -178,6 +202,6 @@ int lpvm_ets_update_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   rc = elements(o->data + 1, o->data + o->len, stack, 16, &el, &arity);
   for (int i = 0; rc == 0 && i < n; i++)
     if (ch[i].pos < 1 || ch[i].pos > arity || ch[i].pos == t->keypos) rc = LPVM_ETS_EPOS;
-  rc = commit(t, &k, rc, el, stack, arity, ch, n);
+  rc = commit(t, &k, rc, el, stack, arity, ch, n, 0);
   return rc ? rc : 1;
 }

@@ -68,6 +68,40 @@ Test(ets, c_api_roundtrip) {
 }
 
 /* ordered_set keys of every type come out in Erlang's term order. */
+/* lookup_into: the objects as bytes in the caller's array, or ESPACE and nothing. */
+Test(ets, lookup_into) {
+  vm_start_n(2, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.type = LPVM_ETS_BAG;
+  lpvm_tab t;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  obj_ii(&b, 7, 1);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  obj_ii(&b, 7, 300);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  int_term(&b, 7);
+  uint8_t buf[64];
+  size_t len = 99;
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, b.data, b.len, buf, sizeof buf, &len), 2);
+  /* {7,1} {7,300}: SMALL_TUPLE 2, SMALL_INT 7, SMALL_INT 1; then INT 300 */
+  const uint8_t want[] = {104, 2, 97, 7, 97, 1, 104, 2, 97, 7, 98, 0, 0, 1, 44};
+  cr_assert_eq(len, sizeof want);
+  cr_assert_eq(memcmp(buf, want, sizeof want), 0);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, b.data, b.len, buf, 8, &len), LPVM_ETS_ESPACE);
+  int_term(&b, 8);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, b.data, b.len, buf, sizeof buf, &len), 0);
+  cr_assert_eq(len, 0);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, (const uint8_t *)"\x83\x61", 2, buf, sizeof buf,
+                                    &len), LPVM_EBADTERM);
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, b.data, b.len, buf, sizeof buf, &len),
+               LPVM_ETS_ENOTAB);
+  lpvm_tbuf_free(&b);
+  vm_stop();
+}
+
 Test(ets, ordered_set_term_order) {
   vm_start_n(1, 1);
   lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
@@ -179,12 +213,13 @@ static void *walker(void *arg) {
   return NULL;
 }
 
-static void run_stress(int type, int wc) {
+static void run_stress(int type, int wc, int rc) {
   vm_start_n(2, 1);
   lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
   o.type = type;
   o.access = LPVM_ETS_PUBLIC;
   o.write_concurrency = wc;
+  o.read_concurrency = rc;
   lpvm_tab t;
   cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
   lpvm_tbuf b;
@@ -217,9 +252,13 @@ static void run_stress(int type, int wc) {
   vm_stop();
 }
 
-Test(ets, stress_set_write_concurrency) { run_stress(LPVM_ETS_SET, 1); }
-Test(ets, stress_set) { run_stress(LPVM_ETS_SET, 0); }
-Test(ets, stress_ordered_set) { run_stress(LPVM_ETS_ORDERED_SET, 0); }
+Test(ets, stress_set_write_concurrency) { run_stress(LPVM_ETS_SET, 1, 0); }
+Test(ets, stress_set) { run_stress(LPVM_ETS_SET, 0, 0); }
+Test(ets, stress_ordered_set) { run_stress(LPVM_ETS_ORDERED_SET, 0, 0); }
+/* read_concurrency: the reader-group lock (tasks/ets_lock.c) */
+Test(ets, stress_set_read_concurrency) { run_stress(LPVM_ETS_SET, 0, 1); }
+Test(ets, stress_set_read_write_concurrency) { run_stress(LPVM_ETS_SET, 1, 1); }
+Test(ets, stress_ordered_set_read_concurrency) { run_stress(LPVM_ETS_ORDERED_SET, 0, 1); }
 
 /* Tables made and deleted while other threads use them by id and by name. */
 static void *churn(void *arg) {
@@ -229,6 +268,7 @@ static void *churn(void *arg) {
   o.named = 1;
   o.name = "churn";
   o.write_concurrency = s->id & 1;
+  o.read_concurrency = (s->id >> 1) & 1;   /* a slot changes lock kinds */
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
   for (int i = 0; i < s->rounds; i++) {
@@ -248,13 +288,13 @@ static void *churn(void *arg) {
 
 Test(ets, stress_create_delete) {
   vm_start_n(1, 1);
-  stress s[3];
-  pthread_t th[3];
-  for (int i = 0; i < 3; i++) {
+  stress s[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
     s[i] = (stress){0, i, (int)test_scaled(5000, 200), NULL, 0};
     pthread_create(&th[i], NULL, churn, &s[i]);
   }
-  for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
   cr_assert_eq(lpvm_ets_whereis("churn"), 0);
   cr_assert_eq(lpvm_ets_all(NULL, 0), 0);
   vm_stop();

@@ -150,6 +150,14 @@ void lmod_metatable(lua_State *L, const void *key, const char *name, lua_CFuncti
   lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
 
+/* A reference value only C sees (lmod_call.c encodes it, then drops it): a userdata
+** that encodes as ref but is not interned, so the table above does not grow. */
+void lmod_push_ref_temp(lua_State *L, uint64_t ref) {
+  *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;
+  lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
+  lua_setmetatable(L, -2);
+}
+
 void lmod_push_ref(lua_State *L, uint64_t ref) {
   lmod_weak_table(L, &ref_tab_key, "v");
   if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {
@@ -211,8 +219,8 @@ static int lmod_index(lua_State *L) {
     return 1;
   }
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns};
-  for (int t = 0; t < 5; t++)
+                           lmod_dist_fns, lmod_bin_fns};
+  for (int t = 0; t < 6; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++)
       if (strcmp(f->name, k) == 0) {
         lua_pushcfunction(L, f->fn);
@@ -227,8 +235,8 @@ static int lmod_index(lua_State *L) {
 /* pairs(lpvm) should list every function: load them all first. */
 static int lmod_pairs(lua_State *L) {
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns};
-  for (int t = 0; t < 5; t++)
+                           lmod_dist_fns, lmod_bin_fns};
+  for (int t = 0; t < 6; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++) {
       lua_pushcfunction(L, f->fn);
       lua_setfield(L, 1, f->name);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "lpvm/ets.h"
+#include "vm/lets.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
@@ -57,6 +58,7 @@ static lpvm_tbuf *in_buf(lua_State *L) {
 
 /* Decode the whole term in b as one Lua value. */
 static void push_term(lua_State *L, lpvm_tbuf *b) {
+  if (lets_push_scalar(L, b->data, b->len) || lets_push_list(L, b->data, b->len)) return;
   lpvm_tread r;
   if (lpvm_tread_init(&r, b->data, b->len)) luaL_error(L, "ets: bad result term");
   lterm_push(L, &r);
@@ -72,15 +74,28 @@ static int fail(lua_State *L, int rc, int arg) {
   return luaL_argerror(L, arg, lpvm_ets_strerror(rc));
 }
 
+/* Upvalue 1 of every function: the name cache (lets.c); upvalue 2: the metatable of
+** references, so that a table id is checked without a registry lookup; upvalue 3:
+** the last reference this function checked (held, so it cannot be another value at
+** the same address), which a loop over one table passes again and again. */
 static lpvm_tab check_tab(lua_State *L, int arg) {
+  if (lua_rawequal(L, arg, lua_upvalueindex(3))) return *(uint64_t *)lua_touserdata(L, arg);
   if (lua_type(L, arg) == LUA_TSTRING) {
-    lpvm_tab t = lpvm_ets_whereis(lua_tostring(L, arg));
+    lpvm_tab t = lets_by_name(L, arg);
     if (!t) luaL_argerror(L, arg, "no such table");
     return t;
   }
-  uint64_t r = lmod_to_ref(L, arg);
-  if (!r) luaL_typeerror(L, arg, "table (reference or name)");
-  return r;
+  if (lua_type(L, arg) == LUA_TUSERDATA && lua_getmetatable(L, arg)) {
+    int ok = lua_rawequal(L, -1, lua_upvalueindex(2));
+    lua_pop(L, 1);
+    if (ok) {
+      lua_pushvalue(L, arg);
+      lua_replace(L, lua_upvalueindex(3));
+      return *(uint64_t *)lua_touserdata(L, arg);
+    }
+  }
+  luaL_typeerror(L, arg, "table (reference or name)");
+  return 0;
 }
 
 static void put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
@@ -110,11 +125,24 @@ static lpvm_tbuf *opt_term(lua_State *L, int idx, int arg) {
   return b;
 }
 
-static lpvm_tbuf *key_arg(lua_State *L, int arg) {
+/* A key: scalars in the caller's array (lets.c), anything else in the scratch. */
+typedef struct key_term {
+  const uint8_t *data;
+  size_t len;
+  uint8_t fast[LETS_KEYBUF];
+} key_term;
+
+static key_term *key_arg(lua_State *L, int arg, key_term *k) {
   luaL_checkany(L, arg);
+  if ((k->len = lets_scalar(L, arg, k->fast, sizeof k->fast)) != 0) {
+    k->data = k->fast;
+    return k;
+  }
   lpvm_tbuf *b = in_buf(L);
   put_value(L, arg, b, arg);
-  return b;
+  k->data = b->data;
+  k->len = b->len;
+  return k;
 }
 
 /* ---- tables -------------------------------------------------------------------------- */
@@ -203,7 +231,7 @@ static int l_delete(lua_State *L) {
   if (lua_gettop(L) < 2) {
     rc = lpvm_ets_delete(self, tab);
   } else {
-    lpvm_tbuf *k = key_arg(L, 2);
+    key_term kt, *k = key_arg(L, 2, &kt);
     rc = lpvm_ets_delete_key(self, tab, k->data, k->len);
   }
   if (rc) return fail(L, rc, 2);
@@ -338,14 +366,21 @@ static int insert_common(lua_State *L, int only_new) {
   lpvm_tab tab = check_tab(L, 1);
   int n = lua_gettop(L) - 1;
   if (n < 1) luaL_checktype(L, 2, LUA_TTABLE);
-  lpvm_tbuf *b = in_buf(L);
-  if (n > 1) lpvm_put_list(b, (uint32_t)n);
-  for (int i = 2; i <= n + 1; i++) put_object(L, i, b, i);
-  if (n > 1) lpvm_put_nil(b);
-  if (b->err) return fail(L, b->err, 2);
+  uint8_t fast[LETS_OBJBUF];
+  size_t len = n == 1 ? lets_object(L, 2, fast, sizeof fast) : 0;
+  const uint8_t *data = fast;
+  if (!len) {
+    lpvm_tbuf *b = in_buf(L);
+    if (n > 1) lpvm_put_list(b, (uint32_t)n);
+    for (int i = 2; i <= n + 1; i++) put_object(L, i, b, i);
+    if (n > 1) lpvm_put_nil(b);
+    if (b->err) return fail(L, b->err, 2);
+    data = b->data;
+    len = b->len;
+  }
   lpvm_task *self = self_of(L);
-  int rc = only_new ? lpvm_ets_insert_new(self, tab, b->data, b->len)
-                    : lpvm_ets_insert(self, tab, b->data, b->len);
+  int rc = only_new ? lpvm_ets_insert_new(self, tab, data, len)
+                    : lpvm_ets_insert(self, tab, data, len);
   if (rc < 0) return fail(L, rc, 2);
   lua_pushboolean(L, only_new ? rc : 1);
   return 1;
@@ -359,20 +394,37 @@ typedef int (*key_out_fn)(lpvm_task *, lpvm_tab, const uint8_t *, size_t, lpvm_t
 /* lookup, take: the list of objects as a Lua array. */
 static int key_to_list(lua_State *L, key_out_fn fn) {
   lpvm_tab tab = check_tab(L, 1);
-  lpvm_tbuf *k = key_arg(L, 2), *out = out_buf(L);
+  key_term kt, *k = key_arg(L, 2, &kt);
+  lpvm_tbuf *out = out_buf(L);
   int rc = fn(self_of(L), tab, k->data, k->len, out);
   if (rc < 0) return fail(L, rc, 2);
   push_term(L, out);
   return 1;
 }
 
-static int l_lookup(lua_State *L) { return key_to_list(L, lpvm_ets_lookup); }
+/* A scalar key's objects are copied to the stack and rebuilt directly (lets.c);
+** more than fit there take the general path. */
+static int l_lookup(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  uint8_t kb[LETS_KEYBUF], ob[LETS_OBJBUF];
+  size_t kl = lets_scalar(L, 2, kb, sizeof kb), ol;
+  if (kl) {
+    int rc = lpvm_ets_lookup_into(self_of(L), tab, kb, kl, ob, sizeof ob, &ol);
+    if (rc >= 0) {
+      lets_push_objects(L, ob, ol, rc);
+      return 1;
+    }
+    if (rc != LPVM_ETS_ESPACE) return fail(L, rc, 2);
+  }
+  return key_to_list(L, lpvm_ets_lookup);
+}
 static int l_take(lua_State *L) { return key_to_list(L, lpvm_ets_take); }
 
 static int l_lookup_element(lua_State *L) {
   lpvm_tab tab = check_tab(L, 1);
   lua_Integer pos = luaL_checkinteger(L, 3);
-  lpvm_tbuf *k = key_arg(L, 2), *out = out_buf(L);
+  key_term kt, *k = key_arg(L, 2, &kt);
+  lpvm_tbuf *out = out_buf(L);
   if (pos < 1 || pos > UINT32_MAX) return fail(L, LPVM_ETS_EPOS, 3);
   int rc = lpvm_ets_lookup_element(self_of(L), tab, k->data, k->len, (uint32_t)pos, out);
   if (rc < 0) return fail(L, rc, rc == LPVM_ETS_EPOS ? 3 : 2);
@@ -382,7 +434,7 @@ static int l_lookup_element(lua_State *L) {
 
 static int l_member(lua_State *L) {
   lpvm_tab tab = check_tab(L, 1);
-  lpvm_tbuf *k = key_arg(L, 2);
+  key_term kt, *k = key_arg(L, 2, &kt);
   int rc = lpvm_ets_member(self_of(L), tab, k->data, k->len);
   if (rc < 0) return fail(L, rc, 2);
   lua_pushboolean(L, rc);
@@ -429,10 +481,8 @@ static int l_update_counter(lua_State *L) {
   int n = 1, many = 0;
   lpvm_tbuf *dflt = NULL;
   if (!lua_isnoneornil(L, 4)) { dflt = out_buf(L); put_object(L, 4, dflt, 4); }
-  if (lua_isinteger(L, 3)) {
-    lpvm_ets_tabinfo in;
-    if (lpvm_ets_info(tab, &in)) return fail(L, LPVM_ETS_ENOTAB, 1);
-    steps[0] = (lpvm_ets_incr){in.keypos + 1, lua_tointeger(L, 3), 0, 0, 0};
+  if (lua_isinteger(L, 3)) {   /* pos 0: the element after the key */
+    steps[0] = (lpvm_ets_incr){0, lua_tointeger(L, 3), 0, 0, 0};
   } else {
     luaL_checktype(L, 3, LUA_TTABLE);
     lua_rawgeti(L, 3, 1);
@@ -453,7 +503,7 @@ static int l_update_counter(lua_State *L) {
       }
     }
   }
-  lpvm_tbuf *k = key_arg(L, 2);
+  key_term kt, *k = key_arg(L, 2, &kt);
   int64_t res[64];
   int rc = lpvm_ets_update_counter(self_of(L), tab, k->data, k->len, steps, n,
                                    dflt ? dflt->data : NULL, dflt ? dflt->len : 0, res);
@@ -493,7 +543,7 @@ static int l_update_element(lua_State *L) {
   }
   lpvm_put_nil(vb);
   if (vb->err) return fail(L, vb->err, 3);
-  lpvm_tbuf *k = key_arg(L, 2);
+  key_term kt, *k = key_arg(L, 2, &kt);
   int rc = lpvm_ets_update_element(self_of(L), tab, k->data, k->len, pos, n, vb->data, vb->len);
   if (rc < 0) return fail(L, rc, 3);
   lua_pushboolean(L, rc);
@@ -516,7 +566,8 @@ static int walk_end(lua_State *L, walk_fn fn) {
 
 static int walk_step(lua_State *L, key_out_fn fn) {
   lpvm_tab tab = check_tab(L, 1);
-  lpvm_tbuf *k = key_arg(L, 2), *out = out_buf(L);
+  key_term kt, *k = key_arg(L, 2, &kt);
+  lpvm_tbuf *out = out_buf(L);
   int rc = fn(self_of(L), tab, k->data, k->len, out);
   if (rc < 0) return fail(L, rc, 2);
   if (rc == 0) lua_pushnil(L);
@@ -542,7 +593,10 @@ static int l_tab2list(lua_State *L) {
 static int l_foldl(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   lua_settop(L, 3);
-  lua_pushcfunction(L, l_tab2list);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_pushvalue(L, lua_upvalueindex(3));
+  lua_pushcclosure(L, l_tab2list, 3);
   lua_pushvalue(L, 3);
   lua_call(L, 1, 1);                       /* 4: the objects */
   lua_pushvalue(L, 2);                     /* 5: the accumulator */
@@ -789,6 +843,12 @@ static const luaL_Reg ets_fns[] = {
 };
 
 int lmod_ets_open(lua_State *L) {
-  luaL_newlib(L, ets_fns);
+  luaL_newlibtable(L, ets_fns);
+  lets_new_cache(L);
+  lmod_push_ref(L, 1);          /* any reference, for its metatable */
+  lua_getmetatable(L, -1);
+  lua_remove(L, -2);
+  lua_newtable(L);              /* none checked yet: a value no caller can pass */
+  luaL_setfuncs(L, ets_fns, 3);
   return 1;
 }

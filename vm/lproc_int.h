@@ -40,6 +40,8 @@ typedef struct lproc_start {
   int wait_marker;        /* 1: wait for the creator's start marker (spawn_monitor) */
   int adopted;            /* init ran: the process owns this now */
   int boot;               /* the boot process */
+  int remote;             /* a peer's spawn request: functions in it load only while
+                          ** remote code is trusted (lterm_remote_funs_trusted) */
   size_t code_len;        /* LS_FUNC: bytecode; LS_MODULE: module name */
   size_t up_len;          /* LS_FUNC: term of the upvalues (a tuple); LS_TERM: the function */
   size_t args_len;        /* term of the arguments (a tuple) */
@@ -156,6 +158,7 @@ void lmod_push_pid(lua_State *L, lpvm_id id);
 lpvm_id lmod_check_pid(lua_State *L, int arg);
 lpvm_id lmod_to_pid(lua_State *L, int idx);       /* 0 if not a pid */
 void lmod_push_ref(lua_State *L, uint64_t ref);
+void lmod_push_ref_temp(lua_State *L, uint64_t ref);   /* not interned: never shown to Lua */
 uint64_t lmod_to_ref(lua_State *L, int idx);      /* 0 if not a reference */
 uint64_t lmod_check_ref(lua_State *L, int arg);
 /* The process's target: a pid, or a registered name (0 if not registered). */
@@ -193,6 +196,15 @@ extern const lmod_fn lmod_dist_fns[];   /* lmod_dist.c: distribution */
 int lmod_dist_spawn(lua_State *L, int link);
 extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
 extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */
+extern const lmod_fn lmod_bin_fns[];    /* lmod_bin.c: binary, is_binary, binary_stats */
+/* lmod_bin.c: the shared binary at idx (its buffer, and the range shown), or NULL. */
+struct lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len);
+/* Its bytes, or NULL if idx is no binary. */
+const char *lbin_bytes(lua_State *L, int idx, size_t *len);
+/* Push a binary showing [off, off + len) of bin; it takes a reference of its own. */
+void lbin_push(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
+/* The same for a binary that arrived in a message (a whole one: interned per state). */
+void lbin_push_received(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
@@ -233,6 +245,16 @@ void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
 int lmod_alias_add(lproc *p, uint64_t ref);   /* 0, or LPVM_ENOMEM */
 int lmod_alias_del(lproc *p, uint64_t ref);   /* 1 if it was active */
 void lmod_flush_down(lproc *p, uint64_t ref); /* drop a queued DOWN for ref */
+/* What lmod_call.c's wait shares with receive_ref: */
+void lmod_check_wait(lua_State *L, lproc *p, const char *fname);  /* raise if it cannot wait */
+void lmod_recv_finish(lproc *p);              /* a receive is over: timer, scan */
+void lmod_ref_wait_begin(lproc *p, uint64_t ref);   /* start waiting for ref */
+lpvm_msg *lmod_ref_next(lproc *p);            /* the next message for recv_ref, or NULL */
+void lmod_mbox_take(lproc *p, lpvm_msg *m);   /* unlink m keeping the mark */
+/* Wait (stack [2]: the timeout or nil) with continuation k, `again` rescanning;
+** -1 when the time is up (nothing pushed). */
+int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *));
+int lmod_call(lua_State *L);                  /* lmod_call.c: lpvm.call */
 
 /* ltask.c */
 const lpvm_task_def *ltask_find(const char *type);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/binary.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
@@ -68,6 +69,8 @@ int lterm_map_put(lterm_map *m, const void *k, uint64_t v) {
 }
 
 void lterm_map_free(lterm_map *m) {
+  if (m->cap == 0) return;  /* never grew: every plain send passes here, and free(NULL)
+                            ** costs ~40 instructions in jemalloc (4 per send) */
   free(m->keys);
   free(m->vals);
   memset(m, 0, sizeof *m);
@@ -183,6 +186,11 @@ int lterm_enc_value(enc *e, int idx) {
       lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
       return 0;
     case LUA_TUSERDATA: {
+      size_t off, blen;
+      lpvm_bin *bin = lbin_to(L, idx, &off, &blen);
+      if (bin && e->bins) lpvm_put_bin(e->b, e->bins, bin, off, blen);   /* shared */
+      else if (bin) lpvm_put_binary(e->b, lpvm_bin_data(bin) + off, blen);
+      if (bin) return 0;
       uint64_t ref = lmod_to_ref(L, idx);
       size_t flen;
       const uint8_t *ft = ref ? NULL : lterm_foreign(L, idx, &flen);
@@ -199,9 +207,10 @@ int lterm_enc_value(enc *e, int idx) {
 
 /* Encode the n values from idx (n == 1: bare; else a tuple). A function met outside
 ** a graph restarts the whole message as {lpvm_graph, Message} (lfun.c). */
-static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int funs) {
+static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int funs,
+                   lpvm_binrefs *bins) {
   enc e;
-  e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs;
+  e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs, e.bins = bins;
   e.shared = 0, e.nrefs = 0;
   memset(&e.refs, 0, sizeof e.refs);
   memset(&e.cells, 0, sizeof e.cells);
@@ -211,6 +220,7 @@ static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int fu
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) {
       b->len = mark;
+      if (bins) bins->n = 0;
       e.depth = 0;
       e.shared = 1;
       lpvm_put_tuple(b, 2);
@@ -228,15 +238,15 @@ static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int fu
 }
 
 int lterm_put(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
-  return enc_run(L, idx, 1, b, err, 1);
+  return enc_run(L, idx, 1, b, err, 1, NULL);
 }
 
 int lterm_put_plain(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
-  return enc_run(L, idx, 1, b, err, 0);
+  return enc_run(L, idx, 1, b, err, 0, NULL);
 }
 
 int lterm_put_values(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err) {
-  return enc_run(L, idx, n, b, err, 1);
+  return enc_run(L, idx, n, b, err, 1, NULL);
 }
 
 int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
@@ -258,29 +268,36 @@ int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
 
 #define SCRATCH_KEEP 65536   /* a bigger buffer is given back after the send */
 
-static pthread_key_t scratch_key;
+static pthread_key_t scratch_key;   /* only for its destructor at thread exit */
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 
 typedef struct scratch {
   lpvm_tbuf b;
   size_t cap;
+  lpvm_binrefs bins;   /* the shared binaries of the message being built */
 } scratch;
+
+/* The thread's scratch, found with one TLS load: pthread_once + getspecific on every
+** send cost ~35 instructions of a ~2,800-instruction message hop. */
+static _Thread_local scratch *my_scratch;
 
 static void scratch_free(void *p) {
   scratch *s = p;
   free(s->b.data);
+  lpvm_binrefs_free(&s->bins);
   free(s);
 }
 
 static void scratch_init(void) { pthread_key_create(&scratch_key, scratch_free); }
 
 lpvm_tbuf *lterm_scratch(void) {
-  pthread_once(&scratch_once, scratch_init);
-  scratch *s = pthread_getspecific(scratch_key);
+  scratch *s = my_scratch;
   if (!s) {
+    pthread_once(&scratch_once, scratch_init);
     s = calloc(1, sizeof *s);
     if (!s) return NULL;
     pthread_setspecific(scratch_key, s);
+    my_scratch = s;
   }
   if (s->b.data == NULL) {
     lpvm_tbuf_init(&s->b);
@@ -294,18 +311,44 @@ lpvm_tbuf *lterm_scratch(void) {
   return &s->b;
 }
 
-lpvm_msg *lterm_to_msg(lpvm_tbuf *b) {
-  lpvm_msg *m = NULL;
-  if (b->err == 0 && b->data) {
-    m = lpvm_msg_new(b->len);
-    if (m) memcpy(lpvm_msg_data(m), b->data, b->len);
-  }
+/* A message built a value at a time (lmod_call.c's call tuple): lterm_msg_begin gives
+** the scratch with its binary table emptied, lterm_put_shared encodes one plain value
+** into it with its binaries shared, lterm_msg_end makes the message. */
+lpvm_tbuf *lterm_msg_begin(void) {
+  lpvm_tbuf *b = lterm_scratch();
+  if (b) my_scratch->bins.n = 0;
+  return b;
+}
+
+int lterm_put_shared(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
+  return enc_run(L, idx, 1, b, err, 0, &my_scratch->bins);
+}
+
+lpvm_msg *lterm_msg_end(lpvm_tbuf *b, char *err) {
+  scratch *s = my_scratch;
+  lpvm_msg *m = b->err ? NULL : lpvm_msg_new_term(b->data, b->len, &s->bins);
+  if (!m) snprintf(err, LTERM_ERRSZ, "not enough memory");
+  s->bins.n = 0;
   if (b->cap > SCRATCH_KEEP || b->err) {   /* don't sit on a huge or broken buffer */
-    scratch *s = pthread_getspecific(scratch_key);
     lpvm_tbuf_free(b);
-    if (s && &s->b == b) s->cap = 0;
+    s->cap = 0;
   }
   return m;
+}
+
+lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
+  lpvm_tbuf *b = lterm_msg_begin();
+  if (!b) {
+    snprintf(err, LTERM_ERRSZ, "not enough memory");
+    return NULL;
+  }
+  if (enc_run(L, idx, n, b, err, 1, &my_scratch->bins) == 0) return lterm_msg_end(b, err);
+  my_scratch->bins.n = 0;
+  if (b->cap > SCRATCH_KEEP || b->err) {
+    lpvm_tbuf_free(b);
+    my_scratch->cap = 0;
+  }
+  return NULL;
 }
 
 /* ---- decoding ------------------------------------------------------------------------ */
@@ -504,13 +547,21 @@ static void dec_value(lterm_dec *d, int depth) {
       lua_pushnumber(L, strtod(text, NULL));
       return;
     }
-    case LPVM_T_OTHER: dec_other(L, r); return;
+    case LPVM_T_OTHER: {
+      lpvm_binref br;
+      if (d->nbins && lpvm_get_binref(r, d->bins, d->nbins, &br) == 0)
+        lbin_push_received(L, br.bin, br.off, br.len);   /* a shared binary stays shared */
+      else
+        dec_other(L, r);
+      return;
+    }
     default: dec_bad(L);
   }
 }
 
 static void dec_init(lterm_dec *d, lua_State *L, lpvm_tread *r, int trusted) {
   d->L = L, d->r = r, d->trusted = trusted, d->shared = 0, d->refs = 0, d->nrefs = 0;
+  d->bins = NULL, d->nbins = 0;
 }
 
 void lterm_push(lua_State *L, lpvm_tread *r) {
@@ -521,37 +572,67 @@ void lterm_push(lua_State *L, lpvm_tread *r) {
   if (graph) lua_remove(L, d.refs);
 }
 
-int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trusted) {
-  lpvm_tread r;
+/* The values of the term r is at the start of, the first `skip` of them left out
+** (decoded and dropped, so a graph's shared tables still resolve; a reference is just
+** stepped over); m: the message it is (its binaries), or NULL. */
+static int push_values(lua_State *L, lpvm_tread *rp, int trusted, const lpvm_msg *m,
+                       int skip) {
+  lpvm_tread r = *rp;
   uint32_t n;
   lterm_dec d;
-  if (lpvm_tread_init(&r, term, len)) dec_bad(L);
   dec_init(&d, L, &r, trusted);
+  if (m) d.bins = lpvm_msg_bins(m, &d.nbins);
   int graph = lfun_graph_begin(&d), count = 1;
   int tuple = lpvm_get_type(&r) == LPVM_T_TUPLE;
   if (tuple && graph && lfun_push(&d, 0)) {
-    /* a graph of one function: pushed */
+    if (skip) {   /* a graph of one function: pushed (and skipped) */
+      lua_pop(L, 1);
+      count = 0;
+    }
   } else if (tuple) {   /* several values */
     if (lpvm_get_tuple(&r, &n)) dec_bad(L);
     if (n > 250) luaL_checkstack(L, (int)(n > 1000000 ? 1000000 : n), "too many values");
-    for (uint32_t i = 0; i < n; i++) dec_value(&d, 1);
-    count = (int)n;
+    for (uint32_t i = 0; i < n; i++) {
+      if ((int)i >= skip) dec_value(&d, 1);
+      else if (lpvm_get_type(&r) == LPVM_T_REF) { if (lpvm_skip(&r)) dec_bad(L); }
+      else { dec_value(&d, 1); lua_pop(L, 1); }
+    }
+    count = (int)n > skip ? (int)n - skip : 0;
   } else {
     dec_value(&d, 0);
+    if (skip) {   /* one value, skipped */
+      lua_pop(L, 1);
+      count = 0;
+    }
   }
   if (graph) lua_remove(L, d.refs);
   return count;
+}
+
+int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trusted) {
+  lpvm_tread r;
+  if (lpvm_tread_init(&r, term, len)) dec_bad(L);
+  return push_values(L, &r, trusted, NULL, 0);
 }
 
 int lterm_push_values(lua_State *L, const uint8_t *term, size_t len) {
   return lterm_push_values_ex(L, term, len, 1);
 }
 
-static _Atomic int trust_remote;   /* bytecode from other nodes: off unless asked */
+/* Functions from other nodes: the cookie handshake is the trust boundary, as in
+** Erlang (a node that knows the cookie may rpc anything anyway); lpvm
+** --no-remote-code turns it off (docs/distribution.md, "Security"). */
+static _Atomic int trust_remote = 1;
 
 void lterm_trust_remote_funs(int on) { atomic_store(&trust_remote, on != 0); }
+int lterm_remote_funs_trusted(void) { return atomic_load(&trust_remote); }
 
-int lterm_push_msg(lua_State *L, const lpvm_msg *m) {
+static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
   int trusted = !lpvm_id_is_remote(lpvm_msg_from(m)) || atomic_load(&trust_remote);
-  return lterm_push_values_ex(L, lpvm_msg_data((lpvm_msg *)m), lpvm_msg_len(m), trusted);
+  lpvm_tread r;
+  if (lpvm_tread_init(&r, lpvm_msg_data((lpvm_msg *)m), lpvm_msg_len(m))) dec_bad(L);
+  return push_values(L, &r, trusted, m, skip);   /* with its binaries */
 }
+
+int lterm_push_msg(lua_State *L, const lpvm_msg *m) { return push_msg(L, m, 0); }
+int lterm_push_msg_tail(lua_State *L, const lpvm_msg *m) { return push_msg(L, m, 1); }

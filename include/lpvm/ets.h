@@ -42,6 +42,7 @@ typedef uint64_t lpvm_tab;
 #define LPVM_ETS_EOWNER   (-47)   /* give_away/setopts: only the owner may */
 #define LPVM_ETS_ELIMIT   (-48)   /* too many tables */
 #define LPVM_ETS_EMATCH   (-49)   /* malformed match specification */
+#define LPVM_ETS_ESPACE   (-50)   /* lookup_into: the objects do not fit the buffer */
 
 enum { LPVM_ETS_SET = 0, LPVM_ETS_ORDERED_SET, LPVM_ETS_BAG, LPVM_ETS_DUPLICATE_BAG };
 enum { LPVM_ETS_PROTECTED = 0, LPVM_ETS_PUBLIC, LPVM_ETS_PRIVATE };
@@ -62,7 +63,8 @@ typedef struct lpvm_ets_opts {
 
 #define LPVM_ETS_OPTS_INIT {LPVM_ETS_SET, LPVM_ETS_PROTECTED, 1, NULL, 0, 0, 0, 0, NULL, 0}
 
-/* One step of update_counter: {Pos, Incr} or {Pos, Incr, Threshold, SetValue}. */
+/* One step of update_counter: {Pos, Incr} or {Pos, Incr, Threshold, SetValue}. Pos 0
+** is the element after the key (Erlang's update_counter(Tab, Key, Incr)). */
 typedef struct lpvm_ets_incr {
   uint32_t pos;
   int64_t incr;
@@ -86,6 +88,9 @@ LPVM_API int lpvm_ets_new(lpvm_task *self, const lpvm_ets_opts *o, lpvm_tab *tab
 LPVM_API int lpvm_ets_delete(lpvm_task *self, lpvm_tab tab);
 /* The named table called name, or 0. */
 LPVM_API lpvm_tab lpvm_ets_whereis(const char *name);
+/* A number that changes whenever any table name appears or goes (new, rename,
+** delete): a cache of whereis results is valid while it stays the same. */
+LPVM_API uint64_t lpvm_ets_names_epoch(void);
 LPVM_API int lpvm_ets_info(lpvm_tab tab, lpvm_ets_tabinfo *info);
 /* Up to cap table ids into out; returns how many tables there are. */
 LPVM_API size_t lpvm_ets_all(lpvm_tab *out, size_t cap);
@@ -112,6 +117,12 @@ LPVM_API int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
 /* Element pos of the object (set) or a list of it from each object (bag). */
 LPVM_API int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                                      size_t klen, uint32_t pos, lpvm_tbuf *out);
+/* lookup without a builder: the key's objects copied back to back into buf (cap
+** bytes) as tuples without version bytes, *len their bytes; returns how many, or
+** LPVM_ETS_ESPACE when they do not fit (nothing else changes: call lpvm_ets_lookup).
+** Only memcpy runs under the table's lock. */
+LPVM_API int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
+                                  size_t klen, uint8_t *buf, size_t cap, size_t *len);
 LPVM_API int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                              size_t klen);
 /* lookup and delete in one atomic step. */

@@ -357,6 +357,9 @@ test("bad arguments name the argument", function()
   T.raises(function() ets.new({}) end, "bad argument #1")
   T.raises(function() ets.new("x", {"sett"}) end, "bad argument #2", "sett")
   T.raises(function() ets.lookup({}, 1) end, "bad argument #1")
+  T.raises(function() ets.lookup(nil, 1) end, "bad argument #1")
+  T.raises(function() ets.lookup(false, 1) end, "bad argument #1")
+  T.raises(function() ets.foldl(function() end, 0, nil) end, "bad argument #1")
   T.raises(function() ets.insert(ets.new("x"), "str") end, "bad argument #2")
   T.raises(function() ets.insert(ets.new("x"), {print}) end, "bad argument #2", "function")
   T.raises(function() ets.new(string.rep("n", 256)) end, "bad argument #1", "255")
@@ -396,6 +399,95 @@ test("update_counter from 8 processes gives the exact total", function()
   for i = 0, 49 do sum = sum + ets.lookup_element(t, i, 2) end
   T.eq(sum, 8 * n)
   ets.delete(t)
+end)
+
+-- The fast paths (vm/lets.c) must give what the general encoder and decoder give.
+test("fast paths: every scalar shape round-trips, long and nested objects too", function()
+  local t = ets.new("shapes", {"set", "public"})
+  local objs = {
+    {0, 255, 256, -1, 2147483647, 2147483648, -2147483648, -2147483649,
+     math.maxinteger, math.mininteger},
+    {"s", "", "a\0b", string.rep("x", 200), 1.5, -0.0, 1e300, true, false},
+    {1.0, "float key"},
+    {true, "boolean key"}, {false, nil, 3},
+    {"nested", {1, {2, "x"}}, {a = 1}, lpvm.self()},
+    {"long", string.rep("y", 600)},          -- more than the stack buffer holds
+    {string.rep("k", 300), "a long key"},
+  }
+  for _, o in ipairs(objs) do ets.insert(t, o) end
+  for _, o in ipairs(objs) do
+    T.eq(ets.lookup(t, o[1]), {o})
+    T.eq(ets.member(t, o[1]), true)
+  end
+  T.eq(ets.lookup(t, 1), {})                 -- 1.0 is the key, 1 is another term
+  T.eq(ets.lookup(t, 1.0)[1][2], "float key")
+  T.eq(math.type(ets.lookup(t, 1.0)[1][1]), "float")
+  T.eq(ets.lookup(t, "nested")[1][4], lpvm.self())
+  -- a bag whose objects together do not fit the stack buffer
+  local b = ets.new("bigbag", {"bag"})
+  for i = 1, 50 do ets.insert(b, {"k", i, string.rep("z", 40)}) end
+  local r = ets.lookup(b, "k")
+  T.eq(#r, 50)
+  T.eq(r[50][2], 50)
+  ets.delete(b)
+  ets.delete(t)
+end)
+
+test("ordered_set: integer and string keys in term order on the fast compare", function()
+  local o = ets.new("order", {"ordered_set"})
+  for _, k in ipairs({"b", "ab", "", "a", "a\0", 300, -5, 2, 2.5, 1.0, -70000, 70000, 255, 256}) do
+    ets.insert(o, {k})
+  end
+  T.eq(keys_of(o), {-70000, -5, 1.0, 2, 2.5, 255, 256, 300, 70000, "", "a", "a\0", "ab", "b"})
+  T.eq(ets.next(o, 255), 256)
+  T.eq(ets.next(o, 1), 2)           -- 1 == 1.0 in an ordered_set
+  T.eq(ets.prev(o, "a"), "")
+  T.eq(ets.next(o, "aa"), "ab")     -- need not be present
+  ets.delete(o)
+end)
+
+test("update_counter in place and not: sizes change across 255 and 32 bits", function()
+  local t = ets.new("counters", {"set", "public"})
+  ets.insert(t, {"c", 250, "tail"})
+  T.eq(ets.update_counter(t, "c", 5), 255)      -- one byte, in place
+  T.eq(ets.update_counter(t, "c", 1), 256)      -- grows to 32 bits
+  T.eq(ets.update_counter(t, "c", -200), 56)    -- shrinks again
+  ets.insert(t, {"d", 2147483640})
+  T.eq(ets.update_counter(t, "d", 7), 2147483647)
+  T.eq(ets.update_counter(t, "d", 1), 2147483648)
+  T.eq(ets.update_counter(t, "d", -2147483648 - 2147483648), -2147483648)
+  T.eq(ets.update_counter(t, "c", {{2, 1}, {2, 300}, {2, -300}}), {57, 357, 57})
+  T.eq(ets.lookup(t, "c"), {{"c", 57, "tail"}})
+  T.eq(ets.lookup(t, "d"), {{"d", -2147483648}})
+  local o = ets.new("ocounters", {"ordered_set", "public", keypos = 2})
+  ets.insert(o, {10, "x", 20})
+  T.eq(ets.update_counter(o, "x", 1), 21)       -- the element after keypos
+  T.eq(ets.lookup(o, "x"), {{10, "x", 21}})
+  ets.delete(o)
+  ets.delete(t)
+end)
+
+test("names are cached per process, never past a rename or a delete", function()
+  ets.new("cached", {"named_table", "public"})
+  ets.insert("cached", {1, "first"})
+  T.eq(ets.lookup("cached", 1)[1][2], "first")
+  ets.rename("cached", "cached2")
+  T.raises(function() ets.lookup("cached", 1) end, "bad argument #1", "no such table")
+  T.eq(ets.lookup("cached2", 1)[1][2], "first")
+  ets.new("cached", {"named_table", "public"})    -- the old name, a new table
+  T.eq(ets.lookup("cached", 1), {})
+  ets.delete("cached")
+  T.raises(function() ets.insert("cached", {1}) end, "bad argument #1", "no such table")
+  -- another process renames it: this process's cache must notice too
+  local me = lpvm.self()
+  lpvm.spawn(function()
+    ets.rename("cached2", "cached3")
+    lpvm.send(me, "renamed")
+  end)
+  T.recv_match(function(tag) return tag == "renamed" end, 10000)
+  T.raises(function() ets.lookup("cached2", 1) end, "no such table")
+  T.eq(ets.lookup("cached3", 1)[1][2], "first")
+  ets.delete("cached3")
 end)
 
 test("many objects: the buckets grow and shrink, and deletion frees them", function()

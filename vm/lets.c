@@ -1,0 +1,257 @@
+/*
+** lets.c -- the fast paths of `require "ets"` (lets.h). The general path encodes every
+** argument with lterm.c's encoder into a per-thread builder and decodes every result
+** with its generic decoder; most calls, though, carry a key that is an integer or a
+** string and objects that are short arrays of such values. Here those are written
+** straight into the caller's stack array (no builder, no cycle or function
+** bookkeeping) and read straight back into tables made with their exact sizes. The
+** bytes are the very ones lterm.c writes, so a table cannot tell which path an object
+** took, and whatever is not of these shapes goes the general way.
+*/
+#include <lauxlib.h>
+#include <string.h>
+
+#include "vm/lets.h"
+#include "vm/lterm_int.h"
+
+/* The tags of Erlang's external term format read here (ERTS's, fixed for good). */
+enum {
+  ETF_VERSION = 131, ETF_NEW_FLOAT = 70, ETF_SMALL_INT = 97, ETF_INT = 98,
+  ETF_SMALL_TUPLE = 104, ETF_LARGE_TUPLE = 105, ETF_NIL = 106, ETF_LIST = 108,
+  ETF_BINARY = 109, ETF_SMALL_ATOM_UTF8 = 119
+};
+
+static uint32_t be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* ---- encoding ------------------------------------------------------------------------ */
+
+/* b never grows: every put is preceded by a check that its largest form fits (a
+** builder over a fixed array must not reach tbuf_grow, which would realloc it). */
+static int put_scalar(lua_State *L, int idx, lpvm_tbuf *b) {
+  size_t room = b->cap - b->len, len;
+  const char *s;
+  if (lua_isinteger(L, idx)) {   /* the commonest key: a counter's, an index's */
+    if (room < 11) return -1;
+    lua_Integer v = lua_tointegerx(L, idx, NULL);
+    uint8_t *q = b->data + b->len;
+    if (v < 0 || v > 255) {
+      lpvm_put_int(b, v);
+      return 0;
+    }
+    q[0] = ETF_SMALL_INT;
+    q[1] = (uint8_t)v;
+    b->len += 2;
+    return 0;
+  }
+  switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+      if (room < 6) return -1;
+      lpvm_put_atom_len(b, "nil", 3);
+      return 0;
+    case LUA_TBOOLEAN:
+      if (room < 8) return -1;
+      if (lua_toboolean(L, idx)) lpvm_put_atom_len(b, "true", 4);
+      else lpvm_put_atom_len(b, "false", 5);
+      return 0;
+    case LUA_TNUMBER:
+      if (room < 11) return -1;
+      if (lua_isinteger(L, idx)) lpvm_put_int(b, lua_tointeger(L, idx));
+      else lpvm_put_float(b, lua_tonumber(L, idx));
+      return 0;
+    case LUA_TSTRING:
+      s = lua_tolstring(L, idx, &len);
+      if (len > room || room - len < 5) return -1;
+      lpvm_put_binary(b, s, len);
+      return 0;
+    default:
+      return -1;
+  }
+}
+
+size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
+  lpvm_tbuf b = {buf, 1, cap, 0};
+  if (cap < 1) return 0;
+  buf[0] = ETF_VERSION;
+  return put_scalar(L, idx, &b) || b.err ? 0 : b.len;
+}
+
+size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
+  if (lua_type(L, idx) != LUA_TTABLE || cap < 8) return 0;
+  lua_Unsigned n = lua_rawlen(L, idx);
+  if (n > 255) return 0;
+  lpvm_tbuf b = {buf, 1, cap, 0};
+  buf[0] = ETF_VERSION;
+  lpvm_put_tuple(&b, (uint32_t)n);
+  for (lua_Unsigned i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)i);
+    int rc = put_scalar(L, -1, &b);
+    lua_pop(L, 1);
+    if (rc) return 0;
+  }
+  return b.err ? 0 : b.len;
+}
+
+/* ---- decoding ------------------------------------------------------------------------ */
+
+/* One scalar at *pp (no version byte): pushed, *pp advanced, 1; else 0. */
+static int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end) {
+  const uint8_t *p = *pp;
+  size_t left = (size_t)(end - p), n;
+  if (left < 2) return 0;
+  switch (p[0]) {
+    case ETF_SMALL_INT:
+      lua_pushinteger(L, p[1]);
+      *pp = p + 2;
+      return 1;
+    case ETF_INT:
+      if (left < 5) return 0;
+      lua_pushinteger(L, (int32_t)be32(p + 1));
+      *pp = p + 5;
+      return 1;
+    case ETF_NEW_FLOAT: {
+      if (left < 9) return 0;
+      uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
+      double d;
+      memcpy(&d, &bits, sizeof d);
+      lua_pushnumber(L, d);
+      *pp = p + 9;
+      return 1;
+    }
+    case ETF_BINARY:
+      if (left < 5 || (n = be32(p + 1)) > left - 5) return 0;
+      lua_pushlstring(L, (const char *)p + 5, n);
+      *pp = p + 5 + n;
+      return 1;
+    case ETF_SMALL_ATOM_UTF8:   /* as lterm.c: nil, true, false, or the name */
+      if ((n = p[1]) > left - 2) return 0;
+      if (n == 3 && memcmp(p + 2, "nil", 3) == 0) lua_pushnil(L);
+      else if (n == 4 && memcmp(p + 2, "true", 4) == 0) lua_pushboolean(L, 1);
+      else if (n == 5 && memcmp(p + 2, "false", 5) == 0) lua_pushboolean(L, 0);
+      else lua_pushlstring(L, (const char *)p + 2, n);
+      *pp = p + 2 + n;
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/* Anything else: lterm.c's decoder, as the general path would at this depth (inside
+** a list or tuple of the result: never a graph). */
+static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
+  lpvm_tread r = {*pp, end, 0};
+  lterm_dec d = {.L = L, .r = &r, .trusted = 1};
+  lterm_dec_value(&d, depth);
+  *pp = r.p;
+}
+
+/* A tuple's or list's header at p: its length and header size, or 0. */
+static size_t seq_header(const uint8_t *p, const uint8_t *end, uint32_t *n) {
+  size_t left = (size_t)(end - p);
+  if (left >= 2 && p[0] == ETF_SMALL_TUPLE) { *n = p[1]; return 2; }
+  if (left >= 5 && (p[0] == ETF_LARGE_TUPLE || p[0] == ETF_LIST)) { *n = be32(p + 1); return 5; }
+  return 0;
+}
+
+/* One value: scalars, tuples and lists (as lterm.c makes them: sequences of their
+** exact size, an improper tail dropped) here, anything else by lterm.c. */
+static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
+  if (push_fast(L, pp, end)) return;
+  const uint8_t *p = *pp;
+  uint32_t n;
+  size_t h = depth < LTERM_DEPTH ? seq_header(p, end, &n) : 0;
+  if (p < end && p[0] == ETF_NIL) {
+    lua_newtable(L);
+    *pp = p + 1;
+    return;
+  }
+  if (!h) { push_slow(L, pp, end, depth); return; }
+  luaL_checkstack(L, 4, "ets: object nested too deep");
+  int list = p[0] == ETF_LIST;
+  p += h;
+  lua_createtable(L, (int)(n > 1u << 24 ? 1u << 24 : n), 0);
+  for (uint32_t k = 1; k <= n; k++) {
+    push_any(L, &p, end, depth + 1);
+    lua_rawseti(L, -2, (lua_Integer)k);
+  }
+  if (list) {   /* the tail */
+    if (p < end && p[0] == ETF_NIL) p++;
+    else {
+      lpvm_tread r = {p, end, 0};
+      if (lpvm_skip(&r)) lterm_dec_bad(L);
+      p = r.p;
+    }
+  }
+  *pp = p;
+}
+
+void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
+  const uint8_t *end = p + len;
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; i++) {
+    push_any(L, &p, end, 1);
+    lua_rawseti(L, -2, i);
+  }
+}
+
+int lets_push_list(lua_State *L, const uint8_t *p, size_t len) {
+  if (len < 2 || p[0] != ETF_VERSION || (p[1] != ETF_LIST && p[1] != ETF_NIL)) return 0;
+  const uint8_t *q = p + 1;
+  push_any(L, &q, p + len, 0);
+  if (q != p + len) lterm_dec_bad(L);
+  return 1;
+}
+
+int lets_push_scalar(lua_State *L, const uint8_t *p, size_t len) {
+  if (len < 1 || p[0] != ETF_VERSION) return 0;
+  const uint8_t *q = p + 1;
+  if (!push_fast(L, &q, p + len)) return 0;
+  if (q == p + len) return 1;
+  lua_pop(L, 1);   /* trailing bytes: let the general decoder judge */
+  return 0;
+}
+
+/* ---- names ------------------------------------------------------------------------------ */
+
+/* The cache, shared by every function of the module (its upvalue 1): [1] = the names
+** epoch its entries belong to, [2] = {[name] = id}. */
+void lets_new_cache(lua_State *L) {
+  lua_createtable(L, 2, 0);
+  lua_pushinteger(L, (lua_Integer)lpvm_ets_names_epoch());
+  lua_rawseti(L, -2, 1);
+  lua_newtable(L);
+  lua_rawseti(L, -2, 2);
+}
+
+lpvm_tab lets_by_name(lua_State *L, int arg) {
+  int c = lua_upvalueindex(1);
+  /* The epoch is read before the registry: an id found after a change is at worst
+  ** filed under the older epoch, and forgotten at the next call. */
+  lua_Integer ep = (lua_Integer)lpvm_ets_names_epoch();
+  lua_rawgeti(L, c, 1);
+  int same = lua_tointeger(L, -1) == ep;
+  lua_pop(L, 1);
+  if (!same) {   /* forget everything: names changed since */
+    lua_pushinteger(L, ep);
+    lua_rawseti(L, c, 1);
+    lua_newtable(L);
+    lua_rawseti(L, c, 2);
+  }
+  lua_rawgeti(L, c, 2);
+  lua_pushvalue(L, arg);
+  if (lua_rawget(L, -2) == LUA_TNUMBER) {
+    lpvm_tab t = (lpvm_tab)lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    return t;
+  }
+  lua_pop(L, 1);
+  lpvm_tab t = lpvm_ets_whereis(lua_tostring(L, arg));
+  if (t) {
+    lua_pushvalue(L, arg);
+    lua_pushinteger(L, (lua_Integer)t);
+    lua_rawset(L, -3);
+  }
+  lua_pop(L, 1);
+  return t;
+}

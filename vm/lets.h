@@ -1,0 +1,47 @@
+/*
+** lets.h -- the fast paths of `require "ets"` (vm/lmod_ets.c): Lua values of the common
+** shapes encoded straight into a caller's array, objects rebuilt straight into Lua
+** tables, and named tables resolved through a per-process cache (docs/ets.md,
+** "Performance").
+*/
+#ifndef LPVM_LETS_H
+#define LPVM_LETS_H
+
+#include <lua.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lpvm/ets.h"
+
+/* Room for a key or an object on the fast paths; what does not fit takes the
+** general path (lterm.c). */
+#define LETS_KEYBUF 128
+#define LETS_OBJBUF 512
+
+/* A scalar (nil, boolean, integer, float, string) as a term, version byte first,
+** exactly as lterm_put_plain writes it: its length, or 0 when the value is of
+** another type or does not fit in cap bytes. */
+size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap);
+/* The Lua array at idx, all of whose elements are scalars, as a tuple (version byte
+** first): its length, or 0 (another shape, or too big: use the general encoder). */
+size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap);
+/* Push n tuples lying back to back in [p, p + len) (no version byte) as a Lua
+** array of arrays, each made with its exact size. Raises on a malformed term. */
+void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n);
+/* Push a whole term (version byte first) that is a list, as lterm.c would, with
+** tuples, lists and scalars decoded here: 1, or 0 (nothing pushed) for another
+** term. Raises on a malformed term. */
+int lets_push_list(lua_State *L, const uint8_t *p, size_t len);
+/* Push one term (version byte first) whose value is a scalar; 0 (nothing pushed)
+** when it is not one. */
+int lets_push_scalar(lua_State *L, const uint8_t *p, size_t len);
+
+/* The table named by the string at arg, through the process's cache (upvalue 1 of
+** every function of the module): 0 when there is none. A cached id is forgotten as
+** soon as any table name changes (lpvm_ets_names_epoch), so a renamed or deleted table
+** is never reached by its old name. */
+lpvm_tab lets_by_name(lua_State *L, int arg);
+/* The cache itself, made when the module is opened. */
+void lets_new_cache(lua_State *L);
+
+#endif
