@@ -17,8 +17,8 @@
 /* The tags of Erlang's external term format read here (ERTS's, fixed for good). */
 enum {
   ETF_VERSION = 131, ETF_NEW_FLOAT = 70, ETF_SMALL_INT = 97, ETF_INT = 98,
-  ETF_SMALL_TUPLE = 104, ETF_LARGE_TUPLE = 105, ETF_BINARY = 109,
-  ETF_SMALL_ATOM_UTF8 = 119
+  ETF_SMALL_TUPLE = 104, ETF_LARGE_TUPLE = 105, ETF_NIL = 106, ETF_LIST = 108,
+  ETF_BINARY = 109, ETF_SMALL_ATOM_UTF8 = 119
 };
 
 static uint32_t be32(const uint8_t *p) {
@@ -32,6 +32,19 @@ static uint32_t be32(const uint8_t *p) {
 static int put_scalar(lua_State *L, int idx, lpvm_tbuf *b) {
   size_t room = b->cap - b->len, len;
   const char *s;
+  if (lua_isinteger(L, idx)) {   /* the commonest key: a counter's, an index's */
+    if (room < 11) return -1;
+    lua_Integer v = lua_tointegerx(L, idx, NULL);
+    uint8_t *q = b->data + b->len;
+    if (v < 0 || v > 255) {
+      lpvm_put_int(b, v);
+      return 0;
+    }
+    q[0] = ETF_SMALL_INT;
+    q[1] = (uint8_t)v;
+    b->len += 2;
+    return 0;
+  }
   switch (lua_type(L, idx)) {
     case LUA_TNIL:
       if (room < 6) return -1;
@@ -124,37 +137,70 @@ static int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end) {
   }
 }
 
-/* Anything else: lterm.c's decoder, as the general path would (depth 2: an element
-** of a tuple in the result list; no graph there). */
-static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end) {
+/* Anything else: lterm.c's decoder, as the general path would at this depth (inside
+** a list or tuple of the result: never a graph). */
+static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
   lpvm_tread r = {*pp, end, 0};
   lterm_dec d = {.L = L, .r = &r, .trusted = 1};
-  lterm_dec_value(&d, 2);
+  lterm_dec_value(&d, depth);
   *pp = r.p;
+}
+
+/* A tuple's or list's header at p: its length and header size, or 0. */
+static size_t seq_header(const uint8_t *p, const uint8_t *end, uint32_t *n) {
+  size_t left = (size_t)(end - p);
+  if (left >= 2 && p[0] == ETF_SMALL_TUPLE) { *n = p[1]; return 2; }
+  if (left >= 5 && (p[0] == ETF_LARGE_TUPLE || p[0] == ETF_LIST)) { *n = be32(p + 1); return 5; }
+  return 0;
+}
+
+/* One value: scalars, tuples and lists (as lterm.c makes them: sequences of their
+** exact size, an improper tail dropped) here, anything else by lterm.c. */
+static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
+  if (push_fast(L, pp, end)) return;
+  const uint8_t *p = *pp;
+  uint32_t n;
+  size_t h = depth < LTERM_DEPTH ? seq_header(p, end, &n) : 0;
+  if (p < end && p[0] == ETF_NIL) {
+    lua_newtable(L);
+    *pp = p + 1;
+    return;
+  }
+  if (!h) { push_slow(L, pp, end, depth); return; }
+  luaL_checkstack(L, 4, "ets: object nested too deep");
+  int list = p[0] == ETF_LIST;
+  p += h;
+  lua_createtable(L, (int)(n > 1u << 24 ? 1u << 24 : n), 0);
+  for (uint32_t k = 1; k <= n; k++) {
+    push_any(L, &p, end, depth + 1);
+    lua_rawseti(L, -2, (lua_Integer)k);
+  }
+  if (list) {   /* the tail */
+    if (p < end && p[0] == ETF_NIL) p++;
+    else {
+      lpvm_tread r = {p, end, 0};
+      if (lpvm_skip(&r)) lterm_dec_bad(L);
+      p = r.p;
+    }
+  }
+  *pp = p;
 }
 
 void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
   const uint8_t *end = p + len;
   lua_createtable(L, n, 0);
   for (int i = 1; i <= n; i++) {
-    uint32_t arity;
-    if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
-      arity = p[1];
-      p += 2;
-    } else if (end - p >= 5 && p[0] == ETF_LARGE_TUPLE) {
-      arity = be32(p + 1);
-      p += 5;
-    } else {
-      lterm_dec_bad(L);
-    }
-    luaL_checkstack(L, 4, "ets: object too deep");
-    lua_createtable(L, (int)(arity > 1u << 24 ? 1u << 24 : arity), 0);
-    for (uint32_t k = 1; k <= arity; k++) {
-      if (!push_fast(L, &p, end)) push_slow(L, &p, end);
-      lua_rawseti(L, -2, (lua_Integer)k);
-    }
+    push_any(L, &p, end, 1);
     lua_rawseti(L, -2, i);
   }
+}
+
+int lets_push_list(lua_State *L, const uint8_t *p, size_t len) {
+  if (len < 2 || p[0] != ETF_VERSION || (p[1] != ETF_LIST && p[1] != ETF_NIL)) return 0;
+  const uint8_t *q = p + 1;
+  push_any(L, &q, p + len, 0);
+  if (q != p + len) lterm_dec_bad(L);
+  return 1;
 }
 
 int lets_push_scalar(lua_State *L, const uint8_t *p, size_t len) {
@@ -168,11 +214,14 @@ int lets_push_scalar(lua_State *L, const uint8_t *p, size_t len) {
 
 /* ---- names ------------------------------------------------------------------------------ */
 
-/* The cache: [name] = id, and [1] = the names epoch its entries belong to. */
+/* The cache, shared by every function of the module (its upvalue 1): [1] = the names
+** epoch its entries belong to, [2] = {[name] = id}. */
 void lets_new_cache(lua_State *L) {
-  lua_createtable(L, 1, 4);
+  lua_createtable(L, 2, 0);
   lua_pushinteger(L, (lua_Integer)lpvm_ets_names_epoch());
   lua_rawseti(L, -2, 1);
+  lua_newtable(L);
+  lua_rawseti(L, -2, 2);
 }
 
 lpvm_tab lets_by_name(lua_State *L, int arg) {
@@ -183,16 +232,17 @@ lpvm_tab lets_by_name(lua_State *L, int arg) {
   lua_rawgeti(L, c, 1);
   int same = lua_tointeger(L, -1) == ep;
   lua_pop(L, 1);
-  if (!same) {
-    lets_new_cache(L);
+  if (!same) {   /* forget everything: names changed since */
     lua_pushinteger(L, ep);
-    lua_rawseti(L, -2, 1);
-    lua_replace(L, c);
+    lua_rawseti(L, c, 1);
+    lua_newtable(L);
+    lua_rawseti(L, c, 2);
   }
+  lua_rawgeti(L, c, 2);
   lua_pushvalue(L, arg);
-  if (lua_rawget(L, c) == LUA_TNUMBER) {
+  if (lua_rawget(L, -2) == LUA_TNUMBER) {
     lpvm_tab t = (lpvm_tab)lua_tointeger(L, -1);
-    lua_pop(L, 1);
+    lua_pop(L, 2);
     return t;
   }
   lua_pop(L, 1);
@@ -200,7 +250,8 @@ lpvm_tab lets_by_name(lua_State *L, int arg) {
   if (t) {
     lua_pushvalue(L, arg);
     lua_pushinteger(L, (lua_Integer)t);
-    lua_rawset(L, c);
+    lua_rawset(L, -3);
   }
+  lua_pop(L, 1);
   return t;
 }

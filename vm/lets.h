@@ -28,6 +28,10 @@ size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap);
 /* Push n tuples lying back to back in [p, p + len) (no version byte) as a Lua
 ** array of arrays, each made with its exact size. Raises on a malformed term. */
 void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n);
+/* Push a whole term (version byte first) that is a list, as lterm.c would, with
+** tuples, lists and scalars decoded here: 1, or 0 (nothing pushed) for another
+** term. Raises on a malformed term. */
+int lets_push_list(lua_State *L, const uint8_t *p, size_t len);
 /* Push one term (version byte first) whose value is a scalar; 0 (nothing pushed)
 ** when it is not one. */
 int lets_push_scalar(lua_State *L, const uint8_t *p, size_t len);

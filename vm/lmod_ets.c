@@ -58,7 +58,7 @@ static lpvm_tbuf *in_buf(lua_State *L) {
 
 /* Decode the whole term in b as one Lua value. */
 static void push_term(lua_State *L, lpvm_tbuf *b) {
-  if (lets_push_scalar(L, b->data, b->len)) return;
+  if (lets_push_scalar(L, b->data, b->len) || lets_push_list(L, b->data, b->len)) return;
   lpvm_tread r;
   if (lpvm_tread_init(&r, b->data, b->len)) luaL_error(L, "ets: bad result term");
   lterm_push(L, &r);
@@ -75,8 +75,11 @@ static int fail(lua_State *L, int rc, int arg) {
 }
 
 /* Upvalue 1 of every function: the name cache (lets.c); upvalue 2: the metatable of
-** references, so that a table id is checked without a registry lookup. */
+** references, so that a table id is checked without a registry lookup; upvalue 3:
+** the last reference this function checked (held, so it cannot be another value at
+** the same address), which a loop over one table passes again and again. */
 static lpvm_tab check_tab(lua_State *L, int arg) {
+  if (lua_rawequal(L, arg, lua_upvalueindex(3))) return *(uint64_t *)lua_touserdata(L, arg);
   if (lua_type(L, arg) == LUA_TSTRING) {
     lpvm_tab t = lets_by_name(L, arg);
     if (!t) luaL_argerror(L, arg, "no such table");
@@ -85,7 +88,11 @@ static lpvm_tab check_tab(lua_State *L, int arg) {
   if (lua_type(L, arg) == LUA_TUSERDATA && lua_getmetatable(L, arg)) {
     int ok = lua_rawequal(L, -1, lua_upvalueindex(2));
     lua_pop(L, 1);
-    if (ok) return *(uint64_t *)lua_touserdata(L, arg);
+    if (ok) {
+      lua_pushvalue(L, arg);
+      lua_replace(L, lua_upvalueindex(3));
+      return *(uint64_t *)lua_touserdata(L, arg);
+    }
   }
   luaL_typeerror(L, arg, "table (reference or name)");
   return 0;
@@ -588,7 +595,8 @@ static int l_foldl(lua_State *L) {
   lua_settop(L, 3);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_pushvalue(L, lua_upvalueindex(2));
-  lua_pushcclosure(L, l_tab2list, 2);
+  lua_pushvalue(L, lua_upvalueindex(3));
+  lua_pushcclosure(L, l_tab2list, 3);
   lua_pushvalue(L, 3);
   lua_call(L, 1, 1);                       /* 4: the objects */
   lua_pushvalue(L, 2);                     /* 5: the accumulator */
@@ -840,6 +848,7 @@ int lmod_ets_open(lua_State *L) {
   lmod_push_ref(L, 1);          /* any reference, for its metatable */
   lua_getmetatable(L, -1);
   lua_remove(L, -2);
-  luaL_setfuncs(L, ets_fns, 2);
+  lua_newtable(L);              /* none checked yet: a value no caller can pass */
+  luaL_setfuncs(L, ets_fns, 3);
   return 1;
 }

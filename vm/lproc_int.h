@@ -93,6 +93,9 @@ typedef struct lproc {
   uint64_t code_gen;        /* lcode.c: the code generation this process is at */
   lua_State *helper;        /* lcode.c: coroutine that runs module updates */
   uint8_t failed;           /* it ended by itself: error, exit(reason), max_heap */
+  uint8_t clean_watch;      /* clean_cf: its collection runs (the allocator watches) */
+  uint8_t clean_new;        /* an object was made while clean_watch was set */
+  uint8_t recycled;         /* its state came from the pool (info's `recycled`) */
 } lproc;
 
 extern lproc_config lproc_cfg;
@@ -110,6 +113,7 @@ lproc *lproc_check(lua_State *L);          /* raises if L is not a process */
 int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
 void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
 int lproc_recycle_set(int n);            /* returns the old bound */
+int lproc_recycle_get(void);             /* the bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
 int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */
@@ -199,6 +203,8 @@ struct lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len);
 const char *lbin_bytes(lua_State *L, int idx, size_t *len);
 /* Push a binary showing [off, off + len) of bin; it takes a reference of its own. */
 void lbin_push(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
+/* The same for a binary that arrived in a message (a whole one: interned per state). */
+void lbin_push_received(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
