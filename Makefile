@@ -5,8 +5,9 @@ CMAKEFLAGS ?=
 DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev libedit-dev nettle-dev pkg-config cmake gcc make
 # Only the tests need these: a real Erlang checks our term encodings; Debian's Lua
 # modules prove that require works in processes (tests/lua/test_stdlibs.lua); tmux
-# gives the shell's test a terminal (tests/lua/shell_tty_test.sh).
-TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg tmux
+# gives the shell's test a terminal (tests/lua/shell_tty_test.sh); wrk drives the HTTP
+# rows of make compare's smoke test (tests/compare_quick_check.lua).
+TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg tmux wrk
 # Only the benchmarks need these: the HTTP server is measured with wrk, ETS beside BEAM's.
 BENCH_PKGS = wrk erlang-nox
 
@@ -17,7 +18,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 INSTALL_BUILD ?= build-install
 
-.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench estone fuzz soak clean install uninstall
+.PHONY: all deps test-deps bench-deps install-pkgs configure build run test bench compare estone fuzz soak clean install uninstall
 
 all: build
 
@@ -106,6 +107,18 @@ uninstall:
 	sed 's|/[^/]*$$||' $$m.paths | grep '/lpvm\(/\|$$\)' | sort -ru | while read -r d || [ -n "$$d" ]; do rmdir "$$d" 2>/dev/null; done; \
 	rmdir "$$(dirname "$$(dirname "$$(grep -m1 '/share/lpvm/' $$m.paths)")")" 2>/dev/null; \
 	rm -f $$m $$m.paths
+
+# lpvm beside BEAM (estone/compare/compare.lua): every workload of issue 17's table and
+# the thesis's figure 4, with 1 and 2 workers, medians of COMPARE_RUNS alternating runs;
+# the table goes to the terminal and $(BUILD)/compare.md, every figure to
+# $(BUILD)/compare.json. Without escript (erlang-nox) lpvm runs alone and one line says
+# BEAM was skipped; without wrk the HTTP rows are skipped. COMPARE_ARGS adds options or
+# selects rows, e.g. COMPARE_ARGS="--workers 2 ring10k chain". See docs/performance.md.
+COMPARE_RUNS ?= 3
+COMPARE_ARGS ?=
+compare: build
+	@$(BUILD)/lpvm estone/compare/compare.lua --lpvm $(BUILD)/lpvm --runs $(COMPARE_RUNS) \
+	  --json $(BUILD)/compare.json --md $(BUILD)/compare.md $(COMPARE_ARGS)
 
 # The EStone suite and the seed papers' benchmarks in every configuration (~10 min);
 # writes estone/results/ (JSON, SVG charts, summary.md). See docs/estone.md.

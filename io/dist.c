@@ -29,6 +29,7 @@
 #include "io/dist_conn.h"
 #include "io/io.h"
 #include "io/port_int.h"
+#include "lpvm/binary.h"
 #include "lpvm/dist.h"
 #include "tasks/sig.h"
 
@@ -242,11 +243,13 @@ static int route(lpvm_id to, struct lpvm_sig *s, uint32_t *queued) {
   lpvm_id conn = atomic_load_explicit(&d->conn, memory_order_acquire);
   if (!conn) conn = dist_conn_for(d->name, d->len, 1);
   if (!conn) return LPVM_ENOPROC;
-  struct lpvm_sig *w = lpvm_msg_new(sizeof(dist_wrap) + s->len);
+  /* a message's shared binaries leave the node as BINARY_EXT, bytes and all */
+  size_t len = lpvm_msg_flat_len(s);
+  struct lpvm_sig *w = lpvm_msg_new(sizeof(dist_wrap) + len);
   if (!w) return LPVM_ENOMEM;
   dist_wrap h = {s->kind, 0, to};
   memcpy(lpvm_msg_data(w), &h, sizeof h);
-  if (s->len) memcpy(lpvm_msg_data(w) + sizeof h, s + 1, s->len);
+  if (len) lpvm_msg_flat_write(s, lpvm_msg_data(w) + sizeof h);
   w->kind = SIG_DIST;
   w->from = s->from;
   w->ref = s->ref;
@@ -254,7 +257,7 @@ static int route(lpvm_id to, struct lpvm_sig *s, uint32_t *queued) {
     free(w);
     return LPVM_ENOPROC;
   }
-  free(s);
+  lpvm_msg_free(s);
   return 0;
 }
 

@@ -106,6 +106,12 @@ static int local_sig(uint32_t kind, lpvm_id from, lpvm_id to, uint64_t ref,
   return rc;
 }
 
+/* The sender of a message the peer sent without one (SEND, a failed spawn's reply):
+** an id of that node all the same, so nothing takes it for a local message (from 0
+** means "from outside any task": interrupts, the shell) and the receiver applies
+** its policy for remote code (lterm_push_msg). */
+static lpvm_id peer_sender(const dconn *c) { return node_remote_pid(c->peer_idx, 0, 0); }
+
 /* ---- packets to the peer ----------------------------------------------------------------- */
 
 static void ctl3(lpvm_tbuf *b, int arity, int op, lpvm_id a, lpvm_id bb) {
@@ -506,8 +512,14 @@ static int in_spawn_request(dconn *c, lpvm_tread *r, const uint8_t *msg, size_t 
   }
   int rc = sp->spawn(&c->task, mod, ml, fn, fl, args.data, args.len, &pid);
   lpvm_tbuf_free(&args);
+  if (rc == LPVM_EPERM)
+    dist_log("a function spawned by node %s refused: this node takes no code from other "
+             "nodes (lpvm --no-remote-code)", c->peer);
   if (rc) {
-    spawn_reply(c, reqid, rlen, from, 0, 0, rc == LPVM_ELIMIT ? "system_limit" : "badarg");
+    spawn_reply(c, reqid, rlen, from, 0, 0,
+                rc == LPVM_ELIMIT   ? "system_limit"
+                : rc == LPVM_EPERM ? "remote_code_refused"
+                                   : "badarg");
     return 0;
   }
   int flags = 0;
@@ -555,7 +567,7 @@ static int in_spawn_reply(dconn *c, lpvm_tread *r) {
   lpvm_put_ref(&b, ref);
   lpvm_put_term(&b, w, reslen + 1);
   free(w);
-  if (!b.err) local_sig(SIG_MESSAGE, pid, to, 0, b.data, b.len, 1);
+  if (!b.err) local_sig(SIG_MESSAGE, pid ? pid : peer_sender(c), to, 0, b.data, b.len, 1);
   lpvm_tbuf_free(&b);
   return 0;
 }
@@ -578,6 +590,7 @@ static int in_ctl(dconn *c, int64_t op, uint32_t arity, lpvm_tread *r, const uin
         lpvm_tread a = *r;
         if (lpvm_get_ref(&a, &alias) != 0) alias = 0;
         if (lpvm_skip(r)) return LPVM_EBADTERM;
+        from = peer_sender(c);
       } else if (lpvm_get_pid(r, &from)) {
         return LPVM_EBADTERM;
       }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "io/port_int.h"
+#include "lpvm/binary.h"
 #include "tasks/ptab.h"
 
 /* ---- messages to the owner ------------------------------------------------------- */
@@ -454,7 +455,11 @@ static int on_tuple2(io_stream *s, lpvm_msg *m, lpvm_tread *r) {
   if (atom_is(a, n, "command")) {
     const uint8_t *p;
     size_t len;
-    if (lpvm_get_binary(r, &p, &len) != 0) return 0;
+    uint32_t nb;
+    const lpvm_binref *bins = lpvm_msg_bins(m, &nb);
+    /* a shared binary is written from its own bytes: m keeps the reference until
+    ** they are written */
+    if (lpvm_get_bytes(r, bins, nb, &p, &len) != 0) return 0;
     enqueue(s, m, p, len);
     return 1;
   }
@@ -754,8 +759,10 @@ int io_kind_check(lpvm_id port, const char *const kinds[]) {
 static const char *const stream_kinds[] = {"spawn", "fd", "tcp", NULL};
 static const char *const owned_kinds[] = {"spawn", "fd", "tcp", "tcp_listen", NULL};
 
-int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len) {
-  if ((!data && len) || check_port(port)) return LPVM_EINVAL;
+/* May a command go to this stream port now? 0, or LPVM_EBUSY (over its high-water
+** mark: the sender is told {ready} later), LPVM_ENOPROC, LPVM_EINVAL. */
+static int send_allowed(lpvm_task *self, lpvm_id port) {
+  if (check_port(port)) return LPVM_EINVAL;
   lpvm_task *t = ptab_pin(port);
   if (!t) return LPVM_ENOPROC;
   io_stream *s = io_stream_of(t);
@@ -766,7 +773,30 @@ int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len) 
     io_cmd_atom(self, port, "ready_req");
     return LPVM_EBUSY;
   }
-  return io_cmd_bin(self, port, "command", data, len);
+  return 0;
+}
+
+int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len) {
+  if (!data && len) return LPVM_EINVAL;
+  int rc = send_allowed(self, port);
+  return rc ? rc : io_cmd_bin(self, port, "command", data, len);
+}
+
+int lpvm_port_send_bin(lpvm_task *self, lpvm_id port, lpvm_bin *bin, size_t off, size_t len) {
+  if (!bin) return LPVM_EINVAL;
+  int rc = send_allowed(self, port);
+  if (rc) return rc;
+  lpvm_tbuf b;
+  lpvm_binrefs refs = {0};
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 2);
+  lpvm_put_atom(&b, "command");
+  lpvm_put_bin(&b, &refs, bin, off, len);
+  rc = b.err;
+  lpvm_msg *m = lpvm_tbuf_to_msg_bins(&b, &refs);
+  lpvm_binrefs_free(&refs);
+  if (!m) return rc ? rc : LPVM_ENOMEM;
+  return lpvm_send_msg(self, port, m);
 }
 
 int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n) {

@@ -41,6 +41,7 @@ const char *lpvm_strerror(int err) {
     case LPVM_ETIMEDOUT: return "timed out";
     case LPVM_ESYS: return "system call failed";
     case LPVM_EBUSY: return "port busy";
+    case LPVM_EPERM: return "refused by this node's policy";
     default: return "unknown error";
   }
 }

@@ -11,17 +11,25 @@
 ** The worker cache (Hedqvist 5.2.8): when a running task wakes another and its
 ** worker has nothing else queued, the woken task goes to the worker's one-slot
 ** cache and runs next on the same worker: a chain of message passing stays on one
-** core with no thread switch. Idle workers may take a cached task.
+** core with no thread switch.
+**
+** Balancing (wait_for_work): an idle worker takes only work that a busy worker will
+** not get to soon (two or more waiting, a preempt flag up, or no new step for a
+** while), and sleepers are kicked by the same rule, so a chain is not pulled to the
+** other core at every hop.
 **
 ** An idle worker spins for a short bounded time, then sleeps on its condition
-** variable. Whoever queues work checks for sleepers after publishing the bitmap,
-** and a sleeper re-checks every queue after announcing itself (both sequentially
-** consistent), so work is never left queued while every worker sleeps.
+** variable. Whoever queues work on a worker wakes it if it sleeps, and a sleeper
+** re-checks its own queue after announcing itself (under its mutex), so work is never
+** left queued while every worker sleeps. While another worker is awake, a sleeper
+** wakes now and then to look for work stuck behind a long step (the watch).
 */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sched/sched.h"
 
@@ -45,14 +53,16 @@ typedef struct worker {
   _Atomic int sleeping;           /* under mu: set by the owner, cleared by the owner
                                   ** or by the one waker that signals it */
   _Atomic int preempt;            /* raised by any queuer of a higher priority,
-                                  ** cleared by the owner as it starts a task */
+                                  ** cleared by the owner as it starts a task; read by
+                                  ** idle workers (look_at) */
   _Atomic int running_prio;       /* owner; NO_LEVEL when not running a task */
   int kick;                       /* under mu */
   int index;                      /* set once by sched_start */
   int bound;                      /* owner: bound to its own allocator arena */
   pthread_t th;
   lpvm_task *last;                /* owner */
-  _Atomic uint64_t runs, switches, steals, cache_hits, sleeps;  /* owner; stats read */
+  _Atomic uint64_t runs;          /* owner; read by idle workers (look_at): a step began */
+  _Atomic uint64_t switches, steals, cache_hits, sleeps;  /* owner; stats read */
 } __attribute__((aligned(64))) worker;
 
 static struct {
@@ -63,6 +73,7 @@ static struct {
   _Atomic int stop;
   _Atomic int big;                /* the VM grew big: workers move to their arenas */
   _Atomic int sleepers;
+  _Atomic int watchers;           /* sleepers on a timed watch (sleep_until_kicked) */
   _Atomic uint32_t rr;
 } S;
 
@@ -137,6 +148,12 @@ static void kick_sleeper(worker *except) {
   }
 }
 
+/* Tasks waiting on v: its queue and its cache. */
+static uint32_t pending_on(worker *v) {
+  return atomic_load_explicit(&v->qlen, memory_order_relaxed) +
+         (atomic_load_explicit(&v->cache, memory_order_relaxed) != NULL);
+}
+
 static void enqueue(worker *w, lpvm_task *t) {
   int prio = t->prio;  /* once queued, t may run elsewhere: read it first */
   pthread_mutex_lock(&w->mu);
@@ -145,7 +162,10 @@ static void enqueue(worker *w, lpvm_task *t) {
   pthread_mutex_unlock(&w->mu);
   if (prio < atomic_load_explicit(&w->running_prio, memory_order_relaxed))
     atomic_store_explicit(&w->preempt, 1, memory_order_relaxed);
-  if (!wake && (w != self_w || atomic_load_explicit(&w->qlen, memory_order_relaxed) > 1))
+  /* Wake another worker only for work w will not get to soon: two or more tasks
+  ** wait on w, or a thread that is not w queued on w while w runs a task. */
+  if (!wake && (w != self_w ? atomic_load_explicit(&w->running_prio, memory_order_relaxed) != NO_LEVEL
+                            : pending_on(w) >= 2))
     kick_sleeper(w);
 }
 
@@ -160,8 +180,10 @@ void sched_make_runnable(lpvm_task *t) {
     int prio = t->prio;
     lpvm_task *empty = NULL;
     if (atomic_compare_exchange_strong(&w->cache, &empty, t)) {
-      if (prio < atomic_load_explicit(&w->running_prio, memory_order_relaxed))
+      if (prio < atomic_load_explicit(&w->running_prio, memory_order_relaxed)) {
         atomic_store_explicit(&w->preempt, 1, memory_order_relaxed);
+        kick_sleeper(w);  /* a higher level waits behind the running task */
+      }
       return;
     }
   }
@@ -218,16 +240,9 @@ static worker *best_other(worker *w, int *lvl) {
   return best;
 }
 
-static lpvm_task *steal_cache(worker *w) {
-  for (int i = 0; i < S.n; i++) {
-    worker *v = &S.w[i];
-    if (v == w || atomic_load_explicit(&v->cache, memory_order_relaxed) == NULL) continue;
-    lpvm_task *t = atomic_exchange(&v->cache, NULL);
-    if (t) return t;
-  }
-  return NULL;
-}
-
+/* The next task of w's own: its cache, its queue, or a higher level queued on
+** another worker (stolen at once: a higher level is always served first). NULL when
+** w has nothing of its own; an idle worker's stealing is in wait_for_work. */
 static lpvm_task *next_task(worker *w) {
   int own = top_level(atomic_load(&w->bitmap));
   int other;
@@ -241,43 +256,141 @@ static lpvm_task *next_task(worker *w) {
     enqueue(w, t);  /* something more urgent is queued: the cache waits its turn */
     own = top_level(atomic_load(&w->bitmap));
   }
+  if (own == NO_LEVEL) return NULL;
   if (v && other < own && (t = steal_from(w, v, other)) != NULL) return t;
   /* Take exactly the level we chose: if a thief emptied it meanwhile, a lower level
   ** of ours may no longer be the highest anywhere, so decide again. */
-  if (own < NO_LEVEL) return take_from(w, own);
-  if (v && (t = steal_from(w, v, NO_LEVEL)) != NULL) return t;
-  if ((t = steal_cache(w)) != NULL) bump(&w->steals);
+  return take_from(w, own);
+}
+
+/* ---- an idle worker: when to steal, when to sleep ---------------------------------------
+**
+** A task queued on a busy worker is not stolen as soon as an idle worker sees it: in
+** a chain of message passing (A sends to B and waits, B sends to C ...) the one
+** runnable task sits in the sender's cache and its worker runs it next, on a warm
+** core, within a microsecond. Stealing it moves the chain to the other core at every
+** hop (each worker in turn idle and stealing the other's next task), which made two
+** workers 2-4x slower than one. So an idle worker takes from v only work that v will
+** not get to soon:
+**   - two or more tasks wait on v (cache + queue): v runs one, take another now;
+**   - v's preempt flag is up: a higher level waits behind v's running task;
+**   - v has had work waiting and has not started a new step for STEAL_PATIENCE_NS
+**     (v runs a long task, or its thread is descheduled): v is stuck, take it.
+** BEAM keeps such work on one scheduler the same way and balances on queue lengths.
+** Waking a sleeper follows the same rule (enqueue, run): only for work the queuing
+** worker will not get to soon. */
+#define STEAL_PATIENCE_NS 20000
+/* Spin rounds between two looks at the others (about a microsecond): each look reads
+** the cache lines their owners write at every step, and looking at every round made
+** the busy worker's steps slower by half. */
+#define LOOK_EVERY 32
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Take work from v for w: the queue first (v runs its cache next), then the cache. */
+static lpvm_task *steal_any(worker *w, worker *v) {
+  lpvm_task *t = NULL;
+  if (atomic_load(&v->bitmap)) t = steal_from(w, v, NO_LEVEL);
+  if (!t && atomic_load_explicit(&v->cache, memory_order_relaxed) &&
+      (t = atomic_exchange(&v->cache, NULL)) != NULL)
+    bump(&w->steals);
   return t;
 }
 
-static int work_visible(worker *w) {
-  for (int i = 0; i < S.n; i++) {
-    worker *v = &S.w[i];
-    if (atomic_load(&v->bitmap) || atomic_load(&v->cache)) return 1;
+/* What an idle worker saw of another one: v->runs when it first found work waiting
+** there, and when. */
+typedef struct sighting {
+  uint64_t runs, since;
+  int valid;
+} sighting;
+
+/* One look at v by idle w: a task to run, or NULL (and the sighting updated). */
+static lpvm_task *look_at(worker *w, worker *v, sighting *s, uint64_t now) {
+  uint32_t n = pending_on(v);
+  if (n == 0) {
+    s->valid = 0;
+    return NULL;
   }
-  (void)w;
-  return 0;
+  if (n >= 2 || atomic_load_explicit(&v->preempt, memory_order_relaxed))
+    return steal_any(w, v);
+  uint64_t runs = atomic_load_explicit(&v->runs, memory_order_relaxed);
+  if (!s->valid || s->runs != runs) {
+    *s = (sighting){runs, now, 1};
+    return NULL;
+  }
+  return now - s->since >= STEAL_PATIENCE_NS ? steal_any(w, v) : NULL;
 }
 
-/* Nothing to run: spin a little, then sleep until kicked. */
-static void wait_for_work(worker *w) {
-  for (int i = 0; i < S.spin; i++) {
-    if (work_visible(w) || atomic_load_explicit(&S.stop, memory_order_relaxed)) return;
-    cpu_relax();
+/* One look at every other worker: a task to steal, or NULL. */
+static lpvm_task *look_around(worker *w, sighting *seen) {
+  uint64_t now = now_ns();
+  for (int k = 0; k < S.n; k++) {
+    if (k == w->index) continue;
+    lpvm_task *t = look_at(w, &S.w[k], &seen[k], now);
+    if (t) return t;
   }
+  return NULL;
+}
+
+/* Sleep until kicked or given work of its own. A worker busy in one long step (a long
+** C call, a descheduled thread) cannot see a task waiting behind it, and nobody
+** queues anything that would kick a sleeper: so while another worker is awake, one
+** that sleeps is a watcher and wakes every WATCH_NS to look (look_at's patience rule).
+** When every other worker sleeps too it sleeps for good: an idle VM is never woken.
+** Returns 1 when the watch timed out. */
+#define WATCH_NS 2000000
+static int sleep_until_kicked(worker *w) {
+  int timed_out = 0;
   pthread_mutex_lock(&w->mu);
   atomic_store(&w->sleeping, 1);
-  atomic_fetch_add(&S.sleepers, 1);
-  while (!w->kick && !atomic_load(&S.stop) && !work_visible(w)) {
+  int watch = atomic_fetch_add(&S.sleepers, 1) + 1 < S.n;
+  if (watch) atomic_fetch_add(&S.watchers, 1);
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_nsec += WATCH_NS;
+  if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+  while (!w->kick && !atomic_load(&S.stop) && !atomic_load(&w->bitmap) && !timed_out) {
     bump(&w->sleeps);
-    pthread_cond_wait(&w->cv, &w->mu);
+    if (!watch) pthread_cond_wait(&w->cv, &w->mu);
+    else timed_out = pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT;
   }
+  if (watch) atomic_fetch_sub(&S.watchers, 1);
   w->kick = 0;
   if (atomic_load(&w->sleeping)) {  /* woke on its own: nobody cleared it */
     atomic_store(&w->sleeping, 0);
     atomic_fetch_sub(&S.sleepers, 1);
   }
   pthread_mutex_unlock(&w->mu);
+  return timed_out;
+}
+
+/* Nothing of w's own: watch the others for a bounded time, stealing what they will
+** not get to soon (above), then sleep. A worker with work of its own never sleeps,
+** and whoever queues on a sleeper wakes it (enqueue), so sleeping while another
+** worker has work waiting leaves that work to a worker that is awake. */
+static lpvm_task *wait_for_work(worker *w) {
+  sighting seen[64] = {{0}};
+  lpvm_task *t;
+  for (int i = 0; i == 0 || i < S.spin; i++) {  /* look at least once */
+    if (atomic_load_explicit(&S.stop, memory_order_relaxed)) return NULL;
+    if (atomic_load_explicit(&w->bitmap, memory_order_relaxed)) return NULL;
+    if ((i % LOOK_EVERY == 0 || i == S.spin - 1) && (t = look_around(w, seen)) != NULL)
+      return t;
+    cpu_relax();
+  }
+  while (sleep_until_kicked(w)) {   /* a watch ended: one look, then sleep again */
+    if (atomic_load(&w->bitmap) || atomic_load(&S.stop)) return NULL;
+    if ((t = look_around(w, seen)) != NULL) return t;
+  }
+  /* Kicked awake while every other worker sleeps for good: make one of them the
+  ** watcher (it spins, sees this one awake and sleeps watching). */
+  if (S.n > 1 && atomic_load(&S.sleepers) == S.n - 1 && atomic_load(&S.watchers) == 0)
+    kick_sleeper(w);
+  return NULL;
 }
 
 static void run(worker *w, lpvm_task *t) {
@@ -302,8 +415,8 @@ static void *worker_main(void *arg) {
   self_w = w;
   while (!atomic_load_explicit(&S.stop, memory_order_acquire)) {
     lpvm_task *t = next_task(w);
+    if (!t) t = wait_for_work(w);
     if (t) run(w, t);
-    else wait_for_work(w);
   }
   self_w = NULL;
   return NULL;
@@ -322,10 +435,15 @@ int sched_start(int workers, int worker_cache, int spin) {
   atomic_store(&S.stop, 0);
   atomic_store(&S.big, 0);
   atomic_store(&S.sleepers, 0);
+  atomic_store(&S.watchers, 0);
   for (int i = 0; i < workers; i++) {
     worker *w = &S.w[i];
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    pthread_condattr_t ca;  /* the watch's timeout is on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
     w->index = i;
     atomic_store(&w->running_prio, NO_LEVEL);
   }

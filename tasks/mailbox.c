@@ -8,27 +8,37 @@
 ** Every message is counted from the moment it is pushed until it is taken
 ** (mq_queued, mq_bytes): senders read the count, memory limits weigh the bytes.
 */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/binary.h"
 #include "tasks/task_int.h"
 
-lpvm_msg *lpvm_msg_new(size_t len) {
-  if (len > UINT32_MAX) return NULL;
-  lpvm_msg *m = malloc(sizeof(lpvm_msg) + len);
+lpvm_msg *mbox_msg_alloc(size_t len, size_t extra) {
+  if (len > UINT32_MAX || extra > SIZE_MAX - sizeof(lpvm_msg) - len) return NULL;
+  lpvm_msg *m = malloc(sizeof(lpvm_msg) + len + extra);
   if (!m) return NULL;
   m->prev = NULL;
   m->from = 0;
   m->ref = 0;
   m->kind = SIG_MESSAGE;
+  m->flags = 0;
   m->len = (uint32_t)len;
   return m;
 }
 
+lpvm_msg *lpvm_msg_new(size_t len) { return mbox_msg_alloc(len, 0); }
+
 uint8_t *lpvm_msg_data(lpvm_msg *m) { return (uint8_t *)(m + 1); }
 size_t lpvm_msg_len(const lpvm_msg *m) { return m->len; }
 lpvm_id lpvm_msg_from(const lpvm_msg *m) { return m->from; }
-void lpvm_msg_free(lpvm_msg *m) { free(m); }
+/* Every message ends here (or in mbox_free_all): the one place its shared binaries
+** (binary.c) are released. */
+void lpvm_msg_free(lpvm_msg *m) {
+  if (m && (m->flags & LPVM_MSGF_BINS)) bin_msg_release(m);
+  free(m);
+}
 
 uint32_t mbox_count_in(lpvm_task *t, const struct lpvm_sig *m) {
   atomic_fetch_add_explicit(&t->mq_bytes, m->len, memory_order_relaxed);
@@ -82,5 +92,5 @@ size_t lpvm_mbox_len(const lpvm_task *t) { return t->mq_len; }
 
 void mbox_free_all(lpvm_task *t) {
   lpvm_msg *m;
-  while ((m = lpvm_recv(t)) != NULL) free(m);
+  while ((m = lpvm_recv(t)) != NULL) lpvm_msg_free(m);
 }

@@ -25,7 +25,8 @@ struct lpvm_sig *sig_new(uint32_t kind, lpvm_id from, uint64_t ref, const void *
   s->prev = NULL;
   s->from = from;
   s->ref = ref;
-  s->kind = kind;
+  s->kind = (uint16_t)kind;
+  s->flags = 0;
   s->len = (uint32_t)len;
   if (len) memcpy(s + 1, data, len);
   return s;
@@ -235,7 +236,7 @@ void sig_drain_dead(lpvm_task *t) {
              (memcpy(&w, sig_data(s), sizeof w), w.kind == SIG_LINK || w.kind == SIG_MONITOR))
       send_new(s->from, w.kind == SIG_LINK ? SIG_EXIT_LINK : SIG_DOWN, w.to,
                w.kind == SIG_LINK ? 0 : s->ref, term_noconnection, term_noconnection_len);
-    free(s);
+    lpvm_msg_free(s);   /* a message's binaries are released */
   }
 }
 
@@ -249,7 +250,7 @@ int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *que
   m->kind = SIG_MESSAGE;
   m->from = self_id(self);
   int rc = sig_send_q(to, m, queued);
-  if (rc) free(m);
+  if (rc) lpvm_msg_free(m);
   return rc;
 }
 

@@ -42,6 +42,10 @@ void sig_drain_dead(lpvm_task *t);
 uint32_t mbox_count_in(lpvm_task *t, const struct lpvm_sig *m);
 void mbox_append(lpvm_task *t, struct lpvm_sig *m);
 void mbox_free_all(lpvm_task *t);
+/* A message with room for `extra` bytes after its len-byte payload (binary.c's table). */
+lpvm_msg *mbox_msg_alloc(size_t len, size_t extra);
+/* binary.c: drop the references of a message with LPVM_MSGF_BINS. */
+void bin_msg_release(lpvm_msg *m);
 
 /* links.c: the task's own relations, touched only by the task itself. */
 struct task_rel;

@@ -117,13 +117,23 @@ int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const void *term,
                     size_t len, uint64_t *ref) {
   if ((!term && len) || !ref) return LPVM_EINVAL;
   lpvm_msg *m = lpvm_msg_new(len);
+  if (!m) return LPVM_ENOMEM;
+  if (len) memcpy(lpvm_msg_data(m), term, len);
+  return lpvm_send_msg_after(self, ms, to, m, ref);
+}
+
+int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m,
+                        uint64_t *ref) {
+  if (!m || !ref) {
+    lpvm_msg_free(m);
+    return LPVM_EINVAL;
+  }
   pending *p = malloc(sizeof *p);
-  if (!m || !p) {
-    free(p);
+  if (!p) {
     lpvm_msg_free(m);
     return LPVM_ENOMEM;
   }
-  if (len) memcpy(lpvm_msg_data(m), term, len);
+  m->kind = SIG_MESSAGE;
   m->from = self ? self->id : 0;
   uint64_t r = lpvm_make_ref();
   p->ref = r;

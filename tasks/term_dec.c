@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/binary.h"
 #include "tasks/node.h"
 #include "tasks/term_int.h"
 
@@ -262,6 +263,25 @@ static int bytes_at(lpvm_tread *r, int tag, size_t lsz, const uint8_t **data,
 
 int lpvm_get_binary(lpvm_tread *r, const uint8_t **p, size_t *len) {
   return bytes_at(r, TAG_BINARY, 4, p, len);
+}
+
+int lpvm_get_binref(lpvm_tread *r, const lpvm_binref *bins, uint32_t nbins,
+                    lpvm_binref *out) {
+  const uint8_t *p = r->p;
+  if (!p || term_left(p, r->end) < 5 || p[0] != TAG_LPVM_BINREF) return BAD;
+  uint32_t i = term_be32(p + 1);
+  if (i >= nbins || (r->owed > 1 && r->owed - 1 > term_left(p + 5, r->end))) return BAD;
+  *out = bins[i];
+  return term_took(r, p + 5);
+}
+
+int lpvm_get_bytes(lpvm_tread *r, const lpvm_binref *bins, uint32_t nbins,
+                   const uint8_t **data, size_t *len) {
+  lpvm_binref b;
+  if (lpvm_get_binref(r, bins, nbins, &b) != 0) return lpvm_get_binary(r, data, len);
+  *data = lpvm_bin_data(b.bin) + b.off;   /* the shared bytes: no copy */
+  *len = b.len;
+  return 0;
 }
 
 int lpvm_get_string(lpvm_tread *r, const uint8_t **p, size_t *len) {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lpvm/binary.h"
 #include "lpvm/term.h"
 
 /* Tags (erts external term format, "External Term Format" in the ERTS guide). */
@@ -42,7 +43,11 @@ enum {
   TAG_MAP = 116,
   TAG_ATOM_UTF8 = 118,
   TAG_SMALL_ATOM_UTF8 = 119,
-  TAG_V4_PORT = 120          /* node, id:64, creation:32 */
+  TAG_V4_PORT = 120,         /* node, id:64, creation:32 */
+  /* Not Erlang's: a shared binary of a message, index:32 into the table after the
+  ** term (lpvm/binary.h). Only lpvm_get_binref reads it, given the message's table:
+  ** in any other input (another node, a file, a port) it is an unknown tag. */
+  TAG_LPVM_BINREF = 200
 };
 
 /* The node every lpvm pid, port and reference belongs to, and its creation. The

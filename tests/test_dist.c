@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/dist_conn.h"
 #include "lpvm/lpvm.h"
@@ -204,6 +205,55 @@ Test(packets, valid_then_mutated) {
     (void)dconn_in(c, buf, l);
   }
   c->nlinks = c->nmo = 0;                               /* nothing to tell: no VM peers */
+  free_conn(c);
+  cr_assert_eq(lpvm_stop(), 0);
+}
+
+/* A message from the peer always names a sender of that node, even a SEND that has
+** none: from 0 means "from outside any task" (interrupts, the shell), and the
+** receiver's rule for remote code (lterm_push_msg) goes by the sender's node. */
+static _Atomic lpvm_id seen_from[2];
+static _Atomic int seen;
+
+static int recorder_event(lpvm_task *t) {
+  lpvm_msg *m;
+  while ((m = lpvm_recv(t)) != NULL) {
+    int k = atomic_load(&seen);
+    if (k < 2) atomic_store(&seen_from[k], lpvm_msg_from(m));
+    atomic_store(&seen, k + 1);
+    lpvm_msg_free(m);
+  }
+  return LPVM_WAIT;
+}
+
+static const lpvm_task_def recorder_def = {.type = "recorder", .prio = 20,
+                                           .handle_event = recorder_event};
+
+Test(packets, a_message_from_the_peer_has_a_remote_sender) {
+  cr_assert_eq(lpvm_start(NULL), 0);
+  lpvm_id to;
+  cr_assert_eq(lpvm_spawn_task(NULL, &recorder_def, NULL, 0, &to), 0);
+  dconn *c = fake_conn();
+  c->peer_idx = (uint32_t)node_intern("peer@host", 9, 3);
+  lpvm_tbuf ctl, m;
+  uint8_t pk[256];
+  lpvm_tbuf_init(&m);
+  lpvm_put_atom(&m, "hi");
+  for (int k = 0; k < 2; k++) {   /* SEND {2, '', To}, then SEND_SENDER {22, From, To} */
+    lpvm_tbuf_init(&ctl);
+    lpvm_put_tuple(&ctl, 3);
+    lpvm_put_int(&ctl, k == 0 ? 2 : 22);
+    if (k == 0) lpvm_put_atom(&ctl, "");
+    else lpvm_put_pid(&ctl, peer_pid(40));
+    lpvm_put_pid(&ctl, to);
+    cr_assert_eq(dconn_in(c, pk, packet(pk, &ctl, &m)), 0);
+    lpvm_tbuf_free(&ctl);
+  }
+  lpvm_tbuf_free(&m);
+  for (int i = 0; i < 5000 && atomic_load(&seen) < 2; i++) usleep(1000);
+  cr_assert_eq(atomic_load(&seen), 2);
+  cr_assert(lpvm_id_is_remote(atomic_load(&seen_from[0])), "SEND: a sender of the peer");
+  cr_assert_eq(atomic_load(&seen_from[1]), peer_pid(40));
   free_conn(c);
   cr_assert_eq(lpvm_stop(), 0);
 }

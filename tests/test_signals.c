@@ -12,23 +12,13 @@ static int ends_with(const char *s, const char *suffix) {
   return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-static lpvm_msg *int_msg(int64_t a, int64_t b) {
-  lpvm_tbuf tb;
-  lpvm_tbuf_init(&tb);
-  lpvm_put_tuple(&tb, 2);
-  lpvm_put_int(&tb, a);
-  lpvm_put_int(&tb, b);
-  lpvm_msg *m = lpvm_tbuf_to_msg(&tb);
-  lpvm_tbuf_free(&tb);
-  return m;
-}
+static lpvm_msg *int_msg(int64_t a, int64_t b) { return ints_msg(2, (int64_t[]){a, b}); }
 
 static int decode_pair(lpvm_msg *m, int64_t *a, int64_t *b) {
-  lpvm_tread r;
-  uint32_t n;
-  return lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) == 0 &&
-         lpvm_get_tuple(&r, &n) == 0 && n == 2 && lpvm_get_int(&r, a) == 0 &&
-         lpvm_get_int(&r, b) == 0;
+  int64_t v[2];
+  if (!get_ints(m, 2, v)) return 0;
+  *a = v[0], *b = v[1];
+  return 1;
 }
 
 /* ---- per-sender order --------------------------------------------------------------- */

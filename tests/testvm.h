@@ -128,6 +128,28 @@ static inline lpvm_msg *atom_msg(const char *a) {
   return m;
 }
 
+/* A tuple of n integers, and reading one back (1 if m is exactly that). */
+static inline lpvm_msg *ints_msg(int n, const int64_t *v) {
+  lpvm_tbuf tb;
+  lpvm_tbuf_init(&tb);
+  lpvm_put_tuple(&tb, (uint32_t)n);
+  for (int i = 0; i < n; i++) lpvm_put_int(&tb, v[i]);
+  lpvm_msg *m = lpvm_tbuf_to_msg(&tb);
+  lpvm_tbuf_free(&tb);
+  return m;
+}
+
+static inline int get_ints(lpvm_msg *m, int n, int64_t *v) {
+  lpvm_tread r;
+  uint32_t arity;
+  if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) != 0 ||
+      lpvm_get_tuple(&r, &arity) != 0 || arity != (uint32_t)n)
+    return 0;
+  for (int i = 0; i < n; i++)
+    if (lpvm_get_int(&r, &v[i]) != 0) return 0;
+  return 1;
+}
+
 /* Wait until no task is left (bounded). */
 static inline int wait_no_tasks(long ms) {
   for (long i = 0; i < ms; i++) {

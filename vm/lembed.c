@@ -24,6 +24,7 @@ int lpvm_lua_setup(const lpvm_lua_config *c) {
     pc.recycle = c->recycle;
     pc.warnings = c->warnings;
     pc.noenv = c->noenv;
+    pc.no_remote_code = c->no_remote_code;
   }
   return lproc_setup(&pc);
 }

@@ -141,7 +141,7 @@ static int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end) {
 ** a list or tuple of the result: never a graph). */
 static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
   lpvm_tread r = {*pp, end, 0};
-  lterm_dec d = {L, &r, 1, 0, 0, 0};
+  lterm_dec d = {.L = L, .r = &r, .trusted = 1};
   lterm_dec_value(&d, depth);
   *pp = r.p;
 }

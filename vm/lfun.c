@@ -22,9 +22,11 @@
 ** bytecode (weak keys).
 **
 ** Security: lua_load of bytecode trusts the bytes completely (a crafted chunk can
-** crash the VM). The decoder loads lpvm_fun only when its caller says the bytes came
-** from this VM's own encoder (local messages); terms from elsewhere read as plain
-** data (lterm_push_values_ex).
+** crash the VM). The decoder loads lpvm_fun only when its caller says the source is
+** trusted: this VM's own encoder (local messages), or a node that passed the cookie
+** handshake unless lpvm runs with --no-remote-code (lterm_push_msg, lproc_main);
+** untrusted terms read as plain data (lterm_push_values_ex). What can be checked
+** is checked either way: header, upvalue count, every reference and index.
 */
 #include <lauxlib.h>
 #include <stdatomic.h>

@@ -7,6 +7,7 @@
 ** process blocks like any receive and the VM does not.
 */
 #include <lauxlib.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lpvm/dist.h"
@@ -15,22 +16,69 @@
 
 /* ---- a peer's spawn requests ------------------------------------------------------------- */
 
+/* A read-only builder over a complete term (lproc_start_new copies it). */
+static lpvm_tbuf view_of(const uint8_t *term, size_t len) {
+  lpvm_tbuf v;
+  v.data = (uint8_t *)term;
+  v.len = v.cap = len;
+  v.err = 0;
+  return v;
+}
+
+/* The next element of a tuple being read, as a complete term (malloc'd) in *v. */
+static int element(lpvm_tread *r, lpvm_tbuf *v) {
+  const uint8_t *at = r->p;
+  if (lpvm_skip(r)) return LPVM_EBADTERM;
+  size_t n = (size_t)(r->p - at);
+  uint8_t *w = malloc(n + 1);
+  if (!w) return LPVM_ENOMEM;
+  w[0] = 131;
+  memcpy(w + 1, at, n);
+  *v = view_of(w, n + 1);
+  return 0;
+}
+
+/* A function spawned from another lpvm node (lpvm.spawn({node = N}, fn, ...)) is
+** erlang:apply(Fun, Args), as erl sends spawn(N, Fun): args is {Fun, Args}, Fun
+** the function as lfun.c encodes it, Args the arguments as a message. Refused
+** (LPVM_EPERM) when this node does not take code from others. */
+static lproc_start *apply_start(const uint8_t *args, size_t alen, int *rc) {
+  lpvm_tread r;
+  uint32_t n;
+  lpvm_tbuf fun = {0}, a = {0};
+  lproc_start *s = NULL;
+  *rc = LPVM_EBADTERM;
+  if (!lterm_remote_funs_trusted()) *rc = LPVM_EPERM;
+  else if (lpvm_tread_init(&r, args, alen) == 0 && lpvm_get_tuple(&r, &n) == 0 && n == 2 &&
+           (*rc = element(&r, &fun)) == 0 && (*rc = element(&r, &a)) == 0) {
+    s = lproc_start_new(LS_TERM, "", 0, &fun, &a);
+    *rc = s ? 0 : LPVM_ENOMEM;
+  }
+  free(fun.data);
+  free(a.data);
+  return s;
+}
+
 /* erlang:spawn(Node, M, F, A) runs require(M)[F](A...); rpc:call arrives as erpc's
 ** execute_call, which lpvm.erpc (vm/lib/lpvm/erpc.lua) provides. */
 static int d_spawn(lpvm_task *creator, const char *mod, size_t ml, const char *fn,
                    size_t fl, const uint8_t *args, size_t alen, lpvm_id *id) {
   if (ml == 4 && !memcmp(mod, "erpc", 4) && fl == 12 && !memcmp(fn, "execute_call", 12))
     mod = "lpvm.erpc", ml = 9;
-  lpvm_tbuf up, a;
-  lpvm_tbuf_init(&up);
-  lpvm_put_binary(&up, fn, fl);
-  a.data = (uint8_t *)args;        /* read only: lproc_start_new copies it */
-  a.len = a.cap = alen;
-  a.err = 0;
   lproc_start *s = NULL;
-  if (!up.err) s = lproc_start_new(LS_MODULE, mod, ml, &up, &a);
-  lpvm_tbuf_free(&up);
-  if (!s) return LPVM_ENOMEM;
+  if (ml == 6 && !memcmp(mod, "erlang", 6) && fl == 5 && !memcmp(fn, "apply", 5)) {
+    int rc;
+    s = apply_start(args, alen, &rc);
+    if (!s) return rc;
+  } else {
+    lpvm_tbuf up, a = view_of(args, alen);
+    lpvm_tbuf_init(&up);
+    lpvm_put_binary(&up, fn, fl);
+    if (!up.err) s = lproc_start_new(LS_MODULE, mod, ml, &up, &a);
+    lpvm_tbuf_free(&up);
+    if (!s) return LPVM_ENOMEM;
+  }
+  s->remote = 1;
   s->max_heap = lproc_cfg.max_heap;
   s->creator = creator->id;
   s->wait_marker = 1;
@@ -50,7 +98,8 @@ static int opt_field(lua_State *L, int t, const char *k) {
   return lua_type(L, -1);
 }
 
-/* net_start(name [, {cookie=, longnames=, listen=, ticktime=}]) -> true | nil, reason */
+/* net_start(name [, {cookie=, longnames=, listen=, ticktime=, remote_code=}]) -> true |
+** nil, reason; remote_code = false is lpvm --no-remote-code. */
 static int lmod_net_start(lua_State *L) {
   lpvm_dist_opts o = {0};
   o.name = luaL_checkstring(L, 1);
@@ -60,6 +109,7 @@ static int lmod_net_start(lua_State *L) {
     if (opt_field(L, 2, "cookie") != LUA_TNIL) o.cookie = luaL_checkstring(L, -1);
     if (opt_field(L, 2, "listen") != LUA_TNIL) o.listen = luaL_checkstring(L, -1);
     if (opt_field(L, 2, "longnames") != LUA_TNIL) o.longnames = lua_toboolean(L, -1);
+    if (opt_field(L, 2, "remote_code") != LUA_TNIL) lterm_trust_remote_funs(lua_toboolean(L, -1));
     if (opt_field(L, 2, "ticktime") != LUA_TNIL) {
       lua_Integer t = luaL_checkinteger(L, -1);
       luaL_argcheck(L, t >= 1 && t <= 3600, 2, "ticktime must be 1..3600 seconds");
@@ -164,7 +214,35 @@ static int spawn_k(lua_State *L, int status, lua_KContext ctx) {
   return lua_gettop(L) - (int)ctx;
 }
 
-/* spawn({node = N [, fn = F] [, link = true]}, "mod", args...): a spawn request;
+/* The argument list of a spawn request: [A1, ..., An] for a module; for a function,
+** [Fun, Args] (erlang:apply's, see apply_start), which keeps a message's shape for
+** the arguments, functions in them included. Raises on a value that cannot travel. */
+static void spawn_args(lua_State *L, int top, lpvm_tbuf *b) {
+  char err[LTERM_ERRSZ];
+  int rc = 0, i = 3;
+  lpvm_tbuf_init(b);
+  if (lua_type(L, 2) == LUA_TFUNCTION) {
+    lpvm_tbuf t;
+    lpvm_put_list(b, 2);
+    for (int k = 0; k < 2 && rc == 0; k++) {
+      lpvm_tbuf_init(&t);
+      rc = k == 0 ? lterm_put(L, 2, &t, err) : lterm_put_values(L, 3, top - 2, &t, err);
+      if (rc == 0) lpvm_put_term(b, t.data, t.len);
+      lpvm_tbuf_free(&t);
+      if (rc != 0) i = k == 0 ? 2 : 3;
+    }
+  } else {
+    lpvm_put_list(b, (uint32_t)(top - 2));
+    for (; i <= top && rc == 0; i++) rc = lterm_put(L, i, b, err);
+  }
+  lpvm_put_nil(b);
+  if (rc == 0) return;
+  lpvm_tbuf_free(b);
+  if (i == 2) luaL_error(L, "spawn: %s", err);
+  luaL_error(L, "spawn: argument %s", err);
+}
+
+/* spawn({node = N [, fn = F] [, link = true]}, "mod" | f, args...): a spawn request;
 ** waits for the answer (lpvm.dist.spawn_wait): pid, or nil and the reason. */
 int lmod_dist_spawn(lua_State *L, int link) {
   lproc *p = lproc_check(L);
@@ -172,20 +250,22 @@ int lmod_dist_spawn(lua_State *L, int link) {
   const char *node = luaL_checkstring(L, -1);
   lua_getfield(L, 1, "fn");
   const char *fn = lua_isnil(L, -1) ? "main" : luaL_checkstring(L, -1);
+  int has_fn = !lua_isnil(L, -1);
   lua_pop(L, 2);
-  const char *mod = luaL_checkstring(L, 2);
   luaL_argcheck(L, strchr(node, '@') != NULL, 1, "option 'node' must be name@host");
+  const char *mod;
+  if (lua_type(L, 2) == LUA_TFUNCTION) {   /* a closure: erlang:apply(Fun, Args) there */
+    luaL_argcheck(L, !lua_iscfunction(L, 2), 2, "cannot spawn a C function");
+    luaL_argcheck(L, !has_fn, 1, "option 'fn' goes with a module name, not a function");
+    mod = "erlang", fn = "apply";
+  } else if (lua_type(L, 2) == LUA_TSTRING) {
+    mod = lua_tostring(L, 2);
+  } else {
+    return luaL_typeerror(L, 2, "function or module name");
+  }
   int top = lua_gettop(L);
-  char err[LTERM_ERRSZ];
   lpvm_tbuf b;
-  lpvm_tbuf_init(&b);
-  lpvm_put_list(&b, (uint32_t)(top - 2));
-  for (int i = 3; i <= top; i++)
-    if (lterm_put(L, i, &b, err) != 0) {
-      lpvm_tbuf_free(&b);
-      return luaL_error(L, "spawn: argument %s", err);
-    }
-  lpvm_put_nil(&b);
+  spawn_args(L, top, &b);
   uint64_t ref = 0;
   int rc = b.err ? b.err : lpvm_dist_spawn_request(&p->task, node, mod, fn, b.data, b.len,
                                                    link ? LPVM_DIST_SPAWN_LINK : 0, &ref);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lpvm/binary.h"
 #include "lpvm/dist.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
@@ -30,13 +31,8 @@
 ** cannot travel. */
 static lpvm_msg *build_msg(lua_State *L, int first, const char *fname) {
   char err[LTERM_ERRSZ];
-  lpvm_tbuf *b = lterm_scratch();
-  if (!b) luaL_error(L, "%s: not enough memory", fname);
-  int n = lua_gettop(L) - first + 1;
-  if (lterm_put_values(L, first, n, b, err) != 0)   /* the next send resets b */
-    luaL_error(L, "%s: %s", fname, err);
-  lpvm_msg *m = lterm_to_msg(b);
-  if (!m) luaL_error(L, "%s: not enough memory", fname);
+  lpvm_msg *m = lterm_msg(L, first, lua_gettop(L) - first + 1, err);
+  if (!m) luaL_error(L, "%s: %s", fname, err);
   return m;
 }
 
@@ -64,9 +60,11 @@ static int send_remote_name(lua_State *L, lproc *p) {
     lua_replace(L, 1);
     return -1;   /* a local name after all */
   }
-  lpvm_msg *m = build_msg(L, 2, "send");
-  int rc = lpvm_dist_send_name(&p->task, name, node, lpvm_msg_data(m), lpvm_msg_len(m));
-  lpvm_msg_free(m);
+  lpvm_msg *m = build_msg(L, 2, "send"), *flat = lpvm_msg_flatten(m);   /* binaries: bytes */
+  if (!flat) lpvm_msg_free(m);
+  int rc = flat ? lpvm_dist_send_name(&p->task, name, node, lpvm_msg_data(flat),
+                                      lpvm_msg_len(flat)) : LPVM_ENOMEM;
+  lpvm_msg_free(flat);
   if (rc) return lmod_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
@@ -499,8 +497,7 @@ static int lmod_send_after(lua_State *L) {
   lpvm_id to = check_target(L, 2, "send_after");
   lpvm_msg *m = build_msg(L, 3, "send_after");
   uint64_t ref;
-  int rc = lpvm_send_after(&p->task, (uint64_t)ms, to, lpvm_msg_data(m), lpvm_msg_len(m), &ref);
-  lpvm_msg_free(m);
+  int rc = lpvm_send_msg_after(&p->task, (uint64_t)ms, to, m, &ref);   /* takes m */
   if (rc != 0) return lmod_fail(L, rc);
   lmod_push_ref(L, ref);
   return 1;

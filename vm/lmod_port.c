@@ -173,6 +173,8 @@ void lport_opts(lua_State *L, int t, lpvm_port_opts *po) {
 /* Data to send: a string, or a table of strings and numbers (concatenated: an
 ** iolist). The bytes end up at index arg. */
 const char *lport_check_data(lua_State *L, int arg, size_t *len) {
+  const char *bytes = lbin_bytes(L, arg, len);   /* a binary (lmod_bin.c): its bytes */
+  if (bytes) return bytes;
   if (lua_type(L, arg) == LUA_TTABLE) {
     luaL_Buffer b;
     lua_Integer n = luaL_len(L, arg);
@@ -185,7 +187,7 @@ const char *lport_check_data(lua_State *L, int arg, size_t *len) {
     luaL_pushresult(&b);
     lua_replace(L, arg);
   }
-  if (!lua_isstring(L, arg)) luaL_typeerror(L, arg, "string or table of strings");
+  if (!lua_isstring(L, arg)) luaL_typeerror(L, arg, "string, binary or table of strings");
   return lua_tolstring(L, arg, len);
 }
 

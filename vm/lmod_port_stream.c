@@ -31,9 +31,11 @@ static int send_try(lua_State *L) {
   lproc *p = lproc_of(L);
   lpvm_id port = lmod_to_pid(L, 1);
   for (;;) {
-    size_t len;
-    const char *data = lua_tolstring(L, 2, &len);
-    int rc = lpvm_port_send(&p->task, port, data, len);
+    size_t len, off;
+    struct lpvm_bin *bin = lbin_to(L, 2, &off, &len);   /* a binary goes by reference */
+    const char *data = bin ? NULL : lua_tolstring(L, 2, &len);
+    int rc = bin ? lpvm_port_send_bin(&p->task, port, bin, off, len)
+                 : lpvm_port_send(&p->task, port, data, len);
     if (rc == LPVM_EINVAL) return luaL_argerror(L, 1, "stream port expected (spawn, fd or tcp)");
     if (rc != LPVM_EBUSY) return lport_ok(L, rc);
     if (lport_opt_flag(L, lua_istable(L, 3) ? 3 : 0, "nosuspend", 0))

@@ -61,6 +61,7 @@ int lproc_setup(const lproc_config *c) {
   if (c->log_level && !lproc_log_level_ok(c->log_level)) return LPVM_EINVAL;
   llog_set_level(c->log_level ? llog_parse_level(c->log_level) : LLOG_NOTICE);
   lproc_cfg = *c;
+  lterm_trust_remote_funs(!c->no_remote_code);
   lproc_slice_setup(c->reductions);
   if (lproc_cfg.reductions == 0) lproc_cfg.reductions = LPROC_DEFAULT_REDUCTIONS;
   atomic_store(&pool.bound, c->recycle);
@@ -139,6 +140,7 @@ int lproc_is_interrupt_msg(lpvm_msg *m) {
 /* ---- a new state ------------------------------------------------------------------------- */
 
 void lproc_state_init(lua_State *L) {
+  memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
   llibs_install(L);
   lproc_slice_init(L);
 }
@@ -253,16 +255,17 @@ static int lproc_main(lua_State *L) {
   lproc_start *s = p->start;
   if (lua_toboolean(L, 1)) lproc_state_init(L);   /* a fresh state */
   lua_settop(L, 0);
+  int trusted = !s->remote || lterm_remote_funs_trusted();
   if (s->kind == LS_FUNC) {
     push_func(L, s);
   } else if (s->kind == LS_TERM) {
-    if (lterm_push_values(L, s->data + s->code_len, s->up_len) != 1 ||
+    if (lterm_push_values_ex(L, s->data + s->code_len, s->up_len, trusted) != 1 ||
         lua_type(L, -1) != LUA_TFUNCTION)
       luaL_error(L, "spawn: malformed function");
   } else {
     push_module(L, s);
   }
-  int n = lterm_push_values(L, s->data + s->code_len + s->up_len, s->args_len);
+  int n = lterm_push_values_ex(L, s->data + s->code_len + s->up_len, s->args_len, trusted);
   p->start = NULL;
   free(s);
   lua_callk(L, n, 0, 0, main_k);

@@ -23,6 +23,7 @@ typedef struct lproc_config {
   int warnings;           /* 1: warn() prints from the start (lua -W) */
   int noenv;              /* 1: package ignores LUA_PATH/LUA_CPATH (lua -E) */
   const char *log_level;  /* the log's level ("error", ...; see llog.h); NULL = notice */
+  int no_remote_code;     /* 1: functions from other nodes are data, their spawns refused */
 } lproc_config;
 
 void lproc_config_init(lproc_config *c);

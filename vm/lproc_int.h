@@ -40,6 +40,8 @@ typedef struct lproc_start {
   int wait_marker;        /* 1: wait for the creator's start marker (spawn_monitor) */
   int adopted;            /* init ran: the process owns this now */
   int boot;               /* the boot process */
+  int remote;             /* a peer's spawn request: functions in it load only while
+                          ** remote code is trusted (lterm_remote_funs_trusted) */
   size_t code_len;        /* LS_FUNC: bytecode; LS_MODULE: module name */
   size_t up_len;          /* LS_FUNC: term of the upvalues (a tuple); LS_TERM: the function */
   size_t args_len;        /* term of the arguments (a tuple) */
@@ -189,6 +191,13 @@ extern const lmod_fn lmod_dist_fns[];   /* lmod_dist.c: distribution */
 int lmod_dist_spawn(lua_State *L, int link);
 extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
 extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */
+extern const lmod_fn lmod_bin_fns[];    /* lmod_bin.c: binary, is_binary, binary_stats */
+/* lmod_bin.c: the shared binary at idx (its buffer, and the range shown), or NULL. */
+struct lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len);
+/* Its bytes, or NULL if idx is no binary. */
+const char *lbin_bytes(lua_State *L, int idx, size_t *len);
+/* Push a binary showing [off, off + len) of bin; it takes a reference of its own. */
+void lbin_push(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/binary.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
@@ -183,6 +184,11 @@ int lterm_enc_value(enc *e, int idx) {
       lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
       return 0;
     case LUA_TUSERDATA: {
+      size_t off, blen;
+      lpvm_bin *bin = lbin_to(L, idx, &off, &blen);
+      if (bin && e->bins) lpvm_put_bin(e->b, e->bins, bin, off, blen);   /* shared */
+      else if (bin) lpvm_put_binary(e->b, lpvm_bin_data(bin) + off, blen);
+      if (bin) return 0;
       uint64_t ref = lmod_to_ref(L, idx);
       size_t flen;
       const uint8_t *ft = ref ? NULL : lterm_foreign(L, idx, &flen);
@@ -199,9 +205,10 @@ int lterm_enc_value(enc *e, int idx) {
 
 /* Encode the n values from idx (n == 1: bare; else a tuple). A function met outside
 ** a graph restarts the whole message as {lpvm_graph, Message} (lfun.c). */
-static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int funs) {
+static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int funs,
+                   lpvm_binrefs *bins) {
   enc e;
-  e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs;
+  e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs, e.bins = bins;
   e.shared = 0, e.nrefs = 0;
   memset(&e.refs, 0, sizeof e.refs);
   memset(&e.cells, 0, sizeof e.cells);
@@ -211,6 +218,7 @@ static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int fu
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) {
       b->len = mark;
+      if (bins) bins->n = 0;
       e.depth = 0;
       e.shared = 1;
       lpvm_put_tuple(b, 2);
@@ -228,15 +236,15 @@ static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int fu
 }
 
 int lterm_put(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
-  return enc_run(L, idx, 1, b, err, 1);
+  return enc_run(L, idx, 1, b, err, 1, NULL);
 }
 
 int lterm_put_plain(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
-  return enc_run(L, idx, 1, b, err, 0);
+  return enc_run(L, idx, 1, b, err, 0, NULL);
 }
 
 int lterm_put_values(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err) {
-  return enc_run(L, idx, n, b, err, 1);
+  return enc_run(L, idx, n, b, err, 1, NULL);
 }
 
 int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err) {
@@ -264,11 +272,13 @@ static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 typedef struct scratch {
   lpvm_tbuf b;
   size_t cap;
+  lpvm_binrefs bins;   /* the shared binaries of the message being built */
 } scratch;
 
 static void scratch_free(void *p) {
   scratch *s = p;
   free(s->b.data);
+  lpvm_binrefs_free(&s->bins);
   free(s);
 }
 
@@ -294,16 +304,23 @@ lpvm_tbuf *lterm_scratch(void) {
   return &s->b;
 }
 
-lpvm_msg *lterm_to_msg(lpvm_tbuf *b) {
-  lpvm_msg *m = NULL;
-  if (b->err == 0 && b->data) {
-    m = lpvm_msg_new(b->len);
-    if (m) memcpy(lpvm_msg_data(m), b->data, b->len);
+lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
+  lpvm_tbuf *b = lterm_scratch();
+  if (!b) {
+    snprintf(err, LTERM_ERRSZ, "not enough memory");
+    return NULL;
   }
+  scratch *s = pthread_getspecific(scratch_key);
+  s->bins.n = 0;
+  lpvm_msg *m = NULL;
+  if (enc_run(L, idx, n, b, err, 1, &s->bins) == 0) {
+    m = lpvm_msg_new_term(b->data, b->len, &s->bins);
+    if (!m) snprintf(err, LTERM_ERRSZ, "not enough memory");
+  }
+  s->bins.n = 0;
   if (b->cap > SCRATCH_KEEP || b->err) {   /* don't sit on a huge or broken buffer */
-    scratch *s = pthread_getspecific(scratch_key);
     lpvm_tbuf_free(b);
-    if (s && &s->b == b) s->cap = 0;
+    s->cap = 0;
   }
   return m;
 }
@@ -504,13 +521,21 @@ static void dec_value(lterm_dec *d, int depth) {
       lua_pushnumber(L, strtod(text, NULL));
       return;
     }
-    case LPVM_T_OTHER: dec_other(L, r); return;
+    case LPVM_T_OTHER: {
+      lpvm_binref br;
+      if (d->nbins && lpvm_get_binref(r, d->bins, d->nbins, &br) == 0)
+        lbin_push(L, br.bin, br.off, br.len);   /* a shared binary stays shared */
+      else
+        dec_other(L, r);
+      return;
+    }
     default: dec_bad(L);
   }
 }
 
 static void dec_init(lterm_dec *d, lua_State *L, lpvm_tread *r, int trusted) {
   d->L = L, d->r = r, d->trusted = trusted, d->shared = 0, d->refs = 0, d->nrefs = 0;
+  d->bins = NULL, d->nbins = 0;
 }
 
 void lterm_push(lua_State *L, lpvm_tread *r) {
@@ -521,12 +546,13 @@ void lterm_push(lua_State *L, lpvm_tread *r) {
   if (graph) lua_remove(L, d.refs);
 }
 
-int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trusted) {
-  lpvm_tread r;
+/* The values of the term r is at the start of; m: the message it is (its binaries). */
+static int push_values(lua_State *L, lpvm_tread *rp, int trusted, const lpvm_msg *m) {
+  lpvm_tread r = *rp;
   uint32_t n;
   lterm_dec d;
-  if (lpvm_tread_init(&r, term, len)) dec_bad(L);
   dec_init(&d, L, &r, trusted);
+  if (m) d.bins = lpvm_msg_bins(m, &d.nbins);
   int graph = lfun_graph_begin(&d), count = 1;
   int tuple = lpvm_get_type(&r) == LPVM_T_TUPLE;
   if (tuple && graph && lfun_push(&d, 0)) {
@@ -543,15 +569,27 @@ int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trus
   return count;
 }
 
+int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trusted) {
+  lpvm_tread r;
+  if (lpvm_tread_init(&r, term, len)) dec_bad(L);
+  return push_values(L, &r, trusted, NULL);
+}
+
 int lterm_push_values(lua_State *L, const uint8_t *term, size_t len) {
   return lterm_push_values_ex(L, term, len, 1);
 }
 
-static _Atomic int trust_remote;   /* bytecode from other nodes: off unless asked */
+/* Functions from other nodes: the cookie handshake is the trust boundary, as in
+** Erlang (a node that knows the cookie may rpc anything anyway); lpvm
+** --no-remote-code turns it off (docs/distribution.md, "Security"). */
+static _Atomic int trust_remote = 1;
 
 void lterm_trust_remote_funs(int on) { atomic_store(&trust_remote, on != 0); }
+int lterm_remote_funs_trusted(void) { return atomic_load(&trust_remote); }
 
 int lterm_push_msg(lua_State *L, const lpvm_msg *m) {
   int trusted = !lpvm_id_is_remote(lpvm_msg_from(m)) || atomic_load(&trust_remote);
-  return lterm_push_values_ex(L, lpvm_msg_data((lpvm_msg *)m), lpvm_msg_len(m), trusted);
+  lpvm_tread r;
+  if (lpvm_tread_init(&r, lpvm_msg_data((lpvm_msg *)m), lpvm_msg_len(m))) dec_bad(L);
+  return push_values(L, &r, trusted, m);   /* with its binaries */
 }

@@ -41,8 +41,10 @@ int lterm_put_reason(lua_State *L, int idx, lpvm_tbuf *b, char *err);
 
 /* A per-thread builder reused by every send, so a send allocates only its message. */
 lpvm_tbuf *lterm_scratch(void);
-/* Copy a finished builder into a new message; NULL if it failed. */
-lpvm_msg *lterm_to_msg(lpvm_tbuf *b);
+/* The n values from idx as a message (lterm_put_values) for a process of this node:
+** built in the scratch builder, and a binary (lpvm.binary) goes in by reference
+** (lpvm/binary.h), not copied. NULL with a message in err when it cannot be sent. */
+lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err);
 
 /* Decode a whole term: a top-level tuple pushes its elements, anything else one
 ** value. Returns how many values were pushed. Raises a Lua error on a malformed
@@ -52,10 +54,12 @@ int lterm_push_values(lua_State *L, const uint8_t *term, size_t len);
 ** function term ({lpvm_graph, ..}, {lpvm_fun, ..}) reads as plain data and no
 ** bytecode is loaded (loading crafted bytecode can crash the VM). */
 int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trusted);
-/* A message's values: functions load only from this node's processes, or from any
-** node once lterm_trust_remote_funs(1) was called (the embedder's choice). */
+/* A message's values: functions load from this node's processes, and from other
+** (authenticated) nodes unless lterm_trust_remote_funs(0) was called (lpvm
+** --no-remote-code): then they read as plain data. */
 int lterm_push_msg(lua_State *L, const lpvm_msg *m);
 void lterm_trust_remote_funs(int on);
+int lterm_remote_funs_trusted(void);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */
 void lterm_push(lua_State *L, lpvm_tread *r);
 

@@ -8,6 +8,7 @@
 #include <lua.h>
 #include <stdint.h>
 
+#include "lpvm/binary.h"
 #include "lpvm/term.h"
 
 #define LTERM_DEPTH 200   /* nesting limit, both ways */
@@ -28,6 +29,7 @@ typedef struct lterm_enc {
   const void *path[LTERM_DEPTH];   /* tables being encoded, outermost first */
   int depth;
   int funs;          /* functions may be encoded (not in exit reasons) */
+  lpvm_binrefs *bins;   /* a message's shared binaries; NULL: binaries are copied in */
   int shared;        /* a graph (the message holds a function): every table and
                      ** function is numbered, and one met again is a reference */
   uint32_t nrefs;    /* functions and shared tables numbered so far */
@@ -42,6 +44,8 @@ typedef struct lterm_dec {
   lua_State *L;
   lpvm_tread *r;
   int trusted;       /* lpvm_fun terms may be loaded (local messages) */
+  const lpvm_binref *bins;   /* the message's shared binaries (lpvm/binary.h) */
+  uint32_t nbins;
   int shared;        /* inside a graph: tables and functions are numbered */
   int refs;          /* stack index of the numbering table (a graph) */
   uint32_t nrefs;    /* numbered values so far */

@@ -80,9 +80,7 @@ static lpvm_msg *encode(lua_State *L) {
     }
   }
   char err[LTERM_ERRSZ];
-  lpvm_tbuf *b = lterm_scratch();
-  lpvm_msg *m = NULL;
-  if (b && lterm_put_values(L, 2, n, b, err) == 0) m = lterm_to_msg(b);
+  lpvm_msg *m = lterm_msg(L, 2, n, err);   /* only plain values: never fails on one */
   if (!m) {
     lua_pushnil(L);
     lua_pushliteral(L, "not enough memory");

@@ -174,6 +174,7 @@ static int o_remsh(cli *c, const char *v) {
   return 0;
 }
 
+static int o_noremote(cli *c, const char *v) { (void)v; c->pcfg.no_remote_code = 1; return 0; }
 static int o_cookie(cli *c, const char *v) { c->dist.cookie = v; return 0; }
 static int o_listen(cli *c, const char *v) { c->dist.listen = v; return 0; }
 
@@ -196,6 +197,7 @@ static const option options[] = {
     {"--remsh", "NODE", o_remsh, "the shell, attached to the running node NODE"},
     {"--cookie", "C", o_cookie, "the cookie (default: ~/.erlang.cookie, as erl)"},
     {"--listen", "ADDR", o_listen, "IPv4 address the node listens on (default: all)"},
+    {"--no-remote-code", NULL, o_noremote, "functions from other nodes are plain data"},
     {"--version", NULL, o_version, "print the version"},
     {"--help", NULL, o_help, "this text"},
     {"-h", NULL, o_help, NULL},

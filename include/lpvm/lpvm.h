@@ -40,6 +40,7 @@ extern "C" {
 #define LPVM_ETIMEDOUT  (-10)  /* a wait ran out of time */
 #define LPVM_ESYS       (-11)  /* an OS call failed (errno is set) */
 #define LPVM_EBUSY      (-12)  /* a port's write queue is full: retry on {ready, Port} */
+#define LPVM_EPERM      (-13)  /* refused by this node's policy (remote code: --no-remote-code) */
 
 LPVM_API const char *lpvm_strerror(int err);
 

@@ -36,6 +36,8 @@ typedef struct lpvm_lua_config {
   int recycle;      /* finished lua_States kept for reuse; 0 = none */
   int warnings;     /* 1: warn() prints from the start (lua -W) */
   int noenv;        /* 1: ignore LUA_PATH and LUA_CPATH (lua -E) */
+  int no_remote_code;  /* 1: functions from other nodes arrive as plain data and
+                       ** spawning one here is refused (lpvm --no-remote-code) */
 } lpvm_lua_config;
 
 LPVM_API void lpvm_lua_config_init(lpvm_lua_config *c);

@@ -125,6 +125,11 @@ LPVM_API int lpvm_tcp_connect(lpvm_task *self, const char *host, int port, uint6
 ** the high-water mark: nothing was queued, and {ready, Port} comes to the caller
 ** once the queue has drained to half of it. */
 LPVM_API int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len);
+struct lpvm_bin;
+/* The same for bytes [off, off + len) of a shared binary (lpvm/binary.h), without a
+** copy: the port writes them from the binary, which it keeps until they are written. */
+LPVM_API int lpvm_port_send_bin(lpvm_task *self, lpvm_id port, struct lpvm_bin *bin,
+                                size_t off, size_t len);
 /* active false: deliver one message: n bytes exactly (raw; 0 = what is there), or
 ** one line or packet (n must be 0). {eof} or {error} answer it as well.
 ** LPVM_EINVAL at once for n over the port's max_packet. */

@@ -122,7 +122,8 @@ struct lpvm_sig {
   struct lpvm_sig *prev;           /* message queue back link */
   lpvm_id from;
   uint64_t ref;                    /* monitor reference, timer sequence, ... */
-  uint32_t kind;
+  uint16_t kind;
+  uint16_t flags;                  /* a message: LPVM_MSGF_BINS (lpvm/binary.h) */
   uint32_t len;                    /* payload bytes */
 };
 
@@ -312,6 +313,10 @@ LPVM_API int lpvm_timeout_reached(const lpvm_task *self, const lpvm_msg *seen);
 /* send-after: deliver `term` to `to` after `ms`. *ref identifies it for cancel. */
 LPVM_API int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const void *term,
                              size_t len, uint64_t *ref);
+/* The same with a built message, which it takes whatever happens (a message with
+** shared binaries keeps them until it is delivered or cancelled). */
+LPVM_API int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m,
+                                 uint64_t *ref);
 /* 1 if cancelled before it fired, 0 if it already fired or is unknown. */
 LPVM_API int lpvm_cancel_send_after(uint64_t ref);
 

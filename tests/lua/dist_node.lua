@@ -1,5 +1,7 @@
 -- dist_node.lua -- a second lpvm node for test_dist2.lua: lpvm dist_node.lua NAME
--- COOKIE PARENT_NODE. Says hello to the parent's lpvm_test process, then serves.
+-- COOKIE PARENT_NODE. Says hello to the parent's lpvm_test process, then serves:
+-- "echo" sends a value back, "call" calls a function that came in the message (with
+-- --no-remote-code that message is plain data: "graph_as_data" sends it back).
 local name, cookie, parent = ...
 assert(lpvm.net_start(name, {cookie = cookie, ticktime = 2}))
 lpvm.register("nodeb", lpvm.self())
@@ -10,6 +12,11 @@ lpvm.send({"lpvm_test", parent}, "hello_b", lpvm.self(), lpvm.node(), ospid)
 while true do
   local t, from, x = lpvm.receive()
   if t == "echo" then lpvm.send(from, "echo_b", x, lpvm.node())
+  elseif t == "call" then   -- a function in a message: called here if it loaded
+    if type(x) == "function" then lpvm.send(from, "called", x(), lpvm.node())
+    else lpvm.send(from, "not_called", type(x), lpvm.node()) end
+  elseif t == "lpvm_graph" then   -- with --no-remote-code: {"call", from, function term}
+    lpvm.send(from[2], "graph_as_data", from)
   elseif t == "stop" then break end
 end
 lpvm.halt(0)

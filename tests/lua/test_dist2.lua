@@ -29,9 +29,10 @@ do
   f:close()
 end
 
-local function start_b(name)
-  local port = assert(lpvm.open_port({exe, HERE .. "dist_node.lua", name, cookie, me},
-                                     {stderr = "stdout"}))
+local function start_b(name, flag)
+  local argv = {exe, HERE .. "dist_node.lua", name, cookie, me}
+  if flag then table.insert(argv, 2, flag) end
+  local port = assert(lpvm.open_port(argv, {stderr = "stdout"}))
   local r = T.recv_match(function(t) return t == "hello_b" end, 20000)
   return port, r[2], r[3], r[4]
 end
@@ -124,6 +125,93 @@ test("a ring crosses the nodes", function()
   local r = T.recv_match(function(t) return t == "done" end, 30000)
   T.eq(r[2], me)      -- k * rounds hops end back at member 1
   for i = 1, k do lpvm.send(members[i], "stop") end
+end)
+
+test("remote spawn of a closure: upvalues by value, a shared pair, link, result", function()
+  lpvm.trap_exit(true)
+  local parent, base, conf = lpvm.self(), 40, {k = "v", list = {1, 2, 3}}
+  local n = 0                                   -- shared by inc, get and the body
+  local function inc() n = n + 1 return n end
+  local function get() return n end
+  local pid = assert(lpvm.spawn({node = nodeb, link = true}, function(x)
+    inc()
+    inc()
+    lpvm.send(parent, "closure_result", lpvm.node(), base + x, conf.k, #conf.list, get(), n)
+    local _, why = lpvm.receive(function(t) return t == "quit" end)
+    lpvm.exit(why)
+  end, 2))
+  local r = T.recv_match(function(t) return t == "closure_result" end, 15000)
+  T.eq(r[2], nodeb)
+  T.eq(r[3], 42)
+  T.eq(r[4], "v")
+  T.eq(r[5], 3)
+  T.eq(r[6], 2, "inc and get do not share their upvalue over there")
+  T.eq(r[7], 2, "the body does not share n with inc")
+  T.eq(n, 0, "the copy over there changed this node's variable")
+  lpvm.send(pid, "quit", "done_there")
+  T.eq(T.exit_from(pid, 15000), "done_there")
+  T.raises(function() lpvm.spawn({node = nodeb}, print) end, "cannot spawn a C function")
+  T.raises(function() lpvm.spawn({node = nodeb, fn = "f"}, function() end) end,
+           "option 'fn' goes with a module name")
+  T.raises(function()
+    local co = coroutine.create(function() end)
+    lpvm.spawn({node = nodeb}, function() return co end)
+  end, "upvalue 'co' cannot be sent")
+end)
+
+test("a function in a message to another lpvm node is a function there", function()
+  local k = 21
+  lpvm.send(nodeb_pid, "call", lpvm.self(), function() return k * 2 end)
+  local r = T.recv_match(function(t) return t == "called" or t == "not_called" end, 15000)
+  T.eq(r[1], "called")
+  T.eq(r[2], 42)
+  T.eq(r[3], nodeb)
+end)
+
+test("a ring of spawned functions crosses the nodes", function()
+  local parent, k, rounds = lpvm.self(), 8, T.scaled(50, 5)
+  local function member()   -- a closure (upvalue parent); the ring logic is dist_mod's
+    lpvm.send(parent, "member_at", lpvm.self(), lpvm.node())
+    require("dist_mod").ring(parent)
+  end
+  local members = {}
+  for i = 1, k do
+    members[i] = assert(i % 2 == 0 and lpvm.spawn({node = nodeb}, member) or lpvm.spawn(member))
+  end
+  local where = {}
+  for _ = 1, k do
+    local r = T.recv_match(function(t) return t == "member_at" end, 15000)
+    where[r[2]] = r[3]
+  end
+  for i = 1, k do T.eq(where[members[i]], i % 2 == 0 and nodeb or me) end
+  for i = 1, k do lpvm.send(members[i], "next", members[i % k + 1]) end
+  lpvm.send(members[1], "token", k * rounds)
+  T.eq(T.recv_match(function(t) return t == "done" end, 30000)[2], me)
+  for i = 1, k do lpvm.send(members[i], "stop") end
+end)
+
+test("a node started with --no-remote-code refuses functions, with the reason", function()
+  local portc, nodec_pid, nodec = start_b("lpvmc" .. tag, "--no-remote-code")
+  local pid, why = lpvm.spawn({node = nodec}, function() end)
+  T.eq(pid, nil)
+  T.eq(why, "remote_code_refused")
+  T.recv_match(function(t, p, text)
+    return t == "data" and p == portc and text:find("refused: this node takes no code", 1, true)
+  end, 15000)
+  -- a message holding a function arrives as plain data: the graph's tuples as tables
+  lpvm.send(nodec_pid, "call", lpvm.self(), function() return 1 end)
+  local r = T.recv_match(function(t) return t == "called" or t == "graph_as_data" end, 15000)
+  T.eq(r[1], "graph_as_data")
+  T.eq(r[2][1], "call")
+  T.eq(r[2][3][1], "lpvm_fun")
+  T.eq(type(r[2][3][2]), "string", "the bytecode arrives as a string")
+  -- spawning by module name still works there
+  T.ok(lpvm.spawn({node = nodec}, "dist_mod", lpvm.self()))
+  T.eq(T.recv_match(function(t) return t == "started" end, 15000)[3], nodec)
+  lpvm.monitor_node(nodec)
+  lpvm.send(nodec_pid, "stop")
+  T.recv_match(function(t, n) return t == "nodedown" and n == nodec end, 15000)
+  lpvm.port_close(portc)
 end)
 
 test("many senders over one connection: nothing lost, each sender's order kept", function()

@@ -17,7 +17,8 @@ local function start_server(...)
   return srv, port
 end
 
--- One request on a fresh connection: the status code (nil if closed without one).
+-- One request on a fresh connection: the status code (nil if closed without one) and
+-- the whole answer.
 local function get(port)
   local c = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false, timeout = 5000 }))
   lpvm.port_send(c, "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
@@ -28,8 +29,21 @@ local function get(port)
     got = got .. data
   end
   lpvm.port_close(c, 0)
-  return tonumber(got:match("^HTTP/1%.1 (%d+)"))
+  return tonumber(got:match("^HTTP/1%.1 (%d+)")), got
 end
+
+test("GET / is the luaproc report's page: the numbers 1 to 5,000, one a line", function()
+  local srv, port = start_server()
+  local code, answer = get(port)
+  T.eq(code, 200)
+  local head, body = answer:match("^(.-\r\n)\r\n(.*)$")
+  local t = { "<html><head><title>lpvm</title></head><body>\n" }
+  for i = 1, 5000 do t[#t + 1] = i .. "<br>\n" end
+  t[#t + 1] = "</body></html>\n"
+  T.eq(body, table.concat(t), "the page")
+  T.eq(tonumber(head:match("\r\nContent%-Length: (%d+)\r\n")), #body, "Content-Length")
+  lpvm.port_close(srv, 0)
+end)
 
 test("a trickling head is cut at header_timeout; over the cap is 503; others are served", function()
   local srv, port = start_server("--header_timeout", tostring(HEADER_MS),
