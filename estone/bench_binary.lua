@@ -2,30 +2,19 @@
 -- the main process sends the same message K times to one receiver, back to back; the
 -- receiver takes the time after its K-th receive. Kind:
 --   bin    an lpvm.binary of Size bytes: each send passes a reference (refcount++)
---   string a Lua string of Size bytes: each send copies it twice (into the message,
---          out of it into the receiver's heap), as shared/bench/lpvm/msgsize.lua
---   memcpy no messages: 2 x memcpy of Size bytes per iteration (string.rep's copy,
---          measured in C by lpvm.binary + tostring), the floor a string send costs
--- usage: lpvm estone/bench_binary.lua [bin|string|memcpy] Size K
+--   string a Lua string of Size bytes, as shared/bench/lpvm/msgsize.lua: each send
+--          copies the bytes into the scratch builder, from it into the message, and
+--          out of it into the receiver's heap
+-- (the floor under `string`, 2 x malloc + memcpy of Size bytes, is build/estone/bench_memcpy)
+-- usage: lpvm estone/bench_binary.lua [bin|string] Size K
 -- prints: RESULT test=msgsize sys=lpvm kind=.. size=.. k=.. send_loop_s=.. total_s=.. per_msg_ns=..
 local lpvm = require "lpvm"
 local kind, size, K = arg[1] or "bin", tonumber(arg[2]) or 100000, tonumber(arg[3]) or 20000
-assert(kind == "bin" or kind == "string" or kind == "memcpy", "kind: bin | string | memcpy")
+assert(kind == "bin" or kind == "string", "kind: bin | string")
 local str = string.rep("x", size)
 local msg = kind == "bin" and lpvm.binary(str) or str
 local t0, t1, t2
-if kind == "memcpy" then
-  -- two copies of Size bytes per round, the work a string message does at least:
-  -- lpvm.binary copies the string into a buffer, tostring copies it back out
-  local b = lpvm.binary(str)
-  t0 = lpvm.now_us()
-  for _ = 1, K do
-    local s = tostring(b)   -- 1 memcpy (+ Lua string creation)
-    b = lpvm.binary(s)      -- 1 memcpy (+ malloc)
-  end
-  t1 = lpvm.now_us()
-  t2 = t1
-else
+do
   local me = lpvm.self()
   local r = lpvm.spawn(function(parent, k)
     local l = require "lpvm"

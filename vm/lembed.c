@@ -11,7 +11,9 @@
 #include "vm/lproc_int.h"
 
 void lpvm_lua_config_init(lpvm_lua_config *c) {
-  if (c) memset(c, 0, sizeof *c);
+  if (!c) return;
+  memset(c, 0, sizeof *c);
+  c->recycle = LPROC_DEFAULT_RECYCLE;
 }
 
 int lpvm_lua_setup(const lpvm_lua_config *c) {

@@ -150,6 +150,14 @@ void lmod_metatable(lua_State *L, const void *key, const char *name, lua_CFuncti
   lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
 
+/* A reference value only C sees (lmod_call.c encodes it, then drops it): a userdata
+** that encodes as ref but is not interned, so the table above does not grow. */
+void lmod_push_ref_temp(lua_State *L, uint64_t ref) {
+  *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;
+  lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
+  lua_setmetatable(L, -2);
+}
+
 void lmod_push_ref(lua_State *L, uint64_t ref) {
   lmod_weak_table(L, &ref_tab_key, "v");
   if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {

@@ -35,10 +35,15 @@ static const char *lbin_data(const lbin *b) {
   return (const char *)lpvm_bin_data(b->bin) + b->off;
 }
 
+/* The metatable's array part: [MT_MARK] is &bin_mt_key (a light userdata no Lua code
+** can make: the test costs an array read, not a registry lookup per message), and
+** [MT_INTERN] the state's interned binaries (push_whole). */
+enum { MT_MARK = 1, MT_INTERN = 2 };
+
 lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len) {
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &bin_mt_key);
-  int same = lua_rawequal(L, -1, -2);
+  int same = lua_rawgeti(L, -1, MT_MARK) == LUA_TLIGHTUSERDATA &&
+             lua_touserdata(L, -1) == (void *)&bin_mt_key;
   lua_pop(L, 2);
   if (!same) return NULL;
   lbin *b = lua_touserdata(L, idx);
@@ -86,14 +91,50 @@ static void gc_charge(lua_State *L, size_t len) {
   lua_gc(L, LUA_GCSTEP, (int)(kb > INT_MAX ? INT_MAX : kb));
 }
 
-void lbin_push(lua_State *L, lpvm_bin *bin, size_t off, size_t len) {
+/* A new binary value, with the metatable at the top of the stack (left there). */
+static void push_new(lua_State *L, lpvm_bin *bin, size_t off, size_t len) {
   lbin *b = lua_newuserdatauv(L, sizeof *b, 0);
-  b->bin = NULL;   /* no reference yet: a failed setmetatable leaks nothing */
-  push_metatable(L);
+  b->bin = NULL;   /* no reference yet: a failed allocation leaks nothing */
+  lua_pushvalue(L, -2);
   lua_setmetatable(L, -2);
   lpvm_bin_keep(bin);
   b->bin = bin, b->off = (uint32_t)off, b->len = (uint32_t)len;
   gc_charge(L, len);
+}
+
+void lbin_push(lua_State *L, lpvm_bin *bin, size_t off, size_t len) {
+  push_metatable(L);
+  push_new(L, bin, off, len);
+  lua_remove(L, -2);
+}
+
+/* A binary that arrives in a message. A whole one is interned per state by its
+** buffer (a weak table, as lterm.c's foreign references): the same buffer received
+** again is the same value, so a process that receives one binary many times makes
+** no new userdata, no finalizer call, no collector charge (those were most of a
+** message's cost). The table's value holds its own reference, so the buffer cannot
+** be freed and its address reused while the entry exists. */
+/* Push the whole binary of buffer bin: the interned value, or a new one (interned). */
+static void push_whole(lua_State *L, lpvm_bin *bin) {
+  push_metatable(L);                                       /* mt */
+  lua_rawgeti(L, -1, MT_INTERN);                           /* mt T */
+  if (lua_rawgetp(L, -1, bin) == LUA_TUSERDATA) {          /* mt T b */
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_insert(L, -2);                                       /* T mt */
+  push_new(L, bin, 0, lpvm_bin_len(bin));                  /* T mt b */
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, -4, bin);
+  lua_replace(L, -3);                                      /* b mt */
+  lua_pop(L, 1);
+}
+
+void lbin_push_received(lua_State *L, lpvm_bin *bin, size_t off, size_t len) {
+  if (off == 0 && len == lpvm_bin_len(bin)) push_whole(L, bin);
+  else lbin_push(L, bin, off, len);
 }
 
 /* ---- the methods ------------------------------------------------------------------------ */
@@ -232,7 +273,7 @@ static void push_metatable(lua_State *L) {
   static const luaL_Reg methods[] = {
       {"len", bin_len}, {"sub", bin_sub}, {"byte", bin_byte}, {"tostring", bin_tostring},
       {NULL, NULL}};
-  luaL_newlibtable(L, meta);
+  lua_createtable(L, 2, 10);
   luaL_setfuncs(L, meta, 0);
   lua_pushliteral(L, "binary");
   lua_setfield(L, -2, "__name");
@@ -242,6 +283,14 @@ static void push_metatable(lua_State *L) {
   luaL_setfuncs(L, methods, 0);
   lua_pushcclosure(L, bin_index, 1);
   lua_setfield(L, -2, "__index");
+  lua_pushlightuserdata(L, (void *)&bin_mt_key);
+  lua_rawseti(L, -2, MT_MARK);
+  lua_newtable(L);                      /* weak values: a binary nobody holds goes */
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "v");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_rawseti(L, -2, MT_INTERN);
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &bin_mt_key);
 }
@@ -260,7 +309,7 @@ static int lmod_binary(lua_State *L) {
   if (len > LPVM_BIN_MAX) return luaL_argerror(L, 1, "string too long for a binary (4 GiB)");
   lpvm_bin *bin = lpvm_bin_new(s, len);
   if (!bin) return luaL_error(L, "binary: not enough memory");
-  lbin_push(L, bin, 0, len);   /* takes a reference of its own */
+  push_whole(L, bin);   /* takes a reference of its own, and interns it */
   lpvm_bin_drop(bin);
   return 1;
 }

@@ -156,7 +156,7 @@ void lmod_mark(lproc *p, uint64_t ref) {
 }
 
 /* Take m out of the mailbox keeping the mark valid (a take elsewhere voids it). */
-static void mbox_take(lproc *p, lpvm_msg *m) {
+void lmod_mbox_take(lproc *p, lpvm_msg *m) {
   int valid = p->mark_gen == p->task.mq_gen;
   lpvm_msg *prev = m->prev;
   lpvm_mbox_take(&p->task, m);
@@ -172,7 +172,7 @@ static lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
   lpvm_msg *m;
   while ((m = lpvm_mbox_next(&p->task, after)) != NULL &&
          ((m->ref && alias_find(p, m->ref) < 0) || lproc_is_interrupt_msg(m))) {
-    mbox_take(p, m);
+    lmod_mbox_take(p, m);
     lpvm_msg_free(m);
   }
   return m;
@@ -203,10 +203,17 @@ static lpvm_msg *ref_start(lproc *p, uint64_t ref) {
   return NULL;
 }
 
+void lmod_ref_wait_begin(lproc *p, uint64_t ref) {
+  lmod_drop_owned(p);
+  lmod_recv_finish(p);
+  p->recv_ref = ref;
+  p->scan = ref_start(p, ref);
+}
+
 void lmod_flush_down(lproc *p, uint64_t ref) {
   for (lpvm_msg *m = next_msg(p, ref_start(p, ref)); m; m = next_msg(p, m))
     if (m->ref == 0 && ref_match(m, ref)) {
-      mbox_take(p, m);
+      lmod_mbox_take(p, m);
       lpvm_msg_free(m);
       return;
     }
@@ -214,7 +221,7 @@ void lmod_flush_down(lproc *p, uint64_t ref) {
 
 /* ---- receive ------------------------------------------------------------------------------ */
 
-static void recv_finish(lproc *p) {
+void lmod_recv_finish(lproc *p) {
   if (p->timer_set) {
     lpvm_cancel_timer(&p->task);
     p->timer_set = 0;
@@ -228,7 +235,7 @@ static void recv_finish(lproc *p) {
 
 /* Take m out of the mailbox and push its values. */
 static int take_push(lua_State *L, lproc *p, lpvm_msg *m) {
-  mbox_take(p, m);
+  lmod_mbox_take(p, m);
   p->owned = m;   /* a failed decode (out of memory) must not leak it */
   int n = lterm_push_msg(L, m);
   p->owned = NULL;
@@ -251,7 +258,7 @@ static int recv_k(lua_State *L, int status, lua_KContext ctx) {
 static int pred_done(lua_State *L, lproc *p, int status) {
   p->in_pred = 0;
   if (status != LUA_OK && status != LUA_YIELD) {   /* the predicate failed */
-    recv_finish(p);
+    lmod_recv_finish(p);
     return lua_error(L);
   }
   int ok = lua_toboolean(L, -1);
@@ -260,9 +267,9 @@ static int pred_done(lua_State *L, lproc *p, int status) {
   int n = p->ncur;
   p->cur = NULL;
   if (ok) {
-    mbox_take(p, m);
+    lmod_mbox_take(p, m);
     lpvm_msg_free(m);
-    recv_finish(p);
+    lmod_recv_finish(p);
     return n;
   }
   lua_pop(L, n);
@@ -283,7 +290,7 @@ static int pred_k(lua_State *L, int status, lua_KContext ctx) {
 static int recv_loop(lua_State *L, lproc *p) {
   for (;;) {
     if (lproc_take_interrupt(p)) {   /* the shell's Ctrl-C */
-      recv_finish(p);
+      lmod_recv_finish(p);
       return luaL_error(L, "interrupted!");
     }
     /* The timer fired and every message queued before it has been looked at: stop
@@ -296,7 +303,7 @@ static int recv_loop(lua_State *L, lproc *p) {
       continue;
     }
     if (lua_isnil(L, 1)) {
-      recv_finish(p);
+      lmod_recv_finish(p);
       return take_push(L, p, m);
     }
     int base = lua_gettop(L);
@@ -313,8 +320,9 @@ static int recv_loop(lua_State *L, lproc *p) {
 }
 
 /* Nothing matched so far (stack: [2] the timeout or nil): poll the signal queue once
-** for receive(0), time out, or wait for more with continuation k; `again` rescans. */
-static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
+** for receive(0), time out (-1, nothing pushed), or wait for more with continuation
+** k; `again` rescans (what it returns is returned). */
+int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
   int64_t ms = lua_isnil(L, 2) ? -1 : (int64_t)lua_tointeger(L, 2);
   /* Signals sent since this step began (a send to self, say) are still in the signal
   ** queue: before a poll says "timeout", bring them into the mailbox once. A signal
@@ -329,13 +337,11 @@ static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_S
     }
   }
   if (p->timed_out || ms == 0) {
-    recv_finish(p);
-    lua_pushnil(L);
-    lua_pushliteral(L, "timeout");
-    return 2;
+    lmod_recv_finish(p);
+    return -1;
   }
   if (!lua_isyieldable(L)) {
-    recv_finish(p);
+    lmod_recv_finish(p);
     return luaL_error(L, "receive: cannot wait here (inside a C call such as a metamethod)");
   }
   if (ms > 0 && !p->timer_set) {
@@ -347,7 +353,16 @@ static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_S
   return lua_yieldk(L, 0, 0, k);
 }
 
-static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
+/* lmod_recv_wait for receive and receive_ref: a timeout returns nil, "timeout". */
+static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
+  int n = lmod_recv_wait(L, p, k, again);
+  if (n >= 0) return n;
+  lua_pushnil(L);
+  lua_pushliteral(L, "timeout");
+  return 2;
+}
+
+void lmod_check_wait(lua_State *L, lproc *p, const char *fname) {
   if (p->in_pred) luaL_error(L, "%s: cannot be called from a receive predicate", fname);
   if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
 }
@@ -357,7 +372,7 @@ static void check_not_in_pred(lua_State *L, lproc *p, const char *fname) {
 ** programmer's mistake and raises. */
 int lmod_receive(lua_State *L) {
   lproc *p = lproc_check(L);
-  check_not_in_pred(L, p, "receive");
+  lmod_check_wait(L, p, "receive");
   int top = lua_gettop(L), t1 = lua_type(L, 1);
   int64_t ms = -1;
   if (t1 == LUA_TNUMBER) {           /* receive(timeout) */
@@ -375,7 +390,7 @@ int lmod_receive(lua_State *L) {
   if (ms < 0) lua_pushnil(L);
   else lua_pushinteger(L, ms);
   lmod_drop_owned(p);
-  recv_finish(p);   /* a receive an error cut short may have left its state */
+  lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
   return recv_loop(L, p);
 }
 
@@ -388,34 +403,35 @@ static int ref_k(lua_State *L, int status, lua_KContext ctx) {
   return ref_loop(L, p);
 }
 
-/* Stack: [1] the reference, [2] timeout or nil. */
-static int ref_loop(lua_State *L, lproc *p) {
+lpvm_msg *lmod_ref_next(lproc *p) {
   for (lpvm_msg *m = next_msg(p, p->scan); m; m = next_msg(p, m)) {
-    if (ref_match(m, p->recv_ref)) {
-      recv_finish(p);
-      lua_settop(L, 0);
-      return take_push(L, p, m);
-    }
+    if (ref_match(m, p->recv_ref)) return m;
     p->scan = m;
   }
-  return recv_wait(L, p, ref_k, ref_loop);
+  return NULL;
+}
+
+/* Stack: [1] the reference, [2] timeout or nil. */
+static int ref_loop(lua_State *L, lproc *p) {
+  lpvm_msg *m = lmod_ref_next(p);
+  if (!m) return recv_wait(L, p, ref_k, ref_loop);
+  lmod_recv_finish(p);
+  lua_settop(L, 0);
+  return take_push(L, p, m);
 }
 
 /* receive_ref(ref [, timeout]) -> the values of the first message tagged with ref,
 ** whose first value is ref, or that is a DOWN for ref; or nil, "timeout". */
 static int lmod_receive_ref(lua_State *L) {
   lproc *p = lproc_check(L);
-  check_not_in_pred(L, p, "receive_ref");
+  lmod_check_wait(L, p, "receive_ref");
   uint64_t ref = lmod_check_ref(L, 1);
   luaL_argexpected(L, lua_gettop(L) < 3, 3, "no value");
   int64_t ms = lua_isnoneornil(L, 2) ? -1 : lmod_check_ms(L, 2);
   lua_settop(L, 1);
   if (ms < 0) lua_pushnil(L);
   else lua_pushinteger(L, ms);
-  lmod_drop_owned(p);
-  recv_finish(p);
-  p->recv_ref = ref;
-  p->scan = ref_start(p, ref);
+  lmod_ref_wait_begin(p, ref);
   return ref_loop(L, p);
 }
 
@@ -473,7 +489,7 @@ static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
 ** never returns (a kill or an exit signal still ends the process). */
 static int lmod_sleep(lua_State *L) {
   lproc *p = lproc_check(L);
-  check_not_in_pred(L, p, "sleep");
+  lmod_check_wait(L, p, "sleep");
   int64_t ms = lmod_check_ms(L, 1);
   if (!lua_isyieldable(L))
     return luaL_error(L, "sleep: cannot wait here (inside a C call such as a metamethod)");
@@ -531,6 +547,7 @@ const lmod_fn lmod_msg_fns[] = {
     {"alias", lmod_alias},
     {"unalias", lmod_unalias},
     {"send_alias", lmod_send_alias},
+    {"call", lmod_call},   /* lmod_call.c */
     {"sleep", lmod_sleep},
     {"send_after", lmod_send_after},
     {"cancel_timer", lmod_cancel_timer},

@@ -554,9 +554,7 @@ static int lmod_halt(lua_State *L) {
 /* recycle([n]) -> old bound of the state pool */
 static int lmod_recycle(lua_State *L) {
   if (lua_isnoneornil(L, 1)) {
-    int old = lproc_recycle_set(0);
-    lproc_recycle_set(old);
-    lua_pushinteger(L, old);
+    lua_pushinteger(L, lproc_recycle_get());
     return 1;
   }
   lua_Integer n = luaL_checkinteger(L, 1);

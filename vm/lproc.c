@@ -52,6 +52,7 @@ static struct {
 
 void lproc_config_init(lproc_config *c) {
   memset(c, 0, sizeof *c);   /* reductions 0: time slices (lproc_slice.c) */
+  c->recycle = LPROC_DEFAULT_RECYCLE;
 }
 
 int lproc_log_level_ok(const char *name) { return llog_parse_level(name) != -2; }
@@ -95,6 +96,7 @@ static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (lproc_slice_running) lproc_slice_end(lproc_slice_running);
     return NULL;
   }
+  if (ptr == NULL && p && p->clean_watch) p->clean_new = 1;   /* see clean_cf */
   void *q = realloc(ptr, nsize);
   if (q && p) p->mem += nsize - osize;
   return q;
@@ -139,6 +141,18 @@ int lproc_is_interrupt_msg(lpvm_msg *m) {
 
 /* ---- a new state ------------------------------------------------------------------------- */
 
+/* A cleaned state goes back to the pool only if it holds at most this many bytes more
+** than a new one (fresh_bytes, measured on the first new state): a process that grew
+** its registry, string table or call-info list gives back a state that stays bigger,
+** and a leftover of its previous owner would show there too. */
+#define LPROC_POOL_SLACK 1024
+static _Atomic size_t fresh_bytes;
+
+static size_t pool_max_bytes(void) {
+  size_t f = atomic_load_explicit(&fresh_bytes, memory_order_relaxed);
+  return f ? f + LPROC_POOL_SLACK : 0;
+}
+
 void lproc_state_init(lua_State *L) {
   memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
   llibs_install(L);
@@ -158,6 +172,7 @@ static lua_State *pool_take(void) {
 static lua_State *lproc_newstate(lproc *p, int *fresh) {
   lua_State *L = pool_take();
   *fresh = (L == NULL);
+  p->recycled = (L != NULL);
   if (L) {
     lua_setallocf(L, lproc_alloc, p);
     p->mem = state_bytes(L);
@@ -253,7 +268,11 @@ static int push_module(lua_State *L, lproc_start *s) {
 static int lproc_main(lua_State *L) {
   lproc *p = lproc_of(L);
   lproc_start *s = p->start;
-  if (lua_toboolean(L, 1)) lproc_state_init(L);   /* a fresh state */
+  if (lua_toboolean(L, 1)) {   /* a fresh state */
+    lproc_state_init(L);
+    if (!atomic_load_explicit(&fresh_bytes, memory_order_relaxed))
+      atomic_store_explicit(&fresh_bytes, state_bytes(L), memory_order_relaxed);
+  }
   lua_settop(L, 0);
   int trusted = !s->remote || lterm_remote_funs_trusted();
   if (s->kind == LS_FUNC) {
@@ -524,7 +543,7 @@ static void free_start(lproc_start *s) {
 
 /* Clean a finished state for the next owner: nothing of this one may show. Runs
 ** protected; the state has been reset (no frames, no pending to-be-closed). */
-static void wipe_registry(lua_State *L) {
+static void wipe_registry(lua_State *L, int globals) {
   lua_pushnil(L);
   while (lua_next(L, LUA_REGISTRYINDEX)) {
     lua_pop(L, 1);
@@ -533,13 +552,16 @@ static void wipe_registry(lua_State *L) {
     lua_pushnil(L);
     lua_rawset(L, LUA_REGISTRYINDEX);
   }
+  if (!globals) return;
   lua_newtable(L);
   lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
 }
 
-static int clean_cf(lua_State *L) {
+static int clean_cf(lua_State *L);
+
+/* The metatables of the basic types (debug.setmetatable, the string library, pids). */
+static void clear_type_metatables(lua_State *L) {
   lua_settop(L, 0);
-  /* metatables of the basic types (debug.setmetatable, the string library, pids) */
   lua_pushnil(L);
   lua_pushboolean(L, 0);
   lua_pushlightuserdata(L, NULL);
@@ -552,13 +574,48 @@ static int clean_cf(lua_State *L) {
     lua_setmetatable(L, i);
   }
   lua_settop(L, 0);
-  wipe_registry(L);
+}
+
+/* Lua 5.4's defaults (LUAI_GCPAUSE, LUAI_GCMUL, LUAI_GCSTEPSIZE): what a new state has. */
+static void reset_gc_params(lua_State *L) {
+  lua_gc(L, LUA_GCINC, 200, 100, 13);   /* also leaves generational mode */
+  /* RESTART zeroes the GC debt, which would start a collection at the next
+  ** allocation: only a stopped collector gets it. */
+  if (!lua_gc(L, LUA_GCISRUNNING, 0)) lua_gc(L, LUA_GCRESTART, 0);
+}
+
+/* Clean a finished state for the next owner: nothing of this one may show (the
+** test "a recycled state is a fresh one" in tests/lua/test_recycle.lua checks each
+** part). Runs protected; the state has been reset (no frames, no pending
+** to-be-closed). The old owner's objects are all unreachable once the registry and
+** the basic types' metatables are cleared, so the full collection runs every
+** finalizer of theirs now, while the state is nobody's; whatever a finalizer leaves
+** behind is cleared again. A finalizer that makes a new object (or needs a new call
+** frame) might have registered another finalizer, which would run in the next
+** owner's life: the allocator sets clean_new then, and the state is closed instead. */
+static int clean_cf(lua_State *L) {
+  lproc *p = lproc_of(L);
+  clear_type_metatables(L);
+  wipe_registry(L, 0);
+  reset_gc_params(L);
+  p->clean_new = 0;
+  p->clean_watch = 1;
   lua_gc(L, LUA_GCCOLLECT, 0);   /* old owner's finalizers run now... */
-  wipe_registry(L);              /* ...and whatever they stored goes too */
-  lua_gc(L, LUA_GCINC, 200, 100, 13);
-  lua_gc(L, LUA_GCRESTART, 0);
+  p->clean_watch = 0;
+  clear_type_metatables(L);      /* ...and whatever they stored goes too */
+  wipe_registry(L, 1);
+  reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
+  /* Each collection halves a string table that is less than a quarter full: a
+  ** process that made many strings needs one or two more to give a small state. */
+  for (int i = 0; i < 2 && !p->clean_new && state_bytes(L) > pool_max_bytes(); i++) {
+    p->clean_watch = 1;
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    p->clean_watch = 0;
+  }
+  if (p->clean_new) return 0;
   lproc_state_init(L);
-  return 0;
+  lua_pushboolean(L, 1);
+  return 1;
 }
 
 /* Give the state to the pool if there is room and it cleans; else close it. */
@@ -579,7 +636,10 @@ static void release_state(lproc *p) {
   }
   if (room && lua_resetthread(L) == LUA_OK) {
     lua_pushcfunction(L, clean_cf);
-    if (lua_pcall(L, 0, 0, 0) == LUA_OK && !p->heap_refused) {
+    int clean = lua_pcall(L, 0, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+    lua_settop(L, 0);
+
+    if (clean && !p->heap_refused && state_bytes(L) <= pool_max_bytes()) {
       lua_setallocf(L, lproc_alloc, NULL);
       pthread_mutex_lock(&pool.mu);
       if (pool.n < atomic_load(&pool.bound)) {
@@ -709,7 +769,9 @@ static int lproc_handle_info(lpvm_task *t, lpvm_tbuf *map) {
   lpvm_put_int(map, (int64_t)p->max_heap);
   lpvm_put_atom(map, "mailbox_limit");
   lpvm_put_int(map, (int64_t)p->max_mailbox);
-  return 3 + lcode_info(p, map);
+  lpvm_put_atom(map, "recycled");
+  lpvm_put_atom(map, p->recycled ? "true" : "false");
+  return 4 + lcode_info(p, map);
 }
 
 const lpvm_task_def lproc_def = {
@@ -740,6 +802,8 @@ int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id
   if (rc != 0 && !s->adopted) free_start(s);
   return rc;
 }
+
+int lproc_recycle_get(void) { return atomic_load(&pool.bound); }
 
 int lproc_recycle_set(int n) {
   int old = atomic_exchange(&pool.bound, n < 0 ? 0 : n);

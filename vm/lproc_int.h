@@ -93,6 +93,9 @@ typedef struct lproc {
   uint64_t code_gen;        /* lcode.c: the code generation this process is at */
   lua_State *helper;        /* lcode.c: coroutine that runs module updates */
   uint8_t failed;           /* it ended by itself: error, exit(reason), max_heap */
+  uint8_t clean_watch;      /* clean_cf: its collection runs (the allocator watches) */
+  uint8_t clean_new;        /* an object was made while clean_watch was set */
+  uint8_t recycled;         /* its state came from the pool (info's `recycled`) */
 } lproc;
 
 extern lproc_config lproc_cfg;
@@ -110,6 +113,7 @@ lproc *lproc_check(lua_State *L);          /* raises if L is not a process */
 int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
 void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
 int lproc_recycle_set(int n);            /* returns the old bound */
+int lproc_recycle_get(void);             /* the bound */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
 int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */
@@ -154,6 +158,7 @@ void lmod_push_pid(lua_State *L, lpvm_id id);
 lpvm_id lmod_check_pid(lua_State *L, int arg);
 lpvm_id lmod_to_pid(lua_State *L, int idx);       /* 0 if not a pid */
 void lmod_push_ref(lua_State *L, uint64_t ref);
+void lmod_push_ref_temp(lua_State *L, uint64_t ref);   /* not interned: never shown to Lua */
 uint64_t lmod_to_ref(lua_State *L, int idx);      /* 0 if not a reference */
 uint64_t lmod_check_ref(lua_State *L, int arg);
 /* The process's target: a pid, or a registered name (0 if not registered). */
@@ -198,6 +203,8 @@ struct lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len);
 const char *lbin_bytes(lua_State *L, int idx, size_t *len);
 /* Push a binary showing [off, off + len) of bin; it takes a reference of its own. */
 void lbin_push(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
+/* The same for a binary that arrived in a message (a whole one: interned per state). */
+void lbin_push_received(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
@@ -238,6 +245,16 @@ void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
 int lmod_alias_add(lproc *p, uint64_t ref);   /* 0, or LPVM_ENOMEM */
 int lmod_alias_del(lproc *p, uint64_t ref);   /* 1 if it was active */
 void lmod_flush_down(lproc *p, uint64_t ref); /* drop a queued DOWN for ref */
+/* What lmod_call.c's wait shares with receive_ref: */
+void lmod_check_wait(lua_State *L, lproc *p, const char *fname);  /* raise if it cannot wait */
+void lmod_recv_finish(lproc *p);              /* a receive is over: timer, scan */
+void lmod_ref_wait_begin(lproc *p, uint64_t ref);   /* start waiting for ref */
+lpvm_msg *lmod_ref_next(lproc *p);            /* the next message for recv_ref, or NULL */
+void lmod_mbox_take(lproc *p, lpvm_msg *m);   /* unlink m keeping the mark */
+/* Wait (stack [2]: the timeout or nil) with continuation k, `again` rescanning;
+** -1 when the time is up (nothing pushed). */
+int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *));
+int lmod_call(lua_State *L);                  /* lmod_call.c: lpvm.call */
 
 /* ltask.c */
 const lpvm_task_def *ltask_find(const char *type);

@@ -2,7 +2,8 @@
 ** lterm.h -- Lua values <-> Erlang external terms (docs/terms.md, "Lua values and terms").
 **
 ** Lua to term:  nil -> 'nil'; true/false -> 'true'/'false'; integer -> integer;
-**   float -> float; string -> binary; pid -> pid; reference -> reference;
+**   float -> float; string -> binary; lpvm.binary -> binary (in lterm_msg a shared
+**   reference, lpvm/binary.h); pid -> pid; reference -> reference;
 **   a table whose keys are exactly 1..n -> list (the empty table -> []);
 **   any other table -> map. Several values -> a tuple; one value travels bare.
 **   A Lua function travels with copies of its upvalues, a C function by name: a
@@ -11,7 +12,7 @@
 **   than references), threads and cyclic tables outside a graph are an error at the
 **   sender; nothing is sent then. Exit reasons hold no functions.
 ** Term to Lua:  'nil' -> nil; 'true'/'false' -> booleans; any other atom -> string;
-**   binary -> string; integer -> integer (bigger than 64 bits: float); float ->
+**   binary -> string (a message's shared binary -> that binary); integer -> integer (bigger than 64 bits: float); float ->
 **   float; pid or port -> pid; reference -> reference; list and string -> sequence;
 **   [] -> {}; map -> table (pairs with a nil key are dropped); a tuple inside a term
 **   -> sequence {e1, ..., en}; a message that is a tuple -> its elements as values.
@@ -58,6 +59,8 @@ int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trus
 ** (authenticated) nodes unless lterm_trust_remote_funs(0) was called (lpvm
 ** --no-remote-code): then they read as plain data. */
 int lterm_push_msg(lua_State *L, const lpvm_msg *m);
+/* lterm_push_msg without the first value (a reply's reference: lpvm.call). */
+int lterm_push_msg_tail(lua_State *L, const lpvm_msg *m);
 void lterm_trust_remote_funs(int on);
 int lterm_remote_funs_trusted(void);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */

@@ -47,6 +47,7 @@ typedef struct cli {
   lproc_step *steps;      /* -e and -l in order (LUA_INIT and the script added later) */
   int nsteps;
   int interactive, version, noenv, help;
+  int sched_stats;        /* --sched-stats: the workers' counters on stderr at the end */
   lpvm_dist_opts dist;    /* --sname/--name/--cookie/--listen: distribution */
   const char *remsh;      /* --remsh node: the shell evaluates on that node */
 } cli;
@@ -114,6 +115,7 @@ static int o_warn(cli *c, const char *v) { (void)v; c->pcfg.warnings = 1; return
 static int o_help(cli *c, const char *v) { (void)v; c->help = 1; return 0; }
 static int o_threads(cli *c, const char *v) { (void)v; c->pcfg.threads = 1; return 0; }
 static int o_nocache(cli *c, const char *v) { (void)v; c->vcfg.worker_cache = 0; return 0; }
+static int o_schedstats(cli *c, const char *v) { (void)v; c->sched_stats = 1; return 0; }
 
 static int o_workers(cli *c, const char *v) {
   unsigned long long n;
@@ -178,6 +180,20 @@ static int o_noremote(cli *c, const char *v) { (void)v; c->pcfg.no_remote_code =
 static int o_cookie(cli *c, const char *v) { c->dist.cookie = v; return 0; }
 static int o_listen(cli *c, const char *v) { c->dist.listen = v; return 0; }
 
+/* --sched-stats: what the scheduler did (docs/performance.md reads steals and sleeps
+** to show whether a chain stayed on one worker). */
+static void print_sched_stats(void) {
+  lpvm_vmstats st;
+  if (lpvm_stats(&st) != 0) return;
+  for (int i = 0; i < st.workers; i++) {
+    const lpvm_worker_stats *w = &st.worker[i];
+    fprintf(stderr, "worker %d: steps %llu, switches %llu, cache hits %llu, steals %llu, "
+            "sleeps %llu\n", i, (unsigned long long)w->runs,
+            (unsigned long long)w->switches, (unsigned long long)w->cache_hits,
+            (unsigned long long)w->steals, (unsigned long long)w->sleeps);
+  }
+}
+
 static const option options[] = {
     {"-e", "code", o_exec, "run code (each -e and -l in the order given)"},
     {"-l", "mod", o_lib, "require mod into the global mod; -l g=mod: into g"},
@@ -189,8 +205,9 @@ static const option options[] = {
     {"--threads", NULL, o_threads, "new processes start on private threads"},
     {"--reductions", "N", o_reductions, "slices of N VM instructions (default: 1 ms slices)"},
     {"--no-worker-cache", NULL, o_nocache, "turn the scheduler's worker cache off"},
+    {"--sched-stats", NULL, o_schedstats, "print each worker's steps, steals, sleeps at the end"},
     {"--max-heap", "BYTES", o_maxheap, "default heap limit per process (suffix k, m or g)"},
-    {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse"},
+    {"--recycle", "N", o_recycle, "keep up to N finished Lua states for reuse (64)"},
     {"--log-level", "LEVEL", o_loglevel, "the log's level (default notice; none, all)"},
     {"--sname", "NAME", o_sname, "a distributed node NAME@shorthost (see distribution.md)"},
     {"--name", "NAME", o_name, "a distributed node with a long name (NAME@host.domain)"},
@@ -440,6 +457,7 @@ int main(int argc, char **argv) {
     lpvm_halt(1);
   }
   int halt_code = lpvm_wait();
+  if (c.sched_stats) print_sched_stats();
   if (rc >= 0) {
     /* lpvm_wait() gives 0 both for halt(0) and for "every process ended": tasks
     ** still alive mean it was a halt. */

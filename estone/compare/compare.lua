@@ -235,7 +235,9 @@ local function run_startup(row, side)
 end
 
 -- HTTP: start the server in a session of its own (so it and its children are stopped
--- together), wait for the port it prints, run wrk, stop it.
+-- together), wait for the port it prints, run wrk, stop it. A socket error, a request
+-- unanswered after 10 s (wrk's timeout; its default of 2 s is reached on a loaded
+-- machine) or an answer other than 2xx fails the row.
 local function run_http(row, side, w)
   local log, pidfile = os.tmpname(), os.tmpname()
   local cmd
@@ -259,7 +261,7 @@ local function run_http(row, side, w)
   local kv
   if port then
     local dur = opts.quick and 1 or 5
-    local out, ok = sh("timeout " .. (dur + 30) .. " wrk -t2 -c" .. row.conns .. " -d" .. dur ..
+    local out, ok = sh("timeout " .. (dur + 30) .. " wrk -t2 --timeout 10s -c" .. row.conns .. " -d" .. dur ..
                        "s http://127.0.0.1:" .. port .. "/")
     local rps = tonumber(out:match("Requests/sec:%s*([%d.]+)"))
     local errors = out:match("Socket errors:[^\n]*") or out:match("Non%-2xx[^\n]*")

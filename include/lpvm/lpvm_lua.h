@@ -33,7 +33,7 @@ typedef struct lpvm_lua_config {
   int threads;      /* 1: new processes start on private OS threads */
   int reductions;   /* VM instructions in a time slice; 0 = default (4000) */
   size_t max_heap;  /* default heap limit of a process in bytes; 0 = none */
-  int recycle;      /* finished lua_States kept for reuse; 0 = none */
+  int recycle;      /* finished lua_States kept for reuse; 0 = none (config_init: 64) */
   int warnings;     /* 1: warn() prints from the start (lua -W) */
   int noenv;        /* 1: ignore LUA_PATH and LUA_CPATH (lua -E) */
   int no_remote_code;  /* 1: functions from other nodes arrive as plain data and

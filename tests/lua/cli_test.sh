@@ -90,6 +90,8 @@ out_has "script gets ... = its arguments" "from file	one	two"
 out_has "arg[0] is the script, arg[1..] the arguments" "$TMP/args.lua	one	two	2"
 check "options before the script" 0 "$LPVM" --workers 1 --reductions 500 --no-worker-cache "$TMP/args.lua" --not-an-option
 out_has "arguments after the script are not options" "--not-an-option"
+check "--sched-stats" 0 "$LPVM" --workers 2 --sched-stats -e 'lpvm.spawn(function() end)'
+err_has "--sched-stats: one line per worker" "worker 1: steps "
 
 printf 'x = = 1\n' >"$TMP/syntax.lua"
 check "syntax error in a file: status 1" 1 "$LPVM" "$TMP/syntax.lua"

@@ -117,6 +117,7 @@ test("a binary in a message is shared: the receiver gets the same bytes, no copy
   T.eq(r[5], base + 1, "one buffer for every holder")
   local back = T.recv()
   T.ok(back[1] == big)
+  T.ok(rawequal(back[1], big), "a binary that comes back is the same value (interned)")
   T.eq(tostring(back[2].part), "0123456789abcdef")
   T.eq(back[2].other, "str")
   big, r, back = nil, nil, nil
@@ -236,6 +237,19 @@ test("stress: processes pass binaries around and die; every reference is release
   end
   bins = nil
   settle(base, "after " .. rounds .. " rounds")
+end)
+
+test("a binary in a gen_server.call request is shared, not copied", function()
+  local gs = require "gen_server"
+  local srv = assert(gs.start({
+    init = function() return "ok", nil end,
+    handle_call = function(req, _, st)
+      return "reply", lpvm.is_binary(req) and #req or "copied", st
+    end,
+  }, nil))
+  T.eq(gs.call(srv, lpvm.binary(string.rep("y", 1000))), 1000)
+  T.eq(gs.call(srv, "plain"), "copied")           -- a string stays a string
+  gs.stop(srv)
 end)
 
 T.run()

@@ -7,9 +7,9 @@
 -- acknowledgement or the DOWN: init's result comes back as pid, or nil and a reason.
 --
 -- Call: the caller monitors the server with an alias (one reference for the reply
--- and the DOWN), sends {"$gen_call", caller, ref, request} and waits with
--- receive_ref; the server answers with send_alias, so a reply that comes after the
--- caller gave up (timeout) is dropped unseen instead of landing in its mailbox.
+-- and the DOWN), sends {"$gen_call", caller, ref, request} and waits for the ref
+-- (lpvm.call, in C); the server answers with send_alias, so a reply that comes after
+-- the caller gave up (timeout) is dropped unseen instead of landing in its mailbox.
 local lpvm = require "lpvm"
 
 local gen = {}
@@ -174,24 +174,16 @@ local function check_server(server, fname)
   end
 end
 
--- call(server, label, request, timeout) -> the reply's values; raises the reason.
+-- call(server, label, request, timeout) -> the reply's value; raises the reason
+-- (noproc, calling_self, timeout, or the exit reason of a server that died).
+-- lpvm.call does the whole protocol in C (vm/lmod_call.c).
+local lpvm_call = lpvm.call
 function gen.call(server, label, request, timeout, fname)
-  check_server(server, fname)
-  timeout = gen.check_timeout(timeout, 3, fname, gen.DEFAULT_TIMEOUT)
-  local pid = gen.whereis(server)
-  if not pid then error("noproc", 0) end
-  local me = lpvm.self()
-  if pid == me then error("calling_self", 0) end
-  local ref = lpvm.monitor(pid, "alias")
-  lpvm.send(pid, label, me, ref, request)
-  local a, b, _, _, e = lpvm.receive_ref(ref, timeout)
-  if a == ref then
-    lpvm.demonitor(ref, "flush")
-    return b
-  end
-  lpvm.demonitor(ref, "flush")
-  if a == "DOWN" then error(e, 0) end
-  error("timeout", 0)
+  local t = type(server)
+  if t ~= "string" and t ~= "userdata" then check_server(server, fname) end
+  if timeout == nil then timeout = gen.DEFAULT_TIMEOUT
+  else timeout = gen.check_timeout(timeout, 3, fname) end
+  return (lpvm_call(server, label, request, timeout))
 end
 
 -- reply(from, ...): answer a call (from = {pid, ref}, as handle_call got it).

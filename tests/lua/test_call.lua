@@ -1,0 +1,131 @@
+-- test_call.lua -- lpvm.call(server, label, request [, timeout]): the caller's side of
+-- gen_server.call in C (vm/lmod_call.c), against servers written by hand.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+local WAIT = T.WAIT
+
+-- A server by hand: takes {label, from, ref, request} and runs answer(from, ref, req).
+local function server(answer)
+  return lpvm.spawn(function(answer_)
+    while true do
+      local label, from, ref, req = lpvm.receive()
+      if label == "stop" then return end
+      answer_(from, ref, req, label)
+    end
+  end, answer)
+end
+
+test("the request arrives as {label, caller, ref, request}; the reply's values come back", function()
+  local me = lpvm.self()
+  local srv = server(function(from, ref, req, label)
+    lpvm.send_alias(from, ref, label, req, from, lpvm.make_ref() ~= ref)
+  end)
+  local label, req, from, fresh = lpvm.call(srv, "$my_call", { k = "v", 1, 2 })
+  T.eq(label, "$my_call")
+  T.eq(req, { k = "v", 1, 2 })
+  T.eq(from, me)
+  T.eq(fresh, true)
+  T.eq(select("#", lpvm.call(srv, "x", 1)), 4, "every value after the reference")
+  lpvm.send(srv, "stop")
+  T.no_msg(20)
+end)
+
+test("a reply sent by hand as {ref, value} (not to the alias) is taken too", function()
+  local srv = server(function(from, ref, req) lpvm.send(from, ref, req * 2) end)
+  T.eq(lpvm.call(srv, "l", 21), 42)
+  local srv2 = server(function(from, ref) lpvm.send(from, ref) end)
+  T.eq(select("#", lpvm.call(srv2, "l", 1)), 0, "a bare reference: no values")
+  lpvm.send(srv, "stop")
+  lpvm.send(srv2, "stop")
+end)
+
+test("a request holding a function travels (as send would send it)", function()
+  local srv = server(function(from, ref, req) lpvm.send_alias(from, ref, req.f(20)) end)
+  local up = 22
+  T.eq(lpvm.call(srv, "l", { f = function(x) return x + up end }), 42)
+  lpvm.send(srv, "stop")
+end)
+
+test("noproc for an unknown name or a dead pid; calling_self", function()
+  T.eq(select(2, pcall(lpvm.call, "call_nobody", "l", 1)), "noproc")
+  local pid = lpvm.spawn(function() end)
+  local ref = lpvm.monitor(pid)
+  T.down(ref)
+  T.eq(select(2, pcall(lpvm.call, pid, "l", 1, math.huge)), "noproc", "at once")
+  T.eq(select(2, pcall(lpvm.call, lpvm.self(), "l", 1)), "calling_self")
+  lpvm.register("call_me")
+  T.eq(select(2, pcall(lpvm.call, "call_me", "l", 1)), "calling_self")
+  lpvm.unregister("call_me")
+  T.no_msg(20)
+end)
+
+test("a server that dies mid-call raises its exit reason, tables too", function()
+  local srv = server(function(_, _, req) lpvm.exit(req) end)
+  local ok, why = pcall(lpvm.call, srv, "l", "gone")
+  T.eq(ok, false)
+  T.eq(why, "gone")
+  local srv2 = server(function(_, _, req) lpvm.exit(req) end)
+  T.eq(select(2, pcall(lpvm.call, srv2, "l", { "shutdown", 7 })), { "shutdown", 7 })
+  T.no_msg(20)
+  T.eq(lpvm.info().message_queue_len, 0)
+end)
+
+test("timeout raises 'timeout'; the late reply and the monitor leave nothing behind", function()
+  local srv = server(function(from, ref, req)
+    lpvm.sleep(req)
+    lpvm.send_alias(from, ref, "late")
+  end)
+  local t0 = lpvm.now()
+  T.eq(select(2, pcall(lpvm.call, srv, "l", 100, 20)), "timeout")
+  T.ok(lpvm.now() - t0 >= 19, "waited its 20 ms")
+  T.eq(select(2, pcall(lpvm.call, srv, "l", 50, 0)), "timeout", "0: poll once")
+  lpvm.sleep(200)
+  T.no_msg(20)
+  T.eq(lpvm.info().message_queue_len, 0, "not even counted in the mailbox")
+  lpvm.exit(srv, "kill")
+  T.no_msg(50)   -- no DOWN either: the monitor ended with the call
+end)
+
+test("unrelated messages stay queued, in order", function()
+  local me = lpvm.self()
+  for i = 1, 5 do lpvm.send(me, "junk", i) end
+  local srv = server(function(from, ref, req) lpvm.send_alias(from, ref, req) end)
+  for i = 1, 100 do T.eq(lpvm.call(srv, "l", i), i) end
+  lpvm.send(srv, "stop")
+  for i = 1, 5 do T.eq(select(2, lpvm.receive(WAIT)), i) end
+  T.no_msg(20)
+end)
+
+test("bad arguments name themselves; a value that cannot travel sends nothing", function()
+  T.raises(function() lpvm.call(42, "l", 1) end, "bad argument #1", "pid")
+  T.raises(function() lpvm.call(lpvm.self(), "l") end, "bad argument #3")
+  T.raises(function() lpvm.call(lpvm.self(), "l", 1, -1) end, "bad argument #4")
+  T.raises(function() lpvm.call(lpvm.self(), "l", 1, 5, 6) end, "bad argument #5")
+  local got = 0
+  local srv = server(function() got = got + 1 end)
+  T.raises(function() lpvm.call(srv, "l", io.stdout) end, "call:")
+  local t = {}
+  t.self = t
+  T.raises(function() lpvm.call(srv, "l", t) end, "call:")
+  lpvm.send(srv, "stop")
+  T.no_msg(30)   -- no monitor left: no DOWN when the server ends
+  T.eq(got, 0, "nothing was sent")
+end)
+
+test("stress: callers on every worker, one server, replies never cross", function()
+  local srv = server(function(from, ref, req) lpvm.send_alias(from, ref, req) end)
+  local n, k = T.scaled(20, 4), T.scaled(500, 50)
+  local me = lpvm.self()
+  for c = 1, n do
+    lpvm.spawn(function()
+      for i = 1, k do
+        local v = lpvm.call(srv, "l", { c, i }, WAIT)
+        if v[1] ~= c or v[2] ~= i then lpvm.send(me, "crossed", c, i) return end
+      end
+      lpvm.send(me, "done", c)
+    end)
+  end
+  for _ = 1, n do T.eq(T.recv()[1], "done", "no reply crossed") end
+  lpvm.send(srv, "stop")
+end)
+
+T.run()

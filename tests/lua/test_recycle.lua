@@ -1,0 +1,177 @@
+-- test_recycle.lua -- a recycled Lua state is indistinguishable from a new one
+-- (lpvm.recycle, vm/lproc.c clean_cf): recycling is on by default, so every short
+-- process may run in a state another process used before.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+-- Everything a process can see of its state: sorted, addresses left out.
+local function fingerprint(parent)
+  local l = require "lpvm"
+  local out = {}
+  local function keys(t)
+    if t == nil then return "none" end
+    local ks = {}
+    for k, v in next, t do
+      local kt = type(k)
+      ks[#ks + 1] = (kt == "string" or kt == "number" or kt == "boolean") and
+        (kt .. ":" .. tostring(k) .. "=" .. type(v)) or (kt .. "=" .. type(v))
+    end
+    table.sort(ks)
+    return table.concat(ks, ",")
+  end
+  out.globals = keys(_G)
+  out.globals_mt = keys(getmetatable(_G))
+  local reg = debug.getregistry()
+  out.registry = keys(reg)
+  out.loaded = keys(reg._LOADED)
+  out.mt_nil = keys(debug.getmetatable(nil))
+  out.mt_bool = keys(debug.getmetatable(true))
+  out.mt_number = keys(debug.getmetatable(0))
+  out.mt_string = keys(debug.getmetatable(""))
+  out.mt_function = keys(debug.getmetatable(print))
+  out.mt_thread = keys(debug.getmetatable(coroutine.create(print)))
+  out.string_index = type(getmetatable("").__index)
+  out.method = ("abc"):upper()        -- the stand-in opens the string library
+  out.coerce = "10" + 1
+  out.hook = table.concat({ tostring(debug.gethook()) }, " ")
+  out.gc_running = collectgarbage("isrunning")
+  out.gc_mode = collectgarbage("incremental")        -- the mode it was in
+  out.gc_pause = collectgarbage("setpause", 200)     -- the pause it had
+  out.gc_stepmul = collectgarbage("setstepmul", 100)
+  out.undefined = tostring(undefined_global_xyz)
+  out.leaked = tostring(rawget(_G, "leaked"))
+  local info = l.info(l.self())
+  out.heap_limit = info.heap_limit
+  out.big = #string.rep("x", 1 << 20)                -- no heap limit of its predecessor
+  l.send(parent, out, info.recycled, info.memory)
+end
+
+-- Changes everything a process can change in its state, then ends normally.
+local function dirty(parent)
+  local l = require "lpvm"
+  leaked = "secret"
+  getmetatable("").__index = function() return "stale string stand-in" end
+  getmetatable("").__add = function() return "stale" end
+  local mt = { __index = function() return "stale metatable" end }
+  debug.setmetatable(nil, mt)
+  debug.setmetatable(true, mt)
+  debug.setmetatable(0, mt)
+  debug.setmetatable(print, mt)
+  debug.setmetatable(coroutine.create(print), mt)
+  package.loaded.leaky = { 1 }
+  local reg = debug.getregistry()
+  reg.leak = true
+  reg[4242] = true
+  reg[mt] = mt
+  collectgarbage("generational")
+  collectgarbage("setpause", 1000)
+  collectgarbage("setstepmul", 400)
+  collectgarbage("stop")
+  debug.sethook(function() end, "l")
+  warn("@on")
+  -- a finalizer runs while the state is cleaned, and tries to leave a metatable
+  -- behind without making an object (one that does is closed: see below)
+  setmetatable({}, { __gc = function() debug.setmetatable(nil, mt) end })
+  local t = {}
+  for i = 1, 100 do t[i] = "string " .. i end   -- the string table grows
+  setmetatable(_G, { __index = function() return "leaky" end })
+  l.send(parent, "dirty")
+end
+
+local function run(fn, opts)
+  local pid, ref = lpvm.spawn_monitor(opts or {}, fn, lpvm.self())
+  local got = T.recv()
+  T.down(ref)
+  return got, pid
+end
+
+test("a recycled state is a fresh one: globals, registry, metatables, loaded, GC, hook, limits", function()
+  local old = lpvm.recycle(0)
+  local fresh = run(fingerprint)
+  T.eq(fresh[2], false, "recycle(0): a new state")
+  lpvm.recycle(1)
+  T.eq(run(dirty, { max_heap = 4 << 20 })[1], "dirty")
+  local rec = run(fingerprint)
+  T.eq(rec[2], true, "the dirty process's state was recycled")
+  for k, v in pairs(fresh[1]) do T.eq(rec[1][k], v, "recycled state differs in " .. k) end
+  for k in pairs(rec[1]) do T.ok(fresh[1][k] ~= nil, "recycled state has " .. k) end
+  T.ok(rec[3] <= fresh[3] + 1500, "heap " .. rec[3] .. " vs a new state's " .. fresh[3])
+  lpvm.recycle(old)
+end)
+
+test("recycling is on by default", function()
+  T.ok(lpvm.recycle() > 0, "default pool bound " .. tostring(lpvm.recycle()))
+end)
+
+test("a finalizer that makes objects while its state is cleaned: the state is closed", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(1)
+  local me = lpvm.self()
+  run(function(parent)
+    local l = require "lpvm"
+    -- at cleaning this makes a new object with a finalizer of its own, which would
+    -- run in the next owner's life: that state must not be reused
+    setmetatable({}, { __gc = function()
+      setmetatable({}, { __gc = function() l.send(me, "leak", l.self()) end })
+    end })
+    l.send(parent, "armed")
+  end)
+  local rec, pid = run(fingerprint)
+  T.eq(rec[2], false, "not recycled")
+  T.no_msg(100)
+  collectgarbage()
+  T.ok(pid)
+  lpvm.recycle(old)
+end)
+
+test("many recycled processes in a row, some failing, some killed", function()
+  local n = T.scaled(400, 40)
+  local me = lpvm.self()
+  for i = 1, n do
+    local k = i % 4
+    local pid, ref = lpvm.spawn_monitor(function(parent, k2, i2)
+      local l = require "lpvm"
+      assert(rawget(_G, "mark") == nil, "a previous owner's global")
+      mark = i2
+      if k2 == 1 then error("fails " .. i2) end
+      if k2 == 2 then l.receive() end
+      l.send(parent, i2)
+    end, me, k, i)
+    if k == 2 then lpvm.exit(pid, "kill") end
+    local _, reason = T.down(ref)
+    if k == 0 or k == 3 then
+      T.eq(reason, "normal")
+      T.eq(T.recv()[1], i)
+    elseif k == 1 then
+      T.ok(T.mentions(reason, "fails " .. i), T.show(reason))
+    else
+      T.eq(reason, "killed")
+    end
+  end
+end)
+
+-- warn's switch lives in the state: a predecessor's warn("@on") must not show.
+-- Needs a child VM (stderr); /bin/sh under a preloaded TSan runtime crashes.
+test("warnings: a recycled state starts with them off", function()
+  if os.getenv("LPVM_SANITIZE") == "thread" then return end
+  local code = [[
+    local l = require "lpvm"
+    l.recycle(1)
+    local pid, ref = l.spawn_monitor(function() warn("@on") end)
+    l.receive(function(m) return m == "DOWN" end)
+    local pid2, ref2 = l.spawn_monitor(function() warn("should not show") end)
+    l.receive(function(m) return m == "DOWN" end)
+    print("done")
+  ]]
+  local file = os.tmpname()
+  local w = assert(io.open(file, "w"))
+  w:write(code)
+  w:close()
+  local f = io.popen(string.format("'%s' '%s' 2>&1", arg[-1], file))
+  local out = f:read("a")
+  f:close()
+  os.remove(file)
+  T.ok(out:find("done"), out)
+  T.ok(not out:find("should not show"), out)
+end)
+
+T.run()
