@@ -42,6 +42,8 @@ local function fingerprint(parent)
   out.gc_stepmul = collectgarbage("setstepmul", 100)
   out.undefined = tostring(undefined_global_xyz)
   out.leaked = tostring(rawget(_G, "leaked"))
+  collectgarbage()   -- the heap compared below is what is live, not garbage
+  collectgarbage()
   local info = l.info(l.self())
   out.heap_limit = info.heap_limit
   out.big = #string.rep("x", 1 << 20)                -- no heap limit of its predecessor
