@@ -61,6 +61,7 @@ typedef struct worker {
   int bound;                      /* owner: bound to its own allocator arena */
   pthread_t th;
   lpvm_task *last;                /* owner */
+  uint64_t backlog_at;            /* owner: runs + 1 when a backlog began, 0 = none */
   _Atomic uint64_t runs;          /* owner; read by idle workers (look_at): a step began */
   _Atomic uint64_t switches, steals, cache_hits, sleeps;  /* owner; stats read */
 } __attribute__((aligned(64))) worker;
@@ -162,10 +163,10 @@ static void enqueue(worker *w, lpvm_task *t) {
   pthread_mutex_unlock(&w->mu);
   if (prio < atomic_load_explicit(&w->running_prio, memory_order_relaxed))
     atomic_store_explicit(&w->preempt, 1, memory_order_relaxed);
-  /* Wake another worker only for work w will not get to soon: two or more tasks
-  ** wait on w, or a thread that is not w queued on w while w runs a task. */
-  if (!wake && (w != self_w ? atomic_load_explicit(&w->running_prio, memory_order_relaxed) != NO_LEVEL
-                            : pending_on(w) >= 2))
+  /* Wake another worker only for work w will not get to soon: a thread that is not w
+  ** queued on w while w runs a task. A backlog of w's own is note_backlog's. */
+  if (!wake && w != self_w &&
+      atomic_load_explicit(&w->running_prio, memory_order_relaxed) != NO_LEVEL)
     kick_sleeper(w);
 }
 
@@ -277,8 +278,8 @@ static lpvm_task *next_task(worker *w) {
 **   - v has had work waiting and has not started a new step for STEAL_PATIENCE_NS
 **     (v runs a long task, or its thread is descheduled): v is stuck, take it.
 ** BEAM keeps such work on one scheduler the same way and balances on queue lengths.
-** Waking a sleeper follows the same rule (enqueue, run): only for work the queuing
-** worker will not get to soon. */
+** Waking a sleeper follows the same rule (enqueue, note_backlog): only for work the
+** queuing worker will not get to soon. */
 #define STEAL_PATIENCE_NS 20000
 /* Spin rounds between two looks at the others (about a microsecond): each look reads
 ** the cache lines their owners write at every step, and looking at every round made
@@ -386,11 +387,34 @@ static lpvm_task *wait_for_work(worker *w) {
     if (atomic_load(&w->bitmap) || atomic_load(&S.stop)) return NULL;
     if ((t = look_around(w, seen)) != NULL) return t;
   }
-  /* Kicked awake while every other worker sleeps for good: make one of them the
-  ** watcher (it spins, sees this one awake and sleeps watching). */
-  if (S.n > 1 && atomic_load(&S.sleepers) == S.n - 1 && atomic_load(&S.watchers) == 0)
+  /* Woken with work of its own while every other worker sleeps for good: make one of
+  ** them the watcher (it spins, sees this one awake and sleeps watching). Only with
+  ** work: a worker woken to watch (or to steal) must not wake another in turn, or two
+  ** idle workers would keep kicking each other awake. */
+  if (S.n > 1 && atomic_load(&w->bitmap) && atomic_load(&S.sleepers) == S.n - 1 &&
+      atomic_load(&S.watchers) == 0)
     kick_sleeper(w);
   return NULL;
+}
+
+/* After each step, by the owner: two or more tasks waiting on w for BACKLOG_STEPS
+** steps in a row is a backlog w will not get through soon: wake a sleeper to take
+** some (an idle worker that is awake takes them at once, look_at). A short burst, such
+** as the few processes a chain spawns before it runs, stays on w: waking the other
+** worker for it moved the whole chain, its fresh states cold in the other core's
+** caches, at every repetition. A backlog of slow steps is also found by the watch. */
+#define BACKLOG_STEPS 8
+static void note_backlog(worker *w) {
+  if (pending_on(w) < 2) {
+    w->backlog_at = 0;
+    return;
+  }
+  uint64_t runs = atomic_load_explicit(&w->runs, memory_order_relaxed) + 1;
+  if (w->backlog_at == 0) w->backlog_at = runs;
+  else if (runs - w->backlog_at >= BACKLOG_STEPS) {
+    w->backlog_at = runs;
+    kick_sleeper(w);
+  }
 }
 
 static void run(worker *w, lpvm_task *t) {
@@ -408,6 +432,7 @@ static void run(worker *w, lpvm_task *t) {
   atomic_store_explicit(&w->running_prio, NO_LEVEL, memory_order_relaxed);
   if (r == STEP_REQUEUE) enqueue(w, t);
   else if (r != STEP_WAIT) w->last = NULL;  /* dead or moved: don't compare later */
+  note_backlog(w);
 }
 
 static void *worker_main(void *arg) {

@@ -3,7 +3,9 @@
 **
 ** tasks/ decides *whether* a task must be scheduled (the scheduling word below);
 ** sched/ decides *where*: a worker's run queue, the worker cache, or the task's
-** private thread. This header is all either side sees of the other: tasks/ calls
+** private thread. A task woken by a running task goes to that task's worker, and
+** moves to another worker only when an idle one takes work the busy one will not get
+** to soon (sched/sched.c, wait_for_work): a chain of sends stays on one core. This header is all either side sees of the other: tasks/ calls
 ** the sched_* and thread_* functions below, sched/ calls task_step and reads the
 ** status bits. Neither includes the other's private header.
 **
