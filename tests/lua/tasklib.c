@@ -3,11 +3,15 @@
 ** lpvm.load_tasks(path), spawned with lpvm.spawn_task("echo_task", arg).
 **
 ** An echo_task answers every message with the tuple {<<"echo">>, Arg, Message}
-** (Lua: "echo", arg, message), and ends on the message "stop".
+** (Lua: "echo", arg, message), and ends on the message "stop" (a string or an
+** lpvm.binary). A message with shared binaries is flattened before it is spliced
+** into the reply: lpvm_put_term takes only a plain term, and a C task that keeps a
+** message's bytes must not keep references it does not count (lpvm/binary.h).
 */
 #include <stdlib.h>
 #include <string.h>
 
+#include <lpvm/binary.h>
 #include <lpvm/task.h>
 #include <lpvm/taskmod.h>
 #include <lpvm/term.h>
@@ -43,8 +47,10 @@ static int is_stop(lpvm_msg *m) {
   lpvm_tread r;
   const uint8_t *p;
   size_t n;
+  uint32_t nb;
+  const lpvm_binref *bins = lpvm_msg_bins(m, &nb);
   return lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) == 0 &&
-         lpvm_get_binary(&r, &p, &n) == 0 && n == 4 && memcmp(p, "stop", 4) == 0;
+         lpvm_get_bytes(&r, bins, nb, &p, &n) == 0 && n == 4 && memcmp(p, "stop", 4) == 0;
 }
 
 static int echo_handle_event(lpvm_task *t) {
@@ -55,6 +61,12 @@ static int echo_handle_event(lpvm_task *t) {
       lpvm_msg_free(m);
       return LPVM_EXIT;
     }
+    lpvm_msg *flat = lpvm_msg_flatten(m);   /* m itself when it holds no binary */
+    if (!flat) {
+      lpvm_msg_free(m);
+      continue;
+    }
+    m = flat;
     lpvm_tbuf b;
     lpvm_tbuf_init(&b);
     lpvm_put_tuple(&b, 3);

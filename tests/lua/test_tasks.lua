@@ -34,6 +34,21 @@ if lib then
     T.eq(reason, "normal")
   end)
 
+  test("a C task reads a shared binary and splices it flattened: the bytes come back", function()
+    local pid = lpvm.spawn_task("echo_task", 0)
+    local big = lpvm.binary(string.rep("0123456789", 1000))
+    lpvm.send(pid, big, big:sub(2, 4))
+    local r = T.recv()
+    T.eq(r[1], "echo")
+    T.eq(type(r[3][1]), "string")
+    T.eq(r[3][1] == tostring(big), true)
+    T.eq(r[3][2], "123")
+    local ref = lpvm.monitor(pid)
+    lpvm.send(pid, lpvm.binary("stop"))   -- read with lpvm_get_bytes
+    local _, reason = T.down(ref)
+    T.eq(reason, "normal")
+  end)
+
   test("a C task can be linked, monitored and killed like a process", function()
     local pid = lpvm.spawn_task("echo_task", 1)
     lpvm.trap_exit(true)
