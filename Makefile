@@ -8,8 +8,9 @@ DEB_PKGS = liblua5.4-dev lua5.4 libjemalloc-dev libcriterion-dev libedit-dev net
 # gives the shell's test a terminal (tests/lua/shell_tty_test.sh); wrk drives the HTTP
 # rows of make compare's smoke test (tests/compare_quick_check.lua).
 TEST_PKGS = erlang-nox lua-socket lua-cjson lua-lpeg tmux wrk
-# Only the benchmarks need these: the HTTP server is measured with wrk, ETS beside BEAM's.
-BENCH_PKGS = wrk erlang-nox
+# Only the benchmarks need these: the HTTP server is measured with wrk, ETS beside BEAM's,
+# instructions per ETS operation with valgrind (estone/cg_ets.sh).
+BENCH_PKGS = wrk erlang-nox valgrind
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: a Release build of its own (build-install)
 # whose compiled-in Lua library folder is the installed one; make uninstall [DESTDIR=]

@@ -49,6 +49,9 @@ t0 = lpvm.now_us()
 for _ = 2, m do lpvm.send(sink, payload) end
 lpvm.receive(function(t) return t == "got" end)
 local per_s = m / ((lpvm.now_us() - t0) / 1e6)
+-- node b's end before ours, so `perf stat` (docs/distribution.md) counts both
+lpvm.monitor_node("benchb" .. ospid .. "@" .. lpvm.node():match("@(.*)"))
 lpvm.send(echo, "stop")
+lpvm.receive(function(t) return t == "nodedown" end, 5000)
 print(string.format("rt_us=%.1f msgs_per_s=%.0f", rt_us, per_s))
 lpvm.halt(0)

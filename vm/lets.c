@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "vm/lets.h"
+#include "vm/lterm.h"
 #include "vm/lterm_int.h"
 
 /* The tags of Erlang's external term format read here (ERTS's, fixed for good). */
@@ -91,6 +92,11 @@ size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
     if (rc) return 0;
   }
   return b.err ? 0 : b.len;
+}
+
+void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
+  char err[LTERM_ERRSZ];
+  if (lterm_put_plain(L, idx, b, err)) luaL_argerror(L, arg, err);
 }
 
 /* ---- decoding ------------------------------------------------------------------------ */

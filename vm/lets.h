@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "lpvm/ets.h"
+#include "lpvm/term.h"
 
 /* Room for a key or an object on the fast paths; what does not fit takes the
 ** general path (lterm.c). */
@@ -35,6 +36,15 @@ int lets_push_list(lua_State *L, const uint8_t *p, size_t len);
 /* Push one term (version byte first) whose value is a scalar; 0 (nothing pushed)
 ** when it is not one. */
 int lets_push_scalar(lua_State *L, const uint8_t *p, size_t len);
+
+/* One value by the general encoder (lterm_put_plain), raising an error that names
+** argument arg when it cannot be a term. */
+void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg);
+
+/* lets_ms.c: the match specification at idx ({ {head, guards, body}, ... }) as
+** Erlang's term; or one clause {pattern, [], [body]} (body: "$$", "$_", "true"). */
+void lets_put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg);
+void lets_put_pattern_ms(lua_State *L, int idx, lpvm_tbuf *b, const char *body);
 
 /* The table named by the string at arg, through the process's cache (upvalue 1 of
 ** every function of the module): 0 when there is none. A cached id is forgotten as

@@ -18,6 +18,7 @@
 */
 #include <lauxlib.h>
 #include <limits.h>
+#include <pthread.h>
 #include <lualib.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -69,7 +70,7 @@ static void open_lib(lua_State *L, const lib *l) {
 
 /* Push base function `name`: open the base library into a scratch table (it writes
 ** into the globals table it finds in the registry, so swap that in for the call). */
-static void push_base(lua_State *L, const char *name) {
+static void push_base_opened(lua_State *L, const char *name) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* real globals */
   lua_newtable(L);                                       /* scratch */
   lua_pushvalue(L, -1);
@@ -82,6 +83,33 @@ static void push_base(lua_State *L, const char *name) {
   lua_getfield(L, -1, name);
   lua_replace(L, -3);
   lua_pop(L, 1);
+}
+
+/* The base library's functions are plain C functions (no upvalues): found once per
+** VM in a scratch state, so a process's first `select` or `pcall` pushes a pointer
+** instead of opening the whole library again for each name (a gen_server process
+** touches about ten of them: that was a seventh of starting one). */
+#define NBASE (sizeof base_names / sizeof *base_names - 1)
+static lua_CFunction base_fns[NBASE];
+static pthread_once_t base_once = PTHREAD_ONCE_INIT;
+
+static void base_find(void) {
+  lua_State *S = luaL_newstate();
+  if (!S) return;   /* then every name is opened as before */
+  luaopen_base(S);
+  for (size_t i = 0; i < NBASE; i++) {
+    lua_getfield(S, -1, base_names[i]);
+    if (lua_iscfunction(S, -1) && lua_getupvalue(S, -1, 1) == NULL)
+      base_fns[i] = lua_tocfunction(S, -1);
+    lua_settop(S, 1);
+  }
+  lua_close(S);
+}
+
+static void push_base(lua_State *L, size_t i) {
+  pthread_once(&base_once, base_find);
+  if (base_fns[i]) lua_pushcfunction(L, base_fns[i]);
+  else push_base_opened(L, base_names[i]);
 }
 
 /* `require` before the package library is open: what is loaded already, `lpvm` and
@@ -135,7 +163,7 @@ static int globals_index(lua_State *L) {
     const char *const *n;
     for (n = base_names; *n && strcmp(*n, k) != 0; n++) {}
     if (!*n) return 0;
-    push_base(L, k);
+    push_base(L, (size_t)(n - base_names));
   }
   lua_pushvalue(L, 2);
   lua_pushvalue(L, -2);

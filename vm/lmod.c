@@ -150,12 +150,21 @@ void lmod_metatable(lua_State *L, const void *key, const char *name, lua_CFuncti
   lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
 
-/* A reference value only C sees (lmod_call.c encodes it, then drops it): a userdata
-** that encodes as ref but is not interned, so the table above does not grow. */
+/* A reference value only C sees (lmod_call.c encodes it, then drops it): one userdata
+** per state, kept in the registry and rewritten for each use, never interned nor
+** shown to Lua code, so a call makes no garbage for it. */
+static const char ref_temp_key = 't';
+
 void lmod_push_ref_temp(lua_State *L, uint64_t ref) {
-  *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;
-  lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
-  lua_setmetatable(L, -2);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_temp_key) != LUA_TUSERDATA) {
+    lua_pop(L, 1);
+    lua_newuserdatauv(L, sizeof(uint64_t), 0);
+    lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &ref_temp_key);
+  }
+  *(uint64_t *)lua_touserdata(L, -1) = ref;
 }
 
 void lmod_push_ref(lua_State *L, uint64_t ref) {

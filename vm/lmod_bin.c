@@ -307,10 +307,19 @@ static int lmod_binary(lua_State *L) {
   if (lua_type(L, 1) != LUA_TSTRING) return luaL_typeerror(L, 1, "string");
   const char *s = lua_tolstring(L, 1, &len);
   if (len > LPVM_BIN_MAX) return luaL_argerror(L, 1, "string too long for a binary (4 GiB)");
+  push_metatable(L);                                /* mt */
+  lbin *b = lua_newuserdatauv(L, sizeof *b, 0);     /* mt b: made first, so that no */
+  b->bin = NULL;                                    /* error can leak the buffer */
+  lua_pushvalue(L, -2);
+  lua_setmetatable(L, -2);
   lpvm_bin *bin = lpvm_bin_new(s, len);
   if (!bin) return luaL_error(L, "binary: not enough memory");
-  push_whole(L, bin);   /* takes a reference of its own, and interns it */
-  lpvm_bin_drop(bin);
+  b->bin = bin, b->off = 0, b->len = (uint32_t)len;   /* it owns the first reference */
+  lua_rawgeti(L, -2, MT_INTERN);                    /* mt b T */
+  lua_pushvalue(L, -2);
+  lua_rawsetp(L, -2, bin);
+  lua_pop(L, 1);
+  gc_charge(L, len);
   return 1;
 }
 

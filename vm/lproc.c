@@ -96,7 +96,9 @@ static void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (lproc_slice_running) lproc_slice_end(lproc_slice_running);
     return NULL;
   }
-  if (ptr == NULL && p && p->clean_watch) p->clean_new = 1;   /* see clean_cf */
+  /* see clean_cf: only a table or a full userdata can get a finalizer */
+  if (ptr == NULL && p && p->clean_watch && (osize == LUA_TTABLE || osize == LUA_TUSERDATA))
+    p->clean_new = 1;
   void *q = realloc(ptr, nsize);
   if (q && p) p->mem += nsize - osize;
   return q;
@@ -543,18 +545,42 @@ static void free_start(lproc_start *s) {
 
 /* Clean a finished state for the next owner: nothing of this one may show. Runs
 ** protected; the state has been reset (no frames, no pending to-be-closed). */
-static void wipe_registry(lua_State *L, int globals) {
+/* A C library's finalizer finds its objects' metatable in the registry by name
+** (luaL_checkudata: io's files, lpeg's patterns, luasocket's sockets) and fails
+** without it: the file stays open, the pattern's code is never freed. So the first
+** wipe keeps, for the collection that runs the finalizers, the metatables
+** luaL_newmetatable made (tables with a __name) and the loaded C libraries (_CLIBS,
+** the oldest object with a finalizer: its dlclose runs after the others). Key at -2,
+** value at -1. */
+static int needed_by_finalizers(lua_State *L) {
+  if (lua_type(L, -2) != LUA_TSTRING) return 0;
+  if (strcmp(lua_tostring(L, -2), "_CLIBS") == 0) return 1;
+  if (lua_type(L, -1) != LUA_TTABLE) return 0;
+  lua_pushliteral(L, "__name");
+  int named = lua_rawget(L, -2) == LUA_TSTRING;
+  lua_pop(L, 1);
+  return named;
+}
+
+/* Empty the registry but for the main thread; the first time keep what finalizers
+** need (returns how many entries), else install a new globals table. */
+static int wipe_registry(lua_State *L, int first) {
+  int kept = 0;
   lua_pushnil(L);
   while (lua_next(L, LUA_REGISTRYINDEX)) {
+    int keep = first && needed_by_finalizers(L);
     lua_pop(L, 1);
-    if (lua_isinteger(L, -1) && lua_tointeger(L, -1) == LUA_RIDX_MAINTHREAD) continue;
+    kept += keep;
+    if (keep || (lua_isinteger(L, -1) && lua_tointeger(L, -1) == LUA_RIDX_MAINTHREAD))
+      continue;
     lua_pushvalue(L, -1);
     lua_pushnil(L);
     lua_rawset(L, LUA_REGISTRYINDEX);
   }
-  if (!globals) return;
+  if (first) return kept;
   lua_newtable(L);
   lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  return 0;
 }
 
 static int clean_cf(lua_State *L);
@@ -570,7 +596,9 @@ static void clear_type_metatables(lua_State *L) {
   lua_pushcfunction(L, clean_cf);
   lua_pushthread(L);
   for (int i = 1; i <= 7; i++) {
+    if (!lua_getmetatable(L, i)) continue;   /* most have none: a look is cheaper */
     lua_pushnil(L);
+    lua_replace(L, -2);
     lua_setmetatable(L, i);
   }
   lua_settop(L, 0);
@@ -590,28 +618,31 @@ static void reset_gc_params(lua_State *L) {
 ** to-be-closed). The old owner's objects are all unreachable once the registry and
 ** the basic types' metatables are cleared, so the full collection runs every
 ** finalizer of theirs now, while the state is nobody's; whatever a finalizer leaves
-** behind is cleared again. A finalizer that makes a new object (or needs a new call
-** frame) might have registered another finalizer, which would run in the next
-** owner's life: the allocator sets clean_new then, and the state is closed instead. */
+** behind is cleared again. A finalizer that makes a new table or userdata might have
+** registered another finalizer, which would run in the next owner's life: the
+** allocator sets clean_new then, and the state is closed instead. (One that gives an
+** existing object a finalizing metatable again, making nothing, is not seen.) */
+static void watched_collect(lproc *p, lua_State *L) {
+  p->clean_watch = 1;
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  p->clean_watch = 0;
+}
+
 static int clean_cf(lua_State *L) {
   lproc *p = lproc_of(L);
   clear_type_metatables(L);
-  wipe_registry(L, 0);
+  int kept = wipe_registry(L, 1);
   reset_gc_params(L);
   p->clean_new = 0;
-  p->clean_watch = 1;
-  lua_gc(L, LUA_GCCOLLECT, 0);   /* old owner's finalizers run now... */
-  p->clean_watch = 0;
+  watched_collect(p, L);         /* old owner's finalizers run now... */
   clear_type_metatables(L);      /* ...and whatever they stored goes too */
-  wipe_registry(L, 1);
+  wipe_registry(L, 0);
   reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
+  if (kept && !p->clean_new) watched_collect(p, L);   /* what the first wipe kept */
   /* Each collection halves a string table that is less than a quarter full: a
   ** process that made many strings needs one or two more to give a small state. */
-  for (int i = 0; i < 2 && !p->clean_new && state_bytes(L) > pool_max_bytes(); i++) {
-    p->clean_watch = 1;
-    lua_gc(L, LUA_GCCOLLECT, 0);
-    p->clean_watch = 0;
-  }
+  for (int i = 0; i < 2 && !p->clean_new && state_bytes(L) > pool_max_bytes(); i++)
+    watched_collect(p, L);
   if (p->clean_new) return 0;
   lproc_state_init(L);
   lua_pushboolean(L, 1);

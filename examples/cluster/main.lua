@@ -1,8 +1,8 @@
 -- main.lua -- two lpvm nodes on this machine: lpvm examples/cluster/main.lua
 --
 -- This node (a) starts node b as another OS process (`lpvm --sname b node_b.lua`),
--- spawns a worker there by module name, asks it for squares, links to it and
--- watches node b go down. The Erlang equivalent is in docs/distribution.md.
+-- spawns a worker there by module name, asks it for squares, runs a function there,
+-- links to the worker and watches node b go down. The Erlang equivalent is in docs/distribution.md.
 local here = arg[0]:match("^(.*/)") or "./"
 local ospid = io.open("/proc/self/stat"):read("n")
 local tag = tostring(ospid)   -- names unique on this host
@@ -29,6 +29,18 @@ for x = 1, 5 do
   local _, _, y, where = lpvm.receive(function(t) return t == "result" end, 5000)
   print(string.format("%d^2 = %d (computed on %s)", x, y, where))
 end
+
+-- a function spawned there: the closure travels as bytecode with its upvalues (add
+-- and the body share `total`, over there too)
+local total = 0
+local function add(x) total = total + x return total end
+lpvm.spawn({node = bnode}, function(parent, xs)
+  for _, x in ipairs(xs) do add(x) end
+  lpvm.send(parent, "sum", lpvm.node(), total)
+end, lpvm.self(), {1, 2, 3})
+local _, where, sum = lpvm.receive(function(t) return t == "sum" end, 5000)
+print(string.format("a function on %s summed 1, 2, 3: %d (here total is still %d)", where,
+                    sum, total))
 
 -- node b goes away: the link and monitor_node say so, once each
 lpvm.trap_exit(true)

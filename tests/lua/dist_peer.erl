@@ -29,6 +29,10 @@ loop() ->
             From ! {rpc_result, rpc:call(node(From), binary_to_atom(M), binary_to_atom(F), A)};
         {<<"spawn_on">>, From, M, F, A} ->
             From ! {spawned, spawn(node(From), binary_to_atom(M), binary_to_atom(F), A)};
+        {<<"forged_fun">>, From} ->                    % damaged bytecode in a function term
+            Fun = {lpvm_fun, <<27, "LuaT", 0, "not bytecode">>, []},
+            From ! {lpvm_graph, {<<"forged">>, Fun}},
+            From ! {forged_spawned, spawn(node(From), erlang, apply, [{lpvm_graph, Fun}, {}])};
         stop ->
             halt()
     end,

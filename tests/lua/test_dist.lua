@@ -147,6 +147,20 @@ test("erlang:spawn(LpvmNode, M, F, A) starts a Lua process here", function()
   T.eq(r[3], me)
 end)
 
+test("a damaged function term from a peer reads as data; its spawn dies, the VM lives", function()
+  lpvm.send(agent, "forged_fun", lpvm.self())
+  -- the receive that meets it does not raise: the graph arrives as plain data
+  local r = T.recv_match(function(t) return t == "lpvm_graph" end, 15000)
+  T.eq(r[2][1], "forged")
+  T.eq(r[2][2][1], "lpvm_fun")
+  local sp = T.recv_match(function(t) return t == "forged_spawned" end, 15000)
+  T.eq(type(sp[2]), "userdata")
+  T.ok(T.wait_until(function() return lpvm.info(sp[2]) == nil end, 5000),
+       "the spawned process with a damaged function still runs")
+  lpvm.send(agent, "echo", lpvm.self(), "after")
+  T.eq(T.recv_match(function(t) return t == "echo_reply" end, 15000)[3], "after")
+end)
+
 test("a wrong cookie is refused both ways", function()
   local bad, badnode = start_peer("erlbad" .. tag, "wrong" .. cookie)
   -- its ping fails, so it never says hello; we refuse it and log why

@@ -490,6 +490,42 @@ test("names are cached per process, never past a rename or a delete", function()
   ets.delete("cached3")
 end)
 
+test("counters patched in place while readers look them up (read_concurrency)", function()
+  for _, opts in ipairs({{"set", "public", read_concurrency = true},
+                         {"set", "public", read_concurrency = true, write_concurrency = true},
+                         {"ordered_set", "public", read_concurrency = true}}) do
+    local t = ets.new("rcnt", opts)
+    for i = 1, 20 do ets.insert(t, {i, 0, "pad"}) end
+    local n = T.scaled(2000, 100)
+    local me = lpvm.self()
+    for w = 1, 4 do
+      lpvm.spawn(function()
+        for i = 1, n do ets.update_counter(t, (i + w) % 20 + 1, {2, 1}) end
+        lpvm.send(me, "done")
+      end)
+    end
+    for _ = 1, 2 do
+      lpvm.spawn(function()
+        local bad = 0
+        for i = 1, n do
+          local o = ets.lookup(t, i % 20 + 1)[1]
+          if #o ~= 3 or math.type(o[2]) ~= "integer" or o[3] ~= "pad" then bad = bad + 1 end
+        end
+        lpvm.send(me, "read", bad)
+      end)
+    end
+    for _ = 1, 4 do T.recv_match(function(tag) return tag == "done" end, 60000) end
+    for _ = 1, 2 do
+      local r = T.recv_match(function(tag) return tag == "read" end, 60000)
+      T.eq(r[2], 0)
+    end
+    local sum = 0
+    for i = 1, 20 do sum = sum + ets.lookup_element(t, i, 2) end
+    T.eq(sum, 4 * n)
+    ets.delete(t)
+  end
+end)
+
 test("many objects: the buckets grow and shrink, and deletion frees them", function()
   local t = ets.new("big", {"set", "public"})
   local n = T.scaled(100000, 5000)

@@ -123,6 +123,29 @@ test("a callback table that is no module travels, functions and all (docs/code.m
   gs.stop(pid)
 end)
 
+test("a server loads only the serving half: gen_client comes with the first client call", function()
+  local pid = gs.start({
+    init = function() return "ok", 0 end,
+    handle_call = function(req, _, s)
+      if req == "loaded" then return "reply", package.loaded.gen_client ~= nil, s end
+      -- a call from inside a server: the client half loads then, and works
+      local other = require("gen_server").start({
+        init = function() return "ok", 1 end,
+        handle_call = function(_, _, n) return "reply", n + 1, n end,
+      })
+      local r = require("gen_server").call(other, "x")
+      require("gen_server").stop(other)
+      return "reply", r, s
+    end,
+  })
+  T.eq(gs.call(pid, "loaded"), false, "a served process never needed it")
+  T.eq(gs.call(pid, "start another"), 2)
+  T.eq(gs.call(pid, "loaded"), true)
+  T.eq(type(require("gen").start), "function", "gen's client functions appear on use")
+  T.eq(require("gen").no_such_function, nil)
+  gs.stop(pid)
+end)
+
 test("deferred replies: noreply now, gen_server.reply later", function()
   local pid = assert(start())
   local me = lpvm.self()

@@ -6,6 +6,9 @@ local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
 -- Everything a process can see of its state: sorted, addresses left out.
 local function fingerprint(parent)
   local l = require "lpvm"
+  -- every global it uses is fetched first: a lazy global added while keys() walks
+  -- the globals table would make the walk undefined
+  local next, type, tostring, table, _G = next, type, tostring, table, _G
   local out = {}
   local function keys(t)
     if t == nil then return "none" end
@@ -77,8 +80,8 @@ local function dirty(parent)
   l.send(parent, "dirty")
 end
 
-local function run(fn, opts)
-  local pid, ref = lpvm.spawn_monitor(opts or {}, fn, lpvm.self())
+local function run(fn, opts, ...)
+  local pid, ref = lpvm.spawn_monitor(opts or {}, fn, lpvm.self(), ...)
   local got = T.recv()
   T.down(ref)
   return got, pid
@@ -147,6 +150,54 @@ test("many recycled processes in a row, some failing, some killed", function()
       T.eq(reason, "killed")
     end
   end
+end)
+
+-- C finalizers look their metatable up in the registry (luaL_checkudata): an open
+-- file of a recycled process is closed (and flushed) while its state is cleaned.
+test("a C finalizer finds its metatable while the state is cleaned: io files close", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(1)
+  local name = os.tmpname()
+  T.eq(run(function(parent, file)
+    local f = assert(io.open(file, "w"))
+    f:write("flushed by __gc")          -- left in the buffer: only fclose writes it
+    require("lpvm").send(parent, "open")
+  end, nil, name)[1], "open")
+  -- the same file from a process that gets the state next
+  local rec = run(fingerprint)
+  T.eq(rec[2], true, "the io process's state was recycled")
+  local f = assert(io.open(name))
+  T.eq(f:read("a"), "flushed by __gc")
+  f:close()
+  os.remove(name)
+  lpvm.recycle(old)
+end)
+
+-- The pool is shared by every worker: spawners on all of them take and give back
+-- states at once (a stress test for ThreadSanitizer).
+test("concurrent spawners share the pool", function()
+  local k, m = 8, T.scaled(300, 30)
+  local me = lpvm.self()
+  for s = 1, k do
+    lpvm.spawn(function(parent, s2, m2)
+      local l = require "lpvm"
+      local self = l.self()
+      for i = 1, m2 do
+        l.spawn(function(p, tag)
+          local l2 = require "lpvm"
+          if rawget(_G, "owner") ~= nil then l2.send(p, "dirty", owner) end
+          owner = tag
+          l2.send(p, "ok")
+        end, self, s2 * 100000 + i)
+      end
+      for _ = 1, m2 do
+        local r = l.receive()
+        if r ~= "ok" then l.send(parent, "dirty") return end
+      end
+      l.send(parent, "done", s2)
+    end, me, s, m)
+  end
+  for _ = 1, k do T.eq(T.recv()[1], "done") end
 end)
 
 -- warn's switch lives in the state: a predecessor's warn("@on") must not show.

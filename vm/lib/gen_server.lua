@@ -127,10 +127,6 @@ local function call_result(pid, ref, ok, ...)
   bad_return("handle_call", ...)
 end
 
-local function handle_call(pid, ref, request)
-  return call_result(pid, ref, xpcall(S.mod.handle_call, traceback, request, { pid, ref }, S.state))
-end
-
 -- System messages (vm/lib/sys.lua, OTP's sys): suspend, resume, get_state and
 -- change_code. Returns true when the request was "suspend".
 local function handle_system(pid, ref, request)
@@ -181,8 +177,8 @@ end
 
 -- One message: returns the next action.
 local function handle_common(n, tag, a, b, c, ...)
-  if tag == "$gen_call" and n == 4 then
-    return handle_call(a, b, c)
+  if tag == "$gen_call" and n == 4 then    -- a call: from = {pid, ref}
+    return call_result(a, b, xpcall(S.mod.handle_call, traceback, c, { a, b }, S.state))
   elseif tag == "$gen_cast" and n == 2 then
     return noreply_result("handle_cast", run(xpcall(S.mod.handle_cast, traceback, a, S.state)))
   elseif tag == "$gen_stop" and n == 2 then
