@@ -65,6 +65,8 @@ local ROWS = {
     quick = { "10", "1000" }, figures = { { "per_msg_ns", "10-byte message", "ns/msg" } } },
   { name = "msg100k", beam = "msgsize.escript", lpvm = "msgsize.lua", args = { "100000", "20000" },
     quick = { "100000", "50" }, figures = { { "per_msg_ns", "100 KB message (string)", "ns/msg" } } },
+  { name = "msg100k_bin", beam = "msgsize.escript", lpvm = "msgsize_bin.lua", args = { "100000", "200000" },
+    quick = { "100000", "50" }, figures = { { "per_msg_ns", "100 KB message (lpvm.binary)", "ns/msg" } } },
   { name = "call", beam = "micro.escript", lpvm = "micro.lua", args = { "call" },
     quick = { "call", "1000" }, figures = { { "per_op_ns", "request/reply with receive timeout", "ns/call" } } },
   { name = "timer_after", beam = "micro.escript", lpvm = "micro.lua", args = { "timer_after" },
