@@ -112,8 +112,17 @@ static inline lproc *lproc_of(lua_State *L) {
 lproc *lproc_check(lua_State *L);          /* raises if L is not a process */
 int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
 void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
+void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */
+size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */
+
+/* lproc_pool.c: recycled states */
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_recycle_get(void);             /* the bound */
+void lproc_pool_setup(int bound);
+void lproc_pool_teardown(int bound);     /* closes every pooled state; bound for the next VM */
+lua_State *lproc_pool_take(void);        /* a cleaned state, or NULL */
+void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the pool's yardstick */
+void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
 int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */

@@ -1,5 +1,5 @@
 -- test_recycle.lua -- a recycled Lua state is indistinguishable from a new one
--- (lpvm.recycle, vm/lproc.c clean_cf): recycling is on by default, so every short
+-- (lpvm.recycle, vm/lproc_pool.c clean_cf): recycling is on by default, so every short
 -- process may run in a state another process used before.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
 

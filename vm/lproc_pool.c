@@ -1,0 +1,225 @@
+/*
+** lproc_pool.c -- recycled Lua states: a finished process's state, cleaned until
+** nothing of its owner shows, waits in a bounded pool for the next spawn.
+**
+** Why: lua_newstate and the first touches of a new state's pages are about half of a
+** spawn + exit (docs/performance.md, "Spawn and exit"). A recycled state must be
+** indistinguishable from a new one (tests/lua/test_recycle.lua checks each part):
+** registry, globals, every basic type's metatable, GC mode and parameters, hooks,
+** warnings, heap limit. The cleaning (clean_cf) runs protected in the finished state
+** on the worker that ran its process; the pool itself is a mutex-guarded stack
+** shared by all workers (pool.mu guards v, n, cap; bound is read without it).
+*/
+#include <lauxlib.h>
+#include <lualib.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lpvm/lpvm.h"
+#include "vm/lproc_int.h"
+
+static struct {
+  pthread_mutex_t mu;
+  lua_State **v;
+  int n, cap;
+  _Atomic int bound;
+} pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+
+/* A cleaned state goes back to the pool only if it holds at most this many bytes more
+** than a new one (fresh_bytes, measured on the first new state): a process that grew
+** its registry, string table or call-info list gives back a state that stays bigger,
+** and a leftover of its previous owner would show there too. */
+#define LPROC_POOL_SLACK 1024
+static _Atomic size_t fresh_bytes;
+
+static size_t pool_max_bytes(void) {
+  size_t f = atomic_load_explicit(&fresh_bytes, memory_order_relaxed);
+  return f ? f + LPROC_POOL_SLACK : 0;
+}
+
+void lproc_pool_fresh(lua_State *L) {
+  if (!atomic_load_explicit(&fresh_bytes, memory_order_relaxed))
+    atomic_store_explicit(&fresh_bytes, lproc_state_bytes(L), memory_order_relaxed);
+}
+
+void lproc_pool_setup(int bound) { atomic_store(&pool.bound, bound); }
+
+lua_State *lproc_pool_take(void) {
+  lua_State *L = NULL;
+  if (atomic_load_explicit(&pool.bound, memory_order_relaxed) == 0) return NULL;
+  pthread_mutex_lock(&pool.mu);
+  if (pool.n > 0) L = pool.v[--pool.n];
+  pthread_mutex_unlock(&pool.mu);
+  return L;
+}
+
+/* ---- the cleaning ------------------------------------------------------------------------- */
+
+/* A C library's finalizer finds its objects' metatable in the registry by name
+** (luaL_checkudata: io's files, lpeg's patterns, luasocket's sockets) and fails
+** without it: the file stays open, the pattern's code is never freed. So the first
+** wipe keeps, for the collection that runs the finalizers, the metatables
+** luaL_newmetatable made (tables with a __name) and the loaded C libraries (_CLIBS,
+** the oldest object with a finalizer: its dlclose runs after the others). Key at -2,
+** value at -1. */
+static int needed_by_finalizers(lua_State *L) {
+  if (lua_type(L, -2) != LUA_TSTRING) return 0;
+  if (strcmp(lua_tostring(L, -2), "_CLIBS") == 0) return 1;
+  if (lua_type(L, -1) != LUA_TTABLE) return 0;
+  lua_pushliteral(L, "__name");
+  int named = lua_rawget(L, -2) == LUA_TSTRING;
+  lua_pop(L, 1);
+  return named;
+}
+
+/* Empty the registry but for the main thread; the first time keep what finalizers
+** need (returns how many entries), else install a new globals table. */
+static int wipe_registry(lua_State *L, int first) {
+  int kept = 0;
+  lua_pushnil(L);
+  while (lua_next(L, LUA_REGISTRYINDEX)) {
+    int keep = first && needed_by_finalizers(L);
+    lua_pop(L, 1);
+    kept += keep;
+    if (keep || (lua_isinteger(L, -1) && lua_tointeger(L, -1) == LUA_RIDX_MAINTHREAD))
+      continue;
+    lua_pushvalue(L, -1);
+    lua_pushnil(L);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+  }
+  if (first) return kept;
+  lua_newtable(L);
+  lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  return 0;
+}
+
+static int clean_cf(lua_State *L);
+
+/* The metatables of the basic types (debug.setmetatable, the string library, pids). */
+static void clear_type_metatables(lua_State *L) {
+  lua_settop(L, 0);
+  lua_pushnil(L);
+  lua_pushboolean(L, 0);
+  lua_pushlightuserdata(L, NULL);
+  lua_pushinteger(L, 0);
+  lua_pushliteral(L, "");
+  lua_pushcfunction(L, clean_cf);
+  lua_pushthread(L);
+  for (int i = 1; i <= 7; i++) {
+    if (!lua_getmetatable(L, i)) continue;   /* most have none: a look is cheaper */
+    lua_pushnil(L);
+    lua_replace(L, -2);
+    lua_setmetatable(L, i);
+  }
+  lua_settop(L, 0);
+}
+
+/* Lua 5.4's defaults (LUAI_GCPAUSE, LUAI_GCMUL, LUAI_GCSTEPSIZE): what a new state has. */
+static void reset_gc_params(lua_State *L) {
+  lua_gc(L, LUA_GCINC, 200, 100, 13);   /* also leaves generational mode */
+  /* RESTART zeroes the GC debt, which would start a collection at the next
+  ** allocation: only a stopped collector gets it. */
+  if (!lua_gc(L, LUA_GCISRUNNING, 0)) lua_gc(L, LUA_GCRESTART, 0);
+}
+
+/* Clean a finished state for the next owner: nothing of this one may show (the
+** test "a recycled state is a fresh one" in tests/lua/test_recycle.lua checks each
+** part). Runs protected; the state has been reset (no frames, no pending
+** to-be-closed). The old owner's objects are all unreachable once the registry and
+** the basic types' metatables are cleared, so the full collection runs every
+** finalizer of theirs now, while the state is nobody's; whatever a finalizer leaves
+** behind is cleared again. A finalizer that makes a new table or userdata might have
+** registered another finalizer, which would run in the next owner's life: the
+** allocator sets clean_new then, and the state is closed instead. (One that gives an
+** existing object a finalizing metatable again, making nothing, is not seen.) */
+static void watched_collect(lproc *p, lua_State *L) {
+  p->clean_watch = 1;
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  p->clean_watch = 0;
+}
+
+static int clean_cf(lua_State *L) {
+  lproc *p = lproc_of(L);
+  clear_type_metatables(L);
+  int kept = wipe_registry(L, 1);
+  reset_gc_params(L);
+  p->clean_new = 0;
+  watched_collect(p, L);         /* old owner's finalizers run now... */
+  clear_type_metatables(L);      /* ...and whatever they stored goes too */
+  wipe_registry(L, 0);
+  reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
+  if (kept && !p->clean_new) watched_collect(p, L);   /* what the first wipe kept */
+  /* Each collection halves a string table that is less than a quarter full: a
+  ** process that made many strings needs one or two more to give a small state. */
+  for (int i = 0; i < 2 && !p->clean_new && lproc_state_bytes(L) > pool_max_bytes(); i++)
+    watched_collect(p, L);
+  if (p->clean_new) return 0;
+  lproc_state_init(L);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* Give the state to the pool if there is room and it cleans; else close it. */
+void lproc_pool_release(lproc *p) {
+  lua_State *L = p->L;
+  p->L = NULL;
+  p->helper = NULL;
+  p->max_heap = 0;
+  p->closing = 1;
+  p->slices = 0;
+  lproc_slice_closing(L);   /* finalizers are bounded by the hook */
+  int bound = atomic_load(&pool.bound);
+  int room = 0;
+  if (bound > 0) {
+    pthread_mutex_lock(&pool.mu);
+    room = pool.n < bound;
+    pthread_mutex_unlock(&pool.mu);
+  }
+  if (room && lua_resetthread(L) == LUA_OK) {
+    lua_pushcfunction(L, clean_cf);
+    int clean = lua_pcall(L, 0, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+    lua_settop(L, 0);
+
+    if (clean && !p->heap_refused && lproc_state_bytes(L) <= pool_max_bytes()) {
+      lua_setallocf(L, lproc_alloc, NULL);
+      pthread_mutex_lock(&pool.mu);
+      if (pool.n < atomic_load(&pool.bound)) {
+        if (pool.n == pool.cap) {
+          int cap = pool.cap ? pool.cap * 2 : 16;
+          lua_State **v = realloc(pool.v, (size_t)cap * sizeof *v);
+          if (v) pool.v = v, pool.cap = cap;
+        }
+        if (pool.n < pool.cap) {
+          pool.v[pool.n++] = L;
+          L = NULL;
+        }
+      }
+      pthread_mutex_unlock(&pool.mu);
+      if (!L) return;
+      lua_setallocf(L, lproc_alloc, p);
+    }
+  }
+  lua_close(L);
+}
+
+int lproc_recycle_get(void) { return atomic_load(&pool.bound); }
+
+int lproc_recycle_set(int n) {
+  int old = atomic_exchange(&pool.bound, n < 0 ? 0 : n);
+  pthread_mutex_lock(&pool.mu);
+  while (pool.n > n && pool.n > 0) lua_close(pool.v[--pool.n]);
+  pthread_mutex_unlock(&pool.mu);
+  return old;
+}
+
+void lproc_pool_teardown(int bound) {
+  lproc_recycle_set(0);
+  pthread_mutex_lock(&pool.mu);
+  free(pool.v);
+  pool.v = NULL;
+  pool.cap = 0;
+  pthread_mutex_unlock(&pool.mu);
+  atomic_store(&pool.bound, bound);
+}
