@@ -54,7 +54,7 @@ void lpvm_config_init(lpvm_config *cfg) {
 
 static int online_cpus(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+  return n < 1 ? 1 : n > SCHED_MAX_WORKERS ? SCHED_MAX_WORKERS : (int)n;
 }
 
 /* tasks/ calls it when the last live task dies: wake lpvm_wait and lpvm_stop. */
@@ -69,7 +69,7 @@ int lpvm_start(const lpvm_config *cfg) {
   if (cfg) c = *cfg;
   else lpvm_config_init(&c);
   if (R.running) return LPVM_ESTATE;
-  if (c.workers < 0 || c.workers > 64) return LPVM_EINVAL;
+  if (c.workers < 0 || c.workers > SCHED_MAX_WORKERS) return LPVM_EINVAL;
   int rc = tasks_init(c.max_tasks ? c.max_tasks : DEFAULT_MAX_TASKS, all_dead);
   if (rc) return rc;
   if ((rc = timer_service_start(NULL)) != 0) goto fail_timer;

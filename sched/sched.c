@@ -374,7 +374,7 @@ static int sleep_until_kicked(worker *w) {
 ** and whoever queues on a sleeper wakes it (enqueue), so sleeping while another
 ** worker has work waiting leaves that work to a worker that is awake. */
 static lpvm_task *wait_for_work(worker *w) {
-  sighting seen[64] = {{0}};
+  sighting seen[SCHED_MAX_WORKERS] = {{0}};
   lpvm_task *t;
   for (int i = 0; i == 0 || i < S.spin; i++) {  /* look at least once */
     if (atomic_load_explicit(&S.stop, memory_order_relaxed)) return NULL;
@@ -450,7 +450,7 @@ static void *worker_main(void *arg) {
 /* ---- start, stop, introspection ---------------------------------------------------------- */
 
 int sched_start(int workers, int worker_cache, int spin) {
-  if (workers < 1 || workers > 64) return LPVM_EINVAL;
+  if (workers < 1 || workers > SCHED_MAX_WORKERS) return LPVM_EINVAL;
   S.w = aligned_alloc(64, sizeof(worker) * (size_t)workers);
   if (!S.w) return LPVM_ENOMEM;
   memset(S.w, 0, sizeof(worker) * (size_t)workers);
@@ -514,7 +514,8 @@ int sched_worker_index(void) { return self_w ? self_w->index : -1; }
 
 void sched_fill_stats(lpvm_vmstats *out) {
   out->workers = S.n;
-  for (int i = 0; i < S.n && i < 64; i++) {
+  int n = (int)(sizeof out->worker / sizeof out->worker[0]);
+  for (int i = 0; i < S.n && i < n; i++) {
     worker *w = &S.w[i];
     lpvm_worker_stats *o = &out->worker[i];
     o->runs = atomic_load_explicit(&w->runs, memory_order_relaxed);

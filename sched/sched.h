@@ -9,6 +9,10 @@
 #include "lpvm/task.h"
 #include "tasks/task_sched.h"
 
+/* The most workers a VM runs (sched_start refuses more; an idle worker keeps one
+** sighting per other worker on its stack). */
+#define SCHED_MAX_WORKERS 64
+
 int sched_start(int workers, int worker_cache, int spin);
 void sched_stop(void);
 void sched_fill_stats(lpvm_vmstats *out);

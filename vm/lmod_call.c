@@ -9,8 +9,9 @@
 ** every decode of the reply looks up in the state's reference table (lmod_push_ref);
 ** on the gen_server.call benchmark that table and the garbage it makes were a third
 ** of the caller's time. Here the reference never reaches Lua code: it is made, sent
-** (from a throwaway userdata, not interned), waited for and dropped in C, and only the
-** reply's values after it are decoded.
+** (from one userdata per state, rewritten for each call and never interned:
+** lmod_push_ref_temp), waited for and dropped in C, and only the reply's values after
+** it are decoded.
 **
 ** The protocol is receive_ref's (lmod_msg.c): the reference is also an alias, so the
 ** server's send_alias reply is tagged with it and a reply that comes after the caller
