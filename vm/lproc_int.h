@@ -87,6 +87,7 @@ typedef struct lproc {
   uint8_t want_thread;      /* migrate(): wanted mode */
   uint8_t tries;            /* migrate(): steps waited */
   uint8_t pid_mt;           /* the pid metatable is installed */
+  int ref_mt;               /* registry index of the reference metatable (lmod.c), 0: none yet */
   uint8_t closing;          /* terminate: the state is being closed */
   uint8_t sched_yield;      /* a coroutine yielded for the scheduler (see llibs.c) */
   uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
