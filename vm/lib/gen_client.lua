@@ -153,15 +153,18 @@ end
 function C.install_client(M, behaviour)
   local n_start, n_link = behaviour .. ".start", behaviour .. ".start_link"
   local n_call, n_stop = behaviour .. ".call", behaviour .. ".stop"
-  local call = C.call
   rawset(M, "start", function(mod, args, opts)
     return C.start(behaviour, false, mod, args, opts, n_start)
   end)
   rawset(M, "start_link", function(mod, args, opts)
     return C.start(behaviour, true, mod, args, opts, n_link)
   end)
-  rawset(M, "call", function(server, request, timeout)
-    return call(server, "$gen_call", request, timeout, n_call)
+  rawset(M, "call", function(server, request, timeout)   -- C.call, one Lua call less
+    local t = type(server)
+    if t ~= "string" and t ~= "userdata" then check_server(server, n_call) end
+    if timeout == nil then timeout = gen.DEFAULT_TIMEOUT
+    else timeout = C.check_timeout(timeout, 3, n_call) end
+    return (lpvm_call(server, "$gen_call", request, timeout))
   end)
   rawset(M, "stop", function(server, reason, timeout)
     return C.stop(server, reason, timeout, n_stop)
