@@ -265,8 +265,8 @@ static int lmod_index(lua_State *L) {
     return 1;
   }
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns, lmod_bin_fns};
-  for (int t = 0; t < 6; t++)
+                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns};
+  for (int t = 0; t < 7; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++)
       if (strcmp(f->name, k) == 0) {
         lua_pushcfunction(L, f->fn);
@@ -281,8 +281,8 @@ static int lmod_index(lua_State *L) {
 /* pairs(lpvm) should list every function: load them all first. */
 static int lmod_pairs(lua_State *L) {
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns, lmod_bin_fns};
-  for (int t = 0; t < 6; t++)
+                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns};
+  for (int t = 0; t < 7; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++) {
       lua_pushcfunction(L, f->fn);
       lua_setfield(L, 1, f->name);

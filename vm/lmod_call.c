@@ -47,6 +47,7 @@ static int call_done(lua_State *L, lproc *p, lpvm_msg *m) {
   lmod_recv_finish(p);
   lmod_mbox_take(p, m);
   lmod_alias_del(p, ref);   /* whatever happens next, no late reply may land */
+  int one = lua_toboolean(L, 1);
   lua_settop(L, 0);
   p->owned = m;             /* a failed decode (out of memory) must not leak it */
   int n;
@@ -66,6 +67,10 @@ static int call_done(lua_State *L, lproc *p, lpvm_msg *m) {
   p->owned = NULL;
   lpvm_msg_free(m);
   call_end(p, ref);
+  if (one && n != 1) {
+    lua_settop(L, 1);
+    n = 1;
+  }
   return n;
 }
 
@@ -78,7 +83,7 @@ static int call_k(lua_State *L, int status, lua_KContext ctx) {
   return call_loop(L, p);
 }
 
-/* Stack: [1] nil, [2] the timeout or nil. */
+/* Stack: [1] true for one value only (caller's functions) or nil, [2] the timeout or nil. */
 static int call_loop(lua_State *L, lproc *p) {
   lpvm_msg *m = lmod_ref_next(p);
   if (m) return call_done(L, p, m);
@@ -102,14 +107,9 @@ static lpvm_msg *call_msg(lua_State *L, lproc *p, uint64_t ref, char *err) {
   return m;
 }
 
-int lmod_call(lua_State *L) {
-  lproc *p = lproc_check(L);
-  lmod_check_wait(L, p, "call");
-  int is_name;
-  lpvm_id to = lmod_check_dest(L, 1, &is_name);
-  luaL_checkany(L, 3);
-  int64_t ms = lua_isnoneornil(L, 4) ? -1 : lmod_check_ms(L, 4);
-  luaL_argexpected(L, lua_gettop(L) < 5, 5, "no value");
+/* The call from its checked arguments (stack: [2] label, [3] request): monitor with
+** an alias, send, wait. */
+static int call_begin(lua_State *L, lproc *p, lpvm_id to, int64_t ms, int one) {
   if (!to) {   /* an unregistered name */
     lua_pushliteral(L, "noproc");
     return lua_error(L);
@@ -131,9 +131,141 @@ int lmod_call(lua_State *L) {
   }
   lpvm_send_msg(&p->task, to, m);
   lua_settop(L, 0);
-  lua_pushnil(L);
+  if (one) lua_pushboolean(L, 1);
+  else lua_pushnil(L);
   if (ms < 0) lua_pushnil(L);
   else lua_pushinteger(L, ms);
   lmod_ref_wait_begin(p, ref);
   return call_loop(L, p);
 }
+
+int lmod_call(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lmod_check_wait(L, p, "call");
+  int is_name;
+  lpvm_id to = lmod_check_dest(L, 1, &is_name);
+  luaL_checkany(L, 3);
+  int64_t ms = lua_isnoneornil(L, 4) ? -1 : lmod_check_ms(L, 4);
+  luaL_argexpected(L, lua_gettop(L) < 5, 5, "no value");
+  (void)is_name;
+  return call_begin(L, p, to, ms, 0);
+}
+
+/* ---- caller: gen_server.call as one C function ------------------------------------ */
+
+/* The closure caller(label, fname, default_ms) made: f(server, request [, timeout_ms])
+** is (lpvm.call(server, label, request, timeout_ms or default_ms)), the reply's first
+** value only, with its argument errors named as fname's (upvalues: [1] label, [2] fname, [3] default_ms). */
+static int caller_call(lua_State *L) {
+  const char *fname = lua_tostring(L, lua_upvalueindex(2));
+  int t = lua_type(L, 1);
+  if (t != LUA_TSTRING && t != LUA_TLIGHTUSERDATA)
+    return luaL_error(L, "bad argument #1 to '%s' (pid or name expected, got %s)", fname,
+                      luaL_typename(L, 1));
+  lproc *p = lproc_check(L);
+  lmod_check_wait(L, p, fname);
+  int64_t ms;
+  if (lua_isnoneornil(L, 3)) {
+    ms = (int64_t)lua_tointeger(L, lua_upvalueindex(3));
+  } else {
+    lua_Number v = lua_tonumber(L, 3);
+    if (lua_type(L, 3) != LUA_TNUMBER || !(v >= 0))
+      return luaL_error(L, "bad argument #3 to '%s' (timeout in ms >= 0 or math.huge expected, got %s)",
+                        fname, lua_type(L, 3) == LUA_TNUMBER ? lua_tostring(L, 3) : luaL_typename(L, 3));
+    ms = lmod_check_ms(L, 3);
+  }
+  int is_name;
+  lpvm_id to = lmod_check_dest(L, 1, &is_name);
+  lua_settop(L, 2);                           /* [1] server [2] request */
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 2);                           /* [2] label [3] request */
+  (void)is_name;
+  return call_begin(L, p, to, ms, 1);
+}
+
+/* caller(label, fname [, default_ms = 5000]) -> f(server, request [, timeout_ms]). */
+static int lmod_caller(lua_State *L) {
+  luaL_checkstring(L, 1);
+  luaL_checkstring(L, 2);
+  lua_Integer ms = luaL_optinteger(L, 3, 5000);
+  luaL_argcheck(L, ms >= 0, 3, "timeout must be >= 0");
+  lua_settop(L, 2);
+  lua_pushinteger(L, ms);
+  lua_pushcclosure(L, caller_call, 3);
+  return 1;
+}
+
+/* ---- handle_call: the server's side of a call --------------------------------------- */
+
+/* Stack: [1] f [2] msgh [3] request [4] pid [5] ref [6] state, then f's results (or the
+** error its message handler made, status not OK). A "reply" goes back at once, as
+** send_alias(pid, ref, reply) would send it: true, new state, action; anything else
+** (and a reply to another node's caller) comes back for the Lua side as false and
+** {n = N, ok, results...}, xpcall's results packed. */
+static int handle_done(lua_State *L, int status) {
+  int top = lua_gettop(L), nres = top - 6;
+  int ok = status == LUA_OK || status == LUA_YIELD;
+  if (ok && nres >= 1 && lmod_streq(L, 7, "reply")) {
+    lpvm_id to = lmod_to_pid(L, 4);
+    uint64_t ref = lmod_to_ref(L, 5);
+    if (to && ref && !lpvm_id_is_remote(to)) {
+      lproc *p = lproc_of(L);
+      char err[LTERM_ERRSZ];
+      lua_pushvalue(L, 5);
+      if (nres >= 2) lua_pushvalue(L, 8);
+      else lua_pushnil(L);
+      lpvm_msg *m = lterm_msg(L, -2, 2, err);
+      if (!m) return luaL_error(L, "send_alias: %s", err);
+      m->ref = ref;
+      lpvm_send_msg(&p->task, to, m);
+      lua_pushboolean(L, 1);
+      if (nres >= 3) lua_pushvalue(L, 9);
+      else lua_pushnil(L);
+      if (nres >= 4) lua_pushvalue(L, 10);
+      else lua_pushnil(L);
+      return 3;
+    }
+  }
+  if (!ok) nres = 1;   /* the error object, on top */
+  lua_createtable(L, nres + 1, 1);
+  lua_pushboolean(L, ok);
+  lua_rawseti(L, -2, 1);
+  for (int i = 0; i < nres; i++) {
+    lua_pushvalue(L, top - nres + 1 + i);
+    lua_rawseti(L, -2, i + 2);
+  }
+  lua_pushinteger(L, nres + 1);
+  lua_setfield(L, -2, "n");
+  lua_pushboolean(L, 0);
+  lua_insert(L, -2);
+  return 2;
+}
+
+static int handle_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)ctx;
+  return handle_done(L, status);
+}
+
+/* handle_call(f, msgh, request, pid, ref, state): f(request, {pid, ref}, state) under
+** msgh, as xpcall(f, msgh, ...); a "reply" is sent here (gen_server.lua's loop, one
+** C call instead of xpcall, a Lua function for the result and send_alias). */
+static int lmod_handle_call(lua_State *L) {
+  luaL_checkany(L, 1);
+  luaL_checkany(L, 2);
+  luaL_checkany(L, 5);
+  lua_settop(L, 6);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 3);
+  lua_createtable(L, 2, 0);
+  lua_pushvalue(L, 4);
+  lua_rawseti(L, -2, 1);
+  lua_pushvalue(L, 5);
+  lua_rawseti(L, -2, 2);
+  lua_pushvalue(L, 6);
+  return handle_done(L, lua_pcallk(L, 3, LUA_MULTRET, 2, 0, handle_k));
+}
+
+const lmod_fn lmod_call_fns[] = {   /* "call" is in lmod_msg_fns, beside receive_ref */
+    {"caller", lmod_caller},
+    {"handle_call", lmod_handle_call},
+    {NULL, NULL}};

@@ -206,6 +206,7 @@ extern const lmod_fn lmod_dist_fns[];   /* lmod_dist.c: distribution */
 int lmod_dist_spawn(lua_State *L, int link);
 extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
 extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */
+extern const lmod_fn lmod_call_fns[];   /* lmod_call.c: caller, handle_call */
 extern const lmod_fn lmod_bin_fns[];    /* lmod_bin.c: binary, is_binary, binary_stats */
 /* lmod_bin.c: the shared binary at idx (its buffer, and the range shown), or NULL. */
 struct lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len);

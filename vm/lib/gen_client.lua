@@ -159,13 +159,8 @@ function C.install_client(M, behaviour)
   rawset(M, "start_link", function(mod, args, opts)
     return C.start(behaviour, true, mod, args, opts, n_link)
   end)
-  rawset(M, "call", function(server, request, timeout)   -- C.call, one Lua call less
-    local t = type(server)
-    if t ~= "string" and t ~= "userdata" then check_server(server, n_call) end
-    if timeout == nil then timeout = gen.DEFAULT_TIMEOUT
-    else timeout = C.check_timeout(timeout, 3, n_call) end
-    return (lpvm_call(server, "$gen_call", request, timeout))
-  end)
+  -- C.call as one C function (vm/lmod_call.c); gen.DEFAULT_TIMEOUT is read now
+  rawset(M, "call", lpvm.caller("$gen_call", n_call, gen.DEFAULT_TIMEOUT))
   rawset(M, "stop", function(server, reason, timeout)
     return C.stop(server, reason, timeout, n_stop)
   end)

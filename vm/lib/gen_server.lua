@@ -26,6 +26,7 @@ local gen = require "gen"
 local M = {}
 
 local receive, send_alias, pack, select, xpcall = lpvm.receive, lpvm.send_alias, table.pack, select, xpcall
+local handle_call = lpvm.handle_call
 local traceback = gen.traceback
 
 -- ---- the client API -------------------------------------------------------------
@@ -205,7 +206,13 @@ local function dispatch(...)
   local n = select("#", ...)
   local tag, a, b, c = ...
   if tag == "$gen_call" and n == 4 then
-    return call_result(a, b, xpcall(S.mod.handle_call, traceback, c, { a, b }, S.state))
+    -- handle_call(req, {a, b}, state) under traceback; a "reply" is sent in C
+    local replied, st, act = handle_call(S.mod.handle_call, traceback, c, a, b, S.state)
+    if replied then
+      S.state = st
+      return act
+    end
+    return call_result(a, b, table.unpack(st, 1, st.n))
   end
   return handle_common(n, ...)
 end
