@@ -96,8 +96,23 @@ static int call_loop(lua_State *L, lproc *p) {
 }
 
 /* Encode {label, self, ref, request} (stack: [2] label, [3] request) in a message, as
-** send would; NULL with err set on a value that cannot travel. */
+** send would; NULL with err set on a value that cannot travel. A string label and a
+** request without functions (the usual call) are written straight into the scratch
+** buffer: the reference needs no userdata and the encoder no type tests for the
+** first three; a function in the request (a graph, lfun.c) takes the general way. */
 static lpvm_msg *call_msg(lua_State *L, lproc *p, uint64_t ref, char *err) {
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lpvm_tbuf *b = lterm_msg_begin();
+    if (b) {
+      size_t len;
+      const char *label = lua_tolstring(L, 2, &len);
+      lpvm_put_tuple(b, 4);
+      lpvm_put_binary(b, label, len);
+      lpvm_put_pid(b, p->task.id);
+      lpvm_put_ref(b, ref);
+      if (lterm_put_shared(L, 3, b, err) == 0) return lterm_msg_end(b, err);
+    }
+  }
   lua_pushvalue(L, 2);
   lmod_push_pid(L, p->task.id);
   lmod_push_ref_temp(L, ref);
