@@ -212,6 +212,23 @@ static int lmod_caller(lua_State *L) {
 
 /* ---- handle_call: the server's side of a call --------------------------------------- */
 
+/* The reply {ref, value} (value at idx; [5] the reference) as send_alias(pid, ref,
+** value) encodes it; a value without functions straight into the scratch builder, as
+** call_msg. */
+static lpvm_msg *reply_msg(lua_State *L, uint64_t ref, int idx, char *err) {
+  lpvm_tbuf *b = lterm_msg_begin();
+  if (b) {
+    lpvm_put_tuple(b, 2);
+    lpvm_put_ref(b, ref);
+    if (lterm_put_shared(L, idx, b, err) == 0) return lterm_msg_end(b, err);
+  }
+  lua_pushvalue(L, 5);
+  lua_pushvalue(L, idx);
+  lpvm_msg *m = lterm_msg(L, -2, 2, err);
+  lua_pop(L, 2);
+  return m;
+}
+
 /* Stack: [1] f [2] msgh [3] request [4] pid [5] ref [6] state, then f's results (or the
 ** error its message handler made, status not OK). A "reply" goes back at once, as
 ** send_alias(pid, ref, reply) would send it: true, new state, action; anything else
@@ -226,10 +243,8 @@ static int handle_done(lua_State *L, int status) {
     if (to && ref && !lpvm_id_is_remote(to)) {
       lproc *p = lproc_of(L);
       char err[LTERM_ERRSZ];
-      lua_pushvalue(L, 5);
-      if (nres >= 2) lua_pushvalue(L, 8);
-      else lua_pushnil(L);
-      lpvm_msg *m = lterm_msg(L, -2, 2, err);
+      if (nres < 2) lua_pushnil(L);
+      lpvm_msg *m = reply_msg(L, ref, nres >= 2 ? 8 : lua_gettop(L), err);
       if (!m) return luaL_error(L, "send_alias: %s", err);
       m->ref = ref;
       lpvm_send_msg(&p->task, to, m);

@@ -144,6 +144,7 @@ test("handle_call: a reply is sent at once, anything else comes back as xpcall's
       if req == "noreply" then return "noreply", s + 1, "act" end
       if req == "boom" then error("boom") end
       if req == "from" then return "reply", from, s end
+      if req == "fn" then return "reply", function() return s + 41 end, s end
       return "reply", req, s + 1, "act", "extra"
     end
     while true do
@@ -174,6 +175,8 @@ test("handle_call: a reply is sent at once, anything else comes back as xpcall's
   T.eq(r[1], "other")
   T.eq(r[2].n, 2)
   T.eq(r[2][1], false)
+  T.eq(lpvm.call(srv, "l", "fn")(), 42, "a reply holding a function travels")
+  T.eq(T.recv()[1], "replied")
   local from = lpvm.call(srv, "l", "from")
   T.eq(from[1], me, "from = {pid, ref}")
   T.eq(T.recv()[1], "replied")
