@@ -210,7 +210,7 @@ static int lmod_caller(lua_State *L) {
   return 1;
 }
 
-/* ---- handle_call: the server's side of a call --------------------------------------- */
+/* ---- handle_call and dispatcher: the server's side of a call ------------------------- */
 
 /* The reply {ref, value} (value at idx; [5] the reference) as send_alias(pid, ref,
 ** value) encodes it; a value without functions straight into the scratch builder, as
@@ -229,12 +229,32 @@ static lpvm_msg *reply_msg(lua_State *L, uint64_t ref, int idx, char *err) {
   return m;
 }
 
+/* A dispatcher's upvalues (see lmod_dispatcher). */
+enum { UP_SERVER = 1, UP_MSGH, UP_ON_RESULT, UP_ON_OTHER };
+
+static int ret_k(lua_State *L, int status, lua_KContext base) {
+  (void)status;
+  return lua_gettop(L) - (int)base;
+}
+
+/* Call the function at `fn` with the `nargs` values on top, returning what it returns
+** (a tail call from C: it may wait). */
+static int tail_call(lua_State *L, int fn, int nargs) {
+  int base = lua_gettop(L) - nargs;
+  lua_pushvalue(L, fn);
+  lua_insert(L, base + 1);
+  lua_callk(L, nargs, LUA_MULTRET, base, ret_k);
+  return lua_gettop(L) - base;
+}
+
 /* Stack: [1] f [2] msgh [3] request [4] pid [5] ref [6] state, then f's results (or the
 ** error its message handler made, status not OK). A "reply" goes back at once, as
-** send_alias(pid, ref, reply) would send it: true, new state, action; anything else
-** (and a reply to another node's caller) comes back for the Lua side as false and
-** {n = N, ok, results...}, xpcall's results packed. */
-static int handle_done(lua_State *L, int status) {
+** send_alias(pid, ref, reply) would send it: handle_call returns true, new state,
+** action; a dispatcher stores the new state in server.state and returns the action.
+** Anything else (and a reply to another node's caller) is for the Lua side:
+** handle_call returns false and {n = N, ok, results...} (xpcall's results packed), a
+** dispatcher returns on_result(pid, ref, ok, results...). */
+static int handle_done(lua_State *L, int status, int dispatcher) {
   int top = lua_gettop(L), nres = top - 6;
   int ok = status == LUA_OK || status == LUA_YIELD;
   if (ok && nres >= 1 && lmod_streq(L, 7, "reply")) {
@@ -248,15 +268,31 @@ static int handle_done(lua_State *L, int status) {
       if (!m) return luaL_error(L, "send_alias: %s", err);
       m->ref = ref;
       lpvm_send_msg(&p->task, to, m);
-      lua_pushboolean(L, 1);
-      if (nres >= 3) lua_pushvalue(L, 9);
-      else lua_pushnil(L);
+      if (dispatcher) {
+        if (nres >= 3) lua_pushvalue(L, 9);
+        else lua_pushnil(L);
+        lua_setfield(L, lua_upvalueindex(UP_SERVER), "state");
+      } else {
+        lua_pushboolean(L, 1);
+        if (nres >= 3) lua_pushvalue(L, 9);
+        else lua_pushnil(L);
+      }
       if (nres >= 4) lua_pushvalue(L, 10);
       else lua_pushnil(L);
-      return 3;
+      return dispatcher ? 1 : 3;
     }
   }
   if (!ok) nres = 1;   /* the error object, on top */
+  if (dispatcher) {    /* on_result(pid, ref, ok, results...) */
+    luaL_checkstack(L, 4, "too many results");
+    lua_pushvalue(L, 4);
+    lua_insert(L, top - nres + 1);
+    lua_pushvalue(L, 5);
+    lua_insert(L, top - nres + 2);
+    lua_pushboolean(L, ok);
+    lua_insert(L, top - nres + 3);
+    return tail_call(L, lua_upvalueindex(UP_ON_RESULT), nres + 3);
+  }
   lua_createtable(L, nres + 1, 1);
   lua_pushboolean(L, ok);
   lua_rawseti(L, -2, 1);
@@ -271,18 +307,12 @@ static int handle_done(lua_State *L, int status) {
   return 2;
 }
 
-static int handle_k(lua_State *L, int status, lua_KContext ctx) {
-  (void)ctx;
-  return handle_done(L, status);
+static int handle_k(lua_State *L, int status, lua_KContext dispatcher) {
+  return handle_done(L, status, (int)dispatcher);
 }
 
-/* handle_call(f, msgh, request, pid, ref, state): f(request, {pid, ref}, state) under
-** msgh, as xpcall(f, msgh, ...); a "reply" is sent here (gen_server.lua's loop, one
-** C call instead of xpcall, a Lua function for the result and send_alias). */
-static int lmod_handle_call(lua_State *L) {
-  luaL_checkany(L, 1);
-  luaL_checkany(L, 2);
-  luaL_checkany(L, 5);
+/* Stack: [1] f [2] msgh [3] request [4] pid [5] ref [6] state: the call. */
+static int handle_begin(lua_State *L, int dispatcher) {
   lua_settop(L, 6);
   lua_pushvalue(L, 1);
   lua_pushvalue(L, 3);
@@ -292,10 +322,58 @@ static int lmod_handle_call(lua_State *L) {
   lua_pushvalue(L, 5);
   lua_rawseti(L, -2, 2);
   lua_pushvalue(L, 6);
-  return handle_done(L, lua_pcallk(L, 3, LUA_MULTRET, 2, 0, handle_k));
+  return handle_done(L, lua_pcallk(L, 3, LUA_MULTRET, 2, dispatcher, handle_k), dispatcher);
+}
+
+/* handle_call(f, msgh, request, pid, ref, state): f(request, {pid, ref}, state) under
+** msgh, as xpcall(f, msgh, ...), and a "reply" is sent here; see handle_done. */
+static int lmod_handle_call(lua_State *L) {
+  luaL_checkany(L, 1);
+  luaL_checkany(L, 2);
+  luaL_checkany(L, 5);
+  return handle_begin(L, 0);
+}
+
+/* A dispatcher: f(...), the values of one message as receive returned them. */
+static int dispatch(lua_State *L) {
+  int n = lua_gettop(L);
+  if (n != 4 || !lmod_streq(L, 1, "$gen_call")) {   /* on_other(n, ...) */
+    luaL_checkstack(L, 2, "too many values");
+    lua_pushinteger(L, n);
+    lua_insert(L, 1);
+    return tail_call(L, lua_upvalueindex(UP_ON_OTHER), n + 1);
+  }
+  /* [1] "$gen_call" [2] pid [3] ref [4] request -> handle_begin's stack */
+  int server = lua_upvalueindex(UP_SERVER);
+  lua_getfield(L, server, "mod");
+  lua_getfield(L, -1, "handle_call");
+  lua_replace(L, 1);
+  lua_pop(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(UP_MSGH));
+  lua_insert(L, 2);               /* f msgh pid ref request */
+  lua_rotate(L, 3, 1);            /* f msgh request pid ref */
+  lua_getfield(L, server, "state");
+  return handle_begin(L, 1);
+}
+
+/* dispatcher(server, msgh, on_result, on_other) -> f(...): a gen_server's loop in one
+** C call per message. Given a message's values, f handles {"$gen_call", pid, ref,
+** request} (exactly those four) as handle_call(server.mod.handle_call, msgh, request,
+** pid, ref, server.state) would: a "reply" is sent, server.state set and the action
+** returned; other results go to on_result(pid, ref, ok, results...), whose results f
+** returns. Any other message: f returns on_other(n, values...). */
+static int lmod_dispatcher(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checkany(L, 2);
+  luaL_checkany(L, 3);
+  luaL_checkany(L, 4);
+  lua_settop(L, 4);
+  lua_pushcclosure(L, dispatch, 4);
+  return 1;
 }
 
 const lmod_fn lmod_call_fns[] = {   /* "call" is in lmod_msg_fns, beside receive_ref */
     {"caller", lmod_caller},
     {"handle_call", lmod_handle_call},
+    {"dispatcher", lmod_dispatcher},
     {NULL, NULL}};

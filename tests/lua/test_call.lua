@@ -208,6 +208,59 @@ test("handle_call: a callback that waits (yields) and a reply that cannot travel
   T.no_msg(20)
 end)
 
+test("dispatcher: calls handled in C, the rest to the Lua functions given", function()
+  local me = lpvm.self()
+  local srv = lpvm.spawn(function(parent)
+    local S = { state = 0, mod = {} }
+    function S.mod.handle_call(req, from, s)
+      if req == "noreply" then return "noreply", s end
+      if req == "boom" then error("boom") end
+      if req == "wait" then return "reply", select(2, lpvm.receive(function(t) return t == "poke" end)), s end
+      return "reply", { req, from[1], s }, s + 1, s % 2 == 0 and "even" or nil
+    end
+    local function on_result(pid, ref, ok, ...)
+      lpvm.send(parent, "result", ok, select("#", ...), ...)
+      lpvm.send_alias(pid, ref, "from on_result")
+      return "r", "s"
+    end
+    local function on_other(n, ...)
+      lpvm.send(parent, "other", n, ...)
+      return "o", n
+    end
+    local d = lpvm.dispatcher(S, function(e) return "H " .. tostring(e) end, on_result, on_other)
+    while true do
+      local r = table.pack(d(lpvm.receive(function(t) return t ~= "poke" end)))
+      if r[1] == "o" and r[2] == 1 then return end
+      lpvm.send(parent, "returned", S.state, table.unpack(r, 1, r.n))
+    end
+  end, me)
+  T.eq(lpvm.call(srv, "$gen_call", "a"), { "a", me, 0 })
+  T.eq(T.recv(), { n = 3, "returned", 1, "even" }, "state stored, the action returned")
+  T.eq(lpvm.call(srv, "$gen_call", "b")[3], 1)
+  T.eq(T.recv(), { n = 3, "returned", 2, nil }, "no action: nil")
+  T.eq(lpvm.call(srv, "$gen_call", "noreply"), "from on_result")
+  T.eq(T.recv(), { n = 5, "result", true, 2, "noreply", 2 })
+  T.eq(T.recv(), { n = 4, "returned", 2, "r", "s" }, "on_result's values")
+  T.eq(lpvm.call(srv, "$gen_call", "boom"), "from on_result")
+  local r = T.recv()
+  T.eq({ r[1], r[2], r[3] }, { "result", false, 1 })
+  T.ok(r[4]:find("^H .*boom"), "the message handler's value")
+  T.recv()
+  lpvm.send(srv, "poke", 7)
+  T.eq(lpvm.call(srv, "$gen_call", "wait"), 7, "the callback may wait")
+  T.recv()
+  lpvm.send(srv, "$gen_call", 1, 2)     -- not four values: on_other
+  T.eq(T.recv(), { n = 5, "other", 3, "$gen_call", 1, 2 })
+  T.eq(T.recv(), { n = 4, "returned", 2, "o", 3 })
+  lpvm.send(srv, "$gen_call", 1, 2, 3, 4)
+  T.eq(T.recv()[2], 5)
+  T.recv()
+  lpvm.send(srv, "bye")
+  T.eq(T.recv(), { n = 3, "other", 1, "bye" })
+  T.raises(function() lpvm.dispatcher(1) end, "bad argument #1")
+  T.no_msg(20)
+end)
+
 test("stress: callers on every worker, one server, replies never cross", function()
   local srv = server(function(from, ref, req) lpvm.send_alias(from, ref, req) end)
   local n, k = T.scaled(20, 4), T.scaled(500, 50)

@@ -26,7 +26,6 @@ local gen = require "gen"
 local M = {}
 
 local receive, send_alias, pack, select, xpcall = lpvm.receive, lpvm.send_alias, table.pack, select, xpcall
-local handle_call = lpvm.handle_call
 local traceback = gen.traceback
 
 -- ---- the client API -------------------------------------------------------------
@@ -199,23 +198,10 @@ local function handle_common(n, tag, a, b, c, ...)
   return noreply_result("handle_info", run(xpcall(f, traceback, msg, S.state)))
 end
 
--- One message, as receive returned it: returns the next action. A call (from =
--- {pid, ref}) is handled here, the rest by handle_common: one Lua call per message
--- between receive and the callback.
-local function dispatch(...)
-  local n = select("#", ...)
-  local tag, a, b, c = ...
-  if tag == "$gen_call" and n == 4 then
-    -- handle_call(req, {a, b}, state) under traceback; a "reply" is sent in C
-    local replied, st, act = handle_call(S.mod.handle_call, traceback, c, a, b, S.state)
-    if replied then
-      S.state = st
-      return act
-    end
-    return call_result(a, b, table.unpack(st, 1, st.n))
-  end
-  return handle_common(n, ...)
-end
+-- One message, as receive returned it: returns the next action. A call is handled in
+-- C (lpvm.dispatcher: handle_call, its reply, S.state); call_result gets what is not
+-- a plain reply, handle_common the other messages. Made in M.main.
+local dispatch
 
 local function loop(action)
   while true do
@@ -246,6 +232,7 @@ end
 function M.main(parent, tag, name, spec, args)
   local mod, r = gen.init(parent, tag, name, spec, args)
   S.mod, S.name, S.parent, S.state = mod, name, parent, r[3]
+  dispatch = lpvm.dispatcher(S, traceback, call_result, handle_common)
   gen.ack(parent, tag, "ok")
   return loop(r[4])
 end
