@@ -172,7 +172,7 @@ int lmod_call(lua_State *L) {
 ** is (lpvm.call(server, label, request, timeout_ms or default_ms)), the reply's first
 ** value only, with its argument errors named as fname's (upvalues: [1] label, [2] fname, [3] default_ms). */
 static int caller_call(lua_State *L) {
-  const char *fname = lua_tostring(L, lua_upvalueindex(2));
+#define fname lua_tostring(L, lua_upvalueindex(2))
   int t = lua_type(L, 1);
   if (t != LUA_TSTRING && t != LUA_TLIGHTUSERDATA)
     return luaL_error(L, "bad argument #1 to '%s' (pid or name expected, got %s)", fname,
@@ -196,6 +196,7 @@ static int caller_call(lua_State *L) {
   lua_insert(L, 2);                           /* [2] label [3] request */
   (void)is_name;
   return call_begin(L, p, to, ms, 1);
+#undef fname
 }
 
 /* caller(label, fname [, default_ms = 5000]) -> f(server, request [, timeout_ms]). */
@@ -229,8 +230,10 @@ static lpvm_msg *reply_msg(lua_State *L, uint64_t ref, int idx, char *err) {
   return m;
 }
 
-/* A dispatcher's upvalues (see lmod_dispatcher). */
-enum { UP_SERVER = 1, UP_MSGH, UP_ON_RESULT, UP_ON_OTHER };
+/* A dispatcher's upvalues (see lmod_dispatcher), and the keys it uses as Lua strings
+** (lua_getfield with a C string interns it first: ~100 instructions a field). */
+enum { UP_SERVER = 1, UP_MSGH, UP_ON_RESULT, UP_ON_OTHER, UP_MOD, UP_HANDLE_CALL, UP_STATE,
+       UP_N = UP_STATE };
 
 static int ret_k(lua_State *L, int status, lua_KContext base) {
   (void)status;
@@ -271,7 +274,9 @@ static int handle_done(lua_State *L, int status, int dispatcher) {
       if (dispatcher) {
         if (nres >= 3) lua_pushvalue(L, 9);
         else lua_pushnil(L);
-        lua_setfield(L, lua_upvalueindex(UP_SERVER), "state");
+        lua_pushvalue(L, lua_upvalueindex(UP_STATE));
+        lua_insert(L, -2);
+        lua_settable(L, lua_upvalueindex(UP_SERVER));
       } else {
         lua_pushboolean(L, 1);
         if (nres >= 3) lua_pushvalue(L, 9);
@@ -345,14 +350,17 @@ static int dispatch(lua_State *L) {
   }
   /* [1] "$gen_call" [2] pid [3] ref [4] request -> handle_begin's stack */
   int server = lua_upvalueindex(UP_SERVER);
-  lua_getfield(L, server, "mod");
-  lua_getfield(L, -1, "handle_call");
+  lua_pushvalue(L, lua_upvalueindex(UP_MOD));
+  lua_gettable(L, server);
+  lua_pushvalue(L, lua_upvalueindex(UP_HANDLE_CALL));
+  lua_gettable(L, -2);
   lua_replace(L, 1);
   lua_pop(L, 1);
   lua_pushvalue(L, lua_upvalueindex(UP_MSGH));
   lua_insert(L, 2);               /* f msgh pid ref request */
   lua_rotate(L, 3, 1);            /* f msgh request pid ref */
-  lua_getfield(L, server, "state");
+  lua_pushvalue(L, lua_upvalueindex(UP_STATE));
+  lua_gettable(L, server);
   return handle_begin(L, 1);
 }
 
@@ -368,7 +376,10 @@ static int lmod_dispatcher(lua_State *L) {
   luaL_checkany(L, 3);
   luaL_checkany(L, 4);
   lua_settop(L, 4);
-  lua_pushcclosure(L, dispatch, 4);
+  lua_pushliteral(L, "mod");
+  lua_pushliteral(L, "handle_call");
+  lua_pushliteral(L, "state");
+  lua_pushcclosure(L, dispatch, UP_N);
   return 1;
 }
 
