@@ -14,6 +14,7 @@
 
 #include "lpvm/binary.h"
 #include "tasks/task_int.h"
+#include "tasks/term_int.h"
 
 lpvm_msg *mbox_msg_alloc(size_t len, size_t extra) {
   if (len > UINT32_MAX || extra > SIZE_MAX - sizeof(lpvm_msg) - len) return NULL;
@@ -29,6 +30,54 @@ lpvm_msg *mbox_msg_alloc(size_t len, size_t extra) {
 }
 
 lpvm_msg *lpvm_msg_new(size_t len) { return mbox_msg_alloc(len, 0); }
+
+/* Built in place: the builder's buffer is the whole block, header first, so a put that
+** grows it reallocates header and term together, and nothing is copied at the end.
+** A message of shared binaries is copied once more (lpvm_msg_new_term appends their
+** table): the positions the builder recorded count the header, which is taken off. */
+void lpvm_msg_build(lpvm_tbuf *b, size_t hint) {
+  size_t at = sizeof(lpvm_msg);
+  b->len = b->cap = 0;
+  b->err = 0;
+  b->data = hint <= SIZE_MAX - at - 1 ? malloc(at + 1 + hint) : NULL;
+  if (!b->data) {
+    b->err = LPVM_ENOMEM;   /* cap == len: every put now fails (term_enc.c) */
+    return;
+  }
+  b->data[at] = TERM_VERSION;
+  b->len = at + 1;
+  b->cap = at + 1 + hint;
+}
+
+lpvm_msg *lpvm_msg_built(lpvm_tbuf *b, lpvm_binrefs *refs) {
+  size_t at = sizeof(lpvm_msg), len = b->len - at;
+  lpvm_msg *m = NULL;
+  if (b->err || !b->data || b->len - at > UINT32_MAX) {
+    free(b->data);
+    if (!b->err) b->err = LPVM_ENOMEM;
+  } else if (refs && refs->n) {
+    for (uint32_t i = 0; i < refs->n; i++) refs->v[i].pos -= (uint32_t)at;
+    m = lpvm_msg_new_term(b->data + at, len, refs);
+    free(b->data);
+    if (!m) b->err = LPVM_ENOMEM;
+  } else {
+    if (b->cap - b->len > 256 && b->cap - b->len > len / 4) {   /* grew far past it */
+      uint8_t *d = realloc(b->data, b->len);
+      if (d) b->data = d;
+    }
+    m = (lpvm_msg *)(void *)b->data;
+    m->prev = NULL;
+    m->from = 0;
+    m->ref = 0;
+    m->kind = SIG_MESSAGE;
+    m->flags = 0;
+    m->len = (uint32_t)len;
+  }
+  if (refs) refs->n = 0;
+  b->data = NULL;
+  b->len = b->cap = 0;
+  return m;
+}
 
 uint8_t *lpvm_msg_data(lpvm_msg *m) { return (uint8_t *)(m + 1); }
 size_t lpvm_msg_len(const lpvm_msg *m) { return m->len; }

@@ -73,6 +73,15 @@ LPVM_API lpvm_msg *lpvm_tbuf_to_msg_bins(lpvm_tbuf *b, lpvm_binrefs *refs);
 /* A message holding a copy of term (len bytes, its 131 first) and a reference to each
 ** binary of refs (NULL: none), which is emptied. NULL when out of memory. */
 LPVM_API lpvm_msg *lpvm_msg_new_term(const uint8_t *term, size_t len, lpvm_binrefs *refs);
+/* A message built in place, with no copy of its term: lpvm_msg_build points b at the
+** message's own block (room for the header, then the version byte), hint the term's
+** expected size (it grows as any builder does: the header moves with it); the
+** lpvm_put_* functions fill it; lpvm_msg_built makes it the message, taking a
+** reference to each binary of refs (NULL: none), which is emptied. After an error
+** (b->err; LPVM_ENOMEM if the block could not be had) it frees the block and returns
+** NULL. Either way b is emptied. */
+LPVM_API void lpvm_msg_build(lpvm_tbuf *b, size_t hint);
+LPVM_API lpvm_msg *lpvm_msg_built(lpvm_tbuf *b, lpvm_binrefs *refs);
 LPVM_API void lpvm_binrefs_free(lpvm_binrefs *refs);
 
 /* ---- reading one ----------------------------------------------------------------------- */
