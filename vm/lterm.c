@@ -415,7 +415,8 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
     int plain;
     lpvm_msg *m = msg_plain(L, idx, n, &plain);
     if (plain) {
-      if (!m) snprintf(err, LTERM_ERRSZ, "not enough memory");
+      if (m) m->flags |= LPVM_MSGF_VALUES;
+      else snprintf(err, LTERM_ERRSZ, "not enough memory");
       return m;
     }
   }
@@ -432,7 +433,8 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
     return NULL;
   }
   lpvm_msg *m = lpvm_msg_built(&b, &s->bins);
-  if (!m) snprintf(err, LTERM_ERRSZ, "not enough memory");
+  if (m) m->flags |= LPVM_MSGF_VALUES;
+  else snprintf(err, LTERM_ERRSZ, "not enough memory");
   return m;
 }
 

@@ -33,6 +33,9 @@ extern "C" {
 #endif
 
 #define LPVM_MSGF_BINS 1u          /* lpvm_sig.flags: a binref table follows the term */
+/* lpvm_sig.flags: a process's values, encoded by vm/lterm.c: never one of the runtime's
+** markers (an interrupt's wake-up, an eval request), which receive need not look for */
+#define LPVM_MSGF_VALUES 2u
 #define LPVM_BIN_MAX 0xFFFFFFFFu   /* BINARY_EXT's 32-bit length */
 
 typedef struct lpvm_bin lpvm_bin;
