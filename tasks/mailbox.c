@@ -19,10 +19,7 @@
 #include "tasks/task_int.h"
 #include "tasks/term_int.h"
 
-lpvm_msg *mbox_msg_alloc(size_t len, size_t extra) {
-  if (len > UINT32_MAX || extra > SIZE_MAX - sizeof(lpvm_msg) - len) return NULL;
-  lpvm_msg *m = malloc(sizeof(lpvm_msg) + len + extra);
-  if (!m) return NULL;
+static lpvm_msg *msg_init(lpvm_msg *m, size_t len) {
   m->prev = NULL;
   m->from = 0;
   m->ref = 0;
@@ -30,6 +27,12 @@ lpvm_msg *mbox_msg_alloc(size_t len, size_t extra) {
   m->flags = 0;
   m->len = (uint32_t)len;
   return m;
+}
+
+lpvm_msg *mbox_msg_alloc(size_t len, size_t extra) {
+  if (len > UINT32_MAX || extra > SIZE_MAX - sizeof(lpvm_msg) - len) return NULL;
+  lpvm_msg *m = malloc(sizeof(lpvm_msg) + len + extra);
+  return m ? msg_init(m, len) : NULL;
 }
 
 lpvm_msg *lpvm_msg_new(size_t len) { return mbox_msg_alloc(len, 0); }
@@ -68,13 +71,7 @@ lpvm_msg *lpvm_msg_built(lpvm_tbuf *b, lpvm_binrefs *refs) {
       uint8_t *d = realloc(b->data, b->len);
       if (d) b->data = d;
     }
-    m = (lpvm_msg *)(void *)b->data;
-    m->prev = NULL;
-    m->from = 0;
-    m->ref = 0;
-    m->kind = SIG_MESSAGE;
-    m->flags = 0;
-    m->len = (uint32_t)len;
+    m = msg_init((lpvm_msg *)(void *)b->data, len);
   }
   if (refs) refs->n = 0;
   b->data = NULL;
