@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lpvm/binary.h"
+#include "lpvm/dist.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
@@ -734,6 +735,20 @@ static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* Where the ID, serial and creation words of a NEW_PID_EXT at p begin if its node
+** is this one (by its name, or nonode@nohost as lpvm_get_pid also takes), else NULL:
+** the node's name compared in place of term_dec.c's general reading of the atom. */
+static const uint8_t *local_pid(const uint8_t *p, size_t left) {
+  static const char nonode[] = "nonode@nohost";
+  size_t k;
+  if (left < 3 + 12 || p[1] != T_SMALL_ATOM_UTF8 || (k = p[2]) > left - 3 - 12) return NULL;
+  const char *self = lpvm_node_name();
+  if (!((k == sizeof nonode - 1 && memcmp(p + 3, nonode, k) == 0) ||
+        (self && strlen(self) == k && memcmp(p + 3, self, k) == 0)))
+    return NULL;
+  return p + 3 + k;
+}
+
 /* A local message of up to PLAIN_MAX scalars (what msg_plain builds, whoever built
 ** it), pushed straight from its bytes: no decoder state, no graph probe, one stack
 ** check. -1 (nothing pushed) for anything else, which push_values then reads, and
@@ -785,6 +800,14 @@ static int push_plain(lua_State *L, const uint8_t *p, size_t len) {
         p += k;
         break;
       case T_NEW_PID: {
+        const uint8_t *q = local_pid(p, left);
+        if (q) {   /* this node's: ID and serial words, the creation is not checked */
+          lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
+          if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) goto other;   /* too wide */
+          lmod_push_pid(L, id);
+          p = q + 12;
+          break;
+        }
         lpvm_tread r = {p, end, 0};
         lpvm_id id;
         if (lpvm_get_pid(&r, &id)) goto other;   /* another node's port */
