@@ -236,7 +236,48 @@ int ets_too_deep(const uint8_t *p, const uint8_t *end) {
   return term_depth(p, end, ETS_MAX_DEPTH + 1) > ETS_MAX_DEPTH;
 }
 
-int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out) {
+/* One scalar of the kinds Lua's fast path writes (integers, floats, binaries) at p:
+** its end, or NULL (anything else, or cut short). */
+static const uint8_t *flat_scalar(const uint8_t *p, const uint8_t *end) {
+  size_t left = (size_t)(end - p), n;
+  if (left < 2) return NULL;
+  switch (p[0]) {
+    case TAG_SMALL_INT: n = 2; break;
+    case TAG_INT: n = 5; break;
+    case TAG_NEW_FLOAT: n = 9; break;
+    case TAG_BINARY:
+      if (left < 5) return NULL;
+      n = 5 + (size_t)term_be32(p + 1);
+      break;
+    default: return NULL;
+  }
+  return left >= n ? p + n : NULL;
+}
+
+int ets_term_check(const uint8_t *term, size_t len) {
+  if (term && len >= 3 && term[0] == TERM_VERSION) {   /* a tag and a byte at least */
+    const uint8_t *p = term + 1, *end = term + len;
+    if (p[0] == TAG_SMALL_TUPLE) {
+      unsigned n = p[1];
+      for (p += 2; n > 0 && p; n--) p = flat_scalar(p, end);
+    } else {
+      p = flat_scalar(p, end);
+    }
+    if (p == end) return 0;
+  }
+  return !term || lpvm_term_check(term, len) ? LPVM_EBADTERM : 0;
+}
+
+int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k) {
+  if (ets_term_check(key, klen)) return LPVM_EBADTERM;
+  k->p = key + 1;
+  k->end = key + klen;
+  if (ets_too_deep(k->p, k->end)) return LPVM_EINVAL;
+  k->h = term_hash(k->p, k->end);
+  return 0;
+}
+
+int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_loc *l) {
   lpvm_tread r = {p, end, 0};
   uint32_t arity;
   if (lpvm_get_tuple(&r, &arity) || arity < t->keypos) return LPVM_ETS_EOBJECT;
@@ -246,17 +287,35 @@ int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj 
   for (uint32_t i = 1; i < t->keypos; i++) lpvm_skip(&r);
   const uint8_t *key = r.p;
   lpvm_skip(&r);
-  ets_obj *o = malloc(sizeof *o + len);
-  if (!o) return LPVM_ENOMEM;
-  o->link[0] = o->link[1] = NULL;
-  o->len = (uint32_t)len;
-  o->data[0] = TERM_VERSION;
-  memcpy(o->data + 1, p, len - 1);
-  o->key_off = (uint32_t)(key - p) + 1;
-  o->key_len = (uint32_t)(r.p - key);
-  o->hash = tab_is_hash(t) ? term_hash(obj_key(o), obj_key_end(o)) : 1;
-  *out = o;
+  l->len = (uint32_t)len;
+  l->key_off = (uint32_t)(key - p) + 1;
+  l->key_len = (uint32_t)(r.p - key);
+  l->hash = tab_is_hash(t) ? term_hash(key, r.p) : 1;
   return 0;
+}
+
+void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l) {
+  o->len = l->len;
+  o->data[0] = TERM_VERSION;
+  memcpy(o->data + 1, p, l->len - 1);
+  o->key_off = l->key_off;
+  o->key_len = l->key_len;
+}
+
+ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l) {
+  ets_obj *o = malloc(sizeof *o + l->len);
+  if (!o) return NULL;
+  o->link[0] = o->link[1] = NULL;
+  o->hash = l->hash;
+  ets_obj_fill(o, p, l);
+  return o;
+}
+
+int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out) {
+  ets_loc l;
+  int rc = ets_obj_locate(t, p, end, &l);
+  if (rc) return rc;
+  return (*out = ets_obj_make(p, &l)) ? 0 : LPVM_ENOMEM;
 }
 
 size_t ets_size(const ets_tab *t) {

@@ -113,8 +113,22 @@ void ets_leave(ets_tab *t);
 ** comparing them recurses; ets_too_deep checks a term in [p, end). */
 #define ETS_MAX_DEPTH 200
 int ets_too_deep(const uint8_t *p, const uint8_t *end);
-/* Build an object from exactly one tuple term (no version byte) in [p, end). */
+/* Build an object from exactly one tuple term (no version byte) in [p, end). In two
+** steps when the caller may not need a new object (insert over an object of the same
+** size): ets_obj_locate checks the tuple and finds its key, ets_obj_make allocates
+** (NULL: no memory), ets_obj_fill writes the bytes over an existing object of the
+** same length and key (its links and hash, or tree height, are kept). */
+typedef struct ets_loc {
+  uint32_t len, key_off, key_len;   /* as ets_obj's */
+  uint64_t hash;                    /* term_hash of the key (hash tables), else 1 */
+} ets_loc;
+int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_loc *l);
+ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l);
+void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l);
 int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out);
+/* lpvm_term_check (LPVM_EBADTERM or 0), without its general walk for the shapes most
+** calls carry: one integer, float or binary, or a small tuple of them. */
+int ets_term_check(const uint8_t *term, size_t len);
 /* Free every object of a detached storage. */
 void ets_free_objs(int type, ets_obj **buckets, unsigned bits, ets_obj *root);
 
@@ -127,6 +141,9 @@ typedef struct ets_key {
   const uint8_t *p, *end;
   uint64_t h;
 } ets_key;
+
+/* A whole key term (version byte first): checked, located and hashed, or an error. */
+int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k);
 
 int ets_store_init(ets_tab *t);                     /* empty storage */
 void ets_store_detach(ets_tab *t, ets_obj ***buckets, unsigned *bits, ets_obj **root);

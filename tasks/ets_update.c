@@ -59,12 +59,8 @@ static int rebuild(ets_tab *t, const slice *el, uint32_t arity, const change *ch
 /* Common entry: the key's object (or NULL) under the write lock. */
 static int enter_set(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
                      ets_key *k, ets_tab **t) {
-  if (!key || lpvm_term_check(key, klen)) return LPVM_EBADTERM;
-  k->p = key + 1;
-  k->end = key + klen;
-  if (ets_too_deep(k->p, k->end)) return LPVM_EINVAL;
-  k->h = term_hash(k->p, k->end);
-  int rc = ets_enter(self, tab, 1, 1, t);
+  int rc = ets_key_parse(key, klen, k);
+  if (rc == 0) rc = ets_enter(self, tab, 1, 1, t);
   if (rc) return rc;
   if (tab_is_bag(*t)) { ets_leave(*t); return LPVM_ETS_ETYPE; }
   if ((*t)->nstripes > 1) pthread_rwlock_wrlock(&ets_stripe_of(*t, k->h)->lock);
@@ -111,8 +107,8 @@ static int commit(ets_tab *t, const ets_key *k, int rc, slice *el, const slice *
   }
   leave_set(t, k);
   if (el != stack) free(el);
-  free(fresh);
-  free(old);
+  if (fresh) free(fresh);   /* (usually neither: a counter changed in place) */
+  if (old) free(old);
   return rc;
 }
 
@@ -169,7 +165,7 @@ int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     results[i] = v;
   }
   rc = commit(t, &k, rc, el, stack, arity, ch, n, o != NULL);
-  free(made);
+  if (made) free(made);
   return rc;
 }
 
