@@ -30,10 +30,11 @@ static uint32_t be32(const uint8_t *p) {
 
 /* b never grows: every put is preceded by a check that its largest form fits (a
 ** builder over a fixed array must not reach tbuf_grow, which would realloc it). */
-static int put_scalar(lua_State *L, int idx, lpvm_tbuf *b) {
+/* The value at idx, whose lua_type is `type`. */
+static int put_scalar(lua_State *L, int idx, int type, lpvm_tbuf *b) {
   size_t room = b->cap - b->len, len;
   const char *s;
-  if (lua_isinteger(L, idx)) {   /* the commonest key: a counter's, an index's */
+  if (type == LUA_TNUMBER && lua_isinteger(L, idx)) {   /* a counter's, an index's */
     if (room < 11) return -1;
     lua_Integer v = lua_tointegerx(L, idx, NULL);
     uint8_t *q = b->data + b->len;
@@ -46,7 +47,7 @@ static int put_scalar(lua_State *L, int idx, lpvm_tbuf *b) {
     b->len += 2;
     return 0;
   }
-  switch (lua_type(L, idx)) {
+  switch (type) {
     case LUA_TNIL:
       if (room < 6) return -1;
       lpvm_put_atom_len(b, "nil", 3);
@@ -58,8 +59,7 @@ static int put_scalar(lua_State *L, int idx, lpvm_tbuf *b) {
       return 0;
     case LUA_TNUMBER:
       if (room < 11) return -1;
-      if (lua_isinteger(L, idx)) lpvm_put_int(b, lua_tointeger(L, idx));
-      else lpvm_put_float(b, lua_tonumber(L, idx));
+      lpvm_put_float(b, lua_tonumber(L, idx));   /* integers were taken above */
       return 0;
     case LUA_TSTRING:
       s = lua_tolstring(L, idx, &len);
@@ -75,7 +75,7 @@ size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   lpvm_tbuf b = {buf, 1, cap, 0};
   if (cap < 1) return 0;
   buf[0] = ETF_VERSION;
-  return put_scalar(L, idx, &b) || b.err ? 0 : b.len;
+  return put_scalar(L, idx, lua_type(L, idx), &b) || b.err ? 0 : b.len;
 }
 
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
@@ -86,8 +86,7 @@ size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   buf[0] = ETF_VERSION;
   lpvm_put_tuple(&b, (uint32_t)n);
   for (lua_Unsigned i = 1; i <= n; i++) {
-    lua_rawgeti(L, idx, (lua_Integer)i);
-    int rc = put_scalar(L, -1, &b);
+    int rc = put_scalar(L, -1, lua_rawgeti(L, idx, (lua_Integer)i), &b);
     lua_pop(L, 1);
     if (rc) return 0;
   }
