@@ -278,11 +278,21 @@ int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k) {
 }
 
 int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_loc *l) {
+  size_t len = (size_t)(end - p) + 1;
+  const uint8_t *kend;
+  /* {Key, ...} with a scalar key first: no walk (the term is checked already) */
+  if (t->keypos == 1 && len >= 5 && len <= 2 * ETS_MAX_DEPTH && p[0] == TAG_SMALL_TUPLE && p[1] >= 1 &&
+      (kend = flat_scalar(p + 2, end)) != NULL) {
+    l->len = (uint32_t)len;
+    l->key_off = 3;
+    l->key_len = (uint32_t)(kend - (p + 2));
+    l->hash = tab_is_hash(t) ? term_hash(p + 2, kend) : 1;
+    return 0;
+  }
   lpvm_tread r = {p, end, 0};
   uint32_t arity;
   if (lpvm_get_tuple(&r, &arity) || arity < t->keypos) return LPVM_ETS_EOBJECT;
   if (ets_too_deep(p, end)) return LPVM_EINVAL;
-  size_t len = (size_t)(end - p) + 1;
   if (len > UINT32_MAX) return LPVM_EINVAL;
   for (uint32_t i = 1; i < t->keypos; i++) lpvm_skip(&r);
   const uint8_t *key = r.p;

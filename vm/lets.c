@@ -38,13 +38,19 @@ static int put_scalar(lua_State *L, int idx, int type, lpvm_tbuf *b) {
     if (room < 11) return -1;
     lua_Integer v = lua_tointegerx(L, idx, NULL);
     uint8_t *q = b->data + b->len;
-    if (v < 0 || v > 255) {
+    if (v >= 0 && v <= 255) {
+      q[0] = ETF_SMALL_INT;
+      q[1] = (uint8_t)v;
+      b->len += 2;
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {   /* as lpvm_put_int writes it */
+      uint32_t u = (uint32_t)v;
+      q[0] = ETF_INT;
+      q[1] = (uint8_t)(u >> 24); q[2] = (uint8_t)(u >> 16);
+      q[3] = (uint8_t)(u >> 8); q[4] = (uint8_t)u;
+      b->len += 5;
+    } else {
       lpvm_put_int(b, v);
-      return 0;
     }
-    q[0] = ETF_SMALL_INT;
-    q[1] = (uint8_t)v;
-    b->len += 2;
     return 0;
   }
   switch (type) {
