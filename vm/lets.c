@@ -30,11 +30,11 @@ static uint32_t be32(const uint8_t *p) {
 
 /* b never grows: every put is preceded by a check that its largest form fits (a
 ** builder over a fixed array must not reach tbuf_grow, which would realloc it). */
-/* The value at idx, whose lua_type is `type`. */
+/* The value at idx, whose lua_type is `type` (LUA_TNONE: not known yet). */
 static int put_scalar(lua_State *L, int idx, int type, lpvm_tbuf *b) {
   size_t room = b->cap - b->len, len;
   const char *s;
-  if (type == LUA_TNUMBER && lua_isinteger(L, idx)) {   /* a counter's, an index's */
+  if ((type == LUA_TNUMBER || type == LUA_TNONE) && lua_isinteger(L, idx)) {   /* a counter's, an index's */
     if (room < 11) return -1;
     lua_Integer v = lua_tointegerx(L, idx, NULL);
     uint8_t *q = b->data + b->len;
@@ -53,6 +53,7 @@ static int put_scalar(lua_State *L, int idx, int type, lpvm_tbuf *b) {
     }
     return 0;
   }
+  if (type == LUA_TNONE) type = lua_type(L, idx);
   switch (type) {
     case LUA_TNIL:
       if (room < 6) return -1;
@@ -81,7 +82,7 @@ size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   lpvm_tbuf b = {buf, 1, cap, 0};
   if (cap < 1) return 0;
   buf[0] = ETF_VERSION;
-  return put_scalar(L, idx, lua_type(L, idx), &b) || b.err ? 0 : b.len;
+  return put_scalar(L, idx, LUA_TNONE, &b) || b.err ? 0 : b.len;
 }
 
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
