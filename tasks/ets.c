@@ -236,32 +236,14 @@ int ets_too_deep(const uint8_t *p, const uint8_t *end) {
   return term_depth(p, end, ETS_MAX_DEPTH + 1) > ETS_MAX_DEPTH;
 }
 
-/* One scalar of the kinds Lua's fast path writes (integers, floats, binaries) at p:
-** its end, or NULL (anything else, or cut short). */
-static const uint8_t *flat_scalar(const uint8_t *p, const uint8_t *end) {
-  size_t left = (size_t)(end - p), n;
-  if (left < 2) return NULL;
-  switch (p[0]) {
-    case TAG_SMALL_INT: n = 2; break;
-    case TAG_INT: n = 5; break;
-    case TAG_NEW_FLOAT: n = 9; break;
-    case TAG_BINARY:
-      if (left < 5) return NULL;
-      n = 5 + (size_t)term_be32(p + 1);
-      break;
-    default: return NULL;
-  }
-  return left >= n ? p + n : NULL;
-}
-
 int ets_term_check(const uint8_t *term, size_t len) {
   if (term && len >= 3 && term[0] == TERM_VERSION) {   /* a tag and a byte at least */
     const uint8_t *p = term + 1, *end = term + len;
     if (p[0] == TAG_SMALL_TUPLE) {
       unsigned n = p[1];
-      for (p += 2; n > 0 && p; n--) p = flat_scalar(p, end);
+      for (p += 2; n > 0 && p; n--) p = ets_flat_scalar(p, end);
     } else {
-      p = flat_scalar(p, end);
+      p = ets_flat_scalar(p, end);
     }
     if (p == end) return 0;
   }
@@ -282,7 +264,7 @@ int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_l
   const uint8_t *kend;
   /* {Key, ...} with a scalar key first: no walk (the term is checked already) */
   if (t->keypos == 1 && len >= 5 && len <= 2 * ETS_MAX_DEPTH && p[0] == TAG_SMALL_TUPLE && p[1] >= 1 &&
-      (kend = flat_scalar(p + 2, end)) != NULL) {
+      (kend = ets_flat_scalar(p + 2, end)) != NULL) {
     l->len = (uint32_t)len;
     l->key_off = 3;
     l->key_len = (uint32_t)(kend - (p + 2));

@@ -126,6 +126,23 @@ int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_l
 ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l);
 void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l);
 int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out);
+/* One scalar of the kinds Lua's fast path writes (integers, floats, binaries) at p:
+** its end, or NULL (anything else, or cut short). */
+static inline const uint8_t *ets_flat_scalar(const uint8_t *p, const uint8_t *end) {
+  size_t left = (size_t)(end - p), n;
+  if (p > end || left < 2) return NULL;
+  switch (p[0]) {
+    case TAG_SMALL_INT: n = 2; break;
+    case TAG_INT: n = 5; break;
+    case TAG_NEW_FLOAT: n = 9; break;
+    case TAG_BINARY:
+      if (left < 5) return NULL;
+      n = 5 + (size_t)term_be32(p + 1);
+      break;
+    default: return NULL;
+  }
+  return left >= n ? p + n : NULL;
+}
 /* lpvm_term_check (LPVM_EBADTERM or 0), without its general walk for the shapes most
 ** calls carry: one integer, float or binary, or a small tuple of them. */
 int ets_term_check(const uint8_t *term, size_t len);

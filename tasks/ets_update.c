@@ -16,6 +16,19 @@ typedef struct slice {
 /* A tuple's elements (no version byte at p). Up to `cap` in `stack`, else malloc'd. */
 static int elements(const uint8_t *p, const uint8_t *end, slice *stack, uint32_t cap,
                     slice **out, uint32_t *arity) {
+  if (end - p >= 2 && p[0] == TAG_SMALL_TUPLE && p[1] <= cap) {   /* scalars: no walk */
+    const uint8_t *q = p + 2;
+    uint32_t i = 0, n = p[1];
+    for (; i < n && q; i++) {
+      stack[i].p = q;
+      stack[i].end = q = ets_flat_scalar(q, end);
+    }
+    if (q == end) {
+      *arity = n;
+      *out = stack;
+      return 0;
+    }
+  }
   lpvm_tread r = {p, end, 0};
   if (lpvm_get_tuple(&r, arity)) return LPVM_ETS_EOBJECT;
   slice *s = *arity <= cap ? stack : malloc(*arity * sizeof *s);
@@ -77,18 +90,16 @@ static void leave_set(ets_tab *t, const ets_key *k) {
 ** write it over the old bytes. The key is never changed, so the object's hash and
 ** place stay valid, and the key's write lock keeps every reader out meanwhile. */
 static int patch_in_place(const slice *el, const change *ch, int n) {
-  uint8_t tmp[16];
+  uint8_t tmp[64][16];   /* each new value's encoding: 11 bytes at most, never grows */
+  size_t len[64];
   for (int i = 0; i < n; i++) {
     if (ch[i].term) return 0;
-    lpvm_tbuf b = {tmp, 0, sizeof tmp, 0};   /* 11 bytes at most: never grows */
+    lpvm_tbuf b = {tmp[i], 0, sizeof tmp[i], 0};
     lpvm_put_int(&b, ch[i].i);
+    len[i] = b.len;
     if (b.len != (size_t)(el[ch[i].pos - 1].end - el[ch[i].pos - 1].p)) return 0;
   }
-  for (int i = 0; i < n; i++) {
-    lpvm_tbuf b = {tmp, 0, sizeof tmp, 0};
-    lpvm_put_int(&b, ch[i].i);
-    memcpy((uint8_t *)el[ch[i].pos - 1].p, tmp, b.len);
-  }
+  for (int i = 0; i < n; i++) memcpy((uint8_t *)el[ch[i].pos - 1].p, tmp[i], len[i]);
   return 1;
 }
 
