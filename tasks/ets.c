@@ -77,12 +77,7 @@ void ets_fini(void) {
       }
       pthread_rwlock_destroy(&t->lock);
       ets_rwl_free(t->rlock);
-      pthread_rwlock_destroy(&t->one.lock);
-      if (t->wc_stripes) {
-        for (int k = 0; k < ETS_NSTRIPES; k++)
-          pthread_rwlock_destroy(&t->wc_stripes[k].lock);
-        free(t->wc_stripes);
-      }
+      free(t->wc_stripes);
     }
     free(c);
     atomic_store(&E.chunks[i], NULL);
@@ -101,7 +96,7 @@ static int chunk_add(uint32_t ci) {
   pthread_rwlockattr_setkind_np(&wpref, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
   for (uint32_t j = 0; j < CHUNK_SLOTS; j++) {
     pthread_rwlock_init(&c[j].lock, &wpref);
-    pthread_rwlock_init(&c[j].one.lock, NULL);
+    ets_slock_init(&c[j].one.lock);
   }
   pthread_rwlockattr_destroy(&wpref);
   atomic_store_explicit(&E.chunks[ci], c, memory_order_release);
@@ -356,7 +351,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
   if (wc && !t->wc_stripes) {
     ets_stripe *s = calloc(ETS_NSTRIPES, sizeof *s);
     if (!s) return LPVM_ENOMEM;
-    for (int k = 0; k < ETS_NSTRIPES; k++) pthread_rwlock_init(&s[k].lock, NULL);
+    for (int k = 0; k < ETS_NSTRIPES; k++) ets_slock_init(&s[k].lock);
     t->wc_stripes = s;
   }
   int rc_kind = o->read_concurrency ? 1 : 0;

@@ -53,11 +53,12 @@ static inline size_t obj_size(const ets_obj *o) { return sizeof *o + o->len; }
 #define ETS_STRIPE_BITS 6
 
 typedef struct ets_stripe {
-  pthread_rwlock_t lock;
+  ets_slock lock;           /* write_concurrency tables only (ets_lock.h) */
   _Atomic size_t count;     /* objects under this stripe */
   _Atomic size_t mem;       /* their bytes */
-  char pad[128 - sizeof(pthread_rwlock_t) - 2 * sizeof(size_t)];
+  char pad[128 - 3 * sizeof(size_t)];   /* the lock takes a word, with count's alignment */
 } ets_stripe;
+_Static_assert(sizeof(ets_stripe) == 128, "a stripe fills two cache lines of its own");
 
 typedef struct ets_tab {
   /* Made once with the slot (rlock: for its first read_concurrency table) and never

@@ -21,14 +21,14 @@ static int key_enter(lpvm_task *self, lpvm_tab tab, int wr, const ets_key *k,
   int rc = ets_enter(self, tab, wr, wr, out);
   if (rc == 0 && (*out)->nstripes > 1) {
     ets_stripe *s = ets_stripe_of(*out, k->h);
-    if (wr) pthread_rwlock_wrlock(&s->lock);
-    else pthread_rwlock_rdlock(&s->lock);
+    if (wr) ets_slock_wrlock(&s->lock);
+    else ets_slock_rdlock(&s->lock);
   }
   return rc;
 }
 
 static void key_leave(ets_tab *t, const ets_key *k) {
-  if (t->nstripes > 1) pthread_rwlock_unlock(&ets_stripe_of(t, k->h)->lock);
+  if (t->nstripes > 1) ets_slock_unlock(&ets_stripe_of(t, k->h)->lock);
   ets_leave(t);
 }
 
@@ -149,7 +149,7 @@ static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *
   }
   ets_key k = {p + l.key_off - 1, p + l.key_off - 1 + l.key_len, l.hash};
   ets_stripe *st = t->nstripes > 1 ? ets_stripe_of(t, k.h) : NULL;
-  if (st) pthread_rwlock_wrlock(&st->lock);
+  if (st) ets_slock_wrlock(&st->lock);
   ets_obj *o = ets_find(t, &k), *old = NULL;
   int wants = 0;
   if (o && o->len == l.len) {
@@ -160,7 +160,7 @@ static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *
   } else {
     rc = LPVM_ENOMEM;
   }
-  if (st) pthread_rwlock_unlock(&st->lock);
+  if (st) ets_slock_unlock(&st->lock);
   ets_leave(t);
   maybe_resize(self, tab, wants);
   if (old) free(old);
@@ -188,7 +188,7 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
     return rc;
   }
   ets_stripe *st = n == 1 && t->nstripes > 1 ? ets_stripe_of(t, objs[0]->hash) : NULL;
-  if (st) pthread_rwlock_wrlock(&st->lock);
+  if (st) ets_slock_wrlock(&st->lock);
   int fresh = 1, wants = 0;
   if (only_new)
     for (uint32_t i = 0; i < n && fresh; i++) {
@@ -202,7 +202,7 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
       wants |= wants_resize(t, objs[i]->hash);
       objs[i] = old;   /* what to free: a replaced object, or one a bag refused */
     }
-  if (st) pthread_rwlock_unlock(&st->lock);
+  if (st) ets_slock_unlock(&st->lock);
   ets_leave(t);
   maybe_resize(self, tab, wants);
   free_objs(objs, n, stack);   /* replaced objects, refused ones */
@@ -355,7 +355,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
   }
   ets_obj *probe = objs[0];
   ets_key k = {obj_key(probe), obj_key_end(probe), probe->hash};
-  if (t->nstripes > 1) pthread_rwlock_wrlock(&ets_stripe_of(t, k.h)->lock);
+  if (t->nstripes > 1) ets_slock_wrlock(&ets_stripe_of(t, k.h)->lock);
   ets_obj *o = ets_find(t, &k);
   while (o) {   /* every identical object (a duplicate_bag may hold several) */
     ets_obj *nx = ets_same_next(t, o);
@@ -510,12 +510,12 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
   if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
     ets_key k = {kp, kend, term_hash(kp, kend)};
     ets_stripe *st = ets_stripe_of(t, k.h);
-    if (t->nstripes > 1) pthread_rwlock_rdlock(&st->lock);
+    if (t->nstripes > 1) ets_slock_rdlock(&st->lock);
     for (ets_obj *o = ets_find(t, &k), *nx; o; o = nx) {
       nx = ets_same_next(t, o);
       if (sel_one(t, o, &s)) break;
     }
-    if (t->nstripes > 1) pthread_rwlock_unlock(&st->lock);
+    if (t->nstripes > 1) ets_slock_unlock(&st->lock);
   } else {
     ets_walk(t, sel_one, &s);
   }
