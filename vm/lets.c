@@ -108,7 +108,7 @@ void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
 /* ---- decoding ------------------------------------------------------------------------ */
 
 /* One scalar at *pp (no version byte): pushed, *pp advanced, 1; else 0. */
-static int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end) {
+static inline int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end) {
   const uint8_t *p = *pp;
   size_t left = (size_t)(end - p), n;
   if (left < 2) return 0;
@@ -202,7 +202,19 @@ void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
   const uint8_t *end = p + len;
   lua_createtable(L, n, 0);
   for (int i = 1; i <= n; i++) {
-    push_any(L, &p, end, 1);
+    if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
+      /* the usual object: its scalars read in this loop, no recursion and no stack
+      ** check (the list, the tuple and one element are within LUA_MINSTACK) */
+      uint32_t m = p[1];
+      p += 2;
+      lua_createtable(L, (int)m, 0);
+      for (uint32_t k = 1; k <= m; k++) {
+        if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
+        lua_rawseti(L, -2, (lua_Integer)k);
+      }
+    } else {
+      push_any(L, &p, end, 1);
+    }
     lua_rawseti(L, -2, i);
   }
 }
