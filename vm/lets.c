@@ -89,15 +89,23 @@ size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   if (lua_type(L, idx) != LUA_TTABLE || cap < 8) return 0;
   lua_Unsigned n = lua_rawlen(L, idx);
   if (n > 255) return 0;
-  lpvm_tbuf b = {buf, 1, cap, 0};
+  lpvm_tbuf b = {buf, 3, cap, 0};   /* the version and SMALL_TUPLE_EXT (n <= 255) */
   buf[0] = ETF_VERSION;
-  lpvm_put_tuple(&b, (uint32_t)n);
-  for (lua_Unsigned i = 1; i <= n; i++) {
-    int rc = put_scalar(L, -1, lua_rawgeti(L, idx, (lua_Integer)i), &b);
-    lua_pop(L, 1);
-    if (rc) return 0;
+  buf[1] = ETF_SMALL_TUPLE;
+  buf[2] = (uint8_t)n;
+  int rc = 0;
+  lua_Unsigned i = 1;
+  for (; i + 1 <= n && rc == 0; i += 2) {   /* two at a time: one pop for both */
+    int t1 = lua_rawgeti(L, idx, (lua_Integer)i);
+    int t2 = lua_rawgeti(L, idx, (lua_Integer)i + 1);
+    rc = put_scalar(L, -2, t1, &b) || put_scalar(L, -1, t2, &b);
+    lua_pop(L, 2);
   }
-  return b.err ? 0 : b.len;
+  if (rc == 0 && i == n) {
+    rc = put_scalar(L, -1, lua_rawgeti(L, idx, (lua_Integer)i), &b);
+    lua_pop(L, 1);
+  }
+  return rc || b.err ? 0 : b.len;
 }
 
 void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
