@@ -258,8 +258,8 @@ int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_l
   size_t len = (size_t)(end - p) + 1;
   const uint8_t *kend;
   /* {Key, ...} with a scalar key first: no walk (the term is checked already) */
-  if (t->keypos == 1 && len >= 5 && len <= 2 * ETS_MAX_DEPTH && p[0] == TAG_SMALL_TUPLE && p[1] >= 1 &&
-      (kend = ets_flat_scalar(p + 2, end)) != NULL) {
+  if (t->keypos == 1 && len >= 5 && len <= 2 * ETS_MAX_DEPTH && p[0] == TAG_SMALL_TUPLE &&
+      p[1] >= 1 && (kend = ets_flat_scalar(p + 2, end)) != NULL) {
     l->len = (uint32_t)len;
     l->key_off = 3;
     l->key_len = (uint32_t)(kend - (p + 2));

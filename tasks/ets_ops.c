@@ -176,11 +176,13 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
   ets_obj *stack[OBJS_STACK], **objs = stack;
   uint32_t n = 0;
   if (ets_term_check(term, len)) return LPVM_EBADTERM;
-  long count = term[1] == TAG_SMALL_TUPLE ? 1 : count_objs(term, len);   /* checked: len >= 2 */
+  /* (a checked term has a tag after its version byte) */
+  long count = term[1] == TAG_SMALL_TUPLE ? 1 : count_objs(term, len);
   if (count < 0) return LPVM_ETS_EOBJECT;
   int rc = ets_enter(self, tab, count == 1 ? 1 : 2, 1, &t);
   if (rc) return rc;
-  if (count == 1 && !only_new && !tab_is_bag(t)) return insert_one(self, tab, t, term + 1, term + len);
+  if (count == 1 && !only_new && !tab_is_bag(t))
+    return insert_one(self, tab, t, term + 1, term + len);
   rc = build_objs(t, term, len, stack, &objs, &n);
   if (rc) {
     ets_leave(t);

@@ -34,7 +34,8 @@ static uint32_t be32(const uint8_t *p) {
 static int put_scalar(lua_State *L, int idx, int type, lpvm_tbuf *b) {
   size_t room = b->cap - b->len, len;
   const char *s;
-  if ((type == LUA_TNUMBER || type == LUA_TNONE) && lua_isinteger(L, idx)) {   /* a counter's, an index's */
+  /* integers first: a counter's, an index's */
+  if ((type == LUA_TNUMBER || type == LUA_TNONE) && lua_isinteger(L, idx)) {
     if (room < 11) return -1;
     lua_Integer v = lua_tointegerx(L, idx, NULL);
     uint8_t *q = b->data + b->len;
