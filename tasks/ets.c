@@ -77,12 +77,7 @@ void ets_fini(void) {
       }
       pthread_rwlock_destroy(&t->lock);
       ets_rwl_free(t->rlock);
-      pthread_rwlock_destroy(&t->one.lock);
-      if (t->wc_stripes) {
-        for (int k = 0; k < ETS_NSTRIPES; k++)
-          pthread_rwlock_destroy(&t->wc_stripes[k].lock);
-        free(t->wc_stripes);
-      }
+      free(t->wc_stripes);
     }
     free(c);
     atomic_store(&E.chunks[i], NULL);
@@ -101,7 +96,7 @@ static int chunk_add(uint32_t ci) {
   pthread_rwlockattr_setkind_np(&wpref, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
   for (uint32_t j = 0; j < CHUNK_SLOTS; j++) {
     pthread_rwlock_init(&c[j].lock, &wpref);
-    pthread_rwlock_init(&c[j].one.lock, NULL);
+    ets_slock_init(&c[j].one.lock);
   }
   pthread_rwlockattr_destroy(&wpref);
   atomic_store_explicit(&E.chunks[ci], c, memory_order_release);
@@ -236,27 +231,78 @@ int ets_too_deep(const uint8_t *p, const uint8_t *end) {
   return term_depth(p, end, ETS_MAX_DEPTH + 1) > ETS_MAX_DEPTH;
 }
 
-int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out) {
+int ets_term_check(const uint8_t *term, size_t len) {
+  if (term && len >= 3 && term[0] == TERM_VERSION) {   /* a tag and a byte at least */
+    const uint8_t *p = term + 1, *end = term + len;
+    if (p[0] == TAG_SMALL_TUPLE) {
+      unsigned n = p[1];
+      for (p += 2; n > 0 && p; n--) p = ets_flat_scalar(p, end);
+    } else {
+      p = ets_flat_scalar(p, end);
+    }
+    if (p == end) return 0;
+  }
+  return !term || lpvm_term_check(term, len) ? LPVM_EBADTERM : 0;
+}
+
+int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k) {
+  if (ets_term_check(key, klen)) return LPVM_EBADTERM;
+  k->p = key + 1;
+  k->end = key + klen;
+  if (ets_too_deep(k->p, k->end)) return LPVM_EINVAL;
+  k->h = term_hash(k->p, k->end);
+  return 0;
+}
+
+int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_loc *l) {
+  size_t len = (size_t)(end - p) + 1;
+  const uint8_t *kend;
+  /* {Key, ...} with a scalar key first: no walk (the term is checked already) */
+  if (t->keypos == 1 && len >= 5 && len <= 2 * ETS_MAX_DEPTH && p[0] == TAG_SMALL_TUPLE &&
+      p[1] >= 1 && (kend = ets_flat_scalar(p + 2, end)) != NULL) {
+    l->len = (uint32_t)len;
+    l->key_off = 3;
+    l->key_len = (uint32_t)(kend - (p + 2));
+    l->hash = tab_is_hash(t) ? term_hash(p + 2, kend) : 1;
+    return 0;
+  }
   lpvm_tread r = {p, end, 0};
   uint32_t arity;
   if (lpvm_get_tuple(&r, &arity) || arity < t->keypos) return LPVM_ETS_EOBJECT;
   if (ets_too_deep(p, end)) return LPVM_EINVAL;
-  size_t len = (size_t)(end - p) + 1;
   if (len > UINT32_MAX) return LPVM_EINVAL;
   for (uint32_t i = 1; i < t->keypos; i++) lpvm_skip(&r);
   const uint8_t *key = r.p;
   lpvm_skip(&r);
-  ets_obj *o = malloc(sizeof *o + len);
-  if (!o) return LPVM_ENOMEM;
-  o->link[0] = o->link[1] = NULL;
-  o->len = (uint32_t)len;
-  o->data[0] = TERM_VERSION;
-  memcpy(o->data + 1, p, len - 1);
-  o->key_off = (uint32_t)(key - p) + 1;
-  o->key_len = (uint32_t)(r.p - key);
-  o->hash = tab_is_hash(t) ? term_hash(obj_key(o), obj_key_end(o)) : 1;
-  *out = o;
+  l->len = (uint32_t)len;
+  l->key_off = (uint32_t)(key - p) + 1;
+  l->key_len = (uint32_t)(r.p - key);
+  l->hash = tab_is_hash(t) ? term_hash(key, r.p) : 1;
   return 0;
+}
+
+void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l) {
+  o->len = l->len;
+  o->data[0] = TERM_VERSION;
+  memcpy(o->data + 1, p, l->len - 1);
+  o->key_off = l->key_off;
+  o->key_len = l->key_len;
+}
+
+ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l) {
+  ets_obj *o = malloc(sizeof *o + l->len);
+  if (!o) return NULL;
+  o->link[0] = o->link[1] = NULL;
+  o->hash = l->hash;
+  ets_obj_fill(o, p, l);
+  return o;
+}
+
+int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out) {
+  ets_loc l;
+  int rc = ets_obj_locate(t, p, end, &l);
+  if (rc) return rc;
+  return (*out = ets_obj_make(p, &l)) ? 0 : LPVM_ENOMEM;
 }
 
 size_t ets_size(const ets_tab *t) {
@@ -305,7 +351,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
   if (wc && !t->wc_stripes) {
     ets_stripe *s = calloc(ETS_NSTRIPES, sizeof *s);
     if (!s) return LPVM_ENOMEM;
-    for (int k = 0; k < ETS_NSTRIPES; k++) pthread_rwlock_init(&s[k].lock, NULL);
+    for (int k = 0; k < ETS_NSTRIPES; k++) ets_slock_init(&s[k].lock);
     t->wc_stripes = s;
   }
   int rc_kind = o->read_concurrency ? 1 : 0;

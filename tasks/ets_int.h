@@ -53,11 +53,12 @@ static inline size_t obj_size(const ets_obj *o) { return sizeof *o + o->len; }
 #define ETS_STRIPE_BITS 6
 
 typedef struct ets_stripe {
-  pthread_rwlock_t lock;
+  ets_slock lock;           /* write_concurrency tables only (ets_lock.h) */
   _Atomic size_t count;     /* objects under this stripe */
   _Atomic size_t mem;       /* their bytes */
-  char pad[128 - sizeof(pthread_rwlock_t) - 2 * sizeof(size_t)];
+  char pad[128 - 3 * sizeof(size_t)];   /* the lock takes a word, with count's alignment */
 } ets_stripe;
+_Static_assert(sizeof(ets_stripe) == 128, "a stripe fills two cache lines of its own");
 
 typedef struct ets_tab {
   /* Made once with the slot (rlock: for its first read_concurrency table) and never
@@ -113,8 +114,39 @@ void ets_leave(ets_tab *t);
 ** comparing them recurses; ets_too_deep checks a term in [p, end). */
 #define ETS_MAX_DEPTH 200
 int ets_too_deep(const uint8_t *p, const uint8_t *end);
-/* Build an object from exactly one tuple term (no version byte) in [p, end). */
+/* Build an object from exactly one tuple term (no version byte) in [p, end). In two
+** steps when the caller may not need a new object (insert over an object of the same
+** size): ets_obj_locate checks the tuple and finds its key, ets_obj_make allocates
+** (NULL: no memory), ets_obj_fill writes the bytes over an existing object of the
+** same length and key (its links and hash, or tree height, are kept). */
+typedef struct ets_loc {
+  uint32_t len, key_off, key_len;   /* as ets_obj's */
+  uint64_t hash;                    /* term_hash of the key (hash tables), else 1 */
+} ets_loc;
+int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_loc *l);
+ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l);
+void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l);
 int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out);
+/* One scalar of the kinds Lua's fast path writes (integers, floats, binaries) at p:
+** its end, or NULL (anything else, or cut short). */
+static inline const uint8_t *ets_flat_scalar(const uint8_t *p, const uint8_t *end) {
+  size_t left = (size_t)(end - p), n;
+  if (p > end || left < 2) return NULL;
+  switch (p[0]) {
+    case TAG_SMALL_INT: n = 2; break;
+    case TAG_INT: n = 5; break;
+    case TAG_NEW_FLOAT: n = 9; break;
+    case TAG_BINARY:
+      if (left < 5) return NULL;
+      n = 5 + (size_t)term_be32(p + 1);
+      break;
+    default: return NULL;
+  }
+  return left >= n ? p + n : NULL;
+}
+/* lpvm_term_check (LPVM_EBADTERM or 0), without its general walk for the shapes most
+** calls carry: one integer, float or binary, or a small tuple of them. */
+int ets_term_check(const uint8_t *term, size_t len);
 /* Free every object of a detached storage. */
 void ets_free_objs(int type, ets_obj **buckets, unsigned bits, ets_obj *root);
 
@@ -127,6 +159,9 @@ typedef struct ets_key {
   const uint8_t *p, *end;
   uint64_t h;
 } ets_key;
+
+/* A whole key term (version byte first): checked, located and hashed, or an error. */
+int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k);
 
 int ets_store_init(ets_tab *t);                     /* empty storage */
 void ets_store_detach(ets_tab *t, ets_obj ***buckets, unsigned *bits, ets_obj **root);

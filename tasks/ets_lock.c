@@ -1,5 +1,6 @@
 /*
-** ets_lock.c -- the reader-group lock of read_concurrency tables (ets_lock.h).
+** ets_lock.c -- the reader-group lock of read_concurrency tables, and the waits of
+** the stripe lock (ets_lock.h).
 */
 #include <sched.h>
 #include <stdlib.h>
@@ -64,4 +65,8 @@ void ets_rwl_unlock(ets_rwl *l) {
     return;
   }
   atomic_fetch_sub_explicit(&group_of(l)->readers, 1, memory_order_release);
+}
+
+void ets_slock_wait(int *spins) {
+  if (++*spins > 64) sched_yield();
 }

@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #define ETS_RGROUPS 8   /* threads share groups beyond this many */
 
@@ -41,5 +42,58 @@ void ets_rwl_rdlock(ets_rwl *l);
 void ets_rwl_wrlock(ets_rwl *l);
 /* Either side: a holder of the read lock never sees HELD. */
 void ets_rwl_unlock(ets_rwl *l);
+
+/* The stripe lock of write_concurrency tables: one word, readers counted in its low
+** bits and a writer's bit on top. A stripe is held for one single-key operation (a
+** copy in or out and a few pointer changes), under the table lock, so a plain
+** pthread_rwlock's bookkeeping (and its futex word beside the count) cost more than
+** the wait they could save; here each side is one atomic operation when free.
+** A writer sets its bit first, which turns new readers away, then waits for the
+** readers inside to leave: writers are preferred, so readers cannot starve one.
+** Waits spin briefly, then yield the CPU (holders never block while holding). */
+typedef struct ets_slock {
+  _Atomic uint32_t w;       /* readers inside | ETS_SLOCK_W (a writer in or coming) */
+} ets_slock;
+
+#define ETS_SLOCK_W 0x80000000u
+
+void ets_slock_wait(int *spins);   /* ets_lock.c: a pause, then sched_yield */
+
+static inline void ets_slock_init(ets_slock *l) { atomic_init(&l->w, 0); }
+
+static inline void ets_slock_rdlock(ets_slock *l) {
+  int spins = 0;
+  for (;;) {
+    uint32_t v = atomic_load_explicit(&l->w, memory_order_relaxed);
+    if (!(v & ETS_SLOCK_W) &&
+        atomic_compare_exchange_weak_explicit(&l->w, &v, v + 1, memory_order_acquire,
+                                              memory_order_relaxed))
+      return;
+    if (v & ETS_SLOCK_W) ets_slock_wait(&spins);
+  }
+}
+
+static inline void ets_slock_wrlock(ets_slock *l) {
+  int spins = 0;
+  for (;;) {   /* claim the writer's bit (one writer at a time)... */
+    uint32_t v = atomic_load_explicit(&l->w, memory_order_relaxed);
+    if (!(v & ETS_SLOCK_W) &&
+        atomic_compare_exchange_weak_explicit(&l->w, &v, v | ETS_SLOCK_W,
+                                              memory_order_acquire, memory_order_relaxed))
+      break;
+    if (v & ETS_SLOCK_W) ets_slock_wait(&spins);
+  }
+  spins = 0;   /* ...then wait out the readers already inside */
+  while (atomic_load_explicit(&l->w, memory_order_acquire) != ETS_SLOCK_W)
+    ets_slock_wait(&spins);
+}
+
+/* Either side: a reader inside counts itself, so the count is 0 only for the writer. */
+static inline void ets_slock_unlock(ets_slock *l) {
+  if (atomic_load_explicit(&l->w, memory_order_relaxed) == ETS_SLOCK_W)
+    atomic_store_explicit(&l->w, 0, memory_order_release);
+  else
+    atomic_fetch_sub_explicit(&l->w, 1, memory_order_release);
+}
 
 #endif

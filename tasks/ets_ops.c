@@ -15,29 +15,20 @@
 
 /* ---- keys, locks and lists --------------------------------------------------------- */
 
-static int key_parse(const uint8_t *key, size_t klen, ets_key *k) {
-  if (!key || lpvm_term_check(key, klen)) return LPVM_EBADTERM;
-  k->p = key + 1;
-  k->end = key + klen;
-  if (ets_too_deep(k->p, k->end)) return LPVM_EINVAL;
-  k->h = term_hash(k->p, k->end);
-  return 0;
-}
-
 /* Enter the table for a single-key operation: wr 0 read, 1 write. */
 static int key_enter(lpvm_task *self, lpvm_tab tab, int wr, const ets_key *k,
                      ets_tab **out) {
   int rc = ets_enter(self, tab, wr, wr, out);
   if (rc == 0 && (*out)->nstripes > 1) {
     ets_stripe *s = ets_stripe_of(*out, k->h);
-    if (wr) pthread_rwlock_wrlock(&s->lock);
-    else pthread_rwlock_rdlock(&s->lock);
+    if (wr) ets_slock_wrlock(&s->lock);
+    else ets_slock_rdlock(&s->lock);
   }
   return rc;
 }
 
 static void key_leave(ets_tab *t, const ets_key *k) {
-  if (t->nstripes > 1) pthread_rwlock_unlock(&ets_stripe_of(t, k->h)->lock);
+  if (t->nstripes > 1) ets_slock_unlock(&ets_stripe_of(t, k->h)->lock);
   ets_leave(t);
 }
 
@@ -144,6 +135,38 @@ static void free_objs(ets_obj **v, uint32_t n, ets_obj **stack) {
   if (v != stack) free(v);
 }
 
+/* One tuple (no version byte) into a set or ordered_set, with the table entered for a
+** single-key write. An object of the same size under the key is overwritten where it
+** is (the key's write lock keeps every reader out): no allocation, nothing to free,
+** and no change to the table's shape or counts. Else a new object replaces it. */
+static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *p,
+                      const uint8_t *end) {
+  ets_loc l;
+  int rc = ets_obj_locate(t, p, end, &l);
+  if (rc) {
+    ets_leave(t);
+    return rc;
+  }
+  ets_key k = {p + l.key_off - 1, p + l.key_off - 1 + l.key_len, l.hash};
+  ets_stripe *st = t->nstripes > 1 ? ets_stripe_of(t, k.h) : NULL;
+  if (st) ets_slock_wrlock(&st->lock);
+  ets_obj *o = ets_find(t, &k), *old = NULL;
+  int wants = 0;
+  if (o && o->len == l.len) {
+    ets_obj_fill(o, p, &l);
+  } else if ((o = ets_obj_make(p, &l)) != NULL) {
+    ets_put(t, o, &old);
+    wants = wants_resize(t, l.hash);
+  } else {
+    rc = LPVM_ENOMEM;
+  }
+  if (st) ets_slock_unlock(&st->lock);
+  ets_leave(t);
+  maybe_resize(self, tab, wants);
+  if (old) free(old);
+  return rc;
+}
+
 /* The objects are built once the table is entered, so the table's shape is read
 ** under its lock with no extra lock round trip; only then is the key's stripe known
 ** (write_concurrency). One object: a single-key write; several: the table alone. */
@@ -152,11 +175,14 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
   ets_tab *t;
   ets_obj *stack[OBJS_STACK], **objs = stack;
   uint32_t n = 0;
-  if (!term || lpvm_term_check(term, len)) return LPVM_EBADTERM;
-  long count = count_objs(term, len);
+  if (ets_term_check(term, len)) return LPVM_EBADTERM;
+  /* (a checked term has a tag after its version byte) */
+  long count = term[1] == TAG_SMALL_TUPLE ? 1 : count_objs(term, len);
   if (count < 0) return LPVM_ETS_EOBJECT;
   int rc = ets_enter(self, tab, count == 1 ? 1 : 2, 1, &t);
   if (rc) return rc;
+  if (count == 1 && !only_new && !tab_is_bag(t))
+    return insert_one(self, tab, t, term + 1, term + len);
   rc = build_objs(t, term, len, stack, &objs, &n);
   if (rc) {
     ets_leave(t);
@@ -164,7 +190,7 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
     return rc;
   }
   ets_stripe *st = n == 1 && t->nstripes > 1 ? ets_stripe_of(t, objs[0]->hash) : NULL;
-  if (st) pthread_rwlock_wrlock(&st->lock);
+  if (st) ets_slock_wrlock(&st->lock);
   int fresh = 1, wants = 0;
   if (only_new)
     for (uint32_t i = 0; i < n && fresh; i++) {
@@ -178,7 +204,7 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
       wants |= wants_resize(t, objs[i]->hash);
       objs[i] = old;   /* what to free: a replaced object, or one a bag refused */
     }
-  if (st) pthread_rwlock_unlock(&st->lock);
+  if (st) ets_slock_unlock(&st->lock);
   ets_leave(t);
   maybe_resize(self, tab, wants);
   free_objs(objs, n, stack);   /* replaced objects, refused ones */
@@ -199,7 +225,7 @@ int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
                     lpvm_tbuf *out) {
   ets_key k;
   ets_tab *t;
-  int rc = key_parse(key, klen, &k);
+  int rc = ets_key_parse(key, klen, &k);
   if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
   uint32_t n = 0;
   ets_obj *first = ets_find(t, &k);
@@ -216,7 +242,7 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   ets_key k;
   ets_tab *t;
   *len = 0;
-  int rc = key_parse(key, klen, &k);
+  int rc = ets_key_parse(key, klen, &k);
   if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
   size_t used = 0;
   int n = 0;
@@ -234,7 +260,7 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
 int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen) {
   ets_key k;
   ets_tab *t;
-  int rc = key_parse(key, klen, &k);
+  int rc = ets_key_parse(key, klen, &k);
   if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
   int found = ets_find(t, &k) != NULL;
   key_leave(t, &k);
@@ -260,7 +286,7 @@ int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   ets_key k;
   ets_tab *t;
   const uint8_t *p, *end;
-  int rc = key_parse(key, klen, &k);
+  int rc = ets_key_parse(key, klen, &k);
   if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
   ets_obj *first = ets_find(t, &k);
   uint32_t n = 0;
@@ -286,7 +312,7 @@ static int remove_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t 
                       lpvm_tbuf *out) {
   ets_key k;
   ets_tab *t;
-  int rc = key_parse(key, klen, &k);
+  int rc = ets_key_parse(key, klen, &k);
   if (rc || (rc = key_enter(self, tab, 1, &k, &t))) return rc;
   ets_obj *gone = ets_remove_key(t, &k);
   int wants = wants_resize(t, k.h);
@@ -318,7 +344,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
   ets_tab *t;
   ets_obj *stack[OBJS_STACK], **objs = stack, *gone = NULL;
   uint32_t n = 0;
-  if (!obj || lpvm_term_check(obj, len)) return LPVM_EBADTERM;
+  if (ets_term_check(obj, len)) return LPVM_EBADTERM;
   if (lpvm_get_type(&(lpvm_tread){obj + 1, obj + len, 0}) != LPVM_T_TUPLE)
     return LPVM_ETS_EOBJECT;
   int rc = ets_enter(self, tab, 1, 1, &t);
@@ -331,7 +357,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
   }
   ets_obj *probe = objs[0];
   ets_key k = {obj_key(probe), obj_key_end(probe), probe->hash};
-  if (t->nstripes > 1) pthread_rwlock_wrlock(&ets_stripe_of(t, k.h)->lock);
+  if (t->nstripes > 1) ets_slock_wrlock(&ets_stripe_of(t, k.h)->lock);
   ets_obj *o = ets_find(t, &k);
   while (o) {   /* every identical object (a duplicate_bag may hold several) */
     ets_obj *nx = ets_same_next(t, o);
@@ -376,7 +402,7 @@ static int walk_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
                     int which, lpvm_tbuf *out) {
   ets_key k = {0};
   ets_tab *t;
-  int rc = key ? key_parse(key, klen, &k) : 0;
+  int rc = key ? ets_key_parse(key, klen, &k) : 0;
   if (rc || (rc = ets_enter(self, tab, 0, 0, &t))) return rc;
   switch (which) {
     case 0: rc = ets_first_key(t, out); break;
@@ -486,12 +512,12 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
   if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
     ets_key k = {kp, kend, term_hash(kp, kend)};
     ets_stripe *st = ets_stripe_of(t, k.h);
-    if (t->nstripes > 1) pthread_rwlock_rdlock(&st->lock);
+    if (t->nstripes > 1) ets_slock_rdlock(&st->lock);
     for (ets_obj *o = ets_find(t, &k), *nx; o; o = nx) {
       nx = ets_same_next(t, o);
       if (sel_one(t, o, &s)) break;
     }
-    if (t->nstripes > 1) pthread_rwlock_unlock(&st->lock);
+    if (t->nstripes > 1) ets_slock_unlock(&st->lock);
   } else {
     ets_walk(t, sel_one, &s);
   }

@@ -39,6 +39,14 @@ static inline int kcmp(const ets_key *k, const ets_obj *o) {
   return term_cmp(a, k->end, b, bend, 0);
 }
 
+/* kcmp for a key already read as the 32-bit integer x (the walk's common case: the key
+** is parsed once, not once per level). */
+static inline int kcmp_int(int64_t x, const ets_key *k, const ets_obj *o) {
+  int64_t y;
+  if (int32_key(obj_key(o), obj_key_end(o), &y)) return (x > y) - (x < y);
+  return kcmp(k, o);
+}
+
 static void fix(ets_obj *o) {
   int l = H(o->link[0]), r = H(o->link[1]);
   o->hash = (uint64_t)(1 + (l > r ? l : r));
@@ -69,8 +77,10 @@ static ets_obj *balance(ets_obj *o) {
 
 ets_obj *tree_find(ets_tab *t, const ets_key *k) {
   ets_obj *o = t->root;
+  int64_t x;
+  int is_int = int32_key(k->p, k->end, &x);
   while (o) {
-    int c = kcmp(k, o);
+    int c = is_int ? kcmp_int(x, k, o) : kcmp(k, o);
     if (c == 0) return o;
     o = o->link[c > 0];
   }
@@ -153,8 +163,10 @@ int tree_last_key(ets_tab *t, lpvm_tbuf *out) { return put_end(t->root, 1, out);
 /* The nearest key strictly after (dir 1) or before (dir 0) k. */
 static int neighbour(ets_tab *t, const ets_key *k, int dir, lpvm_tbuf *out) {
   ets_obj *o = t->root, *best = NULL;
+  int64_t x;
+  int is_int = int32_key(k->p, k->end, &x);
   while (o) {
-    int c = kcmp(k, o);
+    int c = is_int ? kcmp_int(x, k, o) : kcmp(k, o);
     if (dir ? c < 0 : c > 0) {
       best = o;
       o = o->link[!dir];

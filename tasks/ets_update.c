@@ -16,6 +16,19 @@ typedef struct slice {
 /* A tuple's elements (no version byte at p). Up to `cap` in `stack`, else malloc'd. */
 static int elements(const uint8_t *p, const uint8_t *end, slice *stack, uint32_t cap,
                     slice **out, uint32_t *arity) {
+  if (end - p >= 2 && p[0] == TAG_SMALL_TUPLE && p[1] <= cap) {   /* scalars: no walk */
+    const uint8_t *q = p + 2;
+    uint32_t i = 0, n = p[1];
+    for (; i < n && q; i++) {
+      stack[i].p = q;
+      stack[i].end = q = ets_flat_scalar(q, end);
+    }
+    if (q == end) {
+      *arity = n;
+      *out = stack;
+      return 0;
+    }
+  }
   lpvm_tread r = {p, end, 0};
   if (lpvm_get_tuple(&r, arity)) return LPVM_ETS_EOBJECT;
   slice *s = *arity <= cap ? stack : malloc(*arity * sizeof *s);
@@ -59,20 +72,16 @@ static int rebuild(ets_tab *t, const slice *el, uint32_t arity, const change *ch
 /* Common entry: the key's object (or NULL) under the write lock. */
 static int enter_set(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
                      ets_key *k, ets_tab **t) {
-  if (!key || lpvm_term_check(key, klen)) return LPVM_EBADTERM;
-  k->p = key + 1;
-  k->end = key + klen;
-  if (ets_too_deep(k->p, k->end)) return LPVM_EINVAL;
-  k->h = term_hash(k->p, k->end);
-  int rc = ets_enter(self, tab, 1, 1, t);
+  int rc = ets_key_parse(key, klen, k);
+  if (rc == 0) rc = ets_enter(self, tab, 1, 1, t);
   if (rc) return rc;
   if (tab_is_bag(*t)) { ets_leave(*t); return LPVM_ETS_ETYPE; }
-  if ((*t)->nstripes > 1) pthread_rwlock_wrlock(&ets_stripe_of(*t, k->h)->lock);
+  if ((*t)->nstripes > 1) ets_slock_wrlock(&ets_stripe_of(*t, k->h)->lock);
   return 0;
 }
 
 static void leave_set(ets_tab *t, const ets_key *k) {
-  if (t->nstripes > 1) pthread_rwlock_unlock(&ets_stripe_of(t, k->h)->lock);
+  if (t->nstripes > 1) ets_slock_unlock(&ets_stripe_of(t, k->h)->lock);
   ets_leave(t);
 }
 
@@ -81,18 +90,16 @@ static void leave_set(ets_tab *t, const ets_key *k) {
 ** write it over the old bytes. The key is never changed, so the object's hash and
 ** place stay valid, and the key's write lock keeps every reader out meanwhile. */
 static int patch_in_place(const slice *el, const change *ch, int n) {
-  uint8_t tmp[16];
+  uint8_t tmp[64][16];   /* each new value's encoding: 11 bytes at most, never grows */
+  size_t len[64];
   for (int i = 0; i < n; i++) {
     if (ch[i].term) return 0;
-    lpvm_tbuf b = {tmp, 0, sizeof tmp, 0};   /* 11 bytes at most: never grows */
+    lpvm_tbuf b = {tmp[i], 0, sizeof tmp[i], 0};
     lpvm_put_int(&b, ch[i].i);
+    len[i] = b.len;
     if (b.len != (size_t)(el[ch[i].pos - 1].end - el[ch[i].pos - 1].p)) return 0;
   }
-  for (int i = 0; i < n; i++) {
-    lpvm_tbuf b = {tmp, 0, sizeof tmp, 0};
-    lpvm_put_int(&b, ch[i].i);
-    memcpy((uint8_t *)el[ch[i].pos - 1].p, tmp, b.len);
-  }
+  for (int i = 0; i < n; i++) memcpy((uint8_t *)el[ch[i].pos - 1].p, tmp[i], len[i]);
   return 1;
 }
 
@@ -111,8 +118,8 @@ static int commit(ets_tab *t, const ets_key *k, int rc, slice *el, const slice *
   }
   leave_set(t, k);
   if (el != stack) free(el);
-  free(fresh);
-  free(old);
+  if (fresh) free(fresh);   /* (usually neither: a counter changed in place) */
+  if (old) free(old);
   return rc;
 }
 
@@ -169,7 +176,7 @@ int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     results[i] = v;
   }
   rc = commit(t, &k, rc, el, stack, arity, ch, n, o != NULL);
-  free(made);
+  if (made) free(made);
   return rc;
 }
 

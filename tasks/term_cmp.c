@@ -359,7 +359,14 @@ static uint64_t hash_at(const uint8_t *p, const uint8_t *end) {
   }
 }
 
-uint64_t term_hash(const uint8_t *p, const uint8_t *end) { return hash_at(p, end); }
+/* The commonest keys, small integers, without the general walk: the very value hash_at
+** gives them (their class, mixed with the integer). */
+uint64_t term_hash(const uint8_t *p, const uint8_t *end) {
+  if (end - p == 2 && p[0] == TAG_SMALL_INT) return mix(C_NUM, p[1]);
+  if (end - p == 5 && p[0] == TAG_INT)
+    return mix(C_NUM, (uint64_t)(int64_t)(int32_t)term_be32(p + 1));
+  return hash_at(p, end);
+}
 
 /* Nesting depth of a well-formed term (containers count one level each). */
 int term_depth(const uint8_t *p, const uint8_t *end, int limit) {

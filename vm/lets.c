@@ -30,23 +30,32 @@ static uint32_t be32(const uint8_t *p) {
 
 /* b never grows: every put is preceded by a check that its largest form fits (a
 ** builder over a fixed array must not reach tbuf_grow, which would realloc it). */
-static int put_scalar(lua_State *L, int idx, lpvm_tbuf *b) {
+/* The value at idx, whose lua_type is `type` (LUA_TNONE: not known yet). */
+static int put_scalar(lua_State *L, int idx, int type, lpvm_tbuf *b) {
   size_t room = b->cap - b->len, len;
   const char *s;
-  if (lua_isinteger(L, idx)) {   /* the commonest key: a counter's, an index's */
+  /* integers first: a counter's, an index's */
+  if ((type == LUA_TNUMBER || type == LUA_TNONE) && lua_isinteger(L, idx)) {
     if (room < 11) return -1;
     lua_Integer v = lua_tointegerx(L, idx, NULL);
     uint8_t *q = b->data + b->len;
-    if (v < 0 || v > 255) {
+    if (v >= 0 && v <= 255) {
+      q[0] = ETF_SMALL_INT;
+      q[1] = (uint8_t)v;
+      b->len += 2;
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {   /* as lpvm_put_int writes it */
+      uint32_t u = (uint32_t)v;
+      q[0] = ETF_INT;
+      q[1] = (uint8_t)(u >> 24); q[2] = (uint8_t)(u >> 16);
+      q[3] = (uint8_t)(u >> 8); q[4] = (uint8_t)u;
+      b->len += 5;
+    } else {
       lpvm_put_int(b, v);
-      return 0;
     }
-    q[0] = ETF_SMALL_INT;
-    q[1] = (uint8_t)v;
-    b->len += 2;
     return 0;
   }
-  switch (lua_type(L, idx)) {
+  if (type == LUA_TNONE) type = lua_type(L, idx);
+  switch (type) {
     case LUA_TNIL:
       if (room < 6) return -1;
       lpvm_put_atom_len(b, "nil", 3);
@@ -58,8 +67,7 @@ static int put_scalar(lua_State *L, int idx, lpvm_tbuf *b) {
       return 0;
     case LUA_TNUMBER:
       if (room < 11) return -1;
-      if (lua_isinteger(L, idx)) lpvm_put_int(b, lua_tointeger(L, idx));
-      else lpvm_put_float(b, lua_tonumber(L, idx));
+      lpvm_put_float(b, lua_tonumber(L, idx));   /* integers were taken above */
       return 0;
     case LUA_TSTRING:
       s = lua_tolstring(L, idx, &len);
@@ -75,23 +83,30 @@ size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   lpvm_tbuf b = {buf, 1, cap, 0};
   if (cap < 1) return 0;
   buf[0] = ETF_VERSION;
-  return put_scalar(L, idx, &b) || b.err ? 0 : b.len;
+  return put_scalar(L, idx, LUA_TNONE, &b) || b.err ? 0 : b.len;
 }
 
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   if (lua_type(L, idx) != LUA_TTABLE || cap < 8) return 0;
   lua_Unsigned n = lua_rawlen(L, idx);
   if (n > 255) return 0;
-  lpvm_tbuf b = {buf, 1, cap, 0};
+  lpvm_tbuf b = {buf, 3, cap, 0};   /* the version and SMALL_TUPLE_EXT (n <= 255) */
   buf[0] = ETF_VERSION;
-  lpvm_put_tuple(&b, (uint32_t)n);
-  for (lua_Unsigned i = 1; i <= n; i++) {
-    lua_rawgeti(L, idx, (lua_Integer)i);
-    int rc = put_scalar(L, -1, &b);
-    lua_pop(L, 1);
-    if (rc) return 0;
+  buf[1] = ETF_SMALL_TUPLE;
+  buf[2] = (uint8_t)n;
+  int rc = 0;
+  lua_Unsigned i = 1;
+  for (; i + 1 <= n && rc == 0; i += 2) {   /* two at a time: one pop for both */
+    int t1 = lua_rawgeti(L, idx, (lua_Integer)i);
+    int t2 = lua_rawgeti(L, idx, (lua_Integer)i + 1);
+    rc = put_scalar(L, -2, t1, &b) || put_scalar(L, -1, t2, &b);
+    lua_pop(L, 2);
   }
-  return b.err ? 0 : b.len;
+  if (rc == 0 && i == n) {
+    rc = put_scalar(L, -1, lua_rawgeti(L, idx, (lua_Integer)i), &b);
+    lua_pop(L, 1);
+  }
+  return rc || b.err ? 0 : b.len;
 }
 
 void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
@@ -102,7 +117,7 @@ void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
 /* ---- decoding ------------------------------------------------------------------------ */
 
 /* One scalar at *pp (no version byte): pushed, *pp advanced, 1; else 0. */
-static int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end) {
+static inline int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end) {
   const uint8_t *p = *pp;
   size_t left = (size_t)(end - p), n;
   if (left < 2) return 0;
@@ -196,7 +211,19 @@ void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
   const uint8_t *end = p + len;
   lua_createtable(L, n, 0);
   for (int i = 1; i <= n; i++) {
-    push_any(L, &p, end, 1);
+    if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
+      /* the usual object: its scalars read in this loop, no recursion and no stack
+      ** check (the list, the tuple and one element are within LUA_MINSTACK) */
+      uint32_t m = p[1];
+      p += 2;
+      lua_createtable(L, (int)m, 0);
+      for (uint32_t k = 1; k <= m; k++) {
+        if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
+        lua_rawseti(L, -2, (lua_Integer)k);
+      }
+    } else {
+      push_any(L, &p, end, 1);
+    }
     lua_rawseti(L, -2, i);
   }
 }

@@ -27,7 +27,9 @@ size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap);
 ** first): its length, or 0 (another shape, or too big: use the general encoder). */
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap);
 /* Push n tuples lying back to back in [p, p + len) (no version byte) as a Lua
-** array of arrays, each made with its exact size. Raises on a malformed term. */
+** array of arrays, each made with its exact size. Raises on a malformed term. Uses 3
+** stack slots without asking: call it with LUA_MINSTACK's slots free (as a C
+** function is called). */
 void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n);
 /* Push a whole term (version byte first) that is a list, as lterm.c would, with
 ** tuples, lists and scalars decoded here: 1, or 0 (nothing pushed) for another

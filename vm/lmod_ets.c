@@ -34,12 +34,20 @@ static void out_free(void *p) {
 
 static void out_init(void) { pthread_key_create(&out_key, out_free); }
 
+/* The thread's builder once it has one: a plain TLS load on every later call (the key
+** is there for its destructor, which frees the builder when the thread ends). */
+static _Thread_local lpvm_tbuf *out_tls;
+
 static lpvm_tbuf *out_buf(lua_State *L) {
-  pthread_once(&out_once, out_init);
-  lpvm_tbuf *b = pthread_getspecific(out_key);
+  lpvm_tbuf *b = out_tls;
   if (!b) {
+    pthread_once(&out_once, out_init);
     if (!(b = calloc(1, sizeof *b))) luaL_error(L, "not enough memory");
-    pthread_setspecific(out_key, b);
+    if (pthread_setspecific(out_key, b)) {
+      free(b);
+      luaL_error(L, "not enough memory");
+    }
+    out_tls = b;
   }
   lpvm_tbuf_reset(b);   /* (re)starts the term; gives back a buffer grown past 64 KiB */
   if (b->err) luaL_error(L, "not enough memory");
@@ -75,7 +83,10 @@ static int fail(lua_State *L, int rc, int arg) {
 ** the last reference this function checked (held, so it cannot be another value at
 ** the same address), which a loop over one table passes again and again. */
 static lpvm_tab check_tab(lua_State *L, int arg) {
-  if (lua_rawequal(L, arg, lua_upvalueindex(3))) return *(uint64_t *)lua_touserdata(L, arg);
+  /* the same address as the held reference, and a full userdata: the same value */
+  void *u = lua_touserdata(L, arg);
+  if (u && u == lua_touserdata(L, lua_upvalueindex(3)) && lua_type(L, arg) == LUA_TUSERDATA)
+    return *(uint64_t *)u;
   if (lua_type(L, arg) == LUA_TSTRING) {
     lpvm_tab t = lets_by_name(L, arg);
     if (!t) luaL_argerror(L, arg, "no such table");
@@ -124,11 +135,11 @@ typedef struct key_term {
 } key_term;
 
 static key_term *key_arg(lua_State *L, int arg, key_term *k) {
-  luaL_checkany(L, arg);
   if ((k->len = lets_scalar(L, arg, k->fast, sizeof k->fast)) != 0) {
     k->data = k->fast;
     return k;
   }
+  luaL_checkany(L, arg);
   lpvm_tbuf *b = in_buf(L);
   lets_put_value(L, arg, b, arg);
   k->data = b->data;

@@ -20,6 +20,21 @@ test("require 'ets' and lpvm.ets are one module", function()
   T.ok(lpvm.ets == ets)
 end)
 
+test("an insert over an object of the same size replaces it (set, ordered_set)", function()
+  for _, kind in ipairs({"set", "ordered_set"}) do
+    local t = ets.new("same", {kind})
+    ets.insert(t, {1, "abc", 300})
+    local mem = ets.info(t, "memory")
+    ets.insert(t, {1, "xyz", 301})
+    T.eq(ets.lookup(t, 1), {{1, "xyz", 301}})
+    T.eq(ets.info(t, "memory"), mem)
+    ets.insert(t, {1, "longer", 1.5, false})
+    T.eq(ets.lookup(t, 1), {{1, "longer", 1.5, false}})
+    T.eq(ets.info(t, "size"), 1)
+    ets.delete(t)
+  end
+end)
+
 test("set: insert replaces, lookup copies out, delete removes", function()
   local t = ets.new("s", {"set"})
   T.eq(ets.insert(t, {1, "a"}), true)
