@@ -313,7 +313,9 @@ static void push_fun(lterm_dec *d, int depth) {
   if (lpvm_get_binary(d->r, &code, &len) || len < 5 || memcmp(code, LUA_SIGNATURE, 4) != 0 ||
       code[4] != 0x54)
     lterm_dec_bad(L);
-  if (luaL_loadbufferx(L, (const char *)code, len, "=message", "b") != LUA_OK) lua_error(L);
+  if (!lproc_pool_reuse_fn(L, code, len) &&   /* a recycled state's (lproc_pool.c) */
+      luaL_loadbufferx(L, (const char *)code, len, "=message", "b") != LUA_OK)
+    lua_error(L);
   int f = lua_gettop(L);
   luaL_checkstack(L, 6, "message nested too deep");
   lfun_number(d, f);

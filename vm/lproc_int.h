@@ -96,6 +96,13 @@ typedef struct lproc {
   uint8_t clean_watch;      /* clean_cf: its collection runs (the allocator watches) */
   uint8_t clean_new;        /* an object was made while clean_watch was set */
   uint8_t recycled;         /* its state came from the pool (info's `recycled`) */
+  /* The spawned function kept in a recycled state (lproc_pool.c): fn_cand is the
+  ** stack index, in lproc_main's frame, of the previous owner's function, which the
+  ** decoder (lfun.c) takes instead of loading bytecode that dumps the same; fn_kept
+  ** says the finished main thread left the process's function for the pool. Both
+  ** written by the worker running the process. */
+  uint8_t fn_cand;
+  uint8_t fn_kept;
 } lproc;
 
 extern lproc_config lproc_cfg;
@@ -123,6 +130,9 @@ void lproc_pool_teardown(int bound);     /* closes every pooled state; bound for
 lua_State *lproc_pool_take(void);        /* a cleaned state, or NULL */
 void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the pool's yardstick */
 void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
+/* Push the function at fn_cand instead of loading `code` if it dumps to the same
+** bytes and its upvalues are distinct (returns 1), else 0; fn_cand is cleared. */
+int lproc_pool_reuse_fn(lua_State *L, const void *code, size_t len);
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
 int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */
