@@ -245,8 +245,9 @@ static int push_module(lua_State *L, lproc_start *s) {
 }
 
 /* (fresh [, kept]): kept is the function a recycled state's previous owner ran,
-** which the decoder takes if this spawn's function dumps the same (lfun.c). The
-** function stays at 1 while it runs (a C temporary of this frame) and is returned. */
+** which the decoder takes if this spawn's function dumps the same (lfun.c). A
+** spawned function (LS_TERM) stays at 1 while it runs (a C temporary of this frame)
+** and is returned for the pool. */
 static int lproc_main(lua_State *L) {
   lproc *p = lproc_of(L);
   lproc_start *s = p->start;
@@ -270,6 +271,10 @@ static int lproc_main(lua_State *L) {
   lua_replace(L, 1);
   lua_settop(L, 1);   /* the kept function, if not taken, is garbage now */
   lua_pushvalue(L, 1);
+  if (s->kind != LS_TERM) {   /* only a spawned function is kept for the next spawn */
+    lua_pushnil(L);
+    lua_replace(L, 1);
+  }
   int n = lterm_push_values_ex(L, s->data + s->code_len + s->up_len, s->args_len, trusted);
   p->start = NULL;
   free(s);
