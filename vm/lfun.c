@@ -15,6 +15,9 @@
 ** receiver: '$env' (the globals: the receiver's own), {'$mod', Name} (a loaded
 ** module), {'$fn', Module, Field} (a C function of a loaded module or of _G).
 **
+** A spawned function's bytecode is not loaded when the recycled state the process
+** runs in kept its previous owner's function of the same bytecode (lproc_pool.c).
+**
 ** The dump is cached per prototype (two closures made by the same `function` in a
 ** loop share it), in the sending process: registry[&protos_key] maps the prototype
 ** to one live closure of it (weak values, so a collected prototype's entry goes

@@ -9,6 +9,11 @@
 ** warnings, heap limit. The cleaning (clean_cf) runs protected in the finished state
 ** on the worker that ran its process; the pool itself is a mutex-guarded stack
 ** shared by all workers (pool.mu guards v, n, cap; bound is read without it).
+**
+** A state whose spawned function returned keeps that function, with its upvalues cut
+** loose, at the bottom of its main thread's stack (out of reach of Lua code): the
+** next spawn whose bytecode it dumps to takes it instead of loading the bytecode
+** (lproc_pool_reuse_fn, called by lfun.c's decoder).
 */
 #include <lauxlib.h>
 #include <lualib.h>
