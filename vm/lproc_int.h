@@ -101,9 +101,13 @@ typedef struct lproc {
   ** decoder (lfun.c) takes instead of loading bytecode that dumps the same; fn_kept
   ** says the finished main thread left the process's function for the pool. Both
   ** written by the worker running the process. */
-  uint8_t fn_cand;
+  uint8_t fn_cand;          /* LPROC_NO_CAND: none, but note fn_len */
   uint8_t fn_kept;
+  uint16_t fn_len;          /* bytecode length of the function: the kept one's until
+                            ** the decoder sees this process's (0: not known) */
 } lproc;
+
+#define LPROC_NO_CAND 255
 
 extern lproc_config lproc_cfg;
 extern const lpvm_task_def lproc_def;
@@ -127,7 +131,7 @@ int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_recycle_get(void);             /* the bound */
 void lproc_pool_setup(int bound);
 void lproc_pool_teardown(int bound);     /* closes every pooled state; bound for the next VM */
-lua_State *lproc_pool_take(void);        /* a cleaned state, or NULL */
+lua_State *lproc_pool_take(uint16_t *fn_len);   /* a cleaned state, or NULL */
 void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the pool's yardstick */
 void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
 /* Push the function at fn_cand instead of loading `code` if it dumps to the same

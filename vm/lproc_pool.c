@@ -25,9 +25,16 @@
 #include "lpvm/lpvm.h"
 #include "vm/lproc_int.h"
 
+/* A pooled state, and the bytecode length of the function it keeps (0: none, or
+** not known: compared anyway). */
+typedef struct pooled {
+  lua_State *L;
+  uint16_t fn_len;
+} pooled;
+
 static struct {
   pthread_mutex_t mu;
-  lua_State **v;
+  pooled *v;
   int n, cap;
   _Atomic int bound;
 } pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
@@ -51,13 +58,15 @@ void lproc_pool_fresh(lua_State *L) {
 
 void lproc_pool_setup(int bound) { atomic_store(&pool.bound, bound); }
 
-lua_State *lproc_pool_take(void) {
-  lua_State *L = NULL;
+lua_State *lproc_pool_take(uint16_t *fn_len) {
+  pooled e = {NULL, 0};
+  *fn_len = 0;
   if (atomic_load_explicit(&pool.bound, memory_order_relaxed) == 0) return NULL;
   pthread_mutex_lock(&pool.mu);
-  if (pool.n > 0) L = pool.v[--pool.n];
+  if (pool.n > 0) e = pool.v[--pool.n];
   pthread_mutex_unlock(&pool.mu);
-  return L;
+  *fn_len = e.fn_len;
+  return e.L;
 }
 
 /* ---- the cleaning ------------------------------------------------------------------------- */
@@ -271,11 +280,11 @@ void lproc_pool_release(lproc *p) {
       if (pool.n < atomic_load(&pool.bound)) {
         if (pool.n == pool.cap) {
           int cap = pool.cap ? pool.cap * 2 : 16;
-          lua_State **v = realloc(pool.v, (size_t)cap * sizeof *v);
+          pooled *v = realloc(pool.v, (size_t)cap * sizeof *v);
           if (v) pool.v = v, pool.cap = cap;
         }
         if (pool.n < pool.cap) {
-          pool.v[pool.n++] = L;
+          pool.v[pool.n++] = (pooled){L, kept && lua_gettop(L) == 1 ? p->fn_len : 0};
           L = NULL;
         }
       }
@@ -316,7 +325,12 @@ int lproc_pool_reuse_fn(lua_State *L, const void *code, size_t len) {
   lproc *p = ud;
   int f = p->fn_cand;
   p->fn_cand = 0;
-  if (!f || p->L != L || lua_type(L, f) != LUA_TFUNCTION || lua_iscfunction(L, f)) return 0;
+  if (!f || p->L != L) return 0;
+  size_t kept_len = p->fn_len;   /* the kept function's, if known */
+  p->fn_len = len <= UINT16_MAX ? (uint16_t)len : 0;   /* this process's, for the pool */
+  if (f == LPROC_NO_CAND || (kept_len && kept_len != len) || lua_type(L, f) != LUA_TFUNCTION ||
+      lua_iscfunction(L, f))
+    return 0;
   lua_pushvalue(L, f);
   same_dump d = {code, len};
   if (lua_dump(L, same_writer, &d, 0) != 0 || d.left != 0) {
@@ -338,7 +352,7 @@ int lproc_recycle_get(void) { return atomic_load(&pool.bound); }
 int lproc_recycle_set(int n) {
   int old = atomic_exchange(&pool.bound, n < 0 ? 0 : n);
   pthread_mutex_lock(&pool.mu);
-  while (pool.n > n && pool.n > 0) lua_close(pool.v[--pool.n]);
+  while (pool.n > n && pool.n > 0) lua_close(pool.v[--pool.n].L);
   pthread_mutex_unlock(&pool.mu);
   return old;
 }
