@@ -120,7 +120,16 @@ static inline lproc *lproc_of(lua_State *L) {
 }
 
 /* lproc.c */
-lproc *lproc_check(lua_State *L);          /* raises if L is not a process */
+_Noreturn void lproc_not_a_process(lua_State *L);
+
+/* The process that owns L; raises if L is not a process's. Inline: every lpvm call
+** starts with it (twice a message hop). */
+static inline lproc *lproc_check(lua_State *L) {
+  lproc *p = lproc_of(L);
+  if (!p || !p->L) lproc_not_a_process(L);
+  return p;
+}
+
 int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
 void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */

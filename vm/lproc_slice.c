@@ -368,6 +368,13 @@ lua_State *lproc_slice_enter(lua_State *L) {
       }
     }
     if (me && !prev) {   /* a process's resume (a coroutine's is part of it) */
+      /* The state the handler arms first, `armed` second. The other way, a tick
+      ** decided on the last resume's seq could set `armed` after our 0 and its signal
+      ** land before the state was named: nothing armed, the ticker waiting on
+      ** `armed` (a producer in a loop of sends kept its worker; LPROC_STALE is the
+      ** net under such paths). */
+      lproc_slice_running = L;
+      atomic_signal_fence(memory_order_seq_cst);
       atomic_store_explicit(&me->seq, atomic_load_explicit(&me->seq, memory_order_relaxed) + 1,
                             memory_order_relaxed);
       atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
