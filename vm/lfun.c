@@ -15,6 +15,9 @@
 ** receiver: '$env' (the globals: the receiver's own), {'$mod', Name} (a loaded
 ** module), {'$fn', Module, Field} (a C function of a loaded module or of _G).
 **
+** A spawned function's bytecode is not loaded when the recycled state the process
+** runs in kept its previous owner's function of the same bytecode (lproc_pool.c).
+**
 ** The dump is cached per prototype (two closures made by the same `function` in a
 ** loop share it), in the sending process: registry[&protos_key] maps the prototype
 ** to one live closure of it (weak values, so a collected prototype's entry goes
@@ -313,7 +316,9 @@ static void push_fun(lterm_dec *d, int depth) {
   if (lpvm_get_binary(d->r, &code, &len) || len < 5 || memcmp(code, LUA_SIGNATURE, 4) != 0 ||
       code[4] != 0x54)
     lterm_dec_bad(L);
-  if (luaL_loadbufferx(L, (const char *)code, len, "=message", "b") != LUA_OK) lua_error(L);
+  if (!lproc_pool_reuse_fn(L, code, len) &&   /* a recycled state's (lproc_pool.c) */
+      luaL_loadbufferx(L, (const char *)code, len, "=message", "b") != LUA_OK)
+    lua_error(L);
   int f = lua_gettop(L);
   luaL_checkstack(L, 6, "message nested too deep");
   lfun_number(d, f);

@@ -76,7 +76,8 @@ static size_t queue_cost(const lproc *p) {
 /* ud is the owning process, or NULL for a state between owners (boot, pool). */
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
-  if (ptr == NULL) osize = 0;   /* osize is then the type of the new object */
+  size_t tag = ptr == NULL ? osize : 0;   /* a new object: osize is its type */
+  if (ptr == NULL) osize = 0;
   if (nsize == 0) {
     free(ptr);
     if (p) p->mem -= osize;
@@ -89,7 +90,7 @@ void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     return NULL;
   }
   /* see clean_cf: only a table or a full userdata can get a finalizer */
-  if (ptr == NULL && p && p->clean_watch && (osize == LUA_TTABLE || osize == LUA_TUSERDATA))
+  if (ptr == NULL && p && p->clean_watch && (tag == LUA_TTABLE || tag == LUA_TUSERDATA))
     p->clean_new = 1;
   void *q = ptr ? realloc(ptr, nsize) : malloc(nsize);   /* malloc: the cheaper path */
   if (q && p) p->mem += nsize - osize;
@@ -143,7 +144,7 @@ void lproc_state_init(lua_State *L) {
 
 /* A state for p: recycled (already initialised) or new (p->L->init is pending). */
 static lua_State *lproc_newstate(lproc *p, int *fresh) {
-  lua_State *L = lproc_pool_take();
+  lua_State *L = lproc_pool_take(&p->fn_len);
   *fresh = (L == NULL);
   p->recycled = (L != NULL);
   if (L) {
@@ -158,9 +159,14 @@ static lua_State *lproc_newstate(lproc *p, int *fresh) {
 
 /* ---- the trampoline: the body of every spawned process ------------------------------------ */
 
+/* The body returned: lproc_main's frame holds the function at 1, returned for the
+** pool (lproc_pool_release keeps it for the next spawn of the same function). */
 static int main_k(lua_State *L, int status, lua_KContext ctx) {
-  (void)L, (void)status, (void)ctx;
-  return 0;
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  lua_settop(L, 1);
+  p->fn_kept = lua_type(L, 1) == LUA_TFUNCTION;
+  return 1;
 }
 
 void lproc_push_module(lua_State *L, const char *name, int nil_on_error) {
@@ -238,6 +244,10 @@ static int push_module(lua_State *L, lproc_start *s) {
   return lua_gettop(L);
 }
 
+/* (fresh [, kept]): kept is the function a recycled state's previous owner ran,
+** which the decoder takes if this spawn's function dumps the same (lfun.c). A
+** spawned function (LS_TERM) stays at 1 while it runs (a C temporary of this frame)
+** and is returned for the pool. */
 static int lproc_main(lua_State *L) {
   lproc *p = lproc_of(L);
   lproc_start *s = p->start;
@@ -245,22 +255,32 @@ static int lproc_main(lua_State *L) {
     lproc_state_init(L);
     lproc_pool_fresh(L);
   }
-  lua_settop(L, 0);
+  lua_settop(L, 2);
   int trusted = !s->remote || lterm_remote_funs_trusted();
   if (s->kind == LS_FUNC) {
     push_func(L, s);
   } else if (s->kind == LS_TERM) {
-    if (lterm_push_values_ex(L, s->data + s->code_len, s->up_len, trusted) != 1 ||
-        lua_type(L, -1) != LUA_TFUNCTION)
-      luaL_error(L, "spawn: malformed function");
+    p->fn_cand = lua_type(L, 2) == LUA_TFUNCTION ? 2 : LPROC_NO_CAND;
+    int ok = lterm_push_values_ex(L, s->data + s->code_len, s->up_len, trusted) == 1 &&
+             lua_type(L, -1) == LUA_TFUNCTION;
+    if (p->fn_cand) p->fn_len = 0;   /* not decoded from bytecode: length not known */
+    p->fn_cand = 0;
+    if (!ok) luaL_error(L, "spawn: malformed function");
   } else {
     push_module(L, s);
+  }
+  lua_replace(L, 1);
+  lua_settop(L, 1);   /* the kept function, if not taken, is garbage now */
+  lua_pushvalue(L, 1);
+  if (s->kind != LS_TERM) {   /* only a spawned function is kept for the next spawn */
+    lua_pushnil(L);
+    lua_replace(L, 1);
   }
   int n = lterm_push_values_ex(L, s->data + s->code_len + s->up_len, s->args_len, trusted);
   p->start = NULL;
   free(s);
   lua_callk(L, n, 0, 0, main_k);
-  return 0;
+  return main_k(L, LUA_OK, 0);
 }
 
 /* ---- bytecode ---------------------------------------------------------------------------- */
@@ -477,9 +497,11 @@ static int lproc_first(lproc *p) {
     set_reason_atom(p, p->heap_refused ? "max_heap" : "enomem");
     return LPVM_EXIT;
   }
+  int kept = lua_gettop(p->L);   /* a recycled state's kept function (lproc_pool.c) */
   lua_pushcfunction(p->L, lproc_main);
   lua_pushboolean(p->L, fresh);
-  p->nargs = 1;
+  if (kept) lua_rotate(p->L, 1, -1);   /* lproc_main, fresh, kept */
+  p->nargs = 1 + kept;
   return lproc_resume(p);
 }
 

@@ -97,7 +97,18 @@ typedef struct lproc {
   uint8_t clean_watch;      /* clean_cf: its collection runs (the allocator watches) */
   uint8_t clean_new;        /* an object was made while clean_watch was set */
   uint8_t recycled;         /* its state came from the pool (info's `recycled`) */
+  /* The spawned function kept in a recycled state (lproc_pool.c): fn_cand is the
+  ** stack index, in lproc_main's frame, of the previous owner's function, which the
+  ** decoder (lfun.c) takes instead of loading bytecode that dumps the same; fn_kept
+  ** says the finished main thread left the process's function for the pool. Both
+  ** written by the worker running the process. */
+  uint8_t fn_cand;          /* LPROC_NO_CAND: none, but note fn_len */
+  uint8_t fn_kept;
+  uint16_t fn_len;          /* bytecode length of the function: the kept one's until
+                            ** the decoder sees this process's (0: not known) */
 } lproc;
+
+#define LPROC_NO_CAND 255
 
 extern lproc_config lproc_cfg;
 extern const lpvm_task_def lproc_def;
@@ -130,9 +141,12 @@ int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_recycle_get(void);             /* the bound */
 void lproc_pool_setup(int bound);
 void lproc_pool_teardown(int bound);     /* closes every pooled state; bound for the next VM */
-lua_State *lproc_pool_take(void);        /* a cleaned state, or NULL */
+lua_State *lproc_pool_take(uint16_t *fn_len);   /* a cleaned state, or NULL */
 void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the pool's yardstick */
 void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
+/* Push the function at fn_cand instead of loading `code` if it dumps to the same
+** bytes and its upvalues are distinct (returns 1), else 0; fn_cand is cleared. */
+int lproc_pool_reuse_fn(lua_State *L, const void *code, size_t len);
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
 int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */

@@ -9,6 +9,11 @@
 ** warnings, heap limit. The cleaning (clean_cf) runs protected in the finished state
 ** on the worker that ran its process; the pool itself is a mutex-guarded stack
 ** shared by all workers (pool.mu guards v, n, cap; bound is read without it).
+**
+** A state whose spawned function returned keeps that function, with its upvalues cut
+** loose, at the bottom of its main thread's stack (out of reach of Lua code): the
+** next spawn whose bytecode it dumps to takes it instead of loading the bytecode
+** (lproc_pool_reuse_fn, called by lfun.c's decoder).
 */
 #include <lauxlib.h>
 #include <lualib.h>
@@ -20,9 +25,16 @@
 #include "lpvm/lpvm.h"
 #include "vm/lproc_int.h"
 
+/* A pooled state, and the bytecode length of the function it keeps (0: none, or
+** not known: compared anyway). */
+typedef struct pooled {
+  lua_State *L;
+  uint16_t fn_len;
+} pooled;
+
 static struct {
   pthread_mutex_t mu;
-  lua_State **v;
+  pooled *v;
   int n, cap;
   _Atomic int bound;
 } pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
@@ -46,13 +58,15 @@ void lproc_pool_fresh(lua_State *L) {
 
 void lproc_pool_setup(int bound) { atomic_store(&pool.bound, bound); }
 
-lua_State *lproc_pool_take(void) {
-  lua_State *L = NULL;
+lua_State *lproc_pool_take(uint16_t *fn_len) {
+  pooled e = {NULL, 0};
+  *fn_len = 0;
   if (atomic_load_explicit(&pool.bound, memory_order_relaxed) == 0) return NULL;
   pthread_mutex_lock(&pool.mu);
-  if (pool.n > 0) L = pool.v[--pool.n];
+  if (pool.n > 0) e = pool.v[--pool.n];
   pthread_mutex_unlock(&pool.mu);
-  return L;
+  *fn_len = e.fn_len;
+  return e.L;
 }
 
 /* ---- the cleaning ------------------------------------------------------------------------- */
@@ -97,9 +111,10 @@ static int wipe_registry(lua_State *L, int first) {
 
 static int clean_cf(lua_State *L);
 
-/* The metatables of the basic types (debug.setmetatable, the string library, pids). */
+/* The metatables of the basic types (debug.setmetatable, the string library, pids).
+** Index 1 (the kept function or nil) stays. */
 static void clear_type_metatables(lua_State *L) {
-  lua_settop(L, 0);
+  lua_settop(L, 1);
   lua_pushnil(L);
   lua_pushboolean(L, 0);
   lua_pushlightuserdata(L, NULL);
@@ -107,13 +122,64 @@ static void clear_type_metatables(lua_State *L) {
   lua_pushliteral(L, "");
   lua_pushcfunction(L, clean_cf);
   lua_pushthread(L);
-  for (int i = 1; i <= 7; i++) {
+  for (int i = 2; i <= 8; i++) {
     if (!lua_getmetatable(L, i)) continue;   /* most have none: a look is cheaper */
     lua_pushnil(L);
     lua_replace(L, -2);
     lua_setmetatable(L, i);
   }
-  lua_settop(L, 0);
+  lua_settop(L, 1);
+}
+
+/* The kept function's upvalues hold its owner's values: they go after the
+** collection (a finalizer may have set one). */
+static void drop_upvalues(lua_State *L, int f) {
+  if (lua_type(L, f) != LUA_TFUNCTION) return;
+  for (int i = 1; lua_getupvalue(L, f, i); i++) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    lua_setupvalue(L, f, i);
+  }
+}
+
+/* An empty main chunk's bytecode: lua_load of it makes a closure with one new upvalue. */
+static char empty_chunk[64];
+static size_t empty_len;
+static pthread_once_t empty_once = PTHREAD_ONCE_INIT;
+
+static int empty_writer(lua_State *L, const void *b, size_t sz, void *ud) {
+  (void)L, (void)ud;
+  if (empty_len + sz > sizeof empty_chunk) return 1;
+  memcpy(empty_chunk + empty_len, b, sz);
+  empty_len += sz;
+  return 0;
+}
+
+static void empty_make(void) {
+  lua_State *S = luaL_newstate();
+  if (S && luaL_loadstring(S, "") == LUA_OK && lua_dump(S, empty_writer, NULL, 1) != 0)
+    empty_len = 0;
+  if (S) lua_close(S);
+}
+
+/* Before the collection the kept function lets go of its owner's variables without
+** changing them: its closures made in its body share them (a finalizer among them
+** still sees its globals and upvalues while it runs), so each upvalue is given a
+** new variable of its own (joined to an empty chunk's), left nil. Returns 0 if
+** that cannot be done: the function is not kept. */
+static int detach_upvalues(lua_State *L, int f) {
+  if (lua_type(L, f) != LUA_TFUNCTION) return 1;
+  pthread_once(&empty_once, empty_make);
+  for (int i = 1; lua_getupvalue(L, f, i); i++) {
+    lua_pop(L, 1);
+    if (!empty_len || luaL_loadbufferx(L, empty_chunk, empty_len, "=", "b") != LUA_OK)
+      return 0;
+    lua_upvaluejoin(L, f, i, -1, 1);
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    lua_setupvalue(L, f, i);
+  }
+  return 1;
 }
 
 /* Lua 5.4's defaults (LUAI_GCPAUSE, LUAI_GCMUL, LUAI_GCSTEPSIZE): what a new state has. */
@@ -142,6 +208,9 @@ static void watched_collect(lproc *p, lua_State *L) {
 
 static int clean_cf(lua_State *L) {
   lproc *p = lproc_of(L);
+  lua_settop(L, 1);   /* the kept function, or nil */
+  lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
+  if (!detach_upvalues(L, 1)) return 0;
   clear_type_metatables(L);
   int kept = wipe_registry(L, 1);
   reset_gc_params(L);
@@ -156,9 +225,15 @@ static int clean_cf(lua_State *L) {
   for (int i = 0; i < 2 && !p->clean_new && lproc_state_bytes(L) > pool_max_bytes(); i++)
     watched_collect(p, L);
   if (p->clean_new) return 0;
+  drop_upvalues(L, 1);
   lproc_state_init(L);
   lua_pushboolean(L, 1);
   return 1;
+}
+
+static int collect_cf(lua_State *L) {
+  watched_collect(lproc_of(L), L);
+  return 0;
 }
 
 /* Give the state to the pool if there is room and it cleans; else close it. */
@@ -177,10 +252,27 @@ void lproc_pool_release(lproc *p) {
     room = pool.n < bound;
     pthread_mutex_unlock(&pool.mu);
   }
-  if (room && lua_resetthread(L) == LUA_OK) {
+  /* A body that returned left its function (lproc_main): kept at 1 for the next spawn
+  ** of the same function (lproc_pool_reuse_fn). A thread that ended normally has no
+  ** frames, open upvalues or pending to-be-closed variables: nothing to reset. */
+  int kept = room && p->fn_kept && lua_status(L) == LUA_OK && lua_gettop(L) >= 1 &&
+             lua_type(L, -1) == LUA_TFUNCTION && !lua_iscfunction(L, -1);
+  p->fn_kept = 0;
+  if (kept) {
+    lua_insert(L, 1);
+    lua_settop(L, 1);
+  }
+  if (room && (kept || lua_resetthread(L) == LUA_OK)) {
     lua_pushcfunction(L, clean_cf);
-    int clean = lua_pcall(L, 0, 1, 0) == LUA_OK && lua_toboolean(L, -1);
-    lua_settop(L, 0);
+    if (kept) lua_pushvalue(L, 1);
+    int clean = lua_pcall(L, kept, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+    lua_settop(L, kept);
+    if (clean && kept && lproc_state_bytes(L) > pool_max_bytes()) {
+      lua_settop(L, 0);   /* a big function: the state without it may fit */
+      lua_pushcfunction(L, collect_cf);
+      clean = lua_pcall(L, 0, 0, 0) == LUA_OK && !p->clean_new;
+      lua_settop(L, 0);
+    }
 
     if (clean && !p->heap_refused && lproc_state_bytes(L) <= pool_max_bytes()) {
       lua_setallocf(L, lproc_alloc, NULL);
@@ -188,11 +280,11 @@ void lproc_pool_release(lproc *p) {
       if (pool.n < atomic_load(&pool.bound)) {
         if (pool.n == pool.cap) {
           int cap = pool.cap ? pool.cap * 2 : 16;
-          lua_State **v = realloc(pool.v, (size_t)cap * sizeof *v);
+          pooled *v = realloc(pool.v, (size_t)cap * sizeof *v);
           if (v) pool.v = v, pool.cap = cap;
         }
         if (pool.n < pool.cap) {
-          pool.v[pool.n++] = L;
+          pool.v[pool.n++] = (pooled){L, kept && lua_gettop(L) == 1 ? p->fn_len : 0};
           L = NULL;
         }
       }
@@ -204,12 +296,63 @@ void lproc_pool_release(lproc *p) {
   lua_close(L);
 }
 
+/* ---- the kept function ---------------------------------------------------------------- */
+
+#define LPROC_KEEP_UPVALUES 32   /* more: not checked (pairs), loaded instead */
+
+typedef struct same_dump {
+  const char *p;
+  size_t left;
+} same_dump;
+
+static int same_writer(lua_State *L, const void *b, size_t sz, void *ud) {
+  (void)L;
+  same_dump *d = ud;
+  if (sz > d->left || memcmp(d->p, b, sz) != 0) return 1;   /* lua_dump stops */
+  d->p += sz;
+  d->left -= sz;
+  return 0;
+}
+
+/* A closure whose prototype dumps to `code` is the function lua_load would make of
+** it, but for its identity (nobody else holds it: its previous owner's objects are
+** gone) and its upvalues, which the decoder sets, each of them. Two of them that are
+** one variable (debug.upvaluejoin) would not be set apart: such a closure is not
+** taken. */
+int lproc_pool_reuse_fn(lua_State *L, const void *code, size_t len) {
+  void *ud;
+  if (lua_getallocf(L, &ud) != lproc_alloc || !ud) return 0;
+  lproc *p = ud;
+  int f = p->fn_cand;
+  p->fn_cand = 0;
+  if (!f || p->L != L) return 0;
+  size_t kept_len = p->fn_len;   /* the kept function's, if known */
+  p->fn_len = len <= UINT16_MAX ? (uint16_t)len : 0;   /* this process's, for the pool */
+  if (f == LPROC_NO_CAND || (kept_len && kept_len != len) || lua_type(L, f) != LUA_TFUNCTION ||
+      lua_iscfunction(L, f))
+    return 0;
+  lua_pushvalue(L, f);
+  same_dump d = {code, len};
+  if (lua_dump(L, same_writer, &d, 0) != 0 || d.left != 0) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  int top = lua_gettop(L), n = 0, distinct = 1;
+  while (n <= LPROC_KEEP_UPVALUES && lua_getupvalue(L, top, n + 1)) lua_pop(L, 1), n++;
+  if (n > LPROC_KEEP_UPVALUES) distinct = 0;
+  for (int i = 1; distinct && i <= n; i++)
+    for (int j = i + 1; distinct && j <= n; j++)
+      distinct = lua_upvalueid(L, top, i) != lua_upvalueid(L, top, j);
+  if (!distinct) lua_pop(L, 1);
+  return distinct;
+}
+
 int lproc_recycle_get(void) { return atomic_load(&pool.bound); }
 
 int lproc_recycle_set(int n) {
   int old = atomic_exchange(&pool.bound, n < 0 ? 0 : n);
   pthread_mutex_lock(&pool.mu);
-  while (pool.n > n && pool.n > 0) lua_close(pool.v[--pool.n]);
+  while (pool.n > n && pool.n > 0) lua_close(pool.v[--pool.n].L);
   pthread_mutex_unlock(&pool.mu);
   return old;
 }

@@ -229,4 +229,82 @@ test("warnings: a recycled state starts with them off", function()
   T.ok(not out:find("should not show"), out)
 end)
 
+-- A recycled state keeps its owner's function (lproc_pool.c): the next spawn of the
+-- same function takes it instead of loading its bytecode, with the new spawn's
+-- upvalues and arguments and nothing of the old ones.
+local function kept_maker(tag)
+  local secret = { tag }
+  return function(parent, arg2)
+    local l = require "lpvm"
+    local seen = secret[1]
+    secret[1] = "changed by " .. tostring(tag)      -- the upvalue's table, this copy's
+    l.send(parent, seen, arg2, rawget(_G, "mark"), l.info(l.self()).recycled)
+    mark = tag
+  end
+end
+
+test("the kept function: the next spawn of it has its own upvalues, arguments, globals", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(1)
+  local f = kept_maker("first")
+  local a = run(f, nil, 1)
+  T.eq(a[1], "first")
+  T.eq(a[2], 1)
+  for i = 2, 4 do   -- the same closure again: a copy of its upvalues each time
+    local b = run(f, nil, i)
+    T.eq(b[1], "first", "upvalue of spawn " .. i)
+    T.eq(b[2], i)
+    T.eq(b[3], nil, "a previous owner's global")
+    T.eq(b[4], true, "recycled")
+  end
+  local g = kept_maker("second")   -- same prototype, other upvalues
+  local c = run(g, nil, 5)
+  T.eq(c[1], "second")
+  T.eq(c[4], true)
+  T.eq(run(fingerprint)[2], true, "another function in the same state")
+  lpvm.recycle(old)
+end)
+
+test("the kept function: joined upvalues, and an owner's finalizer still sees its upvalues", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(1)
+  local me = lpvm.self()
+  local x, y = "x", "y"
+  local function joined(parent)
+    local l = require "lpvm"
+    l.send(parent, x, y)
+    -- its two upvalues made one variable: the next owner must not get them so
+    local f = debug.getinfo(1, "f").func
+    local ix, iy
+    for i = 1, 3 do
+      local n = debug.getupvalue(f, i)
+      if n == "x" then ix = i elseif n == "y" then iy = i end
+    end
+    debug.upvaluejoin(f, ix, f, iy)
+  end
+  for i = 1, 3 do
+    local r = run(joined)
+    T.eq(r[1], "x", "run " .. i)
+    T.eq(r[2], "y", "run " .. i)
+  end
+  -- the owner's finalizer runs while the state is cleaned (no process then: it
+  -- writes a file), and still finds the upvalue (name) it shares with the kept function
+  local name = os.tmpname()
+  T.eq(run(function(parent)
+    local l, open = require "lpvm", io.open
+    setmetatable({}, { __gc = function()
+      local f = open(name, "w")
+      f:write(name == nil and "lost" or "found")
+      f:close()
+    end })
+    l.send(parent, "armed")
+  end)[1], "armed")
+  run(fingerprint)   -- the state was cleaned by then
+  local f = assert(io.open(name))
+  T.eq(f:read("a"), "found", "the finalizer's upvalue")
+  f:close()
+  os.remove(name)
+  lpvm.recycle(old)
+end)
+
 T.run()
