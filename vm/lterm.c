@@ -509,8 +509,9 @@ static void dec_other(lua_State *L, lpvm_tread *r) {
 static const char foreign_mt_key = 'f', foreign_tab_key = 'F';
 
 static int foreign_tostring(lua_State *L) {
-  size_t n;
+  size_t n = 0;
   const uint8_t *t = lterm_foreign(L, 1, &n);
+  if (!t) return luaL_argerror(L, 1, "foreign term expected");
   char text[128];
   lpvm_term_format(t, n, text, sizeof text);
   lua_pushstring(L, text);
