@@ -38,26 +38,36 @@ static int grow(void **arr, uint32_t *cap, size_t elem) {
   return 0;
 }
 
-int rel_link_add(lpvm_task *t, lpvm_id other) {
-  struct task_rel *r = rel_get(t);
-  if (!r) return LPVM_ENOMEM;
-  for (uint32_t i = 0; i < r->nlinks; i++)
-    if (r->links[i] == other) return 0;
-  if (r->nlinks == r->clinks && grow((void **)&r->links, &r->clinks, sizeof(lpvm_id)))
-    return LPVM_ENOMEM;
-  r->links[r->nlinks++] = other;
+/* An id list (links, pending unlinks): append, find, remove one (order is not kept). */
+static int ids_add(lpvm_id **arr, uint32_t *n, uint32_t *cap, lpvm_id id) {
+  if (*n == *cap && grow((void **)arr, cap, sizeof(lpvm_id))) return LPVM_ENOMEM;
+  (*arr)[(*n)++] = id;
+  return 0;
+}
+
+static int ids_find(const lpvm_id *arr, uint32_t n, lpvm_id id) {
+  for (uint32_t i = 0; i < n; i++)
+    if (arr[i] == id) return (int)i;
+  return -1;
+}
+
+static int ids_del(lpvm_id *arr, uint32_t *n, lpvm_id id) {
+  int i = ids_find(arr, *n, id);
+  if (i < 0) return 0;
+  arr[i] = arr[--*n];
   return 1;
 }
 
+int rel_link_add(lpvm_task *t, lpvm_id other) {
+  struct task_rel *r = rel_get(t);
+  if (!r) return LPVM_ENOMEM;
+  if (ids_find(r->links, r->nlinks, other) >= 0) return 0;
+  int rc = ids_add(&r->links, &r->nlinks, &r->clinks, other);
+  return rc ? rc : 1;
+}
+
 int rel_link_del(lpvm_task *t, lpvm_id other) {
-  struct task_rel *r = t->rel;
-  if (!r) return 0;
-  for (uint32_t i = 0; i < r->nlinks; i++)
-    if (r->links[i] == other) {
-      r->links[i] = r->links[--r->nlinks];
-      return 1;
-    }
-  return 0;
+  return t->rel ? ids_del(t->rel->links, &t->rel->nlinks, other) : 0;
 }
 
 /* Erlang's unlink guarantee: once unlink(other) returns, the old link has no effect
@@ -66,29 +76,15 @@ int rel_link_del(lpvm_task *t, lpvm_id other) {
 ** before its UNLINK_ACK: while an unlink is pending the task ignores both. */
 int rel_unlinking_add(lpvm_task *t, lpvm_id other) {
   struct task_rel *r = rel_get(t);
-  if (!r) return LPVM_ENOMEM;
-  if (r->nunl == r->cunl && grow((void **)&r->unlinking, &r->cunl, sizeof(lpvm_id)))
-    return LPVM_ENOMEM;
-  r->unlinking[r->nunl++] = other;
-  return 0;
+  return r ? ids_add(&r->unlinking, &r->nunl, &r->cunl, other) : LPVM_ENOMEM;
 }
 
 void rel_unlinking_del(lpvm_task *t, lpvm_id other) {
-  struct task_rel *r = t->rel;
-  if (!r) return;
-  for (uint32_t i = 0; i < r->nunl; i++)
-    if (r->unlinking[i] == other) {
-      r->unlinking[i] = r->unlinking[--r->nunl];
-      return;
-    }
+  if (t->rel) ids_del(t->rel->unlinking, &t->rel->nunl, other);
 }
 
 int rel_unlinking(const lpvm_task *t, lpvm_id other) {
-  const struct task_rel *r = t->rel;
-  if (!r) return 0;
-  for (uint32_t i = 0; i < r->nunl; i++)
-    if (r->unlinking[i] == other) return 1;
-  return 0;
+  return t->rel && ids_find(t->rel->unlinking, t->rel->nunl, other) >= 0;
 }
 
 static int mon_add(mon **arr, uint32_t *n, uint32_t *cap, uint64_t ref, lpvm_id id) {
