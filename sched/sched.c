@@ -368,8 +368,9 @@ static lpvm_task *look_around(worker *w, sighting *seen) {
 ** (sched_make_runnable on this worker), and it runs them next. The other idle workers
 ** sleep on their condition variables as before, and a sleeper to kick is one that
 ** does not hold the poll when there is one (kick_sleeper). When no worker is idle, a
-** busy one looks in without waiting every BUSY_POLL_EVERY steps (poll_when_busy), so
-** readiness waits at most that many steps when every worker has work. */
+** busy one looks in without waiting every BUSY_POLL_EVERY steps and after each step
+** that ran out its slice (poll_when_busy), so readiness waits for at most that many
+** short steps, or one long one, when every worker has work. */
 #define BUSY_POLL_EVERY 64
 /* Spin rounds between two looks in the poll by its idle holder. A look that finds
 ** nothing costs about a microsecond of system time (as much as 50 rounds of the
@@ -393,9 +394,11 @@ static int poll_look(void) {
   return 1;
 }
 
-/* After a step: a busy worker looks in the poll when no idle worker holds it. */
-static void poll_when_busy(worker *w) {
-  if (++w->unpolled < BUSY_POLL_EVERY) return;
+/* After a step: a busy worker looks in the poll when no idle worker holds it, every
+** BUSY_POLL_EVERY steps or after a step that used up its slice (`long_step`: a task
+** requeued), so that steps of a millisecond do not make readiness wait 64 of them. */
+static void poll_when_busy(worker *w, int long_step) {
+  if (++w->unpolled < BUSY_POLL_EVERY && !long_step) return;
   w->unpolled = 0;
   if (!S.poll.watching() || !take_poll(w)) return;
   int got = S.poll.wait(0);
@@ -514,7 +517,7 @@ static void note_backlog(worker *w) {
   }
 }
 
-static void run(worker *w, lpvm_task *t) {
+static int run(worker *w, lpvm_task *t) {
   if (!w->bound && atomic_load_explicit(&S.big, memory_order_relaxed)) {
     mem_bind_worker(w->index);
     w->bound = 1;
@@ -530,6 +533,7 @@ static void run(worker *w, lpvm_task *t) {
   if (r == STEP_REQUEUE) enqueue(w, t);
   else if (r != STEP_WAIT) w->last = NULL;  /* dead or moved: don't compare later */
   note_backlog(w);
+  return r;
 }
 
 static void *worker_main(void *arg) {
@@ -539,8 +543,8 @@ static void *worker_main(void *arg) {
     lpvm_task *t = next_task(w);
     if (!t) t = wait_for_work(w);
     if (!t) continue;
-    run(w, t);
-    if (S.poll_on) poll_when_busy(w);
+    int r = run(w, t);
+    if (S.poll_on) poll_when_busy(w, r == STEP_REQUEUE);
   }
   self_w = NULL;
   return NULL;
