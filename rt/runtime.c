@@ -6,7 +6,9 @@
 ** core includes rt/. Each subsystem offers the runtime a narrow header (io/io.h,
 ** tasks/tasks.h, sched/sched.h, timers/timer.h).
 */
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 
 #define DEFAULT_MAX_TASKS (8u << 20)
 #define DEFAULT_SPIN 2000
+#define STOP_REPORT_ROUNDS 200   /* sweeps of 50 ms: 10 s */
 
 /* The I/O poll, as the scheduler's idle workers wait in it (sched.h, io.h). */
 static const sched_poll io_poll = {io_poll_wait, io_poll_deliver, io_poll_wake,
@@ -122,8 +125,15 @@ int lpvm_halted(void) {
 int lpvm_stop(void) {
   if (!R.running) return LPVM_ESTATE;
   io_dist_stop();
-  /* Kill until none is left: a task may spawn another while we sweep. */
-  while (tasks_live() > 0) {
+  /* Kill until none is left: a task may spawn another while we sweep. A task that
+  ** outlives STOP_REPORT_ROUNDS sweeps is named on stderr, once: a stop that does not
+  ** end says what it waits for. */
+  for (int round = 0; tasks_live() > 0; round++) {
+    if (round == STOP_REPORT_ROUNDS) {
+      fprintf(stderr, "lpvm: stopping the VM: %" PRIu64 " tasks still alive after %d s of kills:\n",
+              tasks_live(), STOP_REPORT_ROUNDS / 20);
+      tasks_dump(stderr);
+    }
     tasks_kill_all();
     pthread_mutex_lock(&R.mu);
     if (tasks_live() > 0) {

@@ -18,9 +18,10 @@ typedef struct mon {
 
 struct task_rel {
   lpvm_id *links;
+  lpvm_id *unlinking;   /* local ids unlinked whose UNLINK_ACK has not come (one per unlink) */
   mon *mons;        /* monitors this task holds: ref -> target */
   mon *watch;       /* monitors on this task: ref -> watcher */
-  uint32_t nlinks, clinks, nmons, cmons, nwatch, cwatch;
+  uint32_t nlinks, clinks, nunl, cunl, nmons, cmons, nwatch, cwatch;
 };
 
 static struct task_rel *rel_get(lpvm_task *t) {
@@ -56,6 +57,37 @@ int rel_link_del(lpvm_task *t, lpvm_id other) {
       r->links[i] = r->links[--r->nlinks];
       return 1;
     }
+  return 0;
+}
+
+/* Erlang's unlink guarantee: once unlink(other) returns, the old link has no effect
+** on the caller. Signals between two tasks keep their order, so everything `other`
+** sent before it took our UNLINK (a LINK of its setup, the EXIT of its death) comes
+** before its UNLINK_ACK: while an unlink is pending the task ignores both. */
+int rel_unlinking_add(lpvm_task *t, lpvm_id other) {
+  struct task_rel *r = rel_get(t);
+  if (!r) return LPVM_ENOMEM;
+  if (r->nunl == r->cunl && grow((void **)&r->unlinking, &r->cunl, sizeof(lpvm_id)))
+    return LPVM_ENOMEM;
+  r->unlinking[r->nunl++] = other;
+  return 0;
+}
+
+void rel_unlinking_del(lpvm_task *t, lpvm_id other) {
+  struct task_rel *r = t->rel;
+  if (!r) return;
+  for (uint32_t i = 0; i < r->nunl; i++)
+    if (r->unlinking[i] == other) {
+      r->unlinking[i] = r->unlinking[--r->nunl];
+      return;
+    }
+}
+
+int rel_unlinking(const lpvm_task *t, lpvm_id other) {
+  const struct task_rel *r = t->rel;
+  if (!r) return 0;
+  for (uint32_t i = 0; i < r->nunl; i++)
+    if (r->unlinking[i] == other) return 1;
   return 0;
 }
 
@@ -118,6 +150,7 @@ void rel_free(lpvm_task *t) {
   struct task_rel *r = t->rel;
   if (!r) return;
   free(r->links);
+  free(r->unlinking);
   free(r->mons);
   free(r->watch);
   free(r);

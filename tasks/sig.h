@@ -13,7 +13,8 @@ enum {
   SIG_MESSAGE = 1, SIG_LINK, SIG_UNLINK, SIG_EXIT, SIG_EXIT_LINK, SIG_MONITOR,
   SIG_DEMONITOR, SIG_DOWN, SIG_SUSPEND, SIG_RESUME, SIG_INFO, SIG_PRIORITY,
   SIG_MIGRATE, SIG_TIMEOUT,
-  SIG_DIST       /* a signal for a remote id, wrapped for its connection (io/dist) */
+  SIG_DIST,      /* a signal for a remote id, wrapped for its connection (io/dist) */
+  SIG_UNLINK_ACK /* a local task took our UNLINK: nothing it sent before is ours */
 };
 
 /* A signal for a remote id, wrapped for its node's connection (kind SIG_DIST): the

@@ -107,7 +107,8 @@ static void die(lpvm_task *t, const uint8_t *reason, size_t len) {
 /* Erlang's exit-signal rules. `linked`: the signal comes from a dying link. */
 static void on_exit_sig(lpvm_task *t, struct lpvm_sig *s, int linked) {
   const uint8_t *reason = sig_data(s);
-  if (linked && !rel_link_del(t, s->from)) return;  /* unlinked meanwhile */
+  /* unlinked meanwhile; or the old link's exit, sent before our UNLINK was taken */
+  if (linked && (rel_unlinking(t, s->from) || !rel_link_del(t, s->from))) return;
   if (!linked && term_is(reason, s->len, term_kill, term_kill_len)) {
     die(t, term_killed, term_killed_len);
   } else if (t->tflags & TF_TRAP_EXIT) {
@@ -192,8 +193,14 @@ static void on_migrate(lpvm_task *t, int to_thread) {
 static int handle_one(lpvm_task *t, struct lpvm_sig *s) {
   switch (s->kind) {
     case SIG_MESSAGE: case SIG_DIST: mbox_append(t, s); return 1;
-    case SIG_LINK: rel_link_add(t, s->from); break;
-    case SIG_UNLINK: rel_link_del(t, s->from); break;
+    case SIG_LINK:   /* one sent before it took our UNLINK is void */
+      if (!rel_unlinking(t, s->from)) rel_link_add(t, s->from);
+      break;
+    case SIG_UNLINK:
+      rel_link_del(t, s->from);
+      if (!node_id_is_remote(s->from)) send_new(s->from, SIG_UNLINK_ACK, t->id, 0, NULL, 0);
+      break;
+    case SIG_UNLINK_ACK: rel_unlinking_del(t, s->from); break;
     case SIG_EXIT: on_exit_sig(t, s, 0); break;
     case SIG_EXIT_LINK: on_exit_sig(t, s, 1); break;
     case SIG_MONITOR: rel_watch_add(t, s->ref, s->from); break;
@@ -230,6 +237,8 @@ void sig_drain_dead(lpvm_task *t) {
     sig_wrap w;
     if (s->kind == SIG_LINK)
       send_new(s->from, SIG_EXIT_LINK, t->id, 0, term_noproc, term_noproc_len);
+    else if (s->kind == SIG_UNLINK && !node_id_is_remote(s->from))
+      send_new(s->from, SIG_UNLINK_ACK, t->id, 0, NULL, 0);
     else if (s->kind == SIG_MONITOR)
       send_new(s->from, SIG_DOWN, t->id, s->ref, term_noproc, term_noproc_len);
     else if (s->kind == SIG_DIST && s->len >= sizeof w &&
@@ -287,9 +296,26 @@ int lpvm_link(lpvm_task *self, lpvm_id other) {
   return 0;
 }
 
+/* Erlang's guarantee: after unlink returns, the link has no effect on the caller,
+** even if the other side's LINK or exit is already on its way (a port opened for us
+** by another task links in its own setup). For a local id the UNLINK is always sent
+** and answered (UNLINK_ACK); until the answer the caller ignores the other's LINK and
+** linked exits (links.c). A dead id is answered at once: every signal it sent is
+** already queued, ahead of the answer. A remote id keeps the connection's rules. */
 int lpvm_unlink(lpvm_task *self, lpvm_id other) {
   if (!self || !other) return LPVM_EINVAL;
-  if (rel_link_del(self, other)) send_new(other, SIG_UNLINK, self->id, 0, NULL, 0);
+  if (other == self->id) return 0;
+  int had = rel_link_del(self, other);
+  if (node_id_is_remote(other) || rel_unlinking_add(self, other) != 0) {
+    if (had) send_new(other, SIG_UNLINK, self->id, 0, NULL, 0);
+    return 0;   /* (out of memory: the unlink as before the guarantee) */
+  }
+  struct lpvm_sig *s = sig_new(SIG_UNLINK, self->id, 0, NULL, 0);
+  if (s && sig_send(other, s) == 0) return 0;
+  free(s);
+  struct lpvm_sig *ack = sig_new(SIG_UNLINK_ACK, other, 0, NULL, 0);
+  if (ack) sig_push(self, ack);
+  else rel_unlinking_del(self, other);
   return 0;
 }
 

@@ -51,6 +51,9 @@ void bin_msg_release(lpvm_msg *m);
 struct task_rel;
 int rel_link_add(lpvm_task *t, lpvm_id other);       /* 1 if added, 0 if present */
 int rel_link_del(lpvm_task *t, lpvm_id other);       /* 1 if it was there */
+int rel_unlinking_add(lpvm_task *t, lpvm_id other);  /* an UNLINK sent, its ACK awaited */
+void rel_unlinking_del(lpvm_task *t, lpvm_id other); /* one ACK came */
+int rel_unlinking(const lpvm_task *t, lpvm_id other); /* 1 while an ACK is awaited */
 int rel_mon_add(lpvm_task *t, uint64_t ref, lpvm_id target);
 int rel_mon_del(lpvm_task *t, uint64_t ref, lpvm_id *target);
 int rel_watch_add(lpvm_task *t, uint64_t ref, lpvm_id watcher);

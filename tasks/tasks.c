@@ -1,7 +1,9 @@
 /*
 ** tasks.c -- tasks/ started, stopped and counted for the runtime (rt/runtime.c).
 */
+#include <inttypes.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tasks/node.h"
@@ -39,6 +41,23 @@ static void kill_one(lpvm_task *t, void *ud) {
 }
 
 void tasks_kill_all(void) { ptab_foreach(kill_one, NULL); }
+
+/* One line per live task, for a stop that does not end. It reads only what another
+** thread may read (the id, the type, the atomic scheduling word, the queued count):
+** the task may be running while we look. */
+static void dump_one(lpvm_task *t, void *ud) {
+  static const char *const status[] = {"waiting", "queued", "running", "dead"};
+  uint32_t w = atomic_load_explicit(&t->sched_word, memory_order_acquire);
+  if (lpvm_id_is_port(t->id))
+    fprintf((FILE *)ud, "  #Port<0.%" PRIu32 ">", lpvm_id_slot(t->id));
+  else
+    fprintf((FILE *)ud, "  <0.%" PRIu32 ".%" PRIu32 ">", lpvm_id_slot(t->id), lpvm_id_gen(t->id));
+  fprintf((FILE *)ud, " %s, %s%s%s, %zu queued\n", t->def->type, status[ts_status(w)],
+          (w & TS_PENDING) ? ", signals pending" : "", (w & TS_THREAD) ? ", own thread" : "",
+          lpvm_queued_msgs(t));
+}
+
+void tasks_dump(FILE *out) { ptab_foreach(dump_one, out); }
 
 void task_count_born(void) {
   uint64_t live = atomic_fetch_add(&C.live, 1) + 1;

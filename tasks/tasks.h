@@ -9,6 +9,7 @@
 #define LPVM_TASKS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* The process table (room for max_tasks), the name table and the ETS registry. on_empty is called,
 ** on the dying task's thread, each time the number of live tasks drops to 0. */
@@ -17,6 +18,8 @@ int tasks_init(uint32_t max_tasks, void (*on_empty)(void));
 void tasks_fini(void);
 /* Send every live task an untrappable kill. */
 void tasks_kill_all(void);
+/* One line per live task on `out` (what a stuck stop is waiting for). */
+void tasks_dump(FILE *out);
 /* Drop the send-after messages still pending (the timer thread has stopped). */
 void task_timer_shutdown(void);
 

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lua.h>
@@ -343,6 +344,59 @@ static void signals_stop(pthread_t th) {
   pthread_join(th, NULL);
 }
 
+/* ---- a stop with a way out --------------------------------------------------------- */
+
+/* Stopping kills every task and joins every thread; a task or thread that never ends
+** would keep the OS process alive after the program asked to end (lpvm.halt ends at
+** once in Erlang). A watchdog gives the stop STOP_LIMIT_S seconds, then says what is
+** left (lpvm_stop has named the live tasks after 10 s) and ends the OS process with
+** the status the program asked for. */
+#define STOP_LIMIT_S 30
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done, status;
+} watch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static void *stop_watchdog(void *arg) {
+  (void)arg;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += STOP_LIMIT_S;
+  pthread_mutex_lock(&watch.mu);
+  int rc = 0;
+  while (!watch.done && rc != ETIMEDOUT)
+    rc = pthread_cond_timedwait(&watch.cv, &watch.mu, &until);
+  int done = watch.done, status = watch.status;
+  pthread_mutex_unlock(&watch.mu);
+  if (done) return NULL;
+  lpvm_vmstats st;
+  lpvm_stats(&st);
+  fprintf(stderr, "%s: the VM did not stop within %d s (%zu tasks, %llu threads still alive);"
+          " exiting with status %d\n", progname, STOP_LIMIT_S, lpvm_task_count(),
+          (unsigned long long)st.threads_live, status);
+  fflush(stdout);
+  _exit(status);
+}
+
+/* lpvm_lua_stop() under the watchdog; `status` is the exit status if it must act. */
+static void stop_vm(int status) {
+  pthread_t th;
+  watch.status = status;
+  sigset_t old;   /* the watchdog takes no stop signal: main's handler has them */
+  pthread_sigmask(SIG_BLOCK, &stop_sigs, &old);
+  int have = pthread_create(&th, NULL, stop_watchdog, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  lpvm_lua_stop();   /* os.execute commands ended, tasks killed, threads joined */
+  if (!have) return;
+  pthread_mutex_lock(&watch.mu);
+  watch.done = 1;
+  pthread_cond_signal(&watch.cv);
+  pthread_mutex_unlock(&watch.mu);
+  pthread_join(th, NULL);
+}
+
 /* ---- main --------------------------------------------------------------------- */
 
 /* What parse allocated (every return of main frees it: ASan's leak check runs on
@@ -466,7 +520,7 @@ int main(int argc, char **argv) {
     else status = lproc_boot_ok() ? 0 : 1;
   }
   fflush(stdout);
-  lpvm_lua_stop();   /* os.execute commands ended, tasks killed, threads joined */
+  stop_vm(status);
   if (have_sig) signals_stop(sig_th);
   if (av != argv) free(av);
   return cli_done(&c, status);

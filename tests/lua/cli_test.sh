@@ -219,6 +219,18 @@ check "normal and shutdown ends: no report" 0 "$LPVM" -e '
   local p = lpvm.spawn(function() lpvm.receive() end) lpvm.exit(p, "kill")
   lpvm.sleep(50)'
 err_lines "nothing on stderr" 0
+# A process on its own thread stuck in a blocking call (open of a FIFO nobody writes)
+# cannot be killed: the stop names it after 10 s, and after 30 s the OS process ends
+# with the status halt asked for.
+mkfifo "$TMP/fifo"
+check "halt with a stuck thread: the asked status after the stop's time limit" 4 \
+  "$LPVM" -e "lpvm.spawn({ thread = true }, function() io.open('$TMP/fifo') end)
+              lpvm.sleep(50) lpvm.halt(4)"
+err_has "a stuck stop names the task it waits for" "1 tasks still alive after 10 s"
+err_has "a stuck stop names the task's state" "lua, running, signals pending, own thread"
+err_has "a stuck stop says why the process ends" "did not stop within 30 s"
+rm -f "$TMP/fifo"
+
 check "halt: no report for the processes it kills" 0 "$LPVM" -e '
   lpvm.spawn(function() lpvm.sleep(10) lpvm.halt(0) end) lpvm.receive()'
 err_lines "halt: nothing on stderr" 0

@@ -265,4 +265,20 @@ test("port_close(p, 0) of a fresh port never kills its owner and leaves no messa
   T.no_msg(100)
 end)
 
+test("port_close(c, 0) of a connection just accepted never kills its owner", function()
+  -- The listener spawns the accepted port, which links to its owner in its own setup:
+  -- the LINK may still be on its way when the owner unlinks and kills. Erlang's
+  -- unlink guarantee (lpvm_unlink's ACK) makes that old link void.
+  local l, port = lpvm.tcp_listen("127.0.0.1", 0)
+  T.ok(l, port)
+  for _ = 1, T.scaled(300, 30) do
+    local c = assert(lpvm.tcp_connect("127.0.0.1", port))
+    local a = assert(lpvm.tcp_accept(l, 5000))
+    lpvm.port_close(a, 0)
+    lpvm.port_close(c, 0)
+  end
+  lpvm.port_close(l, 0)
+  T.no_msg(100)
+end)
+
 T.run()

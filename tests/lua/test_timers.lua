@@ -29,8 +29,9 @@ end)
 test("a sleeping process lets others run", function()
   local me = lpvm.self()
   lpvm.spawn(function() lpvm.send(me, "ran") end)
-  lpvm.sleep(20)
-  T.eq(lpvm.receive(0), "ran")
+  -- polled in sleeps (a loaded machine may take longer than one): were sleep to hold
+  -- the worker, a one-worker VM would never run the other process
+  T.eq(T.wait_until(function() return lpvm.receive(0) end, 5000), "ran")
 end)
 
 test("many processes sleep concurrently", function()
@@ -94,16 +95,25 @@ test("many timers, half cancelled", function()
   local me = lpvm.self()
   local n = T.scaled(2000, 100)
   local refs = {}
-  for i = 1, n do refs[i] = lpvm.send_after(10 + i % 20, me, i) end
-  for i = 2, n, 2 do lpvm.cancel_timer(refs[i]) end
+  for i = 1, n do refs[i] = lpvm.send_after(100 + i % 20, me, i) end
+  -- On a loaded machine an early timer may fire before its cancel: cancel_timer then
+  -- returns false, and that one message is due. No other even one may come.
+  local due, fired = {}, 0
+  for i = 1, n, 2 do due[i] = true end
+  for i = 2, n, 2 do
+    if lpvm.cancel_timer(refs[i]) == false then due[i] = true end
+  end
+  for _ in pairs(due) do fired = fired + 1 end
+  T.ok(fired < n, "some cancels came in time")
   local got = 0
-  for _ = 1, (n + 1) // 2 do
+  for _ = 1, fired do
     local v = T.recv()[1]
-    T.eq(v % 2, 1, "only odd timers fire")
+    T.ok(due[v], "only timers not cancelled fire: got " .. tostring(v))
+    due[v] = nil
     got = got + 1
   end
   T.no_msg(60)
-  T.eq(got, (n + 1) // 2)
+  T.eq(got, fired)
 end)
 
 test("a timer to a process that has ended is harmless", function()
