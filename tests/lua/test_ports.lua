@@ -54,7 +54,8 @@ local function alive(os_pid)
   return true
 end
 
--- The poller thread's own descriptors open with the first port, for good.
+-- A first port before the descriptor counts below, so that whatever opens once for
+-- good with it is not counted (the poll's epoll and eventfd open with the VM now).
 do
   local p = assert(lpvm.open_port({ "true" }))
   lpvm.port_close(p)
