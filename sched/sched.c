@@ -201,9 +201,13 @@ void sched_make_runnable(lpvm_task *t) {
     int prio = t->prio;
     lpvm_task *empty = NULL;
     if (atomic_compare_exchange_strong(&w->cache, &empty, t)) {
-      if (prio < atomic_load_explicit(&w->running_prio, memory_order_relaxed)) {
+      /* A higher level waits behind the running task. (Between steps, as when the
+      ** poll delivers readiness, nothing runs: w takes its cache next, and waking a
+      ** sleeper would only have it steal the task.) */
+      int running = atomic_load_explicit(&w->running_prio, memory_order_relaxed);
+      if (running != NO_LEVEL && prio < running) {
         atomic_store_explicit(&w->preempt, 1, memory_order_relaxed);
-        kick_sleeper(w);  /* a higher level waits behind the running task */
+        kick_sleeper(w);
       }
       return;
     }
