@@ -125,10 +125,24 @@ static void arm(lua_State *L, int count) {
   lua_sethook(L, lproc_hook, LUA_MASKCOUNT, count);
 }
 
+/* Arming from the signal handler. A count hook alone could be lost: the handler may
+** land inside luaG_traceexec just after it read the old, empty mask and before it
+** clears the running function's trap flag, and a loop that only calls C functions (a
+** send in `while true`) would then never trap again: the slice would never end, and
+** `armed` keeps the ticker from trying twice. So the handler also asks for the call
+** hook, which Lua checks at every call whatever the trap flags say, as lua.c's Ctrl-C
+** does; the call hook, which may not yield, re-arms the count hook from the thread. */
+static void arm_async(lua_State *L) {
+  lua_sethook(L, lproc_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
+}
+
 static int counting(void) { return !tick_mode || !me; }
 
 static void lproc_hook(lua_State *L, lua_Debug *ar) {
-  (void)ar;
+  if (ar->event == LUA_HOOKCALL) {   /* arm_async's: yield at the next instruction */
+    arm(L, 1);
+    return;
+  }
   lproc *p = lproc_of(L);
   if (!p) {                      /* not a process's state: nothing to cut */
     if (!counting()) lua_sethook(L, NULL, 0, 0);
@@ -180,7 +194,7 @@ static void on_tick(int sig) {
     if (me) atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
   } else if (L) {
     int64_t t0 = cpu_ns();
-    arm(L, 1);
+    arm_async(L);
     int64_t n = (cpu_ns() - t0) * 10 / (LPROC_SLICE_US * 1000);
     skip = n > 1000 ? 1000 : (int)n;
   }
@@ -318,10 +332,19 @@ void lproc_slice_teardown(void) {
   pthread_mutex_unlock(&tk.mu);
 }
 
+/* A fresh state is initialised inside its first resume (lproc_main), which may take
+** longer than a slice: the ticker's signal may already have armed the hook that the
+** clearing below removes. `armed` is set before the signal is sent, so a look after
+** the clearing sees it, and the slice still ends (before: a process so started in a
+** loop that never waits ran for good, and nothing else ran on its worker). */
 void lproc_slice_init(lua_State *L) {
   int count = lproc_cfg.reductions / LPROC_SLICES;
-  if (!tick_mode) arm(L, count > 0 ? count : 1);
-  else lua_sethook(L, NULL, 0, 0);   /* a recycled state may hold its closing hook */
+  if (!tick_mode) {
+    arm(L, count > 0 ? count : 1);
+    return;
+  }
+  lua_sethook(L, NULL, 0, 0);   /* a recycled state may hold its closing hook */
+  if (me && L == lproc_slice_running && atomic_load(&me->armed)) arm(L, 1);
 }
 
 lua_State *lproc_slice_enter(lua_State *L) {
@@ -354,6 +377,6 @@ void lproc_slice_leave(lua_State *prev) {
   if (!prev && me) atomic_store_explicit(&me->on, 0, memory_order_relaxed);
 }
 
-void lproc_slice_end(lua_State *L) { arm(L, 1); }
+void lproc_slice_end(lua_State *L) { arm_async(L); }
 
 void lproc_slice_closing(lua_State *L) { arm(L, 1000); }

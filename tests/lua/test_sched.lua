@@ -17,6 +17,28 @@ test("two endless loops do not starve a third process", function()
   T.ok(dt < math.max(5000, T.WAIT), "third process ran after " .. dt .. " ms")
 end)
 
+test("a loop that starts with its fresh state is preempted even if the start was slow", function()
+  -- A fresh state is set up inside its first slice; a tick during that set-up armed
+  -- the hook that the set-up then cleared, and a loop of sends to a dead process (it
+  -- never waits) held its worker for good: the parent, queued there, never ran again.
+  local dead = lpvm.spawn(function() end)
+  local pool = lpvm.recycle(0)   -- fresh states each time, not recycled ones
+  lpvm.sleep(5)
+  for _ = 1, T.scaled(100, 10) do
+    local ps = {}
+    for i = 1, 2 do
+      ps[i] = lpvm.spawn(function(to) while true do lpvm.send(to, 1) end end, dead)
+    end
+    lpvm.sleep(20)
+    for _, p in ipairs(ps) do
+      local ref = lpvm.monitor(p)
+      lpvm.exit(p, "kill")
+      T.recv_match(function(tag, r) return tag == "DOWN" and r == ref end, 20000)
+    end
+  end
+  lpvm.recycle(pool)
+end)
+
 test("looping processes at the same priority all make progress", function()
   local me = lpvm.self()
   local n = 6
