@@ -489,15 +489,17 @@ static lpvm_task *wait_for_work(worker *w) {
     if ((t = look_around(w, seen)) != NULL) goto out;
     if (!polls) polls = take_poll(w);      /* the holder went to work: take over */
   }
-  /* Woken with work of its own while every other worker sleeps for good: make one of
-  ** them the watcher (it spins, sees this one awake and sleeps watching). Only with
-  ** work: a worker woken to watch (or to steal) must not wake another in turn, or two
-  ** idle workers would keep kicking each other awake. */
-  if (S.n > 1 && atomic_load(&w->bitmap) && atomic_load(&S.sleepers) == S.n - 1 &&
-      atomic_load(&S.watchers) == 0)
-    kick_sleeper(w);
 out:
   if (polls) drop_poll();
+  /* Back to work of its own while every other worker sleeps for good (woken by a
+  ** kick, or its own queue filled between two watches): make one of them the watcher
+  ** (it spins, sees this one awake and sleeps watching), or a task this one queues
+  ** behind a long step would wait for it. Only with work: a worker woken to watch (or
+  ** to steal) must not wake another in turn, or two idle workers would keep kicking
+  ** each other awake. */
+  if (!t && S.n > 1 && atomic_load(&w->bitmap) && atomic_load(&S.sleepers) == S.n - 1 &&
+      atomic_load(&S.watchers) == 0)
+    kick_sleeper(w);
   return t;
 }
 
