@@ -12,7 +12,7 @@
 ** light userdata of its own would see them print as pids: none of the standard
 ** libraries does.)
 ** A reference (monitor, send_after) is a small full userdata, interned per state in a
-** weak table so that the same reference is the same table key.
+** weak table so that the same reference is the same table key (see "references").
 */
 #include <lauxlib.h>
 #include <stdio.h>
@@ -21,7 +21,6 @@
 #include "vm/lproc_int.h"
 
 static const char ref_mt_key = 'r';      /* registry[&ref_mt_key]: reference metatable */
-static const char ref_tab_key = 't';     /* registry[&ref_tab_key]: weak intern table */
 
 /* ---- pids -------------------------------------------------------------------------------- */
 
@@ -79,6 +78,16 @@ lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name) {
 
 /* ---- references ---------------------------------------------------------------------------- */
 
+/* The reference metatable's array part, as lmod_bin.c's: [MT_MARK] is &ref_mt_key (a
+** light userdata no Lua code can make), so telling a reference costs an array read
+** instead of a registry lookup; [MT_INTERN] is the state's intern table (weak values,
+** reference -> its userdata). The metatable itself stays at registry[&ref_mt_key]
+** (vm/lmod_ets.c takes it from a reference) and a process keeps its registry index
+** (lproc.ref_mt), an integer key: lmod_push_ref then makes no pointer-keyed lookup.
+** (Permanent filler entries that would keep the intern table from shrinking at each
+** rehash were tried: ~300 instructions more per gen_server.call, not fewer.) */
+enum { MT_MARK = 1, MT_INTERN = 2 };
+
 static int ref_tostring(lua_State *L) {
   uint64_t r = *(uint64_t *)lua_touserdata(L, 1);
   char buf[48];
@@ -93,10 +102,35 @@ static int ref_eq(lua_State *L) {
   return 1;
 }
 
+/* Push the reference metatable, made with its mark and intern table the first time. */
+static void ref_mt(lua_State *L) {
+  lproc *p = lproc_of(L);
+  if (p && p->ref_mt) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref_mt);
+    return;
+  }
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_mt_key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
+    lua_pushlightuserdata(L, (void *)&ref_mt_key);
+    lua_rawseti(L, -2, MT_MARK);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_rawseti(L, -2, MT_INTERN);
+  }
+  if (p) {
+    lua_pushvalue(L, -1);
+    p->ref_mt = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+}
+
 uint64_t lmod_to_ref(lua_State *L, int idx) {
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return 0;
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_mt_key);
-  int ok = lua_rawequal(L, -1, -2);
+  int ok = lua_rawgeti(L, -1, MT_MARK) == LUA_TLIGHTUSERDATA &&
+           lua_touserdata(L, -1) == (void *)&ref_mt_key;
   lua_pop(L, 2);
   return ok ? *(uint64_t *)lua_touserdata(L, idx) : 0;
 }
@@ -159,7 +193,7 @@ void lmod_push_ref_temp(lua_State *L, uint64_t ref) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_temp_key) != LUA_TUSERDATA) {
     lua_pop(L, 1);
     lua_newuserdatauv(L, sizeof(uint64_t), 0);
-    lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
+    ref_mt(L);
     lua_setmetatable(L, -2);
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &ref_temp_key);
@@ -168,18 +202,21 @@ void lmod_push_ref_temp(lua_State *L, uint64_t ref) {
 }
 
 void lmod_push_ref(lua_State *L, uint64_t ref) {
-  lmod_weak_table(L, &ref_tab_key, "v");
+  ref_mt(L);                                   /* mt */
+  lua_rawgeti(L, -1, MT_INTERN);               /* mt T */
   if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {
-    lua_remove(L, -2);
+    lua_replace(L, -3);
+    lua_pop(L, 1);
     return;
   }
   lua_pop(L, 1);
-  *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;
-  lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
+  *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;   /* mt T u */
+  lua_pushvalue(L, -3);
   lua_setmetatable(L, -2);
   lua_pushvalue(L, -1);
   lua_rawseti(L, -3, (lua_Integer)ref);
-  lua_remove(L, -2);
+  lua_replace(L, -3);
+  lua_pop(L, 1);
 }
 
 /* ---- errors ---------------------------------------------------------------------------------- */
@@ -228,8 +265,8 @@ static int lmod_index(lua_State *L) {
     return 1;
   }
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns, lmod_bin_fns};
-  for (int t = 0; t < 6; t++)
+                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns};
+  for (int t = 0; t < 7; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++)
       if (strcmp(f->name, k) == 0) {
         lua_pushcfunction(L, f->fn);
@@ -244,8 +281,8 @@ static int lmod_index(lua_State *L) {
 /* pairs(lpvm) should list every function: load them all first. */
 static int lmod_pairs(lua_State *L) {
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns, lmod_bin_fns};
-  for (int t = 0; t < 6; t++)
+                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns};
+  for (int t = 0; t < 7; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++) {
       lua_pushcfunction(L, f->fn);
       lua_setfield(L, 1, f->name);

@@ -85,11 +85,13 @@ static int send_k(lua_State *L, int status, lua_KContext ctx) {
 
 static int lmod_send(lua_State *L) {
   lproc *p = lproc_check(L);
-  if (lua_type(L, 1) == LUA_TTABLE) {
+  int t1 = lua_type(L, 1);
+  if (t1 == LUA_TTABLE) {
     int n = send_remote_name(L, p);
     if (n >= 0) return n;
   }
-  lpvm_id to = check_target(L, 1, "send");
+  lpvm_id to = t1 == LUA_TLIGHTUSERDATA ? (lpvm_id)(uintptr_t)lua_touserdata(L, 1) : 0;
+  if (!to) to = check_target(L, 1, "send");   /* a name, or the error */
   lpvm_msg *m = build_msg(L, 2, "send");
   uint32_t queued = 0;
   lpvm_send_msg_queued(&p->task, to, m, &queued);
@@ -167,11 +169,13 @@ void lmod_mbox_take(lproc *p, lpvm_msg *m) {
 
 /* The message after `after` (NULL: the oldest) that Lua may see: a reply to an alias
 ** no longer active (a call that timed out) and the wake-up of an interrupt
-** (lproc.c) are dropped here, unseen. */
+** (lproc.c) are dropped here, unseen. A message of values (LPVM_MSGF_VALUES) is
+** never a wake-up: its bytes are not compared. */
 static lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
   lpvm_msg *m;
   while ((m = lpvm_mbox_next(&p->task, after)) != NULL &&
-         ((m->ref && alias_find(p, m->ref) < 0) || lproc_is_interrupt_msg(m))) {
+         ((m->ref && alias_find(p, m->ref) < 0) ||
+          (!(m->flags & LPVM_MSGF_VALUES) && lproc_is_interrupt_msg(m)))) {
     lmod_mbox_take(p, m);
     lpvm_msg_free(m);
   }
@@ -298,7 +302,7 @@ static int recv_loop(lua_State *L, lproc *p) {
     if (p->timer_set && lpvm_timeout_reached(&p->task, p->scan)) p->timed_out = 1;
     lpvm_msg *m = p->timed_out ? NULL : next_msg(p, p->scan);
     if (!m) return recv_wait(L, p, recv_k, recv_loop);
-    if (leval_is_request(m)) {   /* lpvm.eval: run it, wait on (leval.c) */
+    if (!(m->flags & LPVM_MSGF_VALUES) && leval_is_request(m)) {   /* lpvm.eval (leval.c) */
       leval_take(L, p, m);
       continue;
     }
@@ -373,7 +377,14 @@ void lmod_check_wait(lua_State *L, lproc *p, const char *fname) {
 int lmod_receive(lua_State *L) {
   lproc *p = lproc_check(L);
   lmod_check_wait(L, p, "receive");
-  int top = lua_gettop(L), t1 = lua_type(L, 1);
+  int top = lua_gettop(L);
+  if (top == 0) {                     /* receive(): the common case, nothing to check */
+    lua_settop(L, 2);
+    lmod_drop_owned(p);
+    lmod_recv_finish(p);
+    return recv_loop(L, p);
+  }
+  int t1 = lua_type(L, 1);
   int64_t ms = -1;
   if (t1 == LUA_TNUMBER) {           /* receive(timeout) */
     luaL_argexpected(L, top < 2 || lua_isnil(L, 2), 2, "no value after a timeout");

@@ -642,10 +642,9 @@ const lpvm_task_def lproc_def = {
 
 /* ---- spawning --------------------------------------------------------------------------------- */
 
-lproc *lproc_check(lua_State *L) {
-  lproc *p = lproc_of(L);
-  if (!p || !p->L) luaL_error(L, "not inside an lpvm process");
-  return p;
+void lproc_not_a_process(lua_State *L) {
+  luaL_error(L, "not inside an lpvm process");
+  abort();   /* not reached */
 }
 
 /* s is the child's from here on if the spawn got as far as init, else freed here. */

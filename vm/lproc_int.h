@@ -87,6 +87,7 @@ typedef struct lproc {
   uint8_t want_thread;      /* migrate(): wanted mode */
   uint8_t tries;            /* migrate(): steps waited */
   uint8_t pid_mt;           /* the pid metatable is installed */
+  int ref_mt;               /* registry index of the reference metatable (lmod.c), 0: none yet */
   uint8_t closing;          /* terminate: the state is being closed */
   uint8_t sched_yield;      /* a coroutine yielded for the scheduler (see llibs.c) */
   uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
@@ -109,7 +110,16 @@ static inline lproc *lproc_of(lua_State *L) {
 }
 
 /* lproc.c */
-lproc *lproc_check(lua_State *L);          /* raises if L is not a process */
+_Noreturn void lproc_not_a_process(lua_State *L);
+
+/* The process that owns L; raises if L is not a process's. Inline: every lpvm call
+** starts with it (twice a message hop). */
+static inline lproc *lproc_check(lua_State *L) {
+  lproc *p = lproc_of(L);
+  if (!p || !p->L) lproc_not_a_process(L);
+  return p;
+}
+
 int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
 void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */
@@ -205,6 +215,7 @@ extern const lmod_fn lmod_dist_fns[];   /* lmod_dist.c: distribution */
 int lmod_dist_spawn(lua_State *L, int link);
 extern const lmod_fn lmod_port_fns[];   /* lmod_port.c: ports (docs/lua-ports.md) */
 extern const lmod_fn lmod_log_fns[];    /* lmod_log.c: log, log_level, format */
+extern const lmod_fn lmod_call_fns[];   /* lmod_call.c: caller, handle_call */
 extern const lmod_fn lmod_bin_fns[];    /* lmod_bin.c: binary, is_binary, binary_stats */
 /* lmod_bin.c: the shared binary at idx (its buffer, and the range shown), or NULL. */
 struct lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len);

@@ -29,9 +29,10 @@
 ** meets it at its next tick.
 **
 ** State diagram of a slot's `armed`: 0 --ticker signals--> 1 --hook runs or the
-** thread starts a new resume--> 0. The ticker signals a slot only while `armed` is 0,
-** so a thread stuck in a long C call or a blocking system call is not signalled again
-** and again.
+** thread starts a new resume--> 0, and 1 --LPROC_STALE ticks in the same resume--> 0
+** (the ticker signals again: an arm that was lost must not let a loop keep its worker
+** for good). So a thread stuck in a long C call or a blocking system call is signalled
+** every LPROC_STALE ticks, not at every one.
 **
 ** Who writes what: `running` (thread-local) and a slot's `on`/`seq` are written by the
 ** slot's thread; `armed` by the ticker (0 -> 1) and the slot's thread (1 -> 0); `seen`
@@ -57,6 +58,7 @@
 #define LPROC_SLICE_US 1000      /* tick mode: the length of a slice */
 #define LPROC_RETRY 1000         /* instructions before trying again where Lua can't yield */
 #define LPROC_SLICE_SIG (SIGRTMIN + 6)
+#define LPROC_STALE 20           /* tick mode: ticks armed in one resume before a new signal */
 
 #if defined(__SANITIZE_THREAD__)
 #define LPROC_CAN_TICK 0
@@ -95,6 +97,7 @@ typedef struct slot {
   _Atomic uint32_t seq;         /* resumes started */
   _Atomic int armed;            /* signalled, hook not yet run */
   uint32_t seen;                /* ticker: seq at the last tick */
+  uint32_t stale;               /* ticker: ticks it stayed armed in the same resume */
 } slot;
 
 static struct {
@@ -218,10 +221,16 @@ static void *ticker(void *arg) {
       if (!atomic_load_explicit(&s->on, memory_order_relaxed)) continue;
       busy = 1;
       uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
-      if (q == s->seen && !atomic_load_explicit(&s->armed, memory_order_relaxed)) {
+      int armed = atomic_load_explicit(&s->armed, memory_order_relaxed);
+      /* Armed for LPROC_STALE ticks and still in the same resume: the arm was lost
+      ** somewhere (a path that clears the hook, found or not yet); signal again. */
+      if (q == s->seen && armed && ++s->stale >= LPROC_STALE) armed = 0;
+      if (q == s->seen && !armed) {
+        s->stale = 0;
         atomic_store_explicit(&s->armed, 1, memory_order_relaxed);
         pthread_kill(s->th, LPROC_SLICE_SIG);
       }
+      if (q != s->seen) s->stale = 0;
       s->seen = q;
     }
     idle = busy ? 0 : idle + 1;
@@ -359,6 +368,13 @@ lua_State *lproc_slice_enter(lua_State *L) {
       }
     }
     if (me && !prev) {   /* a process's resume (a coroutine's is part of it) */
+      /* The state the handler arms first, `armed` second. The other way, a tick
+      ** decided on the last resume's seq could set `armed` after our 0 and its signal
+      ** land before the state was named: nothing armed, the ticker waiting on
+      ** `armed` (a producer in a loop of sends kept its worker; LPROC_STALE is the
+      ** net under such paths). */
+      lproc_slice_running = L;
+      atomic_signal_fence(memory_order_seq_cst);
       atomic_store_explicit(&me->seq, atomic_load_explicit(&me->seq, memory_order_relaxed) + 1,
                             memory_order_relaxed);
       atomic_store_explicit(&me->armed, 0, memory_order_relaxed);

@@ -46,6 +46,14 @@ lpvm_tbuf *lterm_scratch(void);
 ** built in the scratch builder, and a binary (lpvm.binary) goes in by reference
 ** (lpvm/binary.h), not copied. NULL with a message in err when it cannot be sent. */
 lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err);
+/* The same a value at a time (lmod_call.c's call tuple): lterm_msg_begin gives the
+** scratch builder (NULL: out of memory), lpvm_put_* and lterm_put_shared (one value,
+** no functions, binaries by reference) write into it, lterm_msg_end makes the
+** message (NULL with err set). A failed lterm_put_shared leaves the builder to the
+** next lterm_msg_begin or lterm_msg. */
+lpvm_tbuf *lterm_msg_begin(void);
+int lterm_put_shared(lua_State *L, int idx, lpvm_tbuf *b, char *err);
+lpvm_msg *lterm_msg_end(lpvm_tbuf *b, char *err);
 
 /* Decode a whole term: a top-level tuple pushes its elements, anything else one
 ** value. Returns how many values were pushed. Raises a Lua error on a malformed

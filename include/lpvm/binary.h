@@ -33,6 +33,9 @@ extern "C" {
 #endif
 
 #define LPVM_MSGF_BINS 1u          /* lpvm_sig.flags: a binref table follows the term */
+/* lpvm_sig.flags: a process's values, encoded by vm/lterm.c: never one of the runtime's
+** markers (an interrupt's wake-up, an eval request), which receive need not look for */
+#define LPVM_MSGF_VALUES 2u
 #define LPVM_BIN_MAX 0xFFFFFFFFu   /* BINARY_EXT's 32-bit length */
 
 typedef struct lpvm_bin lpvm_bin;
@@ -73,6 +76,15 @@ LPVM_API lpvm_msg *lpvm_tbuf_to_msg_bins(lpvm_tbuf *b, lpvm_binrefs *refs);
 /* A message holding a copy of term (len bytes, its 131 first) and a reference to each
 ** binary of refs (NULL: none), which is emptied. NULL when out of memory. */
 LPVM_API lpvm_msg *lpvm_msg_new_term(const uint8_t *term, size_t len, lpvm_binrefs *refs);
+/* A message built in place, with no copy of its term: lpvm_msg_build points b at the
+** message's own block (room for the header, then the version byte), hint the term's
+** expected size (it grows as any builder does: the header moves with it); the
+** lpvm_put_* functions fill it; lpvm_msg_built makes it the message, taking a
+** reference to each binary of refs (NULL: none), which is emptied. After an error
+** (b->err; LPVM_ENOMEM if the block could not be had) it frees the block and returns
+** NULL. Either way b is emptied. */
+LPVM_API void lpvm_msg_build(lpvm_tbuf *b, size_t hint);
+LPVM_API lpvm_msg *lpvm_msg_built(lpvm_tbuf *b, lpvm_binrefs *refs);
 LPVM_API void lpvm_binrefs_free(lpvm_binrefs *refs);
 
 /* ---- reading one ----------------------------------------------------------------------- */

@@ -163,11 +163,14 @@ struct lpvm_task {
   /* message queue: only the task touches it */
   struct lpvm_sig *mq_first, *mq_last;
   uint32_t mq_len;
-  /* messages sent to it and not yet taken (in the signal queue or the mailbox), and
-  ** their payload bytes: senders add, the task subtracts, anyone may read */
-  _Atomic(uint32_t) mq_queued;
-  _Atomic(uint64_t) mq_bytes;
+  /* messages sent to it and their payload bytes (senders add: wrapping counts), and
+  ** those it took (the task alone stores them, with no read-modify-write); queued
+  ** is the difference (in the signal queue or the mailbox). Anyone may read */
+  _Atomic(uint32_t) mq_sent;
+  _Atomic(uint64_t) mq_bytes_in;
   uint32_t mq_gen;                   /* bumped by every take: did handle_event take? */
+  _Atomic(uint32_t) mq_taken;
+  _Atomic(uint64_t) mq_bytes_out;
   struct task_rel *rel;              /* links and monitors: allocated on first use */
   char *reg_name;                    /* registered name; guarded by the name table */
   uint64_t timer_seq;                /* the current lpvm_set_timer, 0 = none */

@@ -111,6 +111,156 @@ test("bad arguments name themselves; a value that cannot travel sends nothing", 
   T.eq(got, 0, "nothing was sent")
 end)
 
+test("caller: one reply value, the default timeout, errors named as given", function()
+  local srv = server(function(from, ref, req, label) lpvm.send_alias(from, ref, label, req) end)
+  local call = lpvm.caller("$lbl", "my.call", 5000)
+  T.eq(select("#", call(srv, 7)), 1, "the first value only")
+  T.eq(call(srv, 7), "$lbl")
+  T.eq(call(srv, 7, math.huge), "$lbl", "math.huge: for ever")
+  T.eq(select(2, pcall(call, "caller_nobody", 1)), "noproc")
+  T.raises(function() call(42, 1) end, "bad argument #1 to 'my.call'", "pid or name")
+  T.raises(function() call(srv, 1, -5) end, "bad argument #3 to 'my.call'")
+  T.raises(function() call(srv, 1, "5") end, "bad argument #3 to 'my.call'")
+  T.raises(function() call(srv, 1, 0 / 0) end, "bad argument #3 to 'my.call'")
+  T.raises(function() lpvm.caller(1) end, "bad argument #2")
+  local slow = server(function(from, ref, req)
+    lpvm.sleep(req)
+    lpvm.send_alias(from, ref, "late")
+  end)
+  T.eq(select(2, pcall(lpvm.caller("l", "f", 10), slow, 100)), "timeout", "the default given")
+  lpvm.sleep(150)
+  T.no_msg(20)
+  lpvm.send(srv, "stop")
+  lpvm.exit(slow, "kill")
+  T.no_msg(30)
+end)
+
+test("handle_call: a reply is sent at once, anything else comes back as xpcall's results", function()
+  local me = lpvm.self()
+  -- a server whose loop is handle_call's: replies, noreply, errors, values after state
+  local srv = lpvm.spawn(function(parent)
+    local st = 0
+    local function f(req, from, s)
+      if req == "noreply" then return "noreply", s + 1, "act" end
+      if req == "boom" then error("boom") end
+      if req == "from" then return "reply", from, s end
+      if req == "fn" then return "reply", function() return s + 41 end, s end
+      return "reply", req, s + 1, "act", "extra"
+    end
+    while true do
+      local label, pid, ref, req = lpvm.receive()
+      if label == "stop" then return end
+      local replied, a, b = lpvm.handle_call(f, function(e) return "handled: " .. tostring(e) end,
+        req, pid, ref, st)
+      if replied then
+        st = a
+        lpvm.send(parent, "replied", a, b)
+      else
+        lpvm.send(parent, "other", a)
+        if a[1] and a[2] == "noreply" then lpvm.send_alias(pid, ref, "late " .. a[3]) end
+        if not a[1] then lpvm.send_alias(pid, ref, a[2]) end
+      end
+    end
+  end, me)
+  local function recv3()
+    local r = T.recv()
+    return { r[1], r[2], r[3] }
+  end
+  T.eq(lpvm.call(srv, "l", 5), 5)
+  T.eq(recv3(), { "replied", 1, "act" }, "the new state and the action")
+  T.eq(lpvm.call(srv, "l", "noreply"), "late 2")
+  T.eq(T.recv()[2], { n = 4, true, "noreply", 2, "act" })
+  T.ok(tostring(lpvm.call(srv, "l", "boom")):find("handled: .*boom"), "the handler's value")
+  local r = T.recv()
+  T.eq(r[1], "other")
+  T.eq(r[2].n, 2)
+  T.eq(r[2][1], false)
+  T.eq(lpvm.call(srv, "l", "fn")(), 42, "a reply holding a function travels")
+  T.eq(T.recv()[1], "replied")
+  local from = lpvm.call(srv, "l", "from")
+  T.eq(from[1], me, "from = {pid, ref}")
+  T.eq(T.recv()[1], "replied")
+  lpvm.send(srv, "stop")
+  T.no_msg(20)
+end)
+
+test("handle_call: a callback that waits (yields) and a reply that cannot travel", function()
+  local me = lpvm.self()
+  local srv = lpvm.spawn(function(parent)
+    local function f(req, _, s)
+      if req == "bad" then return "reply", io.stdout, s end
+      lpvm.sleep(5)                       -- yields inside handle_call
+      local _, v = lpvm.receive(100)      -- and receives
+      return "reply", v, s
+    end
+    while true do
+      local label, pid, ref, req = lpvm.receive(function(l) return l ~= "poke" end)
+      if label == "stop" then return end
+      local ok, err = pcall(lpvm.handle_call, f, debug.traceback, req, pid, ref, 0)
+      if not ok then lpvm.send(parent, "raised", err) end
+    end
+  end, me)
+  lpvm.send(srv, "poke", 42)
+  T.eq(lpvm.call(srv, "l", "wait"), 42)
+  T.eq(select(2, pcall(lpvm.call, srv, "l", "bad", 200)), "timeout")
+  T.ok(T.recv()[2]:find("send_alias: cannot send"), "the encoding error raises, as send_alias's")
+  lpvm.send(srv, "stop")
+  T.no_msg(20)
+end)
+
+test("dispatcher: calls handled in C, the rest to the Lua functions given", function()
+  local me = lpvm.self()
+  local srv = lpvm.spawn(function(parent)
+    local S = { state = 0, mod = {} }
+    function S.mod.handle_call(req, from, s)
+      if req == "noreply" then return "noreply", s end
+      if req == "boom" then error("boom") end
+      if req == "wait" then return "reply", select(2, lpvm.receive(function(t) return t == "poke" end)), s end
+      return "reply", { req, from[1], s }, s + 1, s % 2 == 0 and "even" or nil
+    end
+    local function on_result(pid, ref, ok, ...)
+      lpvm.send(parent, "result", ok, select("#", ...), ...)
+      lpvm.send_alias(pid, ref, "from on_result")
+      return "r", "s"
+    end
+    local function on_other(n, ...)
+      lpvm.send(parent, "other", n, ...)
+      return "o", n
+    end
+    local d = lpvm.dispatcher(S, function(e) return "H " .. tostring(e) end, on_result, on_other)
+    while true do
+      local r = table.pack(d(lpvm.receive(function(t) return t ~= "poke" end)))
+      if r[1] == "o" and r[2] == 1 then return end
+      lpvm.send(parent, "returned", S.state, table.unpack(r, 1, r.n))
+    end
+  end, me)
+  T.eq(lpvm.call(srv, "$gen_call", "a"), { "a", me, 0 })
+  T.eq(T.recv(), { n = 3, "returned", 1, "even" }, "state stored, the action returned")
+  T.eq(lpvm.call(srv, "$gen_call", "b")[3], 1)
+  T.eq(T.recv(), { n = 3, "returned", 2, nil }, "no action: nil")
+  T.eq(lpvm.call(srv, "$gen_call", "noreply"), "from on_result")
+  T.eq(T.recv(), { n = 5, "result", true, 2, "noreply", 2 })
+  T.eq(T.recv(), { n = 4, "returned", 2, "r", "s" }, "on_result's values")
+  T.eq(lpvm.call(srv, "$gen_call", "boom"), "from on_result")
+  local r = T.recv()
+  T.eq({ r[1], r[2], r[3] }, { "result", false, 1 })
+  T.ok(r[4]:find("^H .*boom"), "the message handler's value")
+  T.recv()
+  lpvm.send(srv, "poke", 7)
+  T.eq(lpvm.call(srv, "$gen_call", "wait"), 7, "the callback may wait")
+  T.recv()
+  lpvm.send(srv, "$gen_call", 1, 2)     -- not four values: on_other
+  T.eq(T.recv(), { n = 5, "other", 3, "$gen_call", 1, 2 })
+  T.eq(T.recv(), { n = 4, "returned", 2, "o", 3 })
+  lpvm.send(srv, "$gen_call", 1, 2, 3, 4)
+  T.eq(T.recv()[2], 5)
+  T.recv()
+  lpvm.send(srv, "bye")
+  T.eq(T.recv(), { n = 3, "other", 1, "bye" })
+  T.raises(function() lpvm.dispatcher(1) end, "bad argument #1")
+  T.no_msg(20)
+end)
+
 test("stress: callers on every worker, one server, replies never cross", function()
   local srv = server(function(from, ref, req) lpvm.send_alias(from, ref, req) end)
   local n, k = T.scaled(20, 4), T.scaled(500, 50)

@@ -145,6 +145,39 @@ test("many values in one message", function()
   roundtrip(table.unpack(vals))
 end)
 
+-- Up to 8 scalars are built and read by a short path of their own (vm/lterm.c,
+-- msg_plain and push_plain); anything else by the general encoder and decoder. The
+-- same values must arrive the same either way, and the two may meet in one mailbox.
+test("a few scalars and the same values beside a table arrive alike", function()
+  local me = lpvm.self()
+  local sets = {
+    { "lpvm_graph", 1 },                         -- a string, not the graph wrapper's atom
+    { nil, true, false, 0, -1, 255, 256, 2.5 },  -- 8: the short path's limit
+    { 1, 2, 3, 4, 5, 6, 7, 8, 9 },              -- 9: the general path
+    { math.maxinteger, math.mininteger, -0.0, 3.0, 1 << 31, -(1 << 31) - 1 },
+    { "", "a\0b", me, ("x"):rep(300), me },
+    { 0 / 0 },
+  }
+  for i, vals in ipairs(sets) do
+    local n = (i == 2) and 8 or #vals   -- set 2 starts with nil: # does not count it
+    lpvm.send(me, table.unpack(vals, 1, n))
+    lpvm.send(me, {}, table.unpack(vals, 1, n))  -- a table first: the general path
+    local a = table.pack(lpvm.receive())
+    local b = table.pack(lpvm.receive())
+    T.eq(a.n, n, "set " .. i)
+    T.eq(b.n, n + 1, "set " .. i .. " with a table")
+    for k = 1, n do
+      local x, y = a[k], b[k + 1]
+      if x ~= x then
+        T.ok(y ~= y, "NaN in set " .. i)
+      else
+        T.eq(math.type(x), math.type(y), "subtype, set " .. i .. " value " .. k)
+        T.ok(x == y and (x ~= 0 or 1 / x == 1 / y), "set " .. i .. " value " .. k)
+      end
+    end
+  end
+end)
+
 test("a message of no values", function()
   lpvm.send(lpvm.self())
   local r = T.recv()

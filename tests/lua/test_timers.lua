@@ -85,9 +85,10 @@ end)
 
 test("timers fire in deadline order", function()
   local me = lpvm.self()
-  lpvm.send_after(60, me, 3)
-  lpvm.send_after(20, me, 1)
-  lpvm.send_after(40, me, 2)
+  -- 100 ms apart: starting the three must not take longer (a loaded machine took 20)
+  lpvm.send_after(300, me, 3)
+  lpvm.send_after(100, me, 1)
+  lpvm.send_after(200, me, 2)
   for i = 1, 3 do T.eq(T.recv()[1], i) end
 end)
 

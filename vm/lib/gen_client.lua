@@ -153,16 +153,14 @@ end
 function C.install_client(M, behaviour)
   local n_start, n_link = behaviour .. ".start", behaviour .. ".start_link"
   local n_call, n_stop = behaviour .. ".call", behaviour .. ".stop"
-  local call = C.call
   rawset(M, "start", function(mod, args, opts)
     return C.start(behaviour, false, mod, args, opts, n_start)
   end)
   rawset(M, "start_link", function(mod, args, opts)
     return C.start(behaviour, true, mod, args, opts, n_link)
   end)
-  rawset(M, "call", function(server, request, timeout)
-    return call(server, "$gen_call", request, timeout, n_call)
-  end)
+  -- C.call as one C function (vm/lmod_call.c); gen.DEFAULT_TIMEOUT is read now
+  rawset(M, "call", lpvm.caller("$gen_call", n_call, gen.DEFAULT_TIMEOUT))
   rawset(M, "stop", function(server, reason, timeout)
     return C.stop(server, reason, timeout, n_stop)
   end)

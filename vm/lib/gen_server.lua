@@ -175,11 +175,9 @@ local function suspended()
   end
 end
 
--- One message: returns the next action.
+-- One message other than a call (n values): returns the next action.
 local function handle_common(n, tag, a, b, c, ...)
-  if tag == "$gen_call" and n == 4 then    -- a call: from = {pid, ref}
-    return call_result(a, b, xpcall(S.mod.handle_call, traceback, c, { a, b }, S.state))
-  elseif tag == "$gen_cast" and n == 2 then
+  if tag == "$gen_cast" and n == 2 then
     return noreply_result("handle_cast", run(xpcall(S.mod.handle_cast, traceback, a, S.state)))
   elseif tag == "$gen_stop" and n == 2 then
     terminate(a)
@@ -200,12 +198,14 @@ local function handle_common(n, tag, a, b, c, ...)
   return noreply_result("handle_info", run(xpcall(f, traceback, msg, S.state)))
 end
 
-local function dispatch(...)
-  return handle_common(select("#", ...), ...)
-end
+-- One message, as receive returned it: returns the next action. A call is handled in
+-- C (lpvm.dispatcher: handle_call, its reply, S.state); call_result gets what is not
+-- a plain reply, handle_common the other messages. Made in M.main.
+local dispatch
 
 local function loop(action)
   while true do
+    while action == nil do action = dispatch(receive()) end
     if type(action) == "table" then action = do_continue(action) end
     local r
     if action == nil then
@@ -220,7 +220,7 @@ local function loop(action)
           return "noreply", s
         end, traceback, "timeout", S.state)))
       else
-        action = handle_common(r.n, table.unpack(r, 1, r.n))
+        action = dispatch(table.unpack(r, 1, r.n))
       end
     else
       bad_return("action", action)
@@ -232,6 +232,7 @@ end
 function M.main(parent, tag, name, spec, args)
   local mod, r = gen.init(parent, tag, name, spec, args)
   S.mod, S.name, S.parent, S.state = mod, name, parent, r[3]
+  dispatch = lpvm.dispatcher(S, traceback, call_result, handle_common)
   gen.ack(parent, tag, "ok")
   return loop(r[4])
 end
