@@ -164,8 +164,8 @@ local function report()
   window = {}
 end
 
--- the poller's descriptors (epoll, eventfd) come with the first port: open one now
--- so that the start line counts them
+-- a first port now, so that whatever opens once for good with it is in the start
+-- line's count (the poll's epoll and eventfd open with the VM)
 do
   local p = lpvm.open_port({ "true" })
   if p then lpvm.port_close(p) end

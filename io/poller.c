@@ -1,17 +1,24 @@
 /*
-** poller.c -- one thread sleeping in epoll_wait, turning readiness into messages.
+** poller.c -- the epoll set, waited in by an idle worker, turning readiness into messages.
+**
+** There is no poller thread. The scheduler's idle path (sched/sched.c) lets one idle
+** worker at a time hold the poll: it waits in epoll_wait here instead of on its
+** condition variable, so a packet that arrives wakes the worker that will run the
+** port it is for, with no hop through another thread (BEAM's schedulers poll the same
+** way). A busy worker looks in, without waiting, every few dozen steps when no idle
+** worker holds the poll, so readiness is never left unread while work runs. The
+** runtime opens the set before the workers start and closes it after they end, and
+** hands the scheduler the four io_poll_* functions of io/io.h (the scheduler does not
+** include io/).
 **
 ** The epoll data of a registration is the port's id with the descriptor's tag
 ** folded into two bits a port id never uses: bit 63 (always set in a port id) and
 ** bit 31 (a slot is below 2^31: ptab_init refuses larger tables). Key 0 is the
-** poller's own eventfd, used only to stop it. The poller reads no port memory, so a
-** port may close and be freed at any time; a late event finds a dead id and its
-** message is dropped by the send.
-**
-** The thread sleeps in epoll_wait with no timeout: an idle VM costs it nothing.
+** eventfd that wakes the worker in the poll (io_poll_wake). The poll reads no port
+** memory, so a port may close and be freed at any time; a late event finds a dead
+** id and its message is dropped by the send.
 */
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -20,19 +27,26 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/io.h"
 #include "io/poller.h"
 #include "lpvm/lpvm.h"
 
 #define BIT31 (UINT64_C(1) << 31)
 #define MAX_EVENTS 256
 
+/* epfd and evfd are written by io_poll_open before the workers start and by
+** io_poll_close after they end; everything else only reads them. */
 static struct {
-  pthread_mutex_t mu;
   _Atomic int ready;     /* epfd is valid */
   int epfd, evfd;
-  _Atomic int stopping;
-  pthread_t th;
-} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .evfd = -1};
+  _Atomic int watched;   /* descriptors in the set (io_watch, io_unwatch) */
+} P = {.epfd = -1, .evfd = -1};
+
+/* What the calling thread's last io_poll_wait got, for io_poll_deliver. */
+static _Thread_local struct {
+  int n;
+  struct epoll_event ev[MAX_EVENTS];
+} got;
 
 static uint64_t io_key(lpvm_id id, int tag) {
   uint64_t k = id & ~(LPVM_ID_PORT_BIT | BIT31);
@@ -44,7 +58,7 @@ static uint64_t io_key(lpvm_id id, int tag) {
 static lpvm_id key_id(uint64_t k) { return (k & ~BIT31) | LPVM_ID_PORT_BIT; }
 static int key_tag(uint64_t k) { return (int)((k >> 62) & 2) | (int)((k >> 31) & 1); }
 
-/* {'$io', Tag, Events}: twelve bytes, built by hand on the poller's hot path. */
+/* {'$io', Tag, Events}: twelve bytes, built by hand on the poll's hot path. */
 static const uint8_t ready_head[] = {131, 104, 3, 119, 3, '$', 'i', 'o', 97};
 #define READY_LEN (sizeof ready_head + 3)
 
@@ -90,22 +104,36 @@ static void deliver(lpvm_id id, int tag, uint32_t ev) {
   }
 }
 
-static void *poller_main(void *arg) {
-  (void)arg;
-  struct epoll_event evs[MAX_EVENTS];
-  while (!atomic_load(&P.stopping)) {
-    int n = epoll_wait(P.epfd, evs, MAX_EVENTS, -1);
-    for (int i = 0; i < n; i++) {
-      uint64_t k = evs[i].data.u64;
-      if (k == 0) {
-        uint64_t v;
-        if (read(P.evfd, &v, sizeof v) < 0) { /* nothing to drain */ }
-        continue;
-      }
-      deliver(key_id(k), key_tag(k), map_events(evs[i].events));
+int io_poll_wait(int timeout_ms) {
+  got.n = 0;
+  int n = epoll_wait(P.epfd, got.ev, MAX_EVENTS, timeout_ms);
+  for (int i = 0; i < n; i++) {
+    if (got.ev[i].data.u64 == 0) {  /* the wake-up: drain it */
+      uint64_t v;
+      if (read(P.evfd, &v, sizeof v) < 0) { /* already drained */ }
+      continue;
     }
+    got.ev[got.n++] = got.ev[i];
   }
-  return NULL;
+  return got.n;
+}
+
+void io_poll_deliver(void) {
+  int n = got.n;
+  got.n = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t k = got.ev[i].data.u64;
+    deliver(key_id(k), key_tag(k), map_events(got.ev[i].events));
+  }
+}
+
+void io_poll_wake(void) {
+  uint64_t one = 1;
+  if (write(P.evfd, &one, sizeof one) < 0) { /* the counter cannot overflow here */ }
+}
+
+int io_poll_watching(void) {
+  return atomic_load_explicit(&P.watched, memory_order_relaxed) > 0;
 }
 
 /* Writes to a closed pipe or socket must fail with EPIPE, not kill the VM. An
@@ -121,7 +149,9 @@ static void ignore_sigpipe(void) {
   }
 }
 
-static int poller_open(void) {
+int io_poll_open(void) {
+  if (atomic_load(&P.ready)) return 0;
+  ignore_sigpipe();
   P.epfd = epoll_create1(EPOLL_CLOEXEC);
   if (P.epfd < 0) return LPVM_ESYS;
   P.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -134,47 +164,21 @@ static int poller_open(void) {
     errno = err;
     return LPVM_ESYS;
   }
+  atomic_store(&P.watched, 0);
+  atomic_store_explicit(&P.ready, 1, memory_order_release);
   return 0;
 }
 
-int io_poller_ensure(void) {
-  if (atomic_load_explicit(&P.ready, memory_order_acquire)) return 0;
-  pthread_mutex_lock(&P.mu);
-  int rc = 0;
-  if (!atomic_load(&P.ready)) {
-    ignore_sigpipe();
-    rc = poller_open();
-    if (rc == 0) {
-      atomic_store(&P.stopping, 0);
-      int e = pthread_create(&P.th, NULL, poller_main, NULL);
-      if (e != 0) {
-        close(P.evfd);
-        close(P.epfd);
-        P.epfd = P.evfd = -1;
-        errno = e;
-        rc = LPVM_ESYS;
-      } else {
-        atomic_store_explicit(&P.ready, 1, memory_order_release);
-      }
-    }
-  }
-  pthread_mutex_unlock(&P.mu);
-  return rc;
+void io_poll_close(void) {
+  if (!atomic_load(&P.ready)) return;
+  atomic_store(&P.ready, 0);
+  close(P.evfd);
+  close(P.epfd);
+  P.epfd = P.evfd = -1;
 }
 
-void io_poller_stop(void) {
-  pthread_mutex_lock(&P.mu);
-  if (atomic_load(&P.ready)) {
-    atomic_store(&P.stopping, 1);
-    uint64_t one = 1;
-    if (write(P.evfd, &one, sizeof one) < 0) { /* the counter cannot overflow here */ }
-    pthread_join(P.th, NULL);
-    close(P.evfd);
-    close(P.epfd);
-    P.epfd = P.evfd = -1;
-    atomic_store(&P.ready, 0);
-  }
-  pthread_mutex_unlock(&P.mu);
+int io_poller_ensure(void) {
+  return atomic_load_explicit(&P.ready, memory_order_acquire) ? 0 : LPVM_ESTATE;
 }
 
 void io_fdw_init(io_fdw *w, int fd, int tag) {
@@ -207,6 +211,7 @@ int io_watch(io_fdw *w, lpvm_id id, uint32_t events) {
     }
     return LPVM_ESYS;
   }
+  if (!w->added) atomic_fetch_add_explicit(&P.watched, 1, memory_order_relaxed);
   w->added = 1;
   w->armed = events;
   return 0;
@@ -214,6 +219,7 @@ int io_watch(io_fdw *w, lpvm_id id, uint32_t events) {
 
 void io_unwatch(io_fdw *w) {
   if (w->added && w->fd >= 0) epoll_ctl(P.epfd, EPOLL_CTL_DEL, w->fd, NULL);
+  if (w->added) atomic_fetch_sub_explicit(&P.watched, 1, memory_order_relaxed);
   w->added = 0;
   w->armed = 0;
 }

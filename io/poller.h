@@ -1,11 +1,12 @@
 /*
-** poller.h -- the I/O poller: one thread on epoll turning readiness into messages.
+** poller.h -- the I/O poll: an epoll set, waited in by an idle worker (poller.c),
+** turning readiness into messages.
 **
 ** A port registers each descriptor it waits on with a tag (0..3) and its own id.
 ** Registrations are one-shot (EPOLLONESHOT): when a descriptor becomes ready the
-** poller sends the port one message {'$io', Tag, Events} and the kernel disables
+** poll sends the port one message {'$io', Tag, Events} and the kernel disables
 ** the registration until the port arms it again. So a port has at most one such
-** message in flight per descriptor, the poller never touches port memory (it only
+** message in flight per descriptor, the poll never touches port memory (it only
 ** knows ids, and a dead id just drops the message), and a port that does not want
 ** to read (active false) is simply not armed: the kernel's buffers push back.
 */
@@ -33,7 +34,7 @@ typedef struct io_fdw {
 
 void io_fdw_init(io_fdw *w, int fd, int tag);
 
-/* Start the poller thread if it is not running (the first port does). */
+/* 0 when the poll is open (the VM runs), else LPVM_ESTATE. */
 int io_poller_ensure(void);
 
 /* Arm w for `events` (IO_IN | IO_OUT) on behalf of port `id`; one shot. Does

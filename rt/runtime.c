@@ -22,6 +22,10 @@
 #define DEFAULT_SPIN 2000
 #define STOP_REPORT_ROUNDS 200   /* sweeps of 50 ms: 10 s */
 
+/* The I/O poll, as the scheduler's idle workers wait in it (sched.h, io.h). */
+static const sched_poll io_poll = {io_poll_wait, io_poll_deliver, io_poll_wake,
+                                   io_poll_watching};
+
 static struct {
   int running;
   int halted, halt_code;
@@ -78,12 +82,15 @@ int lpvm_start(const lpvm_config *cfg) {
   if ((rc = timer_service_start(NULL)) != 0) goto fail_timer;
   R.halted = 0;
   R.halt_code = 0;
+  if ((rc = io_poll_open()) != 0) goto fail_poll;
   if ((rc = sched_start(c.workers ? c.workers : online_cpus(), c.worker_cache != 0,
-                        c.spin >= 0 ? c.spin : DEFAULT_SPIN)) != 0)
+                        c.spin >= 0 ? c.spin : DEFAULT_SPIN, &io_poll)) != 0)
     goto fail_sched;
   R.running = 1;
   return 0;
 fail_sched:
+  io_poll_close();
+fail_poll:
   timer_service_stop();
 fail_timer:
   tasks_fini();
@@ -139,12 +146,12 @@ int lpvm_stop(void) {
     pthread_mutex_unlock(&R.mu);
   }
   thread_join_all();
-  io_poller_stop();  /* every port is dead: nothing is watched any more */
   /* The timer thread may still be inside a wake-up (touching a worker's queue)
   ** for a task that has since died: stop it before the workers go away. */
   timer_service_stop();
   task_timer_shutdown();
   sched_stop();
+  io_poll_close();  /* the workers that waited in it have ended */
   tasks_fini();
   R.running = 0;
   return 0;

@@ -13,7 +13,22 @@
 ** sighting per other worker on its stack). */
 #define SCHED_MAX_WORKERS 64
 
-int sched_start(int workers, int worker_cache, int spin);
+/* The I/O poll an idle worker waits in instead of its condition variable, as the
+** runtime hands it over (io/io.h's io_poll_*: sched/ does not include io/). One
+** worker at a time holds it (sched.c, "the poll"). */
+typedef struct sched_poll {
+  /* Wait up to timeout_ms (-1: no limit, 0: only look); how many events came. */
+  int (*wait)(int timeout_ms);
+  /* Turn what this thread's last wait got into messages (tasks made runnable). */
+  void (*deliver)(void);
+  /* End the wait in progress, or the next one (any thread). */
+  void (*wake)(void);
+  /* Nonzero while there is something to poll: busy workers look in now and then. */
+  int (*watching)(void);
+} sched_poll;
+
+/* `poll` may be NULL: idle workers then only sleep on their condition variables. */
+int sched_start(int workers, int worker_cache, int spin, const sched_poll *poll);
 void sched_stop(void);
 void sched_fill_stats(lpvm_vmstats *out);
 
