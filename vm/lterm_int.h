@@ -59,6 +59,15 @@ int lterm_map_get(const lterm_map *m, const void *k, uint64_t *v);   /* 1 if fou
 int lterm_map_put(lterm_map *m, const void *k, uint64_t v);          /* -1: no memory */
 void lterm_map_free(lterm_map *m);
 
+/* lterm_plain.c: the fast paths of local messages. */
+#define LTERM_PLAIN_MAX 8   /* values of a message of scalars */
+/* Up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers, strings, pids) as a message;
+** *plain 0 (and NULL) if a value is not one; NULL with *plain 1: out of memory. */
+lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, int *plain);
+/* The values of a local message of scalars, pids and tables of them: how many were
+** pushed, or -1 (nothing pushed) when the general decoder must read it. */
+int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len);
+
 /* lfun.c: the function forms (docs/terms.md, "Functions"). */
 int lfun_put(lterm_enc *e, int idx);                  /* a Lua or C function */
 int lfun_put_known(lua_State *L, int v, lpvm_tbuf *b, int tables);   /* 1 if by name */
