@@ -121,6 +121,34 @@ static int enc_shared(enc *e, int t, const void *self) {
   return 0;
 }
 
+/* A scalar (nil, boolean, number, string, pid) of type ty at idx: put, 0; anything
+** else: -1, nothing put. Shared by enc_value and enc_array's loop, which saves a call
+** per element. */
+static inline int enc_scalar(enc *e, int idx, int ty) {
+  lua_State *L = e->L;
+  switch (ty) {
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) lpvm_put_int(e->b, lua_tointeger(L, idx));
+      else lpvm_put_float(e->b, lua_tonumber(L, idx));
+      return 0;
+    case LUA_TSTRING: {
+      size_t len;
+      const char *s = lua_tolstring(L, idx, &len);
+      lpvm_put_binary(e->b, s, len);
+      return 0;
+    }
+    case LUA_TLIGHTUSERDATA:
+      lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
+      return 0;
+    case LUA_TBOOLEAN:
+      if (lua_toboolean(L, idx)) lpvm_put_atom_len(e->b, "true", 4);
+      else lpvm_put_atom_len(e->b, "false", 5);
+      return 0;
+    case LUA_TNIL: lpvm_put_atom_len(e->b, "nil", 3); return 0;
+    default: return -1;
+  }
+}
+
 /* A sequence in one pass: lua_next walks an array part in order 1..n, so the
 ** elements are encoded as they come, with no second pass to check the keys (nor a
 ** rawgeti per element). A key out of that order (a map, or a sequence whose
@@ -141,7 +169,8 @@ static int enc_array(enc *e, int t, lua_Unsigned n) {
       break;
     }
     k++;
-    rc = enc_value(e, lua_gettop(L));
+    int ty = lua_type(L, -1);
+    if (ty == LUA_TTABLE || enc_scalar(e, -1, ty) != 0) rc = enc_value(e, lua_absindex(L, -1));
     lua_pop(L, 1);
     if (rc != 0) {
       lua_pop(L, 1);   /* the key */
@@ -157,13 +186,23 @@ static int enc_array(enc *e, int t, lua_Unsigned n) {
   return 1;
 }
 
+/* Outside a graph a table met again on the path of tables being encoded is a cycle.
+** e->onpath counts the path's tables by a hash of their address, so most tables
+** are known not to be on it without walking it (deep messages walked it per table). */
+static inline unsigned path_slot(const void *t) {
+  uintptr_t a = (uintptr_t)t;
+  return (unsigned)(a >> 6 ^ a >> 12) & (LTERM_PATH_SLOTS - 1);
+}
+
+static int enc_general(enc *e, int t, lua_Unsigned n);
+
 static int enc_table(enc *e, int t) {
   lua_State *L = e->L;
   const void *self = lua_topointer(L, t);
   if (e->shared) {
     int done = enc_shared(e, t, self);
     if (done != 0) return done > 0 ? 0 : enc_fail(e, "out of memory%s", "");
-  } else {
+  } else if (e->onpath[path_slot(self)]) {   /* maybe on the path: look */
     for (int i = 0; i < e->depth; i++)
       if (e->path[i] == self) return enc_fail(e, "cannot send a cyclic table%s", "");
   }
@@ -171,12 +210,23 @@ static int enc_table(enc *e, int t) {
   if (!lua_checkstack(L, 4)) return enc_fail(e, "out of memory%s", "");
   e->path[e->depth++] = self;
   lua_Unsigned n = lua_rawlen(L, t);
-  int rc = 0;
-  if (!e->shared && n <= UINT32_MAX && (rc = enc_array(e, t, n)) <= 0) {
-    e->depth--;
-    return rc;
+  int rc;
+  if (!e->shared) {
+    e->onpath[path_slot(self)]++;
+    rc = n <= UINT32_MAX ? enc_array(e, t, n) : 1;
+    if (rc > 0) rc = enc_general(e, t, n);
+    e->onpath[path_slot(self)]--;
+  } else {
+    rc = enc_general(e, t, n);
   }
-  rc = 0;
+  e->depth--;
+  return rc;
+}
+
+/* A table as a list if its keys are exactly 1..n, else as a map. */
+static int enc_general(enc *e, int t, lua_Unsigned n) {
+  lua_State *L = e->L;
+  int rc = 0;
   if (is_sequence(L, t, n)) {
     if (n > UINT32_MAX) return enc_fail(e, "table too large to send%s", "");
     if (n > 0) {
@@ -202,31 +252,16 @@ static int enc_table(enc *e, int t) {
     if (rc != 0) lua_pop(L, 1);   /* the key lua_next left */
     else lpvm_patch_map(e->b, mark, pairs);
   }
-  e->depth--;
   return rc;
 }
 
 int lterm_enc_value(enc *e, int idx) {
   lua_State *L = e->L;
-  switch (lua_type(L, idx)) {
-    case LUA_TNIL: lpvm_put_atom_len(e->b, "nil", 3); return 0;
-    case LUA_TBOOLEAN:
-      if (lua_toboolean(L, idx)) lpvm_put_atom_len(e->b, "true", 4);
-      else lpvm_put_atom_len(e->b, "false", 5);
-      return 0;
-    case LUA_TNUMBER:
-      if (lua_isinteger(L, idx)) lpvm_put_int(e->b, lua_tointeger(L, idx));
-      else lpvm_put_float(e->b, lua_tonumber(L, idx));
-      return 0;
-    case LUA_TSTRING: {
-      size_t len;
-      const char *s = lua_tolstring(L, idx, &len);
-      lpvm_put_binary(e->b, s, len);
-      return 0;
-    }
+  int ty = lua_type(L, idx);
+  switch (ty) {
+    case LUA_TNIL: case LUA_TBOOLEAN: case LUA_TNUMBER: case LUA_TSTRING:
     case LUA_TLIGHTUSERDATA:
-      lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
-      return 0;
+      return enc_scalar(e, idx, ty);
     case LUA_TUSERDATA: {
       size_t off, blen;
       lpvm_bin *bin = lbin_to(L, idx, &off, &blen);
@@ -243,7 +278,7 @@ int lterm_enc_value(enc *e, int idx) {
     }
     case LUA_TTABLE: return enc_table(e, idx);
     case LUA_TFUNCTION: return lfun_put(e, idx);
-    default: return enc_fail(e, "cannot send a %s value", lua_typename(L, lua_type(L, idx)));
+    default: return enc_fail(e, "cannot send a %s value", lua_typename(L, ty));
   }
 }
 
@@ -254,6 +289,7 @@ static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int fu
   enc e;
   e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs, e.bins = bins;
   e.shared = 0, e.nrefs = 0;
+  memset(e.onpath, 0, sizeof e.onpath);
   memset(&e.refs, 0, sizeof e.refs);
   memset(&e.cells, 0, sizeof e.cells);
   idx = lua_absindex(L, idx);
@@ -405,14 +441,16 @@ static size_t msg_hint(lua_State *L, int idx, int n) {
 ** buffer and no copy of the term, which a 100 KB string paid twice before. */
 lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
   idx = lua_absindex(L, idx);
+  size_t hint;
   if (n >= 0 && n <= LTERM_PLAIN_MAX) {
-    int plain;
-    lpvm_msg *m = lterm_msg_plain(L, idx, n, &plain);
-    if (plain) {
+    lpvm_msg *m = lterm_msg_plain(L, idx, n, &hint);
+    if (hint == 0) {   /* scalars: built (or out of memory) */
       if (m) m->flags |= LPVM_MSGF_VALUES;
       else snprintf(err, LTERM_ERRSZ, "not enough memory");
       return m;
     }
+  } else {
+    hint = msg_hint(L, idx, n);
   }
   scratch *s = scratch_get();
   if (!s) {
@@ -420,7 +458,7 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
     return NULL;
   }
   lpvm_tbuf b;
-  lpvm_msg_build(&b, msg_hint(L, idx, n));
+  lpvm_msg_build(&b, hint);
   if (enc_run(L, idx, n, &b, err, 1, &s->bins) != 0) {   /* err says why */
     s->bins.n = 0;
     free(b.data);

@@ -23,21 +23,23 @@
 ** strings, pids), each put as it is, sized exactly (a pid: a node name of up to 48
 ** bytes; a longer one grows the block), without the encoder's bookkeeping for tables
 ** and functions (~250 of a ring hop's ~2,800 instructions). The bytes are the same as
-** lterm_enc_value's. NULL with *plain 0 if a value is not a scalar (nothing is built). */
-lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, int *plain) {
+** lterm_enc_value's. If a value is not a scalar nothing is built: NULL, and *hint is
+** a first guess of the message's size for the general encoder (256 bytes a table, a
+** function or a userdata), from the same look at the values. */
+lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
   int ty[LTERM_PLAIN_MAX];
-  size_t sz = n != 1 ? 2 : 0;
-  *plain = 0;
+  size_t sz = n != 1 ? 2 : 0, other = 0;
   for (int i = 0; i < n; i++) {
     switch (ty[i] = lua_type(L, idx + i)) {
       case LUA_TNIL: case LUA_TBOOLEAN: sz += 7; break;
       case LUA_TNUMBER: sz += 11; break;
       case LUA_TSTRING: sz += 5 + lua_rawlen(L, idx + i); break;
       case LUA_TLIGHTUSERDATA: sz += 64; break;
-      default: return NULL;
+      default: other += 256; break;
     }
   }
-  *plain = 1;
+  *hint = other ? sz + other + 3 : 0;   /* (a tuple's header may take 5 bytes) */
+  if (other) return NULL;
   lpvm_tbuf b;
   lpvm_msg_build(&b, sz);
   if (n != 1) lpvm_put_tuple(&b, (uint32_t)n);
@@ -91,47 +93,12 @@ static const uint8_t *local_pid(const uint8_t *p, size_t left) {
   return NULL;
 }
 
-static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                  int depth);
-
-/* n elements at p into a new sequence (a list's or a tuple's). */
-static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                uint32_t n, int depth) {
-  /* every element takes a byte at least: a bigger count is malformed, and is not
-  ** allowed to size a table */
-  if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !lua_checkstack(L, 4)) return NULL;
-  lua_createtable(L, (int)n, 0);
-  for (uint32_t i = 1; i <= n; i++) {
-    if (!(p = plain_value(L, p, end, depth + 1))) return NULL;
-    lua_rawseti(L, -2, (lua_Integer)i);
-  }
-  return p;
-}
-
-/* pairs key-value pairs at p into a new table; a nil or NaN key drops its pair, as
-** the general decoder does. */
-static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                uint32_t pairs, int depth) {
-  if (depth >= LTERM_DEPTH || pairs > (size_t)(end - p) / 2 || !lua_checkstack(L, 5))
-    return NULL;
-  lua_createtable(L, 0, (int)pairs);
-  for (uint32_t i = 0; i < pairs; i++) {
-    if (!(p = plain_value(L, p, end, depth + 1))) return NULL;
-    if (!(p = plain_value(L, p, end, depth + 1))) return NULL;
-    int kt = lua_type(L, -2);
-    if (kt == LUA_TNIL || (kt == LUA_TNUMBER && lua_tonumber(L, -2) != lua_tonumber(L, -2)))
-      lua_pop(L, 2);
-    else
-      lua_rawset(L, -3);
-  }
-  return p;
-}
-
-/* Push the value at p; past it, or NULL for what only the general decoder reads
-** (the caller drops what was pushed). The stack has room for three more values: a
-** pid's first push makes the state's pid metatable (lmod.c) with two more. */
-static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                  int depth) {
+/* Push the value at p if it is a scalar (or []), inline in every loop: past it, or
+** NULL for anything else (nothing pushed), which plain_value then reads. The stack
+** has room for three more values: a pid's first push makes the state's pid
+** metatable (lmod.c) with two more. */
+static inline __attribute__((always_inline)) const uint8_t *
+plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
   size_t left = (size_t)(end - p), k;
   if (left < 2) {   /* only [] is a single byte */
     if (left == 0 || p[0] != T_NIL) return NULL;
@@ -179,6 +146,55 @@ static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t 
       return p + 9;
     }
     case T_NIL: lua_createtable(L, 0, 0); return p + 1;
+    default: return NULL;
+  }
+}
+
+static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
+                                  int depth);
+
+/* n elements at p into a new sequence (a list's or a tuple's). */
+static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *end,
+                                uint32_t n, int depth) {
+  /* every element takes a byte at least: a bigger count is malformed, and is not
+  ** allowed to size a table */
+  if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !lua_checkstack(L, 4)) return NULL;
+  lua_createtable(L, (int)n, 0);
+  for (uint32_t i = 1; i <= n; i++) {
+    const uint8_t *q = plain_scalar(L, p, end);
+    if (!(p = q ? q : plain_value(L, p, end, depth + 1))) return NULL;
+    lua_rawseti(L, -2, (lua_Integer)i);
+  }
+  return p;
+}
+
+/* pairs key-value pairs at p into a new table; a nil or NaN key drops its pair, as
+** the general decoder does. */
+static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *end,
+                                uint32_t pairs, int depth) {
+  if (depth >= LTERM_DEPTH || pairs > (size_t)(end - p) / 2 || !lua_checkstack(L, 5))
+    return NULL;
+  lua_createtable(L, 0, (int)pairs);
+  for (uint32_t i = 0; i < pairs; i++) {
+    if (!(p = plain_value(L, p, end, depth + 1))) return NULL;
+    if (!(p = plain_value(L, p, end, depth + 1))) return NULL;
+    int kt = lua_type(L, -2);
+    if (kt == LUA_TNIL || (kt == LUA_TNUMBER && lua_tonumber(L, -2) != lua_tonumber(L, -2)))
+      lua_pop(L, 2);
+    else
+      lua_rawset(L, -3);
+  }
+  return p;
+}
+
+/* Push the value at p; past it, or NULL for what only the general decoder reads
+** (the caller drops what was pushed). Room on the stack as for plain_scalar. */
+static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
+                                  int depth) {
+  const uint8_t *q = plain_scalar(L, p, end);
+  size_t left = (size_t)(end - p), k;
+  if (q || left < 2) return q;
+  switch (p[0]) {
     case T_SMALL_TUPLE: return plain_seq(L, p + 2, end, p[1], depth);
     case T_LIST:
       if (left < 5 || !(p = plain_seq(L, p + 5, end, be32(p + 1), depth))) return NULL;
@@ -222,7 +238,10 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len) {
   if (!tuple) {
     p = plain_value(L, p, end, 0);
   } else {
-    for (uint32_t i = 0; i < n && p; i++) p = plain_value(L, p, end, 1);
+    for (uint32_t i = 0; i < n && p; i++) {
+      const uint8_t *q = plain_scalar(L, p, end);
+      p = q ? q : plain_value(L, p, end, 1);
+    }
   }
   if (p == end) return (int)n;
   lua_settop(L, base);
