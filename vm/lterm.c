@@ -150,20 +150,24 @@ static inline int enc_scalar(enc *e, int idx, int ty) {
 }
 
 /* A sequence in one pass: lua_next walks an array part in order 1..n, so the
-** elements are encoded as they come, with no second pass to check the keys (nor a
-** rawgeti per element). A key out of that order (a map, or a sequence whose
-** integers sit in the hash part) rewinds the builder and returns 1: the general
-** path below decides. Not in a graph, where a rewind would leave numbers behind. */
-static int enc_array(enc *e, int t, lua_Unsigned n) {
+** elements are encoded as they come, with no pass to check the keys first (nor a
+** rawgeti per element), and keys that came exactly as 1..n are all the keys: the
+** count is patched into the list's header at the end. A key out of that order (a
+** map, or a sequence whose integers sit in the hash part) rewinds the builder and
+** returns 1: the general path decides. Not in a graph, where a rewind would leave
+** numbers behind. */
+static int enc_array(enc *e, int t) {
   lua_State *L = e->L;
-  size_t mark = e->b->len;
+  lpvm_tbuf *b = e->b;
+  size_t mark = b->len;
   uint32_t nbins = e->bins ? e->bins->n : 0;
-  lua_Integer k = 0;
+  uint32_t k = 0;
   int rc = 0;
-  lpvm_put_list(e->b, (uint32_t)n);
+  lpvm_put_list(b, 1);   /* LIST_EXT, whose count is written when known */
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) != k + 1) {
+    if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) != (lua_Integer)k + 1 ||
+        k == UINT32_MAX) {
       lua_pop(L, 2);
       rc = 1;
       break;
@@ -177,11 +181,17 @@ static int enc_array(enc *e, int t, lua_Unsigned n) {
       return rc;
     }
   }
-  if (rc == 0 && (lua_Unsigned)k == n) {
-    lpvm_put_nil(e->b);
+  if (rc == 0) {
+    if (k == 0) b->len = mark;   /* {}: [] is the tail alone */
+    else if (!b->err) {
+      uint8_t *q = b->data + mark + 1;
+      q[0] = (uint8_t)(k >> 24), q[1] = (uint8_t)(k >> 16), q[2] = (uint8_t)(k >> 8);
+      q[3] = (uint8_t)k;
+    }
+    lpvm_put_nil(b);
     return 0;
   }
-  e->b->len = mark;   /* not a sequence in order: the general path */
+  b->len = mark;   /* not a sequence in order: the general path */
   if (e->bins) e->bins->n = nbins;
   return 1;
 }
@@ -209,15 +219,14 @@ static int enc_table(enc *e, int t) {
   if (e->depth >= LTERM_DEPTH) return enc_fail(e, "message nested too deep%s", "");
   if (!lua_checkstack(L, 4)) return enc_fail(e, "out of memory%s", "");
   e->path[e->depth++] = self;
-  lua_Unsigned n = lua_rawlen(L, t);
   int rc;
   if (!e->shared) {
     e->onpath[path_slot(self)]++;
-    rc = n <= UINT32_MAX ? enc_array(e, t, n) : 1;
-    if (rc > 0) rc = enc_general(e, t, n);
+    rc = enc_array(e, t);
+    if (rc > 0) rc = enc_general(e, t, lua_rawlen(L, t));
     e->onpath[path_slot(self)]--;
   } else {
-    rc = enc_general(e, t, n);
+    rc = enc_general(e, t, lua_rawlen(L, t));
   }
   e->depth--;
   return rc;
