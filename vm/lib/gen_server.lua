@@ -36,44 +36,28 @@ local traceback = gen.traceback
 --   cast(server, request) -> true (a dead or unknown server loses it)
 --   reply(from, reply): a deferred reply to a handle_call that returned "noreply"
 --   stop(server [, reason = "normal" [, timeout_ms = math.huge]]) -> true
+--   abcast(names, request) -> true: cast to each registered name (this node only)
+--   multi_call(names, request [, timeout]) -> replies {name = reply}, bad {name, ...}
+-- All but cast and reply appear on first use (gen_client.lua): a server process that
+-- never calls loads none of them.
 gen.client_api(M, "gen_server")
-
--- abcast(names, request): cast to each registered name (this node only).
-function M.abcast(names, request)
-  for _, n in ipairs(names) do M.cast(n, request) end
-  return true
-end
-
--- multi_call(names, request [, timeout]) -> replies {name = reply}, bad {name, ...}
--- (this node only: every name is called, each within the timeout).
-function M.multi_call(names, request, timeout)
-  local replies, bad = {}, {}
-  for _, n in ipairs(names) do
-    local ok, r = pcall(M.call, n, request, timeout)
-    if ok then replies[n] = r else bad[#bad + 1] = n end
-  end
-  return replies, bad
-end
 
 -- ---- the server process -----------------------------------------------------------
 
 local S = {}        -- the running server: mod, state, parent, name (one per process)
 
-local function terminate(reason, stacktrace)
+local function terminate(reason)
   local f = S.mod.terminate
   if f then
     local ok, err = xpcall(f, traceback, reason, S.state)
     if not ok then reason = err end   -- an error in terminate replaces the reason
   end
-  if not gen.is_normal(reason) then gen.report_terminate("gen_server", S, reason) end
+  if not gen.is_normal(reason) then require("gen_sys").report_terminate("gen_server", S, reason) end
   lpvm.exit(reason)
 end
 
 local function bad_return(what, ...)
-  local vals = pack(...)
-  local shown = {}
-  for i = 1, vals.n do shown[i] = tostring(vals[i]) end
-  terminate({ "bad_return_value", what, table.concat(shown, ", ") })
+  terminate(require("gen_sys").bad_return(what, ...))
 end
 
 -- The callback fn(...) under xpcall: an error terminates the server (terminate is
@@ -127,62 +111,15 @@ local function call_result(pid, ref, ok, ...)
   bad_return("handle_call", ...)
 end
 
--- System messages (vm/lib/sys.lua, OTP's sys): suspend, resume, get_state and
--- change_code. Returns true when the request was "suspend".
-local function handle_system(pid, ref, request)
-  local what = type(request) == "table" and request[1] or request
-  if what == "suspend" or what == "resume" then
-    lpvm.send_alias(pid, ref, true)
-    return what == "suspend"
-  elseif what == "get_state" then
-    lpvm.send_alias(pid, ref, true, S.state)
-  elseif what == "change_code" then
-    -- {"change_code", module, old_vsn, extra}: the module is loaded already, and this
-    -- process took its new version at this message (lcode.c's safe point)
-    local module, old_vsn, extra = request[2], request[3], request[4]
-    local f = S.mod.code_change
-    if module ~= gen.module_spec(S.mod, "change_code") then
-      lpvm.send_alias(pid, ref, nil, "not the server's module")
-    elseif not f then
-      lpvm.send_alias(pid, ref, true)   -- as OTP: no callback, the state stays
-    else
-      local ok, verb, state = xpcall(f, traceback, old_vsn, S.state, extra)
-      if ok and verb == "ok" then
-        S.state = state
-        lpvm.send_alias(pid, ref, true)
-      else
-        lpvm.send_alias(pid, ref, nil, ok and ("bad return from code_change: " .. tostring(verb))
-          or verb)
-      end
-    end
-  else
-    lpvm.send_alias(pid, ref, nil, "unknown system message")
-  end
-  return false
-end
-
--- Suspended (sys.suspend): only system messages are taken until "resume".
-local function suspended()
-  while true do
-    local _, pid, ref, request = receive(function(tag, _, _, _, ...)
-      return tag == "$gen_system" and select("#", ...) == 0
-    end)
-    if request == "resume" then
-      lpvm.send_alias(pid, ref, true)
-      return
-    end
-    handle_system(pid, ref, request)
-  end
-end
-
 -- One message other than a call (n values): returns the next action.
 local function handle_common(n, tag, a, b, c, ...)
   if tag == "$gen_cast" and n == 2 then
     return noreply_result("handle_cast", run(xpcall(S.mod.handle_cast, traceback, a, S.state)))
   elseif tag == "$gen_stop" and n == 2 then
     terminate(a)
-  elseif tag == "$gen_system" and n == 4 then
-    if handle_system(a, b, c) then suspended() end
+  elseif tag == "$gen_system" and n == 4 then   -- sys.lua's requests: gen_sys.lua
+    local sys = require "gen_sys"
+    if sys.handle_system(S, a, b, c) then sys.suspended(S) end
     return nil
   elseif tag == "EXIT" and n == 3 and a == S.parent then
     terminate(b)                       -- trapping exits: the parent's end is ours
