@@ -23,9 +23,9 @@ end
 gen.ack = lpvm.send
 
 -- In the new process: register the name (or tell the starter it is taken), load the
--- callbacks, run init(args). Returns the module and init's packed results when init
--- said "ok" (the caller acknowledges once it is ready); otherwise tells the starter
--- and ends the process as OTP does.
+-- callbacks, run init(args). Returns the module and init's results {true, "ok", ...}
+-- when init said "ok" (the caller acknowledges once it is ready); otherwise tells the
+-- starter and ends the process as OTP does.
 function gen.init(parent, tag, name, spec, args)
   local send = lpvm.send
   if name and not lpvm.register(name) then
@@ -37,7 +37,7 @@ function gen.init(parent, tag, name, spec, args)
     send(parent, tag, "error", mod)
     lpvm.exit(mod)
   end
-  local r = table.pack(xpcall(mod.init, gen.traceback, args))
+  local r = { xpcall(mod.init, gen.traceback, args) }   -- no table library needed
   if not r[1] then
     send(parent, tag, "error", r[2])
     lpvm.exit(r[2])
@@ -51,12 +51,12 @@ function gen.init(parent, tag, name, spec, args)
   lpvm.exit(reason == "ignore" and "normal" or reason)
 end
 
--- reply(from, ...): answer a call (from = {pid, ref}, as handle_call got it).
-function gen.reply(from, ...)
+-- reply(from, value): answer a call (from = {pid, ref}, as handle_call got it).
+function gen.reply(from, value)
   if type(from) ~= "table" or from[2] == nil then
     error("bad argument #1 to 'reply' (from table {pid, ref} expected, got " .. type(from) .. ")", 2)
   end
-  lpvm.send_alias(from[1], from[2], ...)
+  lpvm.send_alias(from[1], from[2], value)
   return true
 end
 
@@ -70,7 +70,7 @@ function gen.client_api(M, behaviour)
     if server then lpvm.send(server, "$gen_cast", request) end
     return true
   end
-  function M.reply(from, value) return gen.reply(from, value) end
+  M.reply = gen.reply
   return setmetatable(M, { __index = function(t, k)
     if not CLIENT[k] then return nil end
     require("gen_client").install_client(t, behaviour)

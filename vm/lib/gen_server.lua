@@ -25,7 +25,9 @@ local gen = require "gen"
 
 local M = {}
 
-local receive, send_alias, pack, select, xpcall = lpvm.receive, lpvm.send_alias, table.pack, select, xpcall
+-- (only what every server runs is cached here: a process opens a library or resolves
+-- a global on its first use, and a supervisor's children start by the thousand)
+local receive, send_alias, xpcall = lpvm.receive, lpvm.send_alias, xpcall
 local traceback = gen.traceback
 
 -- ---- the client API -------------------------------------------------------------
@@ -151,7 +153,7 @@ local function loop(action)
       collectgarbage("collect")
       action = dispatch(receive())
     elseif math.type(action) == "integer" or type(action) == "number" then
-      r = pack(receive(nil, action))
+      r = table.pack(receive(nil, action))
       if r.n == 2 and r[1] == nil and r[2] == "timeout" then
         action = noreply_result("handle_info", run(xpcall(S.mod.handle_info or function(_, s)
           return "noreply", s
