@@ -213,7 +213,7 @@ static char *read_file(const char *path, size_t *len) {
 static void push_vers(lua_State *L) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &vers_key) == LUA_TTABLE) return;
   lua_pop(L, 1);
-  lua_newtable(L);
+  lua_createtable(L, 0, 4);   /* a behaviour process requires about that many */
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &vers_key);
   lproc *p = lproc_of(L);

@@ -165,7 +165,7 @@ static int globals_index(lua_State *L) {
   const char *k = lua_tostring(L, 2);
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   for (const lib *l = libs; l->name; l++)
-    if (strcmp(k, l->name) == 0) {
+    if (k[0] == l->name[0] && strcmp(k, l->name) == 0) {   /* first letters: fewer calls */
       open_lib(L, l);
       return 1;
     }
@@ -182,7 +182,7 @@ static int globals_index(lua_State *L) {
     lua_pushliteral(L, LUA_VERSION);
   } else {
     const char *const *n;
-    for (n = base_names; *n && strcmp(*n, k) != 0; n++) {}
+    for (n = base_names; *n && ((*n)[0] != k[0] || strcmp(*n, k) != 0); n++) {}
     if (!*n) return 0;
     push_base(L, (size_t)(n - base_names));
   }

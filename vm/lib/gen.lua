@@ -3,8 +3,8 @@
 -- replies, casts. Each process is its own Lua state, so a supervisor's 10,000
 -- children load this file 10,000 times: it holds only what a serving process runs.
 -- The client half (start, call, stop, module_spec, whereis, DEFAULT_TIMEOUT) is
--- gen_client.lua and the rare server parts (system messages, reports) gen_sys.lua,
--- both loaded on first use. Written on the public lpvm module only.
+-- gen_client.lua and the rare server parts (system messages, reports, is_normal)
+-- gen_sys.lua, both loaded on first use. Written on the public lpvm module only.
 local lpvm = require "lpvm"
 
 local gen = {}
@@ -62,8 +62,6 @@ end
 
 -- cast and reply, which a server's callbacks use too, now; start, start_link, call,
 -- stop (and gen_server's abcast, multi_call) from gen_client.lua on first use.
-local CLIENT = { start = true, start_link = true, call = true, stop = true, abcast = true,
-                 multi_call = true }
 function gen.client_api(M, behaviour)
   function M.cast(server, request)
     if type(server) == "string" then server = lpvm.whereis(server) end
@@ -72,16 +70,8 @@ function gen.client_api(M, behaviour)
   end
   M.reply = gen.reply
   return setmetatable(M, { __index = function(t, k)
-    if not CLIENT[k] then return nil end
-    require("gen_client").install_client(t, behaviour)
-    return rawget(t, k)
+    return require("gen_client").client_fn(t, behaviour, k)
   end })
-end
-
--- A reason that is not worth a report: normal, shutdown, {"shutdown", _}.
-function gen.is_normal(reason)
-  return reason == "normal" or reason == "shutdown"
-      or (type(reason) == "table" and reason[1] == "shutdown")
 end
 
 -- xpcall handler: a string error gets its traceback, another value stays itself.
@@ -92,7 +82,8 @@ end
 
 -- gen.start, gen.call, gen.stop, gen.check_timeout, gen.module_spec, gen.whereis,
 -- gen.DEFAULT_TIMEOUT: from gen_client.lua, on first use (looked up each time it is
--- missing: a new version of this module drops them).
+-- missing: a new version of this module drops them). gen_sys.lua has is_normal and
+-- the other rare parts of a behaviour process.
 return setmetatable(gen, { __index = function(t, k)
   local v = require("gen_client")[k]
   if v ~= nil then rawset(t, k, v) end

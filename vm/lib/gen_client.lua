@@ -173,6 +173,16 @@ function C.stop(server, reason, timeout, fname)
   error(why, 0)
 end
 
+-- M[k] for a behaviour's module M that has no k (gen.client_api's metatable): a client
+-- function installs them all first.
+local CLIENT = { start = true, start_link = true, call = true, stop = true, abcast = true,
+                 multi_call = true }
+function C.client_fn(M, behaviour, k)
+  if not CLIENT[k] then return nil end
+  C.install_client(M, behaviour)
+  return rawget(M, k)
+end
+
 -- The client functions of a behaviour's module M (gen.client_api makes them appear on
 -- first use): start, start_link, call, stop, named "<behaviour>.<fn>" in errors;
 -- gen_server's also abcast and multi_call.

@@ -23,7 +23,8 @@ local function terminate(reason)
     local ok, err = xpcall(f, traceback, reason, S.state)
     if not ok then reason = err end   -- an error in terminate replaces the reason
   end
-  if not gen.is_normal(reason) then require("gen_sys").report_terminate("gen_server", S, reason) end
+  local rare = require "gen_sys"
+  if not rare.is_normal(reason) then rare.report_terminate("gen_server", S, reason) end
   lpvm.exit(reason)
 end
 

@@ -1,7 +1,7 @@
 -- gen_sys.lua -- what a behaviour process rarely needs, loaded on the first need: the
 -- system messages of sys.lua (suspend, resume, get_state, change_code), the error
--- report of a process terminating abnormally, and the reason for a callback's bad
--- return value. Every process of a behaviour loads gen.lua and its behaviour's module
+-- report of a process terminating abnormally, which reasons need none (is_normal),
+-- and the reason for a callback's bad return value. Every process of a behaviour loads gen.lua and its behaviour's module
 -- (each process is its own Lua state: a supervisor's 10,000 children load them 10,000
 -- times), so what only some processes ever run lives here.
 -- Written on the public lpvm module only.
@@ -58,6 +58,12 @@ function G.suspended(S)
     end
     G.handle_system(S, pid, ref, request)
   end
+end
+
+-- A reason that is not worth a report: normal, shutdown, {"shutdown", _}.
+function G.is_normal(reason)
+  return reason == "normal" or reason == "shutdown"
+      or (type(reason) == "table" and reason[1] == "shutdown")
 end
 
 -- The exit reason for a callback `what` that returned values it may not.
