@@ -22,33 +22,19 @@ end
 -- The acknowledgement to the starter: (parent, tag, "ok") or (parent, tag, "error", reason).
 gen.ack = lpvm.send
 
--- In the new process: register the name (or tell the starter it is taken), load the
--- callbacks, run init(args). Returns the module and init's results {true, "ok", ...}
--- when init said "ok" (the caller acknowledges once it is ready); otherwise tells the
--- starter and ends the process as OTP does.
+-- In the new process: register the name, load the callbacks, run init(args). Returns
+-- the module and init's results {true, "ok", ...} when init said "ok" (the caller
+-- acknowledges once it is ready); otherwise (gen_sys.init_failed) tells the starter
+-- and ends the process as OTP does.
 function gen.init(parent, tag, name, spec, args)
-  local send = lpvm.send
   if name and not lpvm.register(name) then
-    send(parent, tag, "error", "already_started", lpvm.whereis(name))
-    lpvm.exit("normal")
+    require("gen_sys").init_failed(parent, tag, "already_started", name)
   end
   local ok, mod = pcall(gen.load_module, spec)
-  if not ok then
-    send(parent, tag, "error", mod)
-    lpvm.exit(mod)
-  end
+  if not ok then require("gen_sys").init_failed(parent, tag, "load", mod) end
   local r = { xpcall(mod.init, gen.traceback, args) }   -- no table library needed
-  if not r[1] then
-    send(parent, tag, "error", r[2])
-    lpvm.exit(r[2])
-  end
-  if r[2] == "ok" then return mod, r end
-  local reason = r[2] == "stop" and r[3] or r[2] == "ignore" and "ignore"
-      or { "bad_return_value", "init", tostring(r[2]) }
-  -- as OTP 26's init_fail: the starter gets nil, reason, not an exit signal
-  lpvm.unlink(parent)
-  send(parent, tag, "error", reason)
-  lpvm.exit(reason == "ignore" and "normal" or reason)
+  if r[1] and r[2] == "ok" then return mod, r end
+  require("gen_sys").init_failed(parent, tag, "init", r)
 end
 
 -- reply(from, value): answer a call (from = {pid, ref}, as handle_call got it).

@@ -1,9 +1,10 @@
 -- gen_sys.lua -- what a behaviour process rarely needs, loaded on the first need: the
--- system messages of sys.lua (suspend, resume, get_state, change_code), the error
--- report of a process terminating abnormally, which reasons need none (is_normal),
--- and the reason for a callback's bad return value. Every process of a behaviour loads gen.lua and its behaviour's module
--- (each process is its own Lua state: a supervisor's 10,000 children load them 10,000
--- times), so what only some processes ever run lives here.
+-- system messages of sys.lua (suspend, resume, get_state, change_code), a failed
+-- init, the error report of a process terminating abnormally, which reasons need
+-- none (is_normal), and the reason for a callback's bad return value. Every process
+-- of a behaviour loads gen.lua and its behaviour's module (each process is its own Lua
+-- state: a supervisor's 10,000 children load them 10,000 times), so what only some
+-- processes ever run lives here.
 -- Written on the public lpvm module only.
 local lpvm = require "lpvm"
 local gen = require "gen"
@@ -58,6 +59,27 @@ function G.suspended(S)
     end
     G.handle_system(S, pid, ref, request)
   end
+end
+
+-- gen.init's failures: tell the starter (parent, tag) and end the process as OTP does.
+-- what: "already_started" (x: the name), "load" (x: the error loading the callbacks)
+-- or "init" (x: init's results {ok, verb, ...}, verb not "ok").
+function G.init_failed(parent, tag, what, x)
+  if what == "already_started" then
+    lpvm.send(parent, tag, "error", "already_started", lpvm.whereis(x))
+    lpvm.exit("normal")
+  elseif what == "load" or not x[1] then
+    local err = what == "load" and x or x[2]
+    lpvm.send(parent, tag, "error", err)
+    lpvm.exit(err)
+  end
+  local verb = x[2]
+  local reason = verb == "stop" and x[3] or verb == "ignore" and "ignore"
+      or { "bad_return_value", "init", tostring(verb) }
+  -- as OTP 26's init_fail: the starter gets nil, reason, not an exit signal
+  lpvm.unlink(parent)
+  lpvm.send(parent, tag, "error", reason)
+  lpvm.exit(reason == "ignore" and "normal" or reason)
 end
 
 -- A reason that is not worth a report: normal, shutdown, {"shutdown", _}.
