@@ -262,6 +262,7 @@ int lproc_release(lpvm_task *from, lpvm_id child);
 /* lcode.c: the code server (docs/code.md) */
 /* package.searchers[2] and preloads of the package table at index `package` */
 void lcode_install(lua_State *L, int package);
+int lcode_require(lua_State *L, const char *name);   /* llibs.c: require without package */
 void lcode_safe_point(lproc *p);        /* before a resume: apply new module versions */
 int lcode_info(lproc *p, lpvm_tbuf *map);   /* info: old_code => [module, ...] */
 void lcode_teardown(void);
