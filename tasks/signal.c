@@ -42,12 +42,19 @@ static const uint8_t *sig_data(const struct lpvm_sig *s) {
 ** of stalling the step one after another. The record's hot part (four lines from
 ** rq_next: the task's fields and its type's, lpvm/task.h) and four lines at its hint
 ** (a Lua process's lua_State with the start of its global state). A prefetch never
-** faults, so lines past a smaller record or a stale hint cost nothing but the fetch. */
+** faults, so lines past a smaller record or a stale hint cost nothing but the fetch.
+** Cachegrind ignores prefetches: built with -DLPVM_CG_PREFETCH they are loads, so
+** that estone/cg_hop.sh shows which of the step's misses they cover (they move here). */
+#ifdef LPVM_CG_PREFETCH
+#define PREFETCH(a) ((void)*(const volatile char *)(a))
+#else
+#define PREFETCH(a) __builtin_prefetch((a), 1, 3)
+#endif
 static inline void prefetch_task(const lpvm_task *t) {
   const char *r = (const char *)&t->rq_next, *h = t->hint;
-  for (int i = 0; i < 4; i++) __builtin_prefetch(r + 64 * i, 1, 3);
+  for (int i = 0; i < 4; i++) PREFETCH(r + 64 * i);
   if (h)
-    for (int i = 0; i < 4; i++) __builtin_prefetch(h + 64 * i, 1, 3);
+    for (int i = 0; i < 4; i++) PREFETCH(h + 64 * i);
 }
 
 /* The one WAITING -> QUEUED transition (task_sched.h): whoever's CAS makes it
