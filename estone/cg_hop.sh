@@ -16,7 +16,12 @@
 # (not the host's, so figures compare between machines): L1d 32 KB 8-way, LL 1 MB
 # 8-way (an L2 of this size: the ring's states overflow it at 10,000 processes), all
 # with 64-byte lines. Cachegrind does not model prefetching, hardware or
-# __builtin_prefetch: judge those with perf stat. Needs valgrind.
+# __builtin_prefetch: a build with -DLPVM_CG_PREFETCH (tasks/signal.c) makes the
+# runtime's prefetches loads, so their misses show where they are asked for
+# (sig_push, task_claim) instead of where the lines are used: what they cover.
+#   cmake -S . -B build-cg -DCMAKE_C_FLAGS=-DLPVM_CG_PREFETCH && cmake --build build-cg --target lpvm
+#   sh estone/cg_hop.sh build-cg/lpvm
+# Needs valgrind.
 LPVM=${1:-build/lpvm}
 HERE=$(cd "$(dirname "$0")" && pwd)
 RING=${CG_RING:-$HERE/compare/lpvm/ring.lua}
