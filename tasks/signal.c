@@ -72,9 +72,14 @@ void task_claim(lpvm_task *t, uint32_t cur) {
     if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
                                               memory_order_acq_rel,
                                               memory_order_acquire)) {
-      if (t->hint) prefetch4(t->hint);
-      if (next & TS_THREAD) thread_wake(t);
-      else sched_make_runnable(t);
+      if (next & TS_THREAD) {   /* its own thread may run it (and end it) at once */
+        thread_wake(t);
+        return;
+      }
+      /* Read before the task is in a run queue: until then no worker can end it. */
+      const void *h = atomic_load_explicit(&t->hint, memory_order_relaxed);
+      if (h) prefetch4(h);
+      sched_make_runnable(t);
       return;
     }
   }

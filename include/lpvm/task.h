@@ -144,8 +144,9 @@ struct lpvm_sig {
 **   worker      the worker that runs the step, and spawn; read by
 **               sched_make_runnable from any thread, ordered the same way.
 **   sq_tail     atomic: every sender (mpsc push); sq_head/sq_stub: the task.
-**   hint        the task, in its step; read by the sender whose WAITING -> QUEUED
-**               CAS schedules it (that CAS orders the read after the last write).
+**   hint        relaxed atomic: the task, in its step (and as it dies); read by the
+**               sender whose WAITING -> QUEUED CAS schedules it on a worker, before
+**               it queues it (a task on its own thread may run at once: not read).
 **   reg_name    under the name table's lock (tasks/names.c).
 */
 struct lpvm_task {
@@ -176,8 +177,9 @@ struct lpvm_task {
   lpvm_id id;
   const lpvm_task_def *def;
   /* An address its next step reads first (a Lua process: its lua_State), or NULL:
-  ** the sender that makes it runnable prefetches it. Written by the task in its step */
-  const void *hint;
+  ** the sender that makes it runnable prefetches it. Written by the task in its step,
+  ** read by a sender at any time (relaxed: a stale hint only costs a useless fetch) */
+  _Atomic(const void *) hint;
   /* signal queue: multi-producer, single-consumer (Vyukov) */
   _Atomic(struct lpvm_sig *) sq_tail;
   struct lpvm_sig *sq_head;
