@@ -72,7 +72,8 @@ void task_claim(lpvm_task *t, uint32_t cur) {
     if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
                                               memory_order_acq_rel,
                                               memory_order_acquire)) {
-      if (t->hint) prefetch4(t->hint);
+      const void *hint = atomic_load_explicit(&t->hint, memory_order_relaxed);
+      if (hint) prefetch4(hint);
       if (next & TS_THREAD) thread_wake(t);
       else sched_make_runnable(t);
       return;

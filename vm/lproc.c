@@ -484,7 +484,7 @@ static int lproc_first(lproc *p) {
   lproc_start *s = p->start;
   if (s->kind == LS_STATE) {
     p->L = s->L;
-    p->task.hint = p->L;
+    atomic_store_explicit(&p->task.hint, p->L, memory_order_relaxed);
     p->nargs = s->nargs;
     lua_setallocf(p->L, lproc_alloc, p);
     p->mem = lproc_state_bytes(p->L);
@@ -498,7 +498,7 @@ static int lproc_first(lproc *p) {
     set_reason_atom(p, p->heap_refused ? "max_heap" : "enomem");
     return LPVM_EXIT;
   }
-  p->task.hint = p->L;
+  atomic_store_explicit(&p->task.hint, p->L, memory_order_relaxed);
   int kept = lua_gettop(p->L);   /* a recycled state's kept function (lproc_pool.c) */
   lua_pushcfunction(p->L, lproc_main);
   lua_pushboolean(p->L, fresh);
@@ -550,7 +550,7 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   free_start(p->start);
   p->start = NULL;
   lmod_drop_owned(p);
-  p->task.hint = NULL;
+  atomic_store_explicit(&p->task.hint, NULL, memory_order_relaxed);
   if (p->L) lproc_pool_release(p);
   free(p->exit_reason);
   p->exit_reason = NULL;

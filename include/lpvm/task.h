@@ -144,8 +144,8 @@ struct lpvm_sig {
 **   worker      the worker that runs the step, and spawn; read by
 **               sched_make_runnable from any thread, ordered the same way.
 **   sq_tail     atomic: every sender (mpsc push); sq_head/sq_stub: the task.
-**   hint        the task, in its step; read by the sender whose WAITING -> QUEUED
-**               CAS schedules it (that CAS orders the read after the last write).
+**   hint        atomic (relaxed): the task, in its step; read by the sender that
+**               schedules it (a task on a private thread may be starting by then).
 **   reg_name    under the name table's lock (tasks/names.c).
 */
 struct lpvm_task {
@@ -177,7 +177,7 @@ struct lpvm_task {
   const lpvm_task_def *def;
   /* An address its next step reads first (a Lua process: its lua_State), or NULL:
   ** the sender that makes it runnable prefetches it. Written by the task in its step */
-  const void *hint;
+  _Atomic(const void *) hint;
   /* signal queue: multi-producer, single-consumer (Vyukov) */
   _Atomic(struct lpvm_sig *) sq_tail;
   struct lpvm_sig *sq_head;
