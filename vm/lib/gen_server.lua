@@ -88,20 +88,14 @@ local function handle_common(n, tag, a, b, c, ...)
   elseif tag == "$gen_stop" and n == 2 then
     terminate(a)
   elseif tag == "$gen_system" and n == 4 then   -- sys.lua's requests: gen_sys.lua
-    local sys = require "gen_sys"
-    if sys.handle_system(S, a, b, c) then sys.suspended(S) end
-    return nil
+    return require("gen_sys").system(S, a, b, c)
   elseif tag == "EXIT" and n == 3 and a == S.parent then
     terminate(b)                       -- trapping exits: the parent's end is ours
   end
   local msg = tag
   if n ~= 1 then msg = { tag, a, b, c, ... } end
   local f = S.mod.handle_info
-  if not f then
-    require("logger").warning("gen_server %s: unexpected message dropped (no handle_info): %s",
-      tostring(S.name or lpvm.self()), tostring(msg))
-    return nil
-  end
+  if not f then return require("gen_sys").dropped(S, msg) end
   return noreply_result("handle_info", run(xpcall(f, gen.traceback, msg, S.state)))
 end
 
