@@ -142,7 +142,7 @@ test("a server loads only the serving half: gen_client comes with the first clie
   })
   T.eq(gs.call(pid, "loaded"), false, "a served process never needed it")
   T.eq(gs.call(pid, "rare"), false, "nor the system messages' half (gen_sys)")
-  T.eq(gs.call(pid, "loop"), false, "nor, answering only with reply, gen_server_loop")
+  T.eq(gs.call(pid, "loop"), false, "nor, answering with reply, gen_server_loop")
   T.eq(require("sys").get_state(pid), 0)
   T.eq(gs.call(pid, "rare"), true, "a system message loads it")
   T.eq(gs.call(pid, "start another"), 2)
@@ -152,11 +152,11 @@ test("a server loads only the serving half: gen_client comes with the first clie
   gs.stop(pid)
 end)
 
-test("the first message beyond a plain call loads the rest of the loop, which goes on", function()
+test("casts and infos need no more; the first other result or action loads the rest of the loop", function()
   local me = lpvm.self()
-  local function server()
+  local function server(init_action)
     return assert(gs.start({
-      init = function() return "ok", 0 end,
+      init = function() return "ok", 0, init_action end,
       handle_call = function(req, from, s)
         if req == "loaded" then return "reply", package.loaded.gen_server_loop ~= nil, s end
         if req == "later" then
@@ -165,34 +165,42 @@ test("the first message beyond a plain call loads the rest of the loop, which go
         end
         return "reply", s, s
       end,
-      handle_cast = function(n, s) return "noreply", s + n end,
+      handle_cast = function(n, s)
+        if n == "wait" then return "noreply", s, 20 end   -- a timeout action
+        return "noreply", s + n
+      end,
       handle_info = function(m, s)
         if type(m) == "table" and m[1] == "answer" then gs.reply(m[2], "late " .. s) end
         if m == "ping" then lpvm.send(me, "pong", s) end
+        if m == "timeout" then lpvm.send(me, "timed out", s) end
         return "noreply", s
       end,
     }))
   end
-  -- each way in: a cast, an info, a call result other than reply, a stop
   local a = server()
   T.eq(gs.call(a, "loaded"), false)
   gs.cast(a, 5)
   T.eq(gs.call(a, "state"), 5, "the cast was handled")
+  lpvm.send(a, "ping")
+  T.eqv(T.recv(), table.pack("pong", 5), "and the info")
+  T.eq(gs.call(a, "loaded"), false, "without gen_server_loop")
+  gs.cast(a, "wait")
+  T.eqv(T.recv(), table.pack("timed out", 5), "a timeout action loads it")
   T.eq(gs.call(a, "loaded"), true)
   gs.cast(a, 1)
-  T.eq(gs.call(a, "state"), 6, "and the next ones")
-  local b = server()
-  lpvm.send(b, "ping")
-  T.eqv(T.recv(), table.pack("pong", 0))
-  T.eq(gs.call(b, "loaded"), true)
+  T.eq(gs.call(a, "state"), 6, "and the loop goes on")
   local c = server()
   T.eq(gs.call(c, "later"), "late 0", "noreply, then a deferred reply")
+  T.eq(gs.call(c, "loaded"), true)
   T.eq(gs.call(c, "later"), "late 0")
+  local e = server(20)
+  T.eqv(T.recv(), table.pack("timed out", 0), "init's action")
+  T.eq(gs.call(e, "loaded"), true)
   local d = server()
   local ref = lpvm.monitor(d)
   T.eq(gs.stop(d, "normal"), true)
   T.eq(select(2, T.down(ref)), "normal")
-  gs.stop(a); gs.stop(b); gs.stop(c)
+  gs.stop(a); gs.stop(c); gs.stop(e)
 end)
 
 test("abcast and multi_call reach every registered name", function()

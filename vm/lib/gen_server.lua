@@ -41,25 +41,75 @@ gen.client_api(M, "gen_server")
 
 -- ---- the server process -----------------------------------------------------------
 -- Each process is its own Lua state, and a supervisor starts its children by the
--- thousand: what every server runs is here (init, then calls, which lpvm.dispatcher
--- serves in C when handle_call returns "reply"); everything else a server may do
--- (casts, infos, other call results, actions, terminate) is gen_server_loop.lua,
--- loaded by the first message or action that needs it, which then runs the loop.
+-- thousand: what servers run all the time is here (init; calls, which lpvm.dispatcher
+-- serves in C when handle_call returns "reply"; casts, infos, stop); the rest (other
+-- call results, actions: timeouts, hibernate, continue) is gen_server_loop.lua, loaded
+-- by the first result or action that needs it, which then runs the loop.
 
 local S = {}        -- the running server: mod, state, parent, name (one per process)
 local dispatch      -- lpvm.dispatcher(S, ...), made in M.main
 local rest          -- gen_server_loop.lua, once loaded
 
+local function terminate(reason)
+  local f = S.mod.terminate
+  if f then
+    local ok, err = xpcall(f, gen.traceback, reason, S.state)
+    if not ok then reason = err end   -- an error in terminate replaces the reason
+  end
+  local rare = require "gen_sys"
+  if not rare.is_normal(reason) then rare.report_terminate("gen_server", S, reason) end
+  lpvm.exit(reason)
+end
+
+-- The callback fn(...) under xpcall: an error terminates the server (terminate is
+-- called with the error and its traceback, which is also the exit reason).
+local function run(ok, ...)
+  if ok then return ... end
+  terminate((...))
+end
+
+-- After a callback returned `verb, ...` for a cast, info or continue.
+-- Returns the action (timeout, "hibernate", table) or nil.
+local function noreply_result(what, verb, a, b, ...)
+  if verb == "noreply" then
+    S.state = a
+    return b
+  elseif verb == "stop" then
+    S.state = b
+    terminate(a)
+  end
+  terminate(require("gen_sys").bad_return(what, verb, a, b, ...))
+end
+
+-- One message other than a call (n values): returns the next action.
+local function handle_common(n, tag, a, b, c, ...)
+  if tag == "$gen_cast" and n == 2 then
+    return noreply_result("handle_cast", run(xpcall(S.mod.handle_cast, gen.traceback, a, S.state)))
+  elseif tag == "$gen_stop" and n == 2 then
+    terminate(a)
+  elseif tag == "$gen_system" and n == 4 then   -- sys.lua's requests: gen_sys.lua
+    return require("gen_sys").system(S, a, b, c)
+  elseif tag == "EXIT" and n == 3 and a == S.parent then
+    terminate(b)                       -- trapping exits: the parent's end is ours
+  end
+  local msg = tag
+  if n ~= 1 then msg = { tag, a, b, c, ... } end
+  local f = S.mod.handle_info
+  if not f then return require("gen_sys").dropped(S, msg) end
+  return noreply_result("handle_info", run(xpcall(f, gen.traceback, msg, S.state)))
+end
+
 local function full()
   if not rest then
     rest = require "gen_server_loop"
-    dispatch = rest.dispatcher(S)   -- its call_result and handle_common from now on
+    dispatch = rest.dispatcher(S, { terminate = terminate, run = run,
+                                    noreply_result = noreply_result,
+                                    handle_common = handle_common })
   end
   return rest
 end
 
--- Calls answered with "reply" until something else comes (an action or a message for
--- gen_server_loop.lua's handlers, which then keep the loop).
+-- Messages until a result or action needs gen_server_loop.lua, which keeps the loop.
 local function loop(action)
   local receive = lpvm.receive
   while action == nil do action = dispatch(receive()) end
@@ -71,8 +121,7 @@ function M.main(parent, tag, name, spec, args)
   local mod, r = gen.init(parent, tag, name, spec, args)
   S.mod, S.name, S.parent, S.state = mod, name, parent, r[3]
   dispatch = lpvm.dispatcher(S, gen.traceback,
-    function(...) return full().call_result(...) end,
-    function(...) return full().handle_common(...) end)
+    function(...) return full().call_result(...) end, handle_common)
   gen.ack(parent, tag, "ok")
   return loop(r[4])
 end

@@ -1,11 +1,10 @@
--- gen_server_loop.lua -- the half of a gen_server process (gen_server.lua) that is
--- more than a plain call: casts, infos, stop, system messages, call results other
--- than a plain "reply" (noreply, stop, errors), actions (timeouts, hibernate,
--- continue) and terminate. A call whose handle_call returns "reply" is served in C
--- from end to end (lpvm.dispatcher), so a process that is only called never runs
--- this file, and each process is its own Lua state: gen_server.lua loads it on the
--- first message or action that needs it (a supervisor's 10,000 children then start
--- without it), and it takes over the server's loop from then on.
+-- gen_server_loop.lua -- the part of a gen_server process (gen_server.lua) beyond
+-- calls answered with "reply" (served in C from end to end by lpvm.dispatcher) and
+-- casts, infos and stop (gen_server.lua's handle_common): call results other than a
+-- plain reply (noreply, stop, errors) and actions (timeouts, hibernate, continue).
+-- Each process is its own Lua state, and a supervisor starts its children by the
+-- thousand: gen_server.lua loads this file on the first result or action that needs
+-- it, and it takes over the server's loop from then on.
 -- Written on the public lpvm module only.
 local lpvm = require "lpvm"
 local gen = require "gen"
@@ -16,41 +15,14 @@ local receive, send_alias, xpcall = lpvm.receive, lpvm.send_alias, xpcall
 local traceback = gen.traceback
 
 local S   -- the running server: mod, state, parent, name (gen_server.lua's, one per process)
-
-local function terminate(reason)
-  local f = S.mod.terminate
-  if f then
-    local ok, err = xpcall(f, traceback, reason, S.state)
-    if not ok then reason = err end   -- an error in terminate replaces the reason
-  end
-  local rare = require "gen_sys"
-  if not rare.is_normal(reason) then rare.report_terminate("gen_server", S, reason) end
-  lpvm.exit(reason)
-end
+-- gen_server.lua's (G.dispatcher): the server's end, a callback's result under xpcall,
+-- a cast's or info's result, and the handler of the messages other than calls
+local terminate, run, noreply_result, handle_common
 
 local function bad_return(what, ...)
   terminate(require("gen_sys").bad_return(what, ...))
 end
 
--- The callback fn(...) under xpcall: an error terminates the server (terminate is
--- called with the error and its traceback, which is also the exit reason).
-local function run(ok, ...)
-  if ok then return ... end
-  terminate((...))
-end
-
--- After a callback returned `verb, ...` for a cast, info or continue.
--- Returns the action (timeout, "hibernate", table) or nil.
-local function noreply_result(what, verb, a, b, ...)
-  if verb == "noreply" then
-    S.state = a
-    return b
-  elseif verb == "stop" then
-    S.state = b
-    terminate(a)
-  end
-  bad_return(what, verb, a, b, ...)
-end
 
 local function do_continue(action)
   while type(action) == "table" and action.continue ~= nil do
@@ -83,30 +55,6 @@ local function call_result(pid, ref, ok, ...)
   bad_return("handle_call", ...)
 end
 
--- One message other than a call (n values): returns the next action.
-local function handle_common(n, tag, a, b, c, ...)
-  if tag == "$gen_cast" and n == 2 then
-    return noreply_result("handle_cast", run(xpcall(S.mod.handle_cast, traceback, a, S.state)))
-  elseif tag == "$gen_stop" and n == 2 then
-    terminate(a)
-  elseif tag == "$gen_system" and n == 4 then   -- sys.lua's requests: gen_sys.lua
-    local sys = require "gen_sys"
-    if sys.handle_system(S, a, b, c) then sys.suspended(S) end
-    return nil
-  elseif tag == "EXIT" and n == 3 and a == S.parent then
-    terminate(b)                       -- trapping exits: the parent's end is ours
-  end
-  local msg = tag
-  if n ~= 1 then msg = { tag, a, b, c, ... } end
-  local f = S.mod.handle_info
-  if not f then
-    require("logger").warning("gen_server %s: unexpected message dropped (no handle_info): %s",
-      tostring(S.name or lpvm.self()), tostring(msg))
-    return nil
-  end
-  return noreply_result("handle_info", run(xpcall(f, traceback, msg, S.state)))
-end
-
 -- One message, as receive returned it: returns the next action. A call is handled in
 -- C (lpvm.dispatcher: handle_call, its reply, S.state); call_result gets what is not
 -- a plain reply, handle_common the other messages. Made in G.dispatcher.
@@ -137,14 +85,17 @@ local function loop(action)
   end
 end
 
--- Take over the server S (gen_server.lua's): returns the dispatcher that replaces its
--- first one (lpvm.dispatcher with this file's call_result and handle_common).
-function G.dispatcher(server)
+-- Take over the server S with gen_server.lua's functions (core: terminate, run,
+-- noreply_result, handle_common): returns the dispatcher that replaces its first one
+-- (lpvm.dispatcher with this file's call_result).
+function G.dispatcher(server, core)
   S = server
+  terminate, run, noreply_result = core.terminate, core.run, core.noreply_result
+  handle_common = core.handle_common
   dispatch = lpvm.dispatcher(S, traceback, call_result, handle_common)
   return dispatch
 end
 
-G.call_result, G.handle_common, G.loop = call_result, handle_common, loop
+G.call_result, G.loop = call_result, loop
 
 return G

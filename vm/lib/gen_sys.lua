@@ -47,6 +47,20 @@ function G.handle_system(S, pid, ref, request)
   return false
 end
 
+-- A system request to gen_server S, then, after a "suspend", only system messages
+-- until "resume". Returns nil (no action).
+function G.system(S, pid, ref, request)
+  if G.handle_system(S, pid, ref, request) then G.suspended(S) end
+  return nil
+end
+
+-- A message gen_server S cannot take (it has no handle_info): a warning, then nothing.
+function G.dropped(S, msg)
+  require("logger").warning("gen_server %s: unexpected message dropped (no handle_info): %s",
+    tostring(S.name or lpvm.self()), tostring(msg))
+  return nil
+end
+
 -- Suspended (sys.suspend): only system messages are taken until "resume".
 function G.suspended(S)
   while true do
