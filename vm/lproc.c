@@ -78,8 +78,10 @@ void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
   size_t tag = ptr == NULL ? osize : 0;   /* a new object: osize is its type */
   if (ptr == NULL) osize = 0;
+  int inblk = p && lproc_block_owns(p, ptr);
   if (nsize == 0) {
-    free(ptr);
+    if (inblk) lproc_block_free(p, ptr, osize);
+    else free(ptr);
     if (p) p->mem -= osize;
     return NULL;
   }
@@ -92,7 +94,11 @@ void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   /* see clean_cf: only a table or a full userdata can get a finalizer */
   if (ptr == NULL && p && p->clean_watch && (tag == LUA_TTABLE || tag == LUA_TUSERDATA))
     p->clean_new = 1;
-  void *q = ptr ? realloc(ptr, nsize) : malloc(nsize);   /* malloc: the cheaper path */
+  void *q;
+  if (inblk) q = lproc_block_realloc(p, ptr, osize, nsize);
+  else if (ptr) q = realloc(ptr, nsize);
+  else if (!p || !(p->blk || p->blk_want) || !(q = lproc_block_alloc(p, nsize)))
+    q = malloc(nsize);   /* malloc: the cheaper path */
   if (q && p) p->mem += nsize - osize;
   return q;
 }
@@ -144,7 +150,7 @@ void lproc_state_init(lua_State *L) {
 
 /* A state for p: recycled (already initialised) or new (p->L->init is pending). */
 static lua_State *lproc_newstate(lproc *p, int *fresh) {
-  lua_State *L = lproc_pool_take(&p->fn_len);
+  lua_State *L = lproc_pool_take(&p->fn_len, &p->blk);
   *fresh = (L == NULL);
   p->recycled = (L != NULL);
   if (L) {
@@ -152,7 +158,9 @@ static lua_State *lproc_newstate(lproc *p, int *fresh) {
     p->mem = lproc_state_bytes(L);
     return L;
   }
+  p->blk_want = 1;   /* the global state starts a block (lproc_block.c) */
   L = lua_newstate(lproc_alloc, p);
+  p->blk_want = 0;
   if (L) lua_atpanic(L, lproc_panic);
   return L;
 }

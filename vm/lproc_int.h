@@ -106,6 +106,9 @@ typedef struct lproc {
   uint8_t fn_kept;
   uint16_t fn_len;          /* bytecode length of the function: the kept one's until
                             ** the decoder sees this process's (0: not known) */
+  uint8_t blk_want;         /* lproc_block.c: the next allocation is a new state's first */
+  char *blk;                /* lproc_block.c: the block of p->L's first objects (moves with
+                            ** the state through the pool); written by the worker running p */
 } lproc;
 
 #define LPROC_NO_CAND 255
@@ -136,12 +139,22 @@ void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */
 size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */
 
+/* lproc_block.c: a new state's first objects carved from one block of LPROC_BLOCK
+** bytes (an idle process's whole heap fits: docs/performance.md) */
+#define LPROC_BLOCK 7168
+static inline int lproc_block_owns(const lproc *p, const void *ptr) {
+  return p->blk && ptr && (uintptr_t)ptr - (uintptr_t)p->blk < LPROC_BLOCK;
+}
+void *lproc_block_alloc(lproc *p, size_t nsize);     /* NULL: does not fit */
+void lproc_block_free(lproc *p, void *ptr, size_t osize);
+void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
+
 /* lproc_pool.c: recycled states */
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_recycle_get(void);             /* the bound */
 void lproc_pool_setup(int bound);
 void lproc_pool_teardown(int bound);     /* closes every pooled state; bound for the next VM */
-lua_State *lproc_pool_take(uint16_t *fn_len);   /* a cleaned state, or NULL */
+lua_State *lproc_pool_take(uint16_t *fn_len, char **blk);   /* a cleaned state, or NULL */
 void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the pool's yardstick */
 void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
 /* Push the function at fn_cand instead of loading `code` if it dumps to the same

@@ -29,6 +29,7 @@
 ** not known: compared anyway). */
 typedef struct pooled {
   lua_State *L;
+  char *blk;   /* its first objects' block (lproc_block.c), or NULL */
   uint16_t fn_len;
 } pooled;
 
@@ -58,15 +59,25 @@ void lproc_pool_fresh(lua_State *L) {
 
 void lproc_pool_setup(int bound) { atomic_store(&pool.bound, bound); }
 
-lua_State *lproc_pool_take(uint16_t *fn_len) {
-  pooled e = {NULL, 0};
+lua_State *lproc_pool_take(uint16_t *fn_len, char **blk) {
+  pooled e = {NULL, NULL, 0};
   *fn_len = 0;
   if (atomic_load_explicit(&pool.bound, memory_order_relaxed) == 0) return NULL;
   pthread_mutex_lock(&pool.mu);
   if (pool.n > 0) e = pool.v[--pool.n];
   pthread_mutex_unlock(&pool.mu);
   *fn_len = e.fn_len;
+  if (e.L) *blk = e.blk;
   return e.L;
+}
+
+/* Close a pooled state: its allocator needs the block it was made in. */
+static void close_pooled(pooled e) {
+  lproc owner;
+  memset(&owner, 0, sizeof owner);
+  owner.blk = e.blk;
+  lua_setallocf(e.L, lproc_alloc, &owner);
+  lua_close(e.L);
 }
 
 /* ---- the cleaning ------------------------------------------------------------------------- */
@@ -284,7 +295,8 @@ void lproc_pool_release(lproc *p) {
           if (v) pool.v = v, pool.cap = cap;
         }
         if (pool.n < pool.cap) {
-          pool.v[pool.n++] = (pooled){L, kept && lua_gettop(L) == 1 ? p->fn_len : 0};
+          pool.v[pool.n++] = (pooled){L, p->blk, kept && lua_gettop(L) == 1 ? p->fn_len : 0};
+          p->blk = NULL;
           L = NULL;
         }
       }
@@ -352,7 +364,7 @@ int lproc_recycle_get(void) { return atomic_load(&pool.bound); }
 int lproc_recycle_set(int n) {
   int old = atomic_exchange(&pool.bound, n < 0 ? 0 : n);
   pthread_mutex_lock(&pool.mu);
-  while (pool.n > n && pool.n > 0) lua_close(pool.v[--pool.n].L);
+  while (pool.n > n && pool.n > 0) close_pooled(pool.v[--pool.n]);
   pthread_mutex_unlock(&pool.mu);
   return old;
 }
