@@ -142,9 +142,9 @@ int lproc_is_interrupt_msg(lpvm_msg *m) {
 
 /* ---- a new state ------------------------------------------------------------------------- */
 
-void lproc_state_init(lua_State *L) {
+void lproc_state_init(lua_State *L, int kept) {
   memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
-  llibs_install(L);
+  llibs_install(L, kept);
   lproc_slice_init(L);
 }
 
@@ -260,7 +260,7 @@ static int lproc_main(lua_State *L) {
   lproc *p = lproc_of(L);
   lproc_start *s = p->start;
   if (lua_toboolean(L, 1)) {   /* a fresh state */
-    lproc_state_init(L);
+    lproc_state_init(L, 0);
     lproc_pool_fresh(L);
   }
   lua_settop(L, 2);
@@ -493,6 +493,7 @@ static int lproc_first(lproc *p) {
   if (s->kind == LS_STATE) {
     p->L = s->L;
     p->nargs = s->nargs;
+    p->libs_exposed = 1;   /* its Lua code may have run before it was ours */
     lua_setallocf(p->L, lproc_alloc, p);
     p->mem = lproc_state_bytes(p->L);
     p->start = NULL;

@@ -109,6 +109,9 @@ typedef struct lproc {
   uint8_t blk_want;         /* lproc_block.c: the next allocation is a new state's first */
   char *blk;                /* lproc_block.c: the block of p->L's first objects (moves with
                             ** the state through the pool); written by the worker running p */
+  uint8_t libs_exposed;     /* llibs.c: Lua code may hold the lazy globals' metatable or the
+                            ** string stand-in (getmetatable, debug, package); written by
+                            ** the worker running p */
 } lproc;
 
 #define LPROC_NO_CAND 255
@@ -135,7 +138,8 @@ static inline lproc *lproc_check(lua_State *L) {
 }
 
 int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
-void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
+/* lazy libraries, hook, module preload; kept: llibs_install's (0 for a new state) */
+void lproc_state_init(lua_State *L, int kept);
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */
 size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */
 
@@ -195,7 +199,9 @@ void ldl_unlock(void);
 void ldl_wrap_package(lua_State *L);     /* loadlib, the C searchers, CLIBS' __gc */
 
 /* llibs.c */
-void llibs_install(lua_State *L);        /* lazy globals and string metatable */
+/* Lazy globals and string metatable; kept: llibs_take's two values' index, or 0. */
+void llibs_install(lua_State *L, int kept);
+int llibs_take(lua_State *L);            /* the cleaning: push what may be kept */
 void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */
 
 /* lmod.c: the module table, and pids and references as Lua values. */

@@ -122,10 +122,13 @@ static int wipe_registry(lua_State *L, int first) {
 
 static int clean_cf(lua_State *L);
 
-/* The metatables of the basic types (debug.setmetatable, the string library, pids).
-** Index 1 (the kept function or nil) stays. */
+/* The metatables of the basic types (debug.setmetatable, the string library, pids),
+** but the string type's if the stand-in is kept (llibs_take). Indices 1 to KEPT + 1
+** (the kept function or nil, llibs_take's two values) stay. */
+#define KEPT 2
 static void clear_type_metatables(lua_State *L) {
-  lua_settop(L, 1);
+  int strings = lua_type(L, KEPT + 1) != LUA_TTABLE;
+  lua_settop(L, KEPT + 1);
   lua_pushnil(L);
   lua_pushboolean(L, 0);
   lua_pushlightuserdata(L, NULL);
@@ -133,13 +136,14 @@ static void clear_type_metatables(lua_State *L) {
   lua_pushliteral(L, "");
   lua_pushcfunction(L, clean_cf);
   lua_pushthread(L);
-  for (int i = 2; i <= 8; i++) {
+  for (int i = KEPT + 2; i <= KEPT + 8; i++) {
+    if (i == KEPT + 6 && !strings) continue;
     if (!lua_getmetatable(L, i)) continue;   /* most have none: a look is cheaper */
     lua_pushnil(L);
     lua_replace(L, -2);
     lua_setmetatable(L, i);
   }
-  lua_settop(L, 1);
+  lua_settop(L, KEPT + 1);
 }
 
 /* The kept function's upvalues hold its owner's values: they go after the
@@ -222,11 +226,16 @@ static int clean_cf(lua_State *L) {
   lua_settop(L, 1);   /* the kept function, or nil */
   lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
   if (!detach_upvalues(L, 1)) return 0;
+  llibs_take(L);                 /* 2, 3: what of llibs_install may stay */
   clear_type_metatables(L);
   int kept = wipe_registry(L, 1);
   reset_gc_params(L);
   p->clean_new = 0;
   watched_collect(p, L);         /* old owner's finalizers run now... */
+  if (p->libs_exposed) {         /* ...one of which may have reached them */
+    lua_settop(L, 1);
+    lua_settop(L, KEPT + 1);
+  }
   clear_type_metatables(L);      /* ...and whatever they stored goes too */
   wipe_registry(L, 0);
   reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
@@ -237,7 +246,8 @@ static int clean_cf(lua_State *L) {
     watched_collect(p, L);
   if (p->clean_new) return 0;
   drop_upvalues(L, 1);
-  lproc_state_init(L);
+  lproc_state_init(L, 2);
+  lua_settop(L, 1);
   lua_pushboolean(L, 1);
   return 1;
 }
