@@ -153,6 +153,10 @@ void *lproc_block_alloc(lproc *p, size_t nsize);     /* NULL: does not fit */
 void lproc_block_free(lproc *p, void *ptr, size_t osize);
 void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
 
+/* lfun.c: spawn's encoding of a function whose only upvalue is the globals (or none):
+** 1 if done (as lterm_put would), 0 to leave it to lterm_put */
+int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b);
+
 /* lproc_pool.c: recycled states */
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_recycle_get(void);             /* the bound */
