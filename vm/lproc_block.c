@@ -26,74 +26,39 @@
 
 #include "vm/lproc_int.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-
-/* The block's header: the offset of its first unused byte. 16 bytes, so the global
-** state that follows is as aligned as malloc would give it. */
-typedef struct blk_head {
-  uint32_t top;
-  uint32_t unused[3];
-} blk_head;
-
-#define HEAD sizeof(blk_head)
-#define ALIGN(n) (((n) + 7) & ~(size_t)7)
-
 /* The first allocation of a new state: its global state, at the block's start. */
-static void *first(lproc *p, size_t nsize) {
+void *lproc_block_first(lproc *p, size_t nsize) {
   p->blk_want = 0;
-  if (HEAD + ALIGN(nsize) > LPROC_BLOCK) return NULL;
+  if (LPROC_BLK_HEAD + LPROC_BLK_ALIGN(nsize) > LPROC_BLOCK) return NULL;
   char *b = malloc(LPROC_BLOCK);
   if (!b) return NULL;
-  blk_head *h = (blk_head *)b;
-  h->top = (uint32_t)(HEAD + ALIGN(nsize));
-  POISON(b + h->top, LPROC_BLOCK - h->top);
+  lproc_blk_head *h = (lproc_blk_head *)b;
+  h->top = (uint32_t)(LPROC_BLK_HEAD + LPROC_BLK_ALIGN(nsize));
+  LPROC_POISON(b + h->top, LPROC_BLOCK - h->top);
   p->blk = b;
-  return b + HEAD;
+  return b + LPROC_BLK_HEAD;
 }
 
-void *lproc_block_alloc(lproc *p, size_t nsize) {
-  if (!p->blk) return p->blk_want ? first(p, nsize) : NULL;
-  blk_head *h = (blk_head *)p->blk;
-  size_t need = ALIGN(nsize);
-  if (need > LPROC_BLOCK - h->top) return NULL;
-  char *q = p->blk + h->top;
-  h->top += (uint32_t)need;
-  UNPOISON(q, nsize);
-  return q;
-}
-
-void lproc_block_free(lproc *p, void *ptr, size_t osize) {
-  char *b = p->blk, *q = ptr;
-  if (q == b + HEAD) {   /* the global state: lua_close is done with every object */
-    UNPOISON(b, LPROC_BLOCK);
-    free(b);
-    p->blk = NULL;
-    return;
-  }
-  blk_head *h = (blk_head *)b;
-  if (q + ALIGN(osize) == b + h->top) h->top = (uint32_t)(q - b);   /* the last one */
-  POISON(q, ALIGN(osize));
+/* The global state, freed last by lua_close: the whole block goes. */
+void lproc_block_drop(lproc *p) {
+  LPROC_UNPOISON(p->blk, LPROC_BLOCK);
+  free(p->blk);
+  p->blk = NULL;
 }
 
 /* Resize block object ptr (osize bytes) to nsize > 0: NULL if out of memory. */
 void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize) {
   char *b = p->blk, *q = ptr;
-  blk_head *h = (blk_head *)b;
-  if (q + ALIGN(osize) == b + h->top && (size_t)(q - b) + ALIGN(nsize) <= LPROC_BLOCK) {
-    h->top = (uint32_t)((size_t)(q - b) + ALIGN(nsize));   /* the last one: in place */
-    if (nsize > osize) UNPOISON(q + osize, nsize - osize);
-    else POISON(b + h->top, ALIGN(osize) - ALIGN(nsize));
+  lproc_blk_head *h = (lproc_blk_head *)b;
+  size_t oa = LPROC_BLK_ALIGN(osize), na = LPROC_BLK_ALIGN(nsize), at = (size_t)(q - b);
+  if (q + oa == b + h->top && at + na <= LPROC_BLOCK) {   /* the last one: in place */
+    h->top = (uint32_t)(at + na);
+    if (nsize > osize) LPROC_UNPOISON(q + osize, nsize - osize);
+    else LPROC_POISON(b + h->top, oa - na);
     return q;
   }
   if (nsize <= osize) {   /* Lua counts on a shrink never failing: keep the place */
-    if (ALIGN(osize) > ALIGN(nsize)) POISON(q + ALIGN(nsize), ALIGN(osize) - ALIGN(nsize));
+    if (oa > na) LPROC_POISON(q + na, oa - na);
     return q;
   }
   void *n = lproc_block_alloc(p, nsize);

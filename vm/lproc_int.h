@@ -144,14 +144,55 @@ void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the
 size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */
 
 /* lproc_block.c: a new state's first objects carved from one block of LPROC_BLOCK
-** bytes (an idle process's whole heap fits: docs/performance.md) */
+** bytes (an idle process's whole heap fits: docs/performance.md). The bump and the
+** free are here, inline in the allocator (lproc_alloc); the rest is in lproc_block.c. */
 #define LPROC_BLOCK 7168
+typedef struct lproc_blk_head {   /* 16 bytes: the global state after it is aligned */
+  uint32_t top;                   /* offset of the first unused byte */
+  uint32_t unused[3];
+} lproc_blk_head;
+#define LPROC_BLK_HEAD sizeof(lproc_blk_head)
+#define LPROC_BLK_ALIGN(n) (((n) + 7) & ~(size_t)7)   /* Lua's largest alignment */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define LPROC_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define LPROC_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define LPROC_POISON(p, n) ((void)(p), (void)(n))
+#define LPROC_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+void *lproc_block_first(lproc *p, size_t nsize);   /* blk_want: make the block */
+void lproc_block_drop(lproc *p);                    /* free the block */
+void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
+
 static inline int lproc_block_owns(const lproc *p, const void *ptr) {
   return p->blk && ptr && (uintptr_t)ptr - (uintptr_t)p->blk < LPROC_BLOCK;
 }
-void *lproc_block_alloc(lproc *p, size_t nsize);     /* NULL: does not fit */
-void lproc_block_free(lproc *p, void *ptr, size_t osize);
-void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
+
+/* A new object from the block: NULL if there is none or it does not fit. */
+static inline void *lproc_block_alloc(lproc *p, size_t nsize) {
+  if (!p->blk) return p->blk_want ? lproc_block_first(p, nsize) : NULL;
+  lproc_blk_head *h = (lproc_blk_head *)p->blk;
+  size_t need = LPROC_BLK_ALIGN(nsize);
+  if (need > LPROC_BLOCK - h->top) return NULL;
+  char *q = p->blk + h->top;
+  h->top += (uint32_t)need;
+  LPROC_UNPOISON(q, nsize);
+  return q;
+}
+
+/* A block object freed: its space stays unused, unless it was the last one bumped;
+** the global state (the block's first object, the last lua_close frees) drops it. */
+static inline void lproc_block_free(lproc *p, void *ptr, size_t osize) {
+  char *b = p->blk, *q = ptr;
+  if (q == b + LPROC_BLK_HEAD) {
+    lproc_block_drop(p);
+    return;
+  }
+  lproc_blk_head *h = (lproc_blk_head *)b;
+  if (q + LPROC_BLK_ALIGN(osize) == b + h->top) h->top = (uint32_t)(q - b);
+  LPROC_POISON(q, LPROC_BLK_ALIGN(osize));
+}
 
 /* lfun.c: spawn's encoding of a function whose only upvalue is the globals (or none):
 ** 1 if done (as lterm_put would), 0 to leave it to lterm_put */
