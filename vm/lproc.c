@@ -76,6 +76,21 @@ static size_t queue_cost(const lproc *p) {
 /* ud is the owning process, or NULL for a state between owners (boot, pool). */
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
+  /* The common cases first: a new object bumped from the block (no limit to check,
+  ** no cleaning watching), a block object freed. */
+  if (p && p->blk) {
+    if (ptr == NULL) {
+      void *q;
+      if (nsize && !p->max_heap && !p->clean_watch && (q = lproc_block_alloc(p, nsize))) {
+        p->mem += nsize;
+        return q;
+      }
+    } else if (nsize == 0 && lproc_block_owns(p, ptr)) {
+      lproc_block_free(p, ptr, osize);
+      p->mem -= osize;
+      return NULL;
+    }
+  }
   size_t tag = ptr == NULL ? osize : 0;   /* a new object: osize is its type */
   if (ptr == NULL) osize = 0;
   int inblk = p && lproc_block_owns(p, ptr);
