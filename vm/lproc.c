@@ -74,45 +74,53 @@ static size_t queue_cost(const lproc *p) {
 }
 
 /* ud is the owning process, or NULL for a state between owners (boot, pool). */
+/* Growing by nsize - osize would take p past max_heap (with its queue). */
+static int over_heap(lproc *p, size_t osize, size_t nsize) {
+  if (!p->max_heap || nsize <= osize ||
+      p->mem + (nsize - osize) + queue_cost(p) <= p->max_heap)
+    return 0;
+  p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
+  if (lproc_slice_running) lproc_slice_end(lproc_slice_running);
+  return 1;
+}
+
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
-  /* The common cases first: a new object bumped from the block (no limit to check,
-  ** no cleaning watching), a block object freed. */
-  if (p && p->blk) {
-    if (ptr == NULL) {
-      void *q;
-      if (nsize && !p->max_heap && !p->clean_watch && (q = lproc_block_alloc(p, nsize))) {
+  if (p) {   /* the state's block (lproc_block.c) first */
+    if (ptr) {
+      if (lproc_block_owns(p, ptr)) {
+        if (nsize == 0) {
+          lproc_block_free(p, ptr, osize);
+          p->mem -= osize;
+          return NULL;
+        }
+        if (over_heap(p, osize, nsize)) return NULL;
+        void *q = lproc_block_realloc(p, ptr, osize, nsize);
+        if (q) p->mem += nsize - osize;
+        return q;
+      }
+    } else if (p->blk_bump && nsize && !p->max_heap && !p->clean_watch) {
+      void *q = lproc_block_alloc(p, nsize);
+      if (q) {
         p->mem += nsize;
         return q;
       }
-    } else if (nsize == 0 && lproc_block_owns(p, ptr)) {
-      lproc_block_free(p, ptr, osize);
-      p->mem -= osize;
-      return NULL;
     }
   }
   size_t tag = ptr == NULL ? osize : 0;   /* a new object: osize is its type */
   if (ptr == NULL) osize = 0;
-  int inblk = p && lproc_block_owns(p, ptr);
   if (nsize == 0) {
-    if (inblk) lproc_block_free(p, ptr, osize);
-    else free(ptr);
+    free(ptr);
     if (p) p->mem -= osize;
     return NULL;
   }
-  if (p && p->max_heap && nsize > osize &&
-      p->mem + (nsize - osize) + queue_cost(p) > p->max_heap) {
-    p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
-    if (lproc_slice_running) lproc_slice_end(lproc_slice_running);
-    return NULL;
-  }
+  if (p && over_heap(p, osize, nsize)) return NULL;
   /* see clean_cf: only a table or a full userdata can get a finalizer */
   if (ptr == NULL && p && p->clean_watch && (tag == LUA_TTABLE || tag == LUA_TUSERDATA))
     p->clean_new = 1;
   void *q;
-  if (inblk) q = lproc_block_realloc(p, ptr, osize, nsize);
-  else if (ptr) q = realloc(ptr, nsize);
-  else if (!p || !(p->blk || p->blk_want) || !(q = lproc_block_alloc(p, nsize)))
+  if (ptr) q = realloc(ptr, nsize);
+  else if (!p || !p->blk_bump || !(q = lproc_block_alloc(p, nsize)))
     q = malloc(nsize);   /* malloc: the cheaper path */
   if (q && p) p->mem += nsize - osize;
   return q;
@@ -173,9 +181,9 @@ static lua_State *lproc_newstate(lproc *p, int *fresh) {
     p->mem = lproc_state_bytes(L);
     return L;
   }
-  p->blk_want = 1;   /* the global state starts a block (lproc_block.c) */
+  p->blk_bump = 1;   /* the global state, the first object, starts a block (lproc_block.c) */
   L = lua_newstate(lproc_alloc, p);
-  p->blk_want = 0;
+  if (!p->blk) p->blk_bump = 0;
   if (L) lua_atpanic(L, lproc_panic);
   return L;
 }

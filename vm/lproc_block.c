@@ -10,7 +10,7 @@
 ** cost a bump of a pointer, and they take no allocator slack or per-object metadata.
 **
 ** The block is made by the state's first allocation (lua_newstate's global state,
-** asked for with blk_want set) and begins with it: the global state is the last
+** asked for with blk_bump set and no block yet) and begins with it: the global state is the last
 ** object lua_close frees, so freeing it frees the block. Objects are bumped while
 ** they fit, 8-byte aligned (Lua's largest alignment); a freed object's space stays
 ** unused (the block is small), except the last one bumped, which is given back. A
@@ -28,7 +28,7 @@
 
 /* The first allocation of a new state: its global state, at the block's start. */
 void *lproc_block_first(lproc *p, size_t nsize) {
-  p->blk_want = 0;
+  p->blk_bump = 0;   /* until the block is made */
   if (LPROC_BLK_HEAD + LPROC_BLK_ALIGN(nsize) > LPROC_BLOCK) return NULL;
   char *b = malloc(LPROC_BLOCK);
   if (!b) return NULL;
@@ -36,6 +36,7 @@ void *lproc_block_first(lproc *p, size_t nsize) {
   h->top = (uint32_t)(LPROC_BLK_HEAD + LPROC_BLK_ALIGN(nsize));
   LPROC_POISON(b + h->top, LPROC_BLOCK - h->top);
   p->blk = b;
+  p->blk_bump = 1;
   return b + LPROC_BLK_HEAD;
 }
 
@@ -44,6 +45,7 @@ void lproc_block_drop(lproc *p) {
   LPROC_UNPOISON(p->blk, LPROC_BLOCK);
   free(p->blk);
   p->blk = NULL;
+  p->blk_bump = 0;
 }
 
 /* Resize block object ptr (osize bytes) to nsize > 0: NULL if out of memory. */
@@ -61,7 +63,7 @@ void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize) {
     if (oa > na) LPROC_POISON(q + na, oa - na);
     return q;
   }
-  void *n = lproc_block_alloc(p, nsize);
+  void *n = p->blk_bump ? lproc_block_alloc(p, nsize) : NULL;
   if (!n) n = malloc(nsize);
   if (!n) return NULL;
   memcpy(n, q, osize);

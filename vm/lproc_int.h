@@ -106,7 +106,9 @@ typedef struct lproc {
   uint8_t fn_kept;
   uint16_t fn_len;          /* bytecode length of the function: the kept one's until
                             ** the decoder sees this process's (0: not known) */
-  uint8_t blk_want;         /* lproc_block.c: the next allocation is a new state's first */
+  uint8_t blk_bump;         /* lproc_block.c: new objects are bumped from blk (made by p's
+                            ** lua_newstate, none has failed to fit yet); set with blk
+                            ** NULL: the next object is a new state's first, and makes it */
   char *blk;                /* lproc_block.c: the block of p->L's first objects (moves with
                             ** the state through the pool); written by the worker running p */
   uint8_t libs_exposed;     /* llibs.c: Lua code may hold the lazy globals' metatable or the
@@ -161,20 +163,26 @@ typedef struct lproc_blk_head {   /* 16 bytes: the global state after it is alig
 #define LPROC_POISON(p, n) ((void)(p), (void)(n))
 #define LPROC_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
-void *lproc_block_first(lproc *p, size_t nsize);   /* blk_want: make the block */
+void *lproc_block_first(lproc *p, size_t nsize);   /* make the block, or NULL */
 void lproc_block_drop(lproc *p);                    /* free the block */
 void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
 
+/* ptr (not NULL) is one of the block's objects. Without a block this is false too:
+** no heap object lies below address LPROC_BLOCK. */
 static inline int lproc_block_owns(const lproc *p, const void *ptr) {
-  return p->blk && ptr && (uintptr_t)ptr - (uintptr_t)p->blk < LPROC_BLOCK;
+  return (uintptr_t)ptr - (uintptr_t)p->blk < LPROC_BLOCK;
 }
 
-/* A new object from the block: NULL if there is none or it does not fit. */
+/* A new object from the block (p->blk_bump): NULL, and no more bumps, if it does not
+** fit. */
 static inline void *lproc_block_alloc(lproc *p, size_t nsize) {
-  if (!p->blk) return p->blk_want ? lproc_block_first(p, nsize) : NULL;
+  if (!p->blk) return lproc_block_first(p, nsize);
   lproc_blk_head *h = (lproc_blk_head *)p->blk;
   size_t need = LPROC_BLK_ALIGN(nsize);
-  if (need > LPROC_BLOCK - h->top) return NULL;
+  if (need > LPROC_BLOCK - h->top) {   /* the block is used up, near enough */
+    p->blk_bump = 0;
+    return NULL;
+  }
   char *q = p->blk + h->top;
   h->top += (uint32_t)need;
   LPROC_UNPOISON(q, nsize);
