@@ -121,20 +121,120 @@ static int enc_shared(enc *e, int t, const void *self) {
   return 0;
 }
 
+/* A scalar (nil, boolean, number, string, pid) of type ty at idx: put, 0; anything
+** else: -1, nothing put. Shared by enc_value and enc_array's loop, which saves a call
+** per element. */
+static inline int enc_scalar(enc *e, int idx, int ty) {
+  lua_State *L = e->L;
+  switch (ty) {
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) lpvm_put_int(e->b, lua_tointeger(L, idx));
+      else lpvm_put_float(e->b, lua_tonumber(L, idx));
+      return 0;
+    case LUA_TSTRING: {
+      size_t len;
+      const char *s = lua_tolstring(L, idx, &len);
+      lpvm_put_binary(e->b, s, len);
+      return 0;
+    }
+    case LUA_TLIGHTUSERDATA:
+      lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
+      return 0;
+    case LUA_TBOOLEAN:
+      if (lua_toboolean(L, idx)) lpvm_put_atom_len(e->b, "true", 4);
+      else lpvm_put_atom_len(e->b, "false", 5);
+      return 0;
+    case LUA_TNIL: lpvm_put_atom_len(e->b, "nil", 3); return 0;
+    default: return -1;
+  }
+}
+
+/* A sequence in one pass: lua_next walks an array part in order 1..n, so the
+** elements are encoded as they come, with no pass to check the keys first (nor a
+** rawgeti per element), and keys that came exactly as 1..n are all the keys: the
+** count is patched into the list's header at the end. A key out of that order (a
+** map, or a sequence whose integers sit in the hash part) rewinds the builder and
+** returns 1: the general path decides. Not in a graph, where a rewind would leave
+** numbers behind. */
+static int enc_array(enc *e, int t) {
+  lua_State *L = e->L;
+  lpvm_tbuf *b = e->b;
+  size_t mark = b->len;
+  uint32_t nbins = e->bins ? e->bins->n : 0;
+  uint32_t k = 0;
+  int rc = 0;
+  lpvm_put_list(b, 1);   /* LIST_EXT, whose count is written when known */
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) != (lua_Integer)k + 1 ||
+        k == UINT32_MAX) {
+      lua_pop(L, 2);
+      rc = 1;
+      break;
+    }
+    k++;
+    int ty = lua_type(L, -1);
+    if (ty == LUA_TTABLE || enc_scalar(e, -1, ty) != 0) rc = enc_value(e, lua_absindex(L, -1));
+    lua_pop(L, 1);
+    if (rc != 0) {
+      lua_pop(L, 1);   /* the key */
+      return rc;
+    }
+  }
+  if (rc == 0) {
+    if (k == 0) b->len = mark;   /* {}: [] is the tail alone */
+    else if (!b->err) {
+      uint8_t *q = b->data + mark + 1;
+      q[0] = (uint8_t)(k >> 24), q[1] = (uint8_t)(k >> 16), q[2] = (uint8_t)(k >> 8);
+      q[3] = (uint8_t)k;
+    }
+    lpvm_put_nil(b);
+    return 0;
+  }
+  b->len = mark;   /* not a sequence in order: the general path */
+  if (e->bins) e->bins->n = nbins;
+  return 1;
+}
+
+/* Outside a graph a table met again on the path of tables being encoded is a cycle.
+** e->onpath counts the path's tables by a hash of their address, so most tables
+** are known not to be on it without walking it (deep messages walked it per table). */
+static inline unsigned path_slot(const void *t) {
+  uintptr_t a = (uintptr_t)t;
+  return (unsigned)(a >> 6 ^ a >> 12) & (LTERM_PATH_SLOTS - 1);
+}
+
+static int enc_general(enc *e, int t, lua_Unsigned n);
+
 static int enc_table(enc *e, int t) {
   lua_State *L = e->L;
   const void *self = lua_topointer(L, t);
   if (e->shared) {
     int done = enc_shared(e, t, self);
     if (done != 0) return done > 0 ? 0 : enc_fail(e, "out of memory%s", "");
-  } else {
+  } else if (e->onpath[path_slot(self)]) {   /* maybe on the path: look */
     for (int i = 0; i < e->depth; i++)
       if (e->path[i] == self) return enc_fail(e, "cannot send a cyclic table%s", "");
   }
   if (e->depth >= LTERM_DEPTH) return enc_fail(e, "message nested too deep%s", "");
   if (!lua_checkstack(L, 4)) return enc_fail(e, "out of memory%s", "");
   e->path[e->depth++] = self;
-  lua_Unsigned n = lua_rawlen(L, t);
+  int rc;
+  if (!e->shared) {
+    e->onpath[path_slot(self)]++;
+    rc = enc_array(e, t);
+    if (rc > 0) rc = enc_general(e, t, lua_rawlen(L, t));
+    e->onpath[path_slot(self)]--;
+  } else {
+    rc = enc_general(e, t, lua_rawlen(L, t));
+  }
+  e->depth--;
+  return rc;
+}
+
+/* A table as a list if its keys are exactly 1..n, else as a map. */
+static int enc_general(enc *e, int t, lua_Unsigned n) {
+  lua_State *L = e->L;
   int rc = 0;
   if (is_sequence(L, t, n)) {
     if (n > UINT32_MAX) return enc_fail(e, "table too large to send%s", "");
@@ -161,31 +261,16 @@ static int enc_table(enc *e, int t) {
     if (rc != 0) lua_pop(L, 1);   /* the key lua_next left */
     else lpvm_patch_map(e->b, mark, pairs);
   }
-  e->depth--;
   return rc;
 }
 
 int lterm_enc_value(enc *e, int idx) {
   lua_State *L = e->L;
-  switch (lua_type(L, idx)) {
-    case LUA_TNIL: lpvm_put_atom_len(e->b, "nil", 3); return 0;
-    case LUA_TBOOLEAN:
-      if (lua_toboolean(L, idx)) lpvm_put_atom_len(e->b, "true", 4);
-      else lpvm_put_atom_len(e->b, "false", 5);
-      return 0;
-    case LUA_TNUMBER:
-      if (lua_isinteger(L, idx)) lpvm_put_int(e->b, lua_tointeger(L, idx));
-      else lpvm_put_float(e->b, lua_tonumber(L, idx));
-      return 0;
-    case LUA_TSTRING: {
-      size_t len;
-      const char *s = lua_tolstring(L, idx, &len);
-      lpvm_put_binary(e->b, s, len);
-      return 0;
-    }
+  int ty = lua_type(L, idx);
+  switch (ty) {
+    case LUA_TNIL: case LUA_TBOOLEAN: case LUA_TNUMBER: case LUA_TSTRING:
     case LUA_TLIGHTUSERDATA:
-      lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
-      return 0;
+      return enc_scalar(e, idx, ty);
     case LUA_TUSERDATA: {
       size_t off, blen;
       lpvm_bin *bin = lbin_to(L, idx, &off, &blen);
@@ -202,7 +287,7 @@ int lterm_enc_value(enc *e, int idx) {
     }
     case LUA_TTABLE: return enc_table(e, idx);
     case LUA_TFUNCTION: return lfun_put(e, idx);
-    default: return enc_fail(e, "cannot send a %s value", lua_typename(L, lua_type(L, idx)));
+    default: return enc_fail(e, "cannot send a %s value", lua_typename(L, ty));
   }
 }
 
@@ -213,6 +298,7 @@ static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int fu
   enc e;
   e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs, e.bins = bins;
   e.shared = 0, e.nrefs = 0;
+  memset(e.onpath, 0, sizeof e.onpath);
   memset(&e.refs, 0, sizeof e.refs);
   memset(&e.cells, 0, sizeof e.cells);
   idx = lua_absindex(L, idx);
@@ -360,66 +446,20 @@ static size_t msg_hint(lua_State *L, int idx, int n) {
   return sz;
 }
 
-/* The common message: up to PLAIN_MAX scalars (nil, booleans, numbers, strings,
-** pids), each put as it is, sized exactly (a pid: a node name of up to 48 bytes;
-** a longer one grows the block), without the encoder's bookkeeping for tables and
-** functions (~250 of a ring hop's ~2,800 instructions). The bytes are the same as
-** enc_value's. NULL with *plain 0 if a value is not a scalar (nothing is built). */
-#define PLAIN_MAX 8
-
-static lpvm_msg *msg_plain(lua_State *L, int idx, int n, int *plain) {
-  int ty[PLAIN_MAX];
-  size_t sz = n != 1 ? 2 : 0;
-  *plain = 0;
-  for (int i = 0; i < n; i++) {
-    switch (ty[i] = lua_type(L, idx + i)) {
-      case LUA_TNIL: case LUA_TBOOLEAN: sz += 7; break;
-      case LUA_TNUMBER: sz += 11; break;
-      case LUA_TSTRING: sz += 5 + lua_rawlen(L, idx + i); break;
-      case LUA_TLIGHTUSERDATA: sz += 64; break;
-      default: return NULL;
-    }
-  }
-  *plain = 1;
-  lpvm_tbuf b;
-  lpvm_msg_build(&b, sz);
-  if (n != 1) lpvm_put_tuple(&b, (uint32_t)n);
-  for (int i = 0; i < n; i++) {
-    int at = idx + i;
-    switch (ty[i]) {
-      case LUA_TNIL: lpvm_put_atom_len(&b, "nil", 3); break;
-      case LUA_TBOOLEAN:
-        if (lua_toboolean(L, at)) lpvm_put_atom_len(&b, "true", 4);
-        else lpvm_put_atom_len(&b, "false", 5);
-        break;
-      case LUA_TNUMBER:
-        if (lua_isinteger(L, at)) lpvm_put_int(&b, lua_tointeger(L, at));
-        else lpvm_put_float(&b, lua_tonumber(L, at));
-        break;
-      case LUA_TSTRING: {
-        size_t len;
-        const char *str = lua_tolstring(L, at, &len);
-        lpvm_put_binary(&b, str, len);
-        break;
-      }
-      default: lpvm_put_pid(&b, (lpvm_id)(uintptr_t)lua_touserdata(L, at)); break;
-    }
-  }
-  return lpvm_msg_built(&b, NULL);
-}
-
 /* The message is encoded straight into its own block (lpvm_msg_build): no scratch
 ** buffer and no copy of the term, which a 100 KB string paid twice before. */
 lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
   idx = lua_absindex(L, idx);
-  if (n >= 0 && n <= PLAIN_MAX) {
-    int plain;
-    lpvm_msg *m = msg_plain(L, idx, n, &plain);
-    if (plain) {
+  size_t hint;
+  if (n >= 0 && n <= LTERM_PLAIN_MAX) {
+    lpvm_msg *m = lterm_msg_plain(L, idx, n, &hint);
+    if (hint == 0) {   /* scalars: built (or out of memory) */
       if (m) m->flags |= LPVM_MSGF_VALUES;
       else snprintf(err, LTERM_ERRSZ, "not enough memory");
       return m;
     }
+  } else {
+    hint = msg_hint(L, idx, n);
   }
   scratch *s = scratch_get();
   if (!s) {
@@ -427,7 +467,7 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
     return NULL;
   }
   lpvm_tbuf b;
-  lpvm_msg_build(&b, msg_hint(L, idx, n));
+  lpvm_msg_build(&b, hint);
   if (enc_run(L, idx, n, &b, err, 1, &s->bins) != 0) {   /* err says why */
     s->bins.n = 0;
     free(b.data);
@@ -726,108 +766,9 @@ static int push_trusted(lua_State *L) {
   return push_values(L, &r, 1, a->m, a->skip);
 }
 
-/* The external format's tags the plain path reads (term_int.h has them all). */
-enum {
-  T_NEW_FLOAT = 70, T_NEW_PID = 88, T_SMALL_INT = 97, T_INT = 98, T_SMALL_TUPLE = 104,
-  T_BINARY = 109, T_SMALL_ATOM_UTF8 = 119
-};
-
-static uint32_t be32(const uint8_t *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Where the ID, serial and creation words of a NEW_PID_EXT at p begin if its node
-** is this one (by its name, or nonode@nohost as lpvm_get_pid also takes), else NULL:
-** the node's name compared in place of term_dec.c's general reading of the atom. */
-static const uint8_t *local_pid(const uint8_t *p, size_t left) {
-  static const char nonode[] = "nonode@nohost";
-  size_t k;
-  if (left < 3 + 12 || p[1] != T_SMALL_ATOM_UTF8 || (k = p[2]) > left - 3 - 12) return NULL;
-  const char *self = lpvm_node_name();
-  if (!((k == sizeof nonode - 1 && memcmp(p + 3, nonode, k) == 0) ||
-        (self && strlen(self) == k && memcmp(p + 3, self, k) == 0)))
-    return NULL;
-  return p + 3 + k;
-}
-
-/* A local message of up to PLAIN_MAX scalars (what msg_plain builds, whoever built
-** it), pushed straight from its bytes: no decoder state, no graph probe, one stack
-** check. -1 (nothing pushed) for anything else, which push_values then reads, and
-** for {lpvm_graph, _}, a graph (lfun.c). */
-static int push_plain(lua_State *L, const uint8_t *p, size_t len) {
-  const uint8_t *end = p + len;
-  uint32_t n = 1;
-  if (len < 3 || *p++ != 131) return -1;
-  if (p[0] == T_SMALL_TUPLE) {
-    n = p[1];
-    p += 2;
-    if (n > PLAIN_MAX || (n == 2 && end - p > 12 && p[0] == T_SMALL_ATOM_UTF8 &&
-                          p[1] == 10 && memcmp(p + 2, "lpvm_graph", 10) == 0))
-      return -1;
-  }
-  if (!lua_checkstack(L, (int)n)) return -1;
-  int base = lua_gettop(L);
-  for (uint32_t i = 0; i < n; i++) {
-    size_t left = (size_t)(end - p), k;
-    if (left < 2) goto other;
-    switch (p[0]) {
-      case T_SMALL_INT: lua_pushinteger(L, p[1]); p += 2; break;
-      case T_INT:
-        if (left < 5) goto other;
-        lua_pushinteger(L, (int32_t)be32(p + 1));
-        p += 5;
-        break;
-      case T_NEW_FLOAT: {
-        if (left < 9) goto other;
-        uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
-        double d;
-        memcpy(&d, &bits, sizeof d);
-        lua_pushnumber(L, d);
-        p += 9;
-        break;
-      }
-      case T_BINARY:
-        if (left < 5 || (k = be32(p + 1)) > left - 5) goto other;
-        lua_pushlstring(L, (const char *)p + 5, k);
-        p += 5 + k;
-        break;
-      case T_SMALL_ATOM_UTF8:
-        if ((k = p[1]) > left - 2) goto other;
-        p += 2;
-        if (k == 3 && memcmp(p, "nil", 3) == 0) lua_pushnil(L);
-        else if (k == 4 && memcmp(p, "true", 4) == 0) lua_pushboolean(L, 1);
-        else if (k == 5 && memcmp(p, "false", 5) == 0) lua_pushboolean(L, 0);
-        else lua_pushlstring(L, (const char *)p, k);
-        p += k;
-        break;
-      case T_NEW_PID: {
-        const uint8_t *q = local_pid(p, left);
-        if (q) {   /* this node's: ID and serial words, the creation is not checked */
-          lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
-          if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) goto other;   /* too wide */
-          lmod_push_pid(L, id);
-          p = q + 12;
-          break;
-        }
-        lpvm_tread r = {p, end, 0};
-        lpvm_id id;
-        if (lpvm_get_pid(&r, &id)) goto other;   /* another node's port */
-        lmod_push_pid(L, id);
-        p = r.p;
-        break;
-      }
-      default: goto other;
-    }
-  }
-  if (p == end) return (int)n;
-other:
-  lua_settop(L, base);
-  return -1;
-}
-
 static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
   if (!skip && !(m->flags & LPVM_MSGF_BINS) && !lpvm_id_is_remote(m->from)) {
-    int n = push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len);
+    int n = lterm_push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len);
     if (n >= 0) return n;
   }
   int remote = lpvm_id_is_remote(lpvm_msg_from(m));
