@@ -89,7 +89,7 @@ int main(void) {
   lua_State *L = lua_newstate(count_alloc, NULL);
   if (!L) return 1;
   part("bare state (lua_newstate)");
-  llibs_install(L);
+  llibs_install(L, 0);
   part("lazy globals and string stand-in (llibs.c)");
   lua_getglobal(L, "require");
   lua_pushliteral(L, "lpvm");

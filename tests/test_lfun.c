@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
 /* The term of the function `src` returns, built in its own state. */
@@ -183,4 +184,40 @@ Test(lfun, damaged_terms_do_not_crash) {
   lua_close(L);
   free(copy);
   lpvm_tbuf_free(&b);
+}
+
+/* spawn's fast path (lfun_put_spawn) builds what lterm_put builds, or declines. */
+Test(lfun, spawn_fast_path_is_lterm_put) {
+  static const struct { const char *src; int fast; } cases[] = {
+      {"return function() end", 1},
+      {"return function(p) return print(p) end", 1},      /* _ENV only: '$env' */
+      {"local g = _G return function() return g end", 1},  /* the globals by name */
+      {"local x = 1 return function() return x end", 0},
+      {"local t = {} return function() return t, print end", 0},
+      {"return print", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    cr_assert_eq(luaL_dostring(L, cases[i].src), LUA_OK, "%s", lua_tostring(L, -1));
+    lpvm_tbuf a, b;
+    lpvm_tbuf_init(&a);
+    lpvm_tbuf_init(&b);
+    char err[LTERM_ERRSZ];
+    int top = lua_gettop(L);
+    size_t empty = a.len;   /* the version byte */
+    int fast = lfun_put_spawn(L, -1, &a);
+    cr_assert_eq(lua_gettop(L), top, "%s: stack", cases[i].src);
+    cr_assert_eq(fast, cases[i].fast, "%s", cases[i].src);
+    if (fast) {
+      cr_assert_eq(lterm_put(L, -1, &b, err), 0, "%s", err);
+      cr_assert_eq(a.len, b.len, "%s: length", cases[i].src);
+      cr_assert(memcmp(a.data, b.data, a.len) == 0, "%s: bytes", cases[i].src);
+    } else {
+      cr_assert_eq(a.len, empty, "%s: left alone", cases[i].src);
+    }
+    lpvm_tbuf_free(&a);
+    lpvm_tbuf_free(&b);
+    lua_close(L);
+  }
 }

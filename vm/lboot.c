@@ -114,7 +114,7 @@ static int load_cf(lua_State *L) {
   const lproc_boot_spec *b = lua_touserdata(L, 1);
   int tty = (int)lua_tointeger(L, 2);
   lua_settop(L, 0);
-  lproc_state_init(L);
+  lproc_state_init(L, 0);
   lua_pushcfunction(L, boot_main);
   lua_createtable(L, b->nsteps + 1, 0);
   int n = 0;

@@ -255,6 +255,42 @@ int lfun_put(lterm_enc *e, int f) {
   return rc;
 }
 
+/* spawn's function, when it has no upvalue but the globals (`function() end`, or a
+** body that only uses globals): the bytes lterm_put would build, without its first
+** pass (which stops at the function to start again as a graph) and its maps. Returns
+** 0, leaving b alone, for any other function: lterm_put then encodes it. */
+int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b) {
+  if (lua_type(L, f) != LUA_TFUNCTION || lua_iscfunction(L, f) || !lua_checkstack(L, 4))
+    return 0;
+  f = lua_absindex(L, f);
+  int nup = lua_getupvalue(L, f, 1) ? 1 : 0;
+  if (nup) {
+    int more = lua_getupvalue(L, f, 2) != NULL;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    int env = !more && lua_rawequal(L, -1, -2);   /* '$env' (lfun_put_known) */
+    lua_pop(L, more ? 3 : 2);
+    if (!env) return 0;
+  }
+  lua_pushcfunction(L, dump_cf);
+  lua_pushvalue(L, f);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  size_t len;
+  const char *code = lua_tolstring(L, -1, &len);
+  lpvm_put_tuple(b, 2);
+  lpvm_put_atom(b, "lpvm_graph");
+  lpvm_put_tuple(b, 3);
+  lpvm_put_atom(b, "lpvm_fun");
+  lpvm_put_binary(b, code, len);
+  lpvm_put_list(b, (uint32_t)nup);
+  if (nup) lpvm_put_atom(b, "$env");
+  lpvm_put_nil(b);
+  lua_pop(L, 1);
+  return 1;
+}
+
 /* ---- decoding ------------------------------------------------------------------------------ */
 
 static int is_atom(lpvm_tread *r, const char *atom) {

@@ -63,14 +63,24 @@ static const char *const base_names[] = {
     "rawlen", "rawget", "rawset", "select", "setmetatable", "tonumber", "tostring",
     "type", "xpcall", NULL};
 
+/* Lua code may from now on hold the lazy globals' metatable or the string stand-in
+** (debug.getmetatable, getmetatable, a C module): the cleaning of the state
+** (lproc_pool.c) then makes both anew instead of keeping them (llibs_take). */
+static void exposed(lua_State *L) {
+  lproc *p = lproc_of(L);
+  if (p) p->libs_exposed = 1;
+}
+
 /* Open library `l` like luaL_requiref(L, name, open, 1): leaves it on the stack. */
 static void open_lib(lua_State *L, const lib *l) {
+  if (l->open == luaopen_debug) exposed(L);
   luaL_requiref(L, l->name, l->open, 1);
 }
 
 /* Push base function `name`: open the base library into a scratch table (it writes
 ** into the globals table it finds in the registry, so swap that in for the call). */
 static void push_base_opened(lua_State *L, const char *name) {
+  exposed(L);   /* this getmetatable is not watched */
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* real globals */
   lua_newtable(L);                                       /* scratch */
   lua_pushvalue(L, -1);
@@ -90,10 +100,12 @@ static void push_base_opened(lua_State *L, const char *name) {
 ** instead of opening the whole library again for each name (a gen_server process
 ** touches about ten of them: that was a seventh of starting one). */
 #define NBASE (sizeof base_names / sizeof *base_names - 1)
+#define GETMT 4   /* base_names[GETMT] is "getmetatable" (base_find checks) */
 static lua_CFunction base_fns[NBASE];
 static pthread_once_t base_once = PTHREAD_ONCE_INIT;
 
 static void base_find(void) {
+  if (strcmp(base_names[GETMT], "getmetatable") != 0) return;   /* GETMT names it */
   lua_State *S = luaL_newstate();
   if (!S) return;   /* then every name is opened as before */
   luaopen_base(S);
@@ -106,9 +118,17 @@ static void base_find(void) {
   lua_close(S);
 }
 
+/* getmetatable, watched: it can hand Lua code the globals' metatable or the
+** string stand-in. */
+static int watched_getmetatable(lua_State *L) {
+  exposed(L);
+  return base_fns[GETMT](L);
+}
+
 static void push_base(lua_State *L, size_t i) {
   pthread_once(&base_once, base_find);
-  if (base_fns[i]) lua_pushcfunction(L, base_fns[i]);
+  if (i == GETMT && base_fns[i]) lua_pushcfunction(L, watched_getmetatable);
+  else if (base_fns[i]) lua_pushcfunction(L, base_fns[i]);
   else push_base_opened(L, base_names[i]);
 }
 
@@ -270,14 +290,58 @@ static void warn_cont(void *ud, const char *msg, int tocont) {
   }
 }
 
-void llibs_install(lua_State *L) {
+/* 1 if the table at t has field __index = the C function f. */
+static int has_index(lua_State *L, int t, lua_CFunction f) {
+  lua_pushliteral(L, "__index");
+  int ok = lua_rawget(L, t) == LUA_TFUNCTION && lua_tocfunction(L, -1) == f;
+  lua_pop(L, 1);
+  return ok;
+}
+
+/* The cleaning of a finished state, before its registry is wiped: push the lazy
+** globals' metatable and the string stand-in (string's metatable) if the owner left
+** them as llibs_install made them, each else nil. Untouched means that no Lua code
+** could reach them (nothing exposed them: see `exposed`) and each is still where
+** it was put (setmetatable(_G, x) needs no getmetatable; the string library
+** replaces the stand-in when first used). Neither refers to anything but C
+** functions, so kept they hold nothing of the owner. Returns 1 if the stand-in is
+** kept: the string type's metatable must stay. */
+int llibs_take(lua_State *L) {
+  lproc *p = lproc_of(L);
+  int keep = p && !p->libs_exposed;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* top + 1 */
+  if (keep && lua_getmetatable(L, top + 1) && has_index(L, top + 2, globals_index)) {
+    lua_replace(L, top + 1);
+  } else {
+    lua_settop(L, top);
+    lua_pushnil(L);
+  }
+  lua_pushliteral(L, "");                                /* top + 2 */
+  if (keep && lua_getmetatable(L, top + 2) && has_index(L, top + 3, string_index)) {
+    lua_replace(L, top + 2);
+  } else {
+    lua_settop(L, top + 1);
+    lua_pushnil(L);
+  }
+  return lua_type(L, top + 2) == LUA_TTABLE;
+}
+
+/* Lazy globals and the string stand-in. kept: the stack index of llibs_take's two
+** values (the globals' metatable, the stand-in; either nil), or 0 for a new state. */
+void llibs_install(lua_State *L, int kept) {
   lua_setwarnf(L, lproc_cfg.warnings ? warn_on : warn_off, L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, globals_index);
-  lua_setfield(L, -2, "__index");
+  if (kept && lua_type(L, kept) == LUA_TTABLE) {
+    lua_pushvalue(L, kept);
+  } else {
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, globals_index);
+    lua_setfield(L, -2, "__index");
+  }
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
+  if (kept && lua_type(L, kept + 1) == LUA_TTABLE) return;   /* still string's */
   lua_pushliteral(L, "");
   lua_createtable(L, 0, 9);
   luaL_setfuncs(L, string_stub, 0);
@@ -340,6 +404,7 @@ static int loadlib_checked(lua_State *L) {
 }
 
 static int open_package(lua_State *L) {
+  exposed(L);   /* C modules see everything */
   if (lproc_cfg.noenv) {   /* lua -E: package ignores LUA_PATH and LUA_CPATH */
     lua_pushboolean(L, 1);
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");

@@ -106,7 +106,7 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   size_t code_len = 0;
   const char *code = "";
   if (kind == LUA_TFUNCTION) {   /* the function as a term, upvalues and all */
-    if (lterm_put(L, first, &up, err) != 0) {
+    if (!lfun_put_spawn(L, first, &up) && lterm_put(L, first, &up, err) != 0) {
       lpvm_tbuf_free(&up);
       lpvm_tbuf_free(&args);
       return luaL_error(L, "spawn: %s", err);

@@ -74,8 +74,39 @@ static size_t queue_cost(const lproc *p) {
 }
 
 /* ud is the owning process, or NULL for a state between owners (boot, pool). */
+/* Growing by nsize - osize would take p past max_heap (with its queue). */
+static int over_heap(lproc *p, size_t osize, size_t nsize) {
+  if (!p->max_heap || nsize <= osize ||
+      p->mem + (nsize - osize) + queue_cost(p) <= p->max_heap)
+    return 0;
+  p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
+  if (lproc_slice_running) lproc_slice_end(lproc_slice_running);
+  return 1;
+}
+
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
+  if (p) {   /* the state's block (lproc_block.c) first */
+    if (ptr) {
+      if (lproc_block_owns(p, ptr)) {
+        if (nsize == 0) {
+          lproc_block_free(p, ptr, osize);
+          p->mem -= osize;
+          return NULL;
+        }
+        if (over_heap(p, osize, nsize)) return NULL;
+        void *q = lproc_block_realloc(p, ptr, osize, nsize);
+        if (q) p->mem += nsize - osize;
+        return q;
+      }
+    } else if (p->blk_bump && nsize && !p->max_heap && !p->clean_watch) {
+      void *q = lproc_block_alloc(p, nsize);
+      if (q) {
+        p->mem += nsize;
+        return q;
+      }
+    }
+  }
   size_t tag = ptr == NULL ? osize : 0;   /* a new object: osize is its type */
   if (ptr == NULL) osize = 0;
   if (nsize == 0) {
@@ -83,16 +114,14 @@ void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (p) p->mem -= osize;
     return NULL;
   }
-  if (p && p->max_heap && nsize > osize &&
-      p->mem + (nsize - osize) + queue_cost(p) > p->max_heap) {
-    p->heap_refused = 1;   /* the process dies of it even if Lua copes (pcall) */
-    if (lproc_slice_running) lproc_slice_end(lproc_slice_running);
-    return NULL;
-  }
+  if (p && over_heap(p, osize, nsize)) return NULL;
   /* see clean_cf: only a table or a full userdata can get a finalizer */
   if (ptr == NULL && p && p->clean_watch && (tag == LUA_TTABLE || tag == LUA_TUSERDATA))
     p->clean_new = 1;
-  void *q = ptr ? realloc(ptr, nsize) : malloc(nsize);   /* malloc: the cheaper path */
+  void *q;
+  if (ptr) q = realloc(ptr, nsize);
+  else if (!p || !p->blk_bump || !(q = lproc_block_alloc(p, nsize)))
+    q = malloc(nsize);   /* malloc: the cheaper path */
   if (q && p) p->mem += nsize - osize;
   return q;
 }
@@ -136,15 +165,15 @@ int lproc_is_interrupt_msg(lpvm_msg *m) {
 
 /* ---- a new state ------------------------------------------------------------------------- */
 
-void lproc_state_init(lua_State *L) {
+void lproc_state_init(lua_State *L, int kept) {
   memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
-  llibs_install(L);
+  llibs_install(L, kept);
   lproc_slice_init(L);
 }
 
 /* A state for p: recycled (already initialised) or new (p->L->init is pending). */
 static lua_State *lproc_newstate(lproc *p, int *fresh) {
-  lua_State *L = lproc_pool_take(&p->fn_len);
+  lua_State *L = lproc_pool_take(&p->fn_len, &p->blk);
   *fresh = (L == NULL);
   p->recycled = (L != NULL);
   if (L) {
@@ -152,7 +181,9 @@ static lua_State *lproc_newstate(lproc *p, int *fresh) {
     p->mem = lproc_state_bytes(L);
     return L;
   }
+  p->blk_bump = 1;   /* the global state, the first object, starts a block (lproc_block.c) */
   L = lua_newstate(lproc_alloc, p);
+  if (!p->blk) p->blk_bump = 0;
   if (L) lua_atpanic(L, lproc_panic);
   return L;
 }
@@ -252,7 +283,7 @@ static int lproc_main(lua_State *L) {
   lproc *p = lproc_of(L);
   lproc_start *s = p->start;
   if (lua_toboolean(L, 1)) {   /* a fresh state */
-    lproc_state_init(L);
+    lproc_state_init(L, 0);
     lproc_pool_fresh(L);
   }
   lua_settop(L, 2);
@@ -486,6 +517,7 @@ static int lproc_first(lproc *p) {
     p->L = s->L;
     atomic_store_explicit(&p->task.hint, (const void *)p->L, memory_order_relaxed);
     p->nargs = s->nargs;
+    p->libs_exposed = 1;   /* its Lua code may have run before it was ours */
     lua_setallocf(p->L, lproc_alloc, p);
     p->mem = lproc_state_bytes(p->L);
     p->start = NULL;

@@ -111,6 +111,14 @@ typedef struct lproc {
   uint8_t fn_kept;
   uint16_t fn_len;          /* bytecode length of the function: the kept one's until
                             ** the decoder sees this process's (0: not known) */
+  uint8_t blk_bump;         /* lproc_block.c: new objects are bumped from blk (made by p's
+                            ** lua_newstate, none has failed to fit yet); set with blk
+                            ** NULL: the next object is a new state's first, and makes it */
+  char *blk;                /* lproc_block.c: the block of p->L's first objects (moves with
+                            ** the state through the pool); written by the worker running p */
+  uint8_t libs_exposed;     /* llibs.c: Lua code may hold the lazy globals' metatable or the
+                            ** string stand-in (getmetatable, debug, package); written by
+                            ** the worker running p */
 } lproc;
 
 /* The hop's lines: the task's hot part starts on line 1 and lproc's ends within
@@ -142,16 +150,78 @@ static inline lproc *lproc_check(lua_State *L) {
 }
 
 int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
-void lproc_state_init(lua_State *L);     /* lazy libraries, hook, module preload */
+/* lazy libraries, hook, module preload; kept: llibs_install's (0 for a new state) */
+void lproc_state_init(lua_State *L, int kept);
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */
 size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */
+
+/* lproc_block.c: a new state's first objects carved from one block of LPROC_BLOCK
+** bytes (an idle process's whole heap fits: docs/performance.md). The bump and the
+** free are here, inline in the allocator (lproc_alloc); the rest is in lproc_block.c. */
+#define LPROC_BLOCK 7168
+typedef struct lproc_blk_head {   /* 16 bytes: the global state after it is aligned */
+  uint32_t top;                   /* offset of the first unused byte */
+  uint32_t unused[3];
+} lproc_blk_head;
+#define LPROC_BLK_HEAD sizeof(lproc_blk_head)
+#define LPROC_BLK_ALIGN(n) (((n) + 7) & ~(size_t)7)   /* Lua's largest alignment */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define LPROC_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define LPROC_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define LPROC_POISON(p, n) ((void)(p), (void)(n))
+#define LPROC_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+void *lproc_block_first(lproc *p, size_t nsize);   /* make the block, or NULL */
+void lproc_block_drop(lproc *p);                    /* free the block */
+void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
+
+/* ptr (not NULL) is one of the block's objects. Without a block this is false too:
+** no heap object lies below address LPROC_BLOCK. */
+static inline int lproc_block_owns(const lproc *p, const void *ptr) {
+  return (uintptr_t)ptr - (uintptr_t)p->blk < LPROC_BLOCK;
+}
+
+/* A new object from the block (p->blk_bump): NULL, and no more bumps, if it does not
+** fit. */
+static inline void *lproc_block_alloc(lproc *p, size_t nsize) {
+  if (!p->blk) return lproc_block_first(p, nsize);
+  lproc_blk_head *h = (lproc_blk_head *)p->blk;
+  size_t need = LPROC_BLK_ALIGN(nsize);
+  if (need > LPROC_BLOCK - h->top) {   /* the block is used up, near enough */
+    p->blk_bump = 0;
+    return NULL;
+  }
+  char *q = p->blk + h->top;
+  h->top += (uint32_t)need;
+  LPROC_UNPOISON(q, nsize);
+  return q;
+}
+
+/* A block object freed: its space stays unused, unless it was the last one bumped;
+** the global state (the block's first object, the last lua_close frees) drops it. */
+static inline void lproc_block_free(lproc *p, void *ptr, size_t osize) {
+  char *b = p->blk, *q = ptr;
+  if (q == b + LPROC_BLK_HEAD) {
+    lproc_block_drop(p);
+    return;
+  }
+  lproc_blk_head *h = (lproc_blk_head *)b;
+  if (q + LPROC_BLK_ALIGN(osize) == b + h->top) h->top = (uint32_t)(q - b);
+  LPROC_POISON(q, LPROC_BLK_ALIGN(osize));
+}
+
+/* lfun.c: spawn's encoding of a function whose only upvalue is the globals (or none):
+** 1 if done (as lterm_put would), 0 to leave it to lterm_put */
+int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b);
 
 /* lproc_pool.c: recycled states */
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_recycle_get(void);             /* the bound */
 void lproc_pool_setup(int bound);
 void lproc_pool_teardown(int bound);     /* closes every pooled state; bound for the next VM */
-lua_State *lproc_pool_take(uint16_t *fn_len);   /* a cleaned state, or NULL */
+lua_State *lproc_pool_take(uint16_t *fn_len, char **blk);   /* a cleaned state, or NULL */
 void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the pool's yardstick */
 void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
 /* Push the function at fn_cand instead of loading `code` if it dumps to the same
@@ -192,7 +262,9 @@ void ldl_unlock(void);
 void ldl_wrap_package(lua_State *L);     /* loadlib, the C searchers, CLIBS' __gc */
 
 /* llibs.c */
-void llibs_install(lua_State *L);        /* lazy globals and string metatable */
+/* Lazy globals and string metatable; kept: llibs_take's two values' index, or 0. */
+void llibs_install(lua_State *L, int kept);
+int llibs_take(lua_State *L);            /* the cleaning: push what may be kept */
 void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */
 
 /* lmod.c: the module table, and pids and references as Lua values. */

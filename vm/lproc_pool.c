@@ -29,6 +29,7 @@
 ** not known: compared anyway). */
 typedef struct pooled {
   lua_State *L;
+  char *blk;   /* its first objects' block (lproc_block.c), or NULL */
   uint16_t fn_len;
 } pooled;
 
@@ -58,15 +59,25 @@ void lproc_pool_fresh(lua_State *L) {
 
 void lproc_pool_setup(int bound) { atomic_store(&pool.bound, bound); }
 
-lua_State *lproc_pool_take(uint16_t *fn_len) {
-  pooled e = {NULL, 0};
+lua_State *lproc_pool_take(uint16_t *fn_len, char **blk) {
+  pooled e = {NULL, NULL, 0};
   *fn_len = 0;
   if (atomic_load_explicit(&pool.bound, memory_order_relaxed) == 0) return NULL;
   pthread_mutex_lock(&pool.mu);
   if (pool.n > 0) e = pool.v[--pool.n];
   pthread_mutex_unlock(&pool.mu);
   *fn_len = e.fn_len;
+  if (e.L) *blk = e.blk;
   return e.L;
+}
+
+/* Close a pooled state: its allocator needs the block it was made in. */
+static void close_pooled(pooled e) {
+  lproc owner;
+  memset(&owner, 0, sizeof owner);
+  owner.blk = e.blk;
+  lua_setallocf(e.L, lproc_alloc, &owner);
+  lua_close(e.L);
 }
 
 /* ---- the cleaning ------------------------------------------------------------------------- */
@@ -111,10 +122,13 @@ static int wipe_registry(lua_State *L, int first) {
 
 static int clean_cf(lua_State *L);
 
-/* The metatables of the basic types (debug.setmetatable, the string library, pids).
-** Index 1 (the kept function or nil) stays. */
+/* The metatables of the basic types (debug.setmetatable, the string library, pids),
+** but the string type's if the stand-in is kept (llibs_take). Indices 1 to KEPT + 1
+** (the kept function or nil, llibs_take's two values) stay. */
+#define KEPT 2
 static void clear_type_metatables(lua_State *L) {
-  lua_settop(L, 1);
+  int strings = lua_type(L, KEPT + 1) != LUA_TTABLE;
+  lua_settop(L, KEPT + 1);
   lua_pushnil(L);
   lua_pushboolean(L, 0);
   lua_pushlightuserdata(L, NULL);
@@ -122,13 +136,14 @@ static void clear_type_metatables(lua_State *L) {
   lua_pushliteral(L, "");
   lua_pushcfunction(L, clean_cf);
   lua_pushthread(L);
-  for (int i = 2; i <= 8; i++) {
+  for (int i = KEPT + 2; i <= KEPT + 8; i++) {
+    if (i == KEPT + 6 && !strings) continue;
     if (!lua_getmetatable(L, i)) continue;   /* most have none: a look is cheaper */
     lua_pushnil(L);
     lua_replace(L, -2);
     lua_setmetatable(L, i);
   }
-  lua_settop(L, 1);
+  lua_settop(L, KEPT + 1);
 }
 
 /* The kept function's upvalues hold its owner's values: they go after the
@@ -211,11 +226,16 @@ static int clean_cf(lua_State *L) {
   lua_settop(L, 1);   /* the kept function, or nil */
   lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
   if (!detach_upvalues(L, 1)) return 0;
+  llibs_take(L);                 /* 2, 3: what of llibs_install may stay */
   clear_type_metatables(L);
   int kept = wipe_registry(L, 1);
   reset_gc_params(L);
   p->clean_new = 0;
   watched_collect(p, L);         /* old owner's finalizers run now... */
+  if (p->libs_exposed) {         /* ...one of which may have reached them */
+    lua_settop(L, 1);
+    lua_settop(L, KEPT + 1);
+  }
   clear_type_metatables(L);      /* ...and whatever they stored goes too */
   wipe_registry(L, 0);
   reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
@@ -226,7 +246,8 @@ static int clean_cf(lua_State *L) {
     watched_collect(p, L);
   if (p->clean_new) return 0;
   drop_upvalues(L, 1);
-  lproc_state_init(L);
+  lproc_state_init(L, 2);
+  lua_settop(L, 1);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -284,7 +305,8 @@ void lproc_pool_release(lproc *p) {
           if (v) pool.v = v, pool.cap = cap;
         }
         if (pool.n < pool.cap) {
-          pool.v[pool.n++] = (pooled){L, kept && lua_gettop(L) == 1 ? p->fn_len : 0};
+          pool.v[pool.n++] = (pooled){L, p->blk, kept && lua_gettop(L) == 1 ? p->fn_len : 0};
+          p->blk = NULL;
           L = NULL;
         }
       }
@@ -352,7 +374,7 @@ int lproc_recycle_get(void) { return atomic_load(&pool.bound); }
 int lproc_recycle_set(int n) {
   int old = atomic_exchange(&pool.bound, n < 0 ? 0 : n);
   pthread_mutex_lock(&pool.mu);
-  while (pool.n > n && pool.n > 0) lua_close(pool.v[--pool.n].L);
+  while (pool.n > n && pool.n > 0) close_pooled(pool.v[--pool.n]);
   pthread_mutex_unlock(&pool.mu);
   return old;
 }

@@ -105,6 +105,58 @@ test("a recycled state is a fresh one: globals, registry, metatables, loaded, GC
   lpvm.recycle(old)
 end)
 
+-- The cleaning keeps the lazy globals' metatable and the string stand-in when the
+-- owner could not reach them (no getmetatable, debug or package: llibs.c `exposed`),
+-- and makes them anew otherwise. Each case: the next state is still a fresh one.
+local function same_as_fresh(dirtier, what)
+  local old = lpvm.recycle(0)
+  local fresh = run(fingerprint)
+  lpvm.recycle(1)
+  T.eq(run(dirtier)[1], "dirty", what)
+  local rec = run(fingerprint)
+  T.eq(rec[2], true, what .. ": recycled")
+  for k, v in pairs(fresh[1]) do T.eq(rec[1][k], v, what .. ": differs in " .. k) end
+  lpvm.recycle(old)
+end
+
+test("the lazy tables kept: an owner that never reached them", function()
+  same_as_fresh(function(parent)
+    local l = require "lpvm"
+    leaked = "secret"
+    rawset(_G, "raw", true)
+    collectgarbage("setpause", 1000)
+    warn("@on")
+    local co = coroutine.wrap(function() return select("#", 1, 2) end)
+    kept_ref = { co() }
+    -- unreachable only once the state is cleaned: its finalizer runs then
+    finalized = setmetatable({}, { __gc = function() rawset(_G, "late", true) end })
+    l.send(parent, "dirty")
+  end, "untouched")
+end)
+
+test("the lazy tables made anew: _G's metatable replaced, the string library opened", function()
+  same_as_fresh(function(parent)
+    local l = require "lpvm"
+    setmetatable(_G, { __index = function() return "leaky" end })
+    local up = ("abc"):upper()   -- the stand-in gives way to the string library
+    l.send(parent, "dirty", up, "10" + 1)
+  end, "replaced")
+end)
+
+test("the lazy tables made anew: a finalizer reaches them while the state is cleaned", function()
+  same_as_fresh(function(parent)
+    local l = require "lpvm"
+    -- getmetatable is looked up and called only in the finalizer, which changes
+    -- both tables without making an object (a state whose finalizer makes one is
+    -- closed, not recycled)
+    finalized = setmetatable({}, { __gc = function()
+      getmetatable("").__index = rawequal
+      getmetatable(_G).__index = rawequal
+    end })
+    l.send(parent, "dirty")
+  end, "finalizer")
+end)
+
 test("recycling is on by default", function()
   T.ok(lpvm.recycle() > 0, "default pool bound " .. tostring(lpvm.recycle()))
 end)

@@ -1,0 +1,72 @@
+/*
+** lproc_block.c -- a new state's first objects come from one block of its own.
+**
+** Why: a new process's state makes about a hundred small objects before it first
+** waits (lua_newstate's global state, string table, 49 fixed strings, stack and
+** registry; the lazy globals; `require "lpvm"`; the spawned function), and a
+** create100k worker hands each of them to malloc and, at exit, back to free: every
+** one of them on fresh memory, where jemalloc's thread cache has nothing and refills
+** from its arena (docs/performance.md, "Spawn and exit"). Carved from one block they
+** cost a bump of a pointer, and they take no allocator slack or per-object metadata.
+**
+** The block is made by the state's first allocation (lua_newstate's global state,
+** asked for with blk_bump set and no block yet) and begins with it: the global state is the last
+** object lua_close frees, so freeing it frees the block. Objects are bumped while
+** they fit, 8-byte aligned (Lua's largest alignment); a freed object's space stays
+** unused (the block is small), except the last one bumped, which is given back. A
+** block object resized keeps its place when it shrinks or is the last one, else
+** moves (to the block or malloc). Objects that do not fit go to malloc as before.
+** The block belongs to the state: it moves with it through the pool (lproc_pool.c).
+** With ASan, the block's unused and freed bytes are poisoned, so an overrun of a
+** block object is still caught.
+*/
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/lproc_int.h"
+
+/* The first allocation of a new state: its global state, at the block's start. */
+void *lproc_block_first(lproc *p, size_t nsize) {
+  p->blk_bump = 0;   /* until the block is made */
+  if (LPROC_BLK_HEAD + LPROC_BLK_ALIGN(nsize) > LPROC_BLOCK) return NULL;
+  char *b = malloc(LPROC_BLOCK);
+  if (!b) return NULL;
+  lproc_blk_head *h = (lproc_blk_head *)b;
+  h->top = (uint32_t)(LPROC_BLK_HEAD + LPROC_BLK_ALIGN(nsize));
+  LPROC_POISON(b + h->top, LPROC_BLOCK - h->top);
+  p->blk = b;
+  p->blk_bump = 1;
+  return b + LPROC_BLK_HEAD;
+}
+
+/* The global state, freed last by lua_close: the whole block goes. */
+void lproc_block_drop(lproc *p) {
+  LPROC_UNPOISON(p->blk, LPROC_BLOCK);
+  free(p->blk);
+  p->blk = NULL;
+  p->blk_bump = 0;
+}
+
+/* Resize block object ptr (osize bytes) to nsize > 0: NULL if out of memory. */
+void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize) {
+  char *b = p->blk, *q = ptr;
+  lproc_blk_head *h = (lproc_blk_head *)b;
+  size_t oa = LPROC_BLK_ALIGN(osize), na = LPROC_BLK_ALIGN(nsize), at = (size_t)(q - b);
+  if (q + oa == b + h->top && at + na <= LPROC_BLOCK) {   /* the last one: in place */
+    h->top = (uint32_t)(at + na);
+    if (nsize > osize) LPROC_UNPOISON(q + osize, nsize - osize);
+    else LPROC_POISON(b + h->top, oa - na);
+    return q;
+  }
+  if (nsize <= osize) {   /* Lua counts on a shrink never failing: keep the place */
+    if (oa > na) LPROC_POISON(q + na, oa - na);
+    return q;
+  }
+  void *n = p->blk_bump ? lproc_block_alloc(p, nsize) : NULL;
+  if (!n) n = malloc(nsize);
+  if (!n) return NULL;
+  memcpy(n, q, osize);
+  lproc_block_free(p, q, osize);
+  return n;
+}
