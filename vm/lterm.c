@@ -361,7 +361,7 @@ static size_t msg_hint(lua_State *L, int idx, int n) {
 }
 
 /* The common message: up to PLAIN_MAX scalars (nil, booleans, numbers, strings,
-** pids), each put as it is, sized exactly (a pid: a node name of up to 48 bytes;
+** pids, references), each put as it is, sized exactly (a pid: a node name of up to 48 bytes;
 ** a longer one grows the block), without the encoder's bookkeeping for tables and
 ** functions (~250 of a ring hop's ~2,800 instructions). The bytes are the same as
 ** enc_value's. NULL with *plain 0 if a value is not a scalar (nothing is built). */
@@ -369,6 +369,7 @@ static size_t msg_hint(lua_State *L, int idx, int n) {
 
 static lpvm_msg *msg_plain(lua_State *L, int idx, int n, int *plain) {
   int ty[PLAIN_MAX];
+  uint64_t refs[PLAIN_MAX];
   size_t sz = n != 1 ? 2 : 0;
   *plain = 0;
   for (int i = 0; i < n; i++) {
@@ -377,6 +378,10 @@ static lpvm_msg *msg_plain(lua_State *L, int idx, int n, int *plain) {
       case LUA_TNUMBER: sz += 11; break;
       case LUA_TSTRING: sz += 5 + lua_rawlen(L, idx + i); break;
       case LUA_TLIGHTUSERDATA: sz += 64; break;
+      case LUA_TUSERDATA:   /* a reference (a binary or a foreign term is not plain) */
+        if (!(refs[i] = lmod_to_ref(L, idx + i))) return NULL;
+        sz += 72;           /* tag, word count, node atom, creation, 3 words */
+        break;
       default: return NULL;
     }
   }
@@ -402,6 +407,7 @@ static lpvm_msg *msg_plain(lua_State *L, int idx, int n, int *plain) {
         lpvm_put_binary(&b, str, len);
         break;
       }
+      case LUA_TUSERDATA: lpvm_put_ref(&b, refs[i]); break;
       default: lpvm_put_pid(&b, (lpvm_id)(uintptr_t)lua_touserdata(L, at)); break;
     }
   }
@@ -729,34 +735,58 @@ static int push_trusted(lua_State *L) {
 /* The external format's tags the plain path reads (term_int.h has them all). */
 enum {
   T_NEW_FLOAT = 70, T_NEW_PID = 88, T_SMALL_INT = 97, T_INT = 98, T_SMALL_TUPLE = 104,
-  T_BINARY = 109, T_SMALL_ATOM_UTF8 = 119
+  T_BINARY = 109, T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90
 };
 
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Where the ID, serial and creation words of a NEW_PID_EXT at p begin if its node
-** is this one (by its name, or nonode@nohost as lpvm_get_pid also takes), else NULL:
-** the node's name compared in place of term_dec.c's general reading of the atom. */
-static const uint8_t *local_pid(const uint8_t *p, size_t left) {
+/* Where the words after the node atom at a (a SMALL_ATOM_UTF8, `left` bytes on, at
+** least `after` of them needed past the atom) begin if the node is this one (by its
+** name, or nonode@nohost as lpvm_get_pid and lpvm_get_ref also take), else NULL: the
+** node's name compared in place of term_dec.c's general reading of the atom. */
+static const uint8_t *local_node(const uint8_t *a, size_t left, size_t after) {
   static const char nonode[] = "nonode@nohost";
   size_t k;
-  if (left < 3 + 12 || p[1] != T_SMALL_ATOM_UTF8 || (k = p[2]) > left - 3 - 12) return NULL;
-  const char *self = lpvm_node_name();
-  if (!((k == sizeof nonode - 1 && memcmp(p + 3, nonode, k) == 0) ||
-        (self && strlen(self) == k && memcmp(p + 3, self, k) == 0)))
+  if (left < 2 + after || a[0] != T_SMALL_ATOM_UTF8 || (k = a[1]) > left - 2 - after)
     return NULL;
-  return p + 3 + k;
+  const char *self = lpvm_node_name();
+  if (!((k == sizeof nonode - 1 && memcmp(a + 2, nonode, k) == 0) ||
+        (self && strlen(self) == k && memcmp(a + 2, self, k) == 0)))
+    return NULL;
+  return a + 2 + k;
+}
+
+/* The ID, serial and creation words of a NEW_PID_EXT at p, as local_node. */
+static const uint8_t *local_pid(const uint8_t *p, size_t left) {
+  return left < 1 ? NULL : local_node(p + 1, left - 1, 12);
+}
+
+/* A NEWER_REFERENCE_EXT at p of this node: its id (the first two words, as
+** lpvm_get_ref reads them) and where it ends; NULL for another node's or a malformed
+** one (push_values then reads it). */
+static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
+  if (left < 3 || p[0] != T_NEWER_REF) return NULL;
+  uint32_t nw = (uint32_t)p[1] << 8 | p[2];
+  if (nw == 0 || nw > 5) return NULL;
+  const uint8_t *q = local_node(p + 3, left - 3, 4 + 4 * (size_t)nw);
+  if (!q) return NULL;
+  q += 4;   /* the creation is not checked, as for a pid */
+  *ref = be32(q);
+  if (nw >= 2) *ref |= (uint64_t)be32(q + 4) << 32;
+  return q + 4 * (size_t)nw;
 }
 
 /* A local message of up to PLAIN_MAX scalars (what msg_plain builds, whoever built
 ** it), pushed straight from its bytes: no decoder state, no graph probe, one stack
-** check. -1 (nothing pushed) for anything else, which push_values then reads, and
-** for {lpvm_graph, _}, a graph (lfun.c). */
-static int push_plain(lua_State *L, const uint8_t *p, size_t len) {
+** check; with skip, the first value must be this node's reference and is stepped
+** over (a reply's tag, lterm_push_msg_tail). -1 (nothing pushed) for anything else,
+** which push_values then reads, and for {lpvm_graph, _}, a graph (lfun.c). */
+static int push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   const uint8_t *end = p + len;
   uint32_t n = 1;
+  uint64_t ref;
   if (len < 3 || *p++ != 131) return -1;
   if (p[0] == T_SMALL_TUPLE) {
     n = p[1];
@@ -764,6 +794,10 @@ static int push_plain(lua_State *L, const uint8_t *p, size_t len) {
     if (n > PLAIN_MAX || (n == 2 && end - p > 12 && p[0] == T_SMALL_ATOM_UTF8 &&
                           p[1] == 10 && memcmp(p + 2, "lpvm_graph", 10) == 0))
       return -1;
+  }
+  if (skip) {
+    if (n < 1 || !(p = local_ref(p, (size_t)(end - p), &ref))) return -1;
+    n--;
   }
   if (!lua_checkstack(L, (int)n)) return -1;
   int base = lua_gettop(L);
@@ -816,6 +850,13 @@ static int push_plain(lua_State *L, const uint8_t *p, size_t len) {
         p = r.p;
         break;
       }
+      case T_NEWER_REF: {
+        const uint8_t *q = local_ref(p, left, &ref);
+        if (!q) goto other;   /* another node's: a foreign value */
+        lmod_push_ref(L, ref);
+        p = q;
+        break;
+      }
       default: goto other;
     }
   }
@@ -826,8 +867,8 @@ other:
 }
 
 static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
-  if (!skip && !(m->flags & LPVM_MSGF_BINS) && !lpvm_id_is_remote(m->from)) {
-    int n = push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len);
+  if (!(m->flags & LPVM_MSGF_BINS) && !lpvm_id_is_remote(m->from)) {
+    int n = push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len, skip);
     if (n >= 0) return n;
   }
   int remote = lpvm_id_is_remote(lpvm_msg_from(m));
