@@ -27,8 +27,10 @@
 ** A dead pid gets its DOWN (noproc) at once, as with monitor.
 */
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "lpvm/binary.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
@@ -76,6 +78,14 @@ static int call_done(lua_State *L, lproc *p, lpvm_msg *m) {
 
 static int call_loop(lua_State *L, lproc *p);
 
+/* A message built in place (lpvm_msg_build): a message of values, as lterm_msg's; NULL
+** with err set when out of memory. */
+static lpvm_msg *built(lpvm_msg *m, char *err) {
+  if (m) m->flags |= LPVM_MSGF_VALUES;
+  else snprintf(err, LTERM_ERRSZ, "not enough memory");
+  return m;
+}
+
 static int call_k(lua_State *L, int status, lua_KContext ctx) {
   (void)status, (void)ctx;
   lproc *p = lproc_of(L);
@@ -102,6 +112,20 @@ static int call_loop(lua_State *L, lproc *p) {
 ** first three; a function in the request (a graph, lfun.c) takes the general way. */
 static lpvm_msg *call_msg(lua_State *L, lproc *p, uint64_t ref, char *err) {
   if (lua_type(L, 2) == LUA_TSTRING) {
+    size_t len, sz;
+    uint64_t r;
+    int t = lterm_scalar(L, 3, &sz, &r);
+    if (t >= 0) {   /* a scalar request: the message built in place, no copy */
+      const char *label = lua_tolstring(L, 2, &len);
+      lpvm_tbuf b;
+      lpvm_msg_build(&b, 2 + 5 + len + 64 + 72 + sz);
+      lpvm_put_tuple(&b, 4);
+      lpvm_put_binary(&b, label, len);
+      lpvm_put_pid(&b, p->task.id);
+      lpvm_put_ref(&b, ref);
+      lterm_put_scalar(L, 3, t, r, &b);
+      return built(lpvm_msg_built(&b, NULL), err);
+    }
     lpvm_tbuf *b = lterm_msg_begin();
     if (b) {
       size_t len;
@@ -217,6 +241,17 @@ static int lmod_caller(lua_State *L) {
 ** value) encodes it; a value without functions straight into the scratch builder, as
 ** call_msg. */
 static lpvm_msg *reply_msg(lua_State *L, uint64_t ref, int idx, char *err) {
+  size_t sz;
+  uint64_t r;
+  int t = lterm_scalar(L, idx, &sz, &r);
+  if (t >= 0) {   /* a scalar reply: built in place, as call_msg */
+    lpvm_tbuf b;
+    lpvm_msg_build(&b, 2 + 72 + sz);
+    lpvm_put_tuple(&b, 2);
+    lpvm_put_ref(&b, ref);
+    lterm_put_scalar(L, idx, t, r, &b);
+    return built(lpvm_msg_built(&b, NULL), err);
+  }
   lpvm_tbuf *b = lterm_msg_begin();
   if (b) {
     lpvm_put_tuple(b, 2);

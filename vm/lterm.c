@@ -360,57 +360,76 @@ static size_t msg_hint(lua_State *L, int idx, int n) {
   return sz;
 }
 
-/* The common message: up to PLAIN_MAX scalars (nil, booleans, numbers, strings,
-** pids, references), each put as it is, sized exactly (a pid: a node name of up to 48 bytes;
-** a longer one grows the block), without the encoder's bookkeeping for tables and
-** functions (~250 of a ring hop's ~2,800 instructions). The bytes are the same as
-** enc_value's. NULL with *plain 0 if a value is not a scalar (nothing is built). */
+/* A scalar (nil, a boolean, a number, a string, a pid, a reference): its type and
+** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
+** a binary or a foreign term: the encoder's general path). */
+static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
+  int t = lua_type(L, idx);
+  switch (t) {
+    case LUA_TNIL: case LUA_TBOOLEAN: *sz = 7; return t;
+    case LUA_TNUMBER: *sz = 11; return t;
+    case LUA_TSTRING: *sz = 5 + lua_rawlen(L, idx); return t;
+    case LUA_TLIGHTUSERDATA: *sz = 64; return t;   /* tag, node atom, 3 words */
+    case LUA_TUSERDATA:
+      if (!(*ref = lmod_to_ref(L, idx))) return -1;
+      *sz = 72;                                     /* tag, count, node, creation, 3 words */
+      return t;
+    default: return -1;
+  }
+}
+
+/* The scalar at idx of type t (lterm_scalar's, which gave ref), as enc_value puts it. */
+static inline void put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) {
+  switch (t) {
+    case LUA_TNIL: lpvm_put_atom_len(b, "nil", 3); break;
+    case LUA_TBOOLEAN:
+      if (lua_toboolean(L, idx)) lpvm_put_atom_len(b, "true", 4);
+      else lpvm_put_atom_len(b, "false", 5);
+      break;
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) lpvm_put_int(b, lua_tointeger(L, idx));
+      else lpvm_put_float(b, lua_tonumber(L, idx));
+      break;
+    case LUA_TSTRING: {
+      size_t len;
+      const char *str = lua_tolstring(L, idx, &len);
+      lpvm_put_binary(b, str, len);
+      break;
+    }
+    case LUA_TUSERDATA: lpvm_put_ref(b, ref); break;
+    default: lpvm_put_pid(b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx)); break;
+  }
+}
+
+int lterm_scalar(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
+  return scalar_of(L, idx, sz, ref);
+}
+
+void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) {
+  put_scalar(L, idx, t, ref, b);
+}
+
+/* The common message: up to PLAIN_MAX scalars, each put as it is, sized exactly (a
+** pid or a reference: a node name of up to 48 bytes; a longer one grows the block),
+** without the encoder's bookkeeping for tables and functions (~250 of a ring hop's
+** ~2,800 instructions). The bytes are the same as enc_value's. NULL with *plain 0 if
+** a value is not a scalar (nothing is built). */
 #define PLAIN_MAX 8
 
 static lpvm_msg *msg_plain(lua_State *L, int idx, int n, int *plain) {
   int ty[PLAIN_MAX];
   uint64_t refs[PLAIN_MAX];
-  size_t sz = n != 1 ? 2 : 0;
+  size_t sz = n != 1 ? 2 : 0, one;
   *plain = 0;
   for (int i = 0; i < n; i++) {
-    switch (ty[i] = lua_type(L, idx + i)) {
-      case LUA_TNIL: case LUA_TBOOLEAN: sz += 7; break;
-      case LUA_TNUMBER: sz += 11; break;
-      case LUA_TSTRING: sz += 5 + lua_rawlen(L, idx + i); break;
-      case LUA_TLIGHTUSERDATA: sz += 64; break;
-      case LUA_TUSERDATA:   /* a reference (a binary or a foreign term is not plain) */
-        if (!(refs[i] = lmod_to_ref(L, idx + i))) return NULL;
-        sz += 72;           /* tag, word count, node atom, creation, 3 words */
-        break;
-      default: return NULL;
-    }
+    if ((ty[i] = scalar_of(L, idx + i, &one, &refs[i])) < 0) return NULL;
+    sz += one;
   }
   *plain = 1;
   lpvm_tbuf b;
   lpvm_msg_build(&b, sz);
   if (n != 1) lpvm_put_tuple(&b, (uint32_t)n);
-  for (int i = 0; i < n; i++) {
-    int at = idx + i;
-    switch (ty[i]) {
-      case LUA_TNIL: lpvm_put_atom_len(&b, "nil", 3); break;
-      case LUA_TBOOLEAN:
-        if (lua_toboolean(L, at)) lpvm_put_atom_len(&b, "true", 4);
-        else lpvm_put_atom_len(&b, "false", 5);
-        break;
-      case LUA_TNUMBER:
-        if (lua_isinteger(L, at)) lpvm_put_int(&b, lua_tointeger(L, at));
-        else lpvm_put_float(&b, lua_tonumber(L, at));
-        break;
-      case LUA_TSTRING: {
-        size_t len;
-        const char *str = lua_tolstring(L, at, &len);
-        lpvm_put_binary(&b, str, len);
-        break;
-      }
-      case LUA_TUSERDATA: lpvm_put_ref(&b, refs[i]); break;
-      default: lpvm_put_pid(&b, (lpvm_id)(uintptr_t)lua_touserdata(L, at)); break;
-    }
-  }
+  for (int i = 0; i < n; i++) put_scalar(L, idx + i, ty[i], refs[i], &b);
   return lpvm_msg_built(&b, NULL);
 }
 

@@ -52,6 +52,12 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err);
 ** message (NULL with err set). A failed lterm_put_shared leaves the builder to the
 ** next lterm_msg_begin or lterm_msg. */
 lpvm_tbuf *lterm_msg_begin(void);
+/* A scalar (nil, boolean, number, string, pid, reference) at idx: its Lua type and
+** the bytes it takes at most (*ref: a reference's id), else -1; lterm_put_scalar puts
+** it as lterm_put would (t and ref as lterm_scalar gave them). For a message built
+** in place (lpvm_msg_build) around one value, as lmod_call.c's call and reply. */
+int lterm_scalar(lua_State *L, int idx, size_t *sz, uint64_t *ref);
+void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b);
 int lterm_put_shared(lua_State *L, int idx, lpvm_tbuf *b, char *err);
 lpvm_msg *lterm_msg_end(lpvm_tbuf *b, char *err);
 
