@@ -268,7 +268,7 @@ static lpvm_msg *reply_msg(lua_State *L, uint64_t ref, int idx, char *err) {
 /* A dispatcher's upvalues (see lmod_dispatcher), and the keys it uses as Lua strings
 ** (lua_getfield with a C string interns it first: ~100 instructions a field). */
 enum { UP_SERVER = 1, UP_MSGH, UP_ON_RESULT, UP_ON_OTHER, UP_MOD, UP_HANDLE_CALL, UP_STATE,
-       UP_N = UP_STATE };
+       UP_GEN_CALL, UP_REPLY, UP_N = UP_REPLY };
 
 static int ret_k(lua_State *L, int status, lua_KContext base) {
   (void)status;
@@ -291,13 +291,18 @@ static int tail_call(lua_State *L, int fn, int nargs) {
 ** action; a dispatcher stores the new state in server.state and returns the action.
 ** Anything else (and a reply to another node's caller) is for the Lua side:
 ** handle_call returns false and {n = N, ok, results...} (xpcall's results packed), a
-** dispatcher returns on_result(pid, ref, ok, results...). */
+** dispatcher returns on_result(pid, ref, ok, results...). `dispatcher` is 0 for
+** handle_call, 1 for a dispatcher, SERVED for serve (which pushed [5] itself: a
+** reference, read without the test). */
+enum { SERVED = 2 };
+
 static int handle_done(lua_State *L, int status, int dispatcher) {
   int top = lua_gettop(L), nres = top - 6;
   int ok = status == LUA_OK || status == LUA_YIELD;
-  if (ok && nres >= 1 && lmod_streq(L, 7, "reply")) {
+  if (ok && nres >= 1 && (dispatcher ? lua_rawequal(L, 7, lua_upvalueindex(UP_REPLY))
+                                     : lmod_streq(L, 7, "reply"))) {
     lpvm_id to = lmod_to_pid(L, 4);
-    uint64_t ref = lmod_to_ref(L, 5);
+    uint64_t ref = dispatcher == SERVED ? *(uint64_t *)lua_touserdata(L, 5) : lmod_to_ref(L, 5);
     if (to && ref && !lpvm_id_is_remote(to)) {
       lproc *p = lproc_of(L);
       char err[LTERM_ERRSZ];
@@ -377,7 +382,7 @@ static int lmod_handle_call(lua_State *L) {
 /* A dispatcher: f(...), the values of one message as receive returned them. */
 static int dispatch(lua_State *L) {
   int n = lua_gettop(L);
-  if (n != 4 || !lmod_streq(L, 1, "$gen_call")) {   /* on_other(n, ...) */
+  if (n != 4 || !lua_rawequal(L, 1, lua_upvalueindex(UP_GEN_CALL))) {   /* on_other(n, ...) */
     luaL_checkstack(L, 2, "too many values");
     lua_pushinteger(L, n);
     lua_insert(L, 1);
@@ -399,12 +404,80 @@ static int dispatch(lua_State *L) {
   return handle_begin(L, 1);
 }
 
-/* dispatcher(server, msgh, on_result, on_other) -> f(...): a gen_server's loop in one
-** C call per message. Given a message's values, f handles {"$gen_call", pid, ref,
-** request} (exactly those four) as handle_call(server.mod.handle_call, msgh, request,
-** pid, ref, server.state) would: a "reply" is sent, server.state set and the action
-** returned; other results go to on_result(pid, ref, ok, results...), whose results f
-** returns. Any other message: f returns on_other(n, values...). */
+/* The message m (taken, owned by p) for serve: a call of this node straight to
+** handle_begin, its request the only value decoded (no label string, no values to
+** move); any other message as receive returns it, to dispatch. */
+static int serve_msg(lua_State *L, lproc *p, lpvm_msg *m) {
+  size_t len;
+  const char *label = lua_tolstring(L, lua_upvalueindex(UP_GEN_CALL), &len);
+  lpvm_id pid;
+  uint64_t ref;
+  const uint8_t *at;
+  lua_settop(L, 0);
+  if (!lterm_call_head(m, label, len, &pid, &ref, &at)) {
+    lterm_push_msg(L, m);
+    p->owned = NULL;
+    lpvm_msg_free(m);
+    return dispatch(L);
+  }
+  int server = lua_upvalueindex(UP_SERVER);   /* handle_begin's stack */
+  lua_pushvalue(L, lua_upvalueindex(UP_MOD));
+  lua_gettable(L, server);
+  lua_pushvalue(L, lua_upvalueindex(UP_HANDLE_CALL));
+  lua_gettable(L, -2);
+  lua_replace(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(UP_MSGH));
+  lterm_push_in(L, m, at);
+  p->owned = NULL;
+  lpvm_msg_free(m);
+  lmod_push_pid(L, pid);
+  lmod_push_ref(L, ref);
+  lua_pushvalue(L, lua_upvalueindex(UP_STATE));
+  lua_gettable(L, server);
+  return handle_begin(L, SERVED);
+}
+
+static int serve_loop(lua_State *L, lproc *p);
+
+static int serve_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  p->wait = LP_RUN;
+  return serve_loop(L, p);
+}
+
+/* Stack: [1] nil (no predicate) [2] nil (no timeout), as lmod_recv_wait reads it. */
+static int serve_loop(lua_State *L, lproc *p) {
+  lpvm_msg *m = lmod_recv_next(L, p);
+  if (!m) {
+    int n = lmod_recv_wait(L, p, serve_k, serve_loop);
+    return n > 0 ? n : 0;   /* without a timeout it only returns what serve_msg did */
+  }
+  lmod_recv_finish(p);
+  lmod_mbox_take(p, m);
+  p->owned = m;   /* a failed decode (out of memory) must not leak it */
+  return serve_msg(L, p, m);
+}
+
+/* A dispatcher's second function: serve() is f(receive()), without the message's
+** values crossing into Lua and back. */
+static int serve(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lmod_check_wait(L, p, "receive");
+  lua_settop(L, 0);
+  lua_settop(L, 2);
+  lmod_drop_owned(p);
+  lmod_recv_finish(p);
+  return serve_loop(L, p);
+}
+
+/* dispatcher(server, msgh, on_result, on_other) -> f(...), serve(): a gen_server's
+** loop in one C call per message. Given a message's values, f handles {"$gen_call",
+** pid, ref, request} (exactly those four) as handle_call(server.mod.handle_call, msgh,
+** request, pid, ref, server.state) would: a "reply" is sent, server.state set and the
+** action returned; other results go to on_result(pid, ref, ok, results...), whose
+** results f returns. Any other message: f returns on_other(n, values...). serve()
+** waits for the next message and returns f(its values). */
 static int lmod_dispatcher(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checkany(L, 2);
@@ -414,8 +487,13 @@ static int lmod_dispatcher(lua_State *L) {
   lua_pushliteral(L, "mod");
   lua_pushliteral(L, "handle_call");
   lua_pushliteral(L, "state");
+  lua_pushliteral(L, "$gen_call");
+  lua_pushliteral(L, "reply");
+  for (int i = 1; i <= UP_N; i++) lua_pushvalue(L, i);
   lua_pushcclosure(L, dispatch, UP_N);
-  return 1;
+  lua_insert(L, 1);
+  lua_pushcclosure(L, serve, UP_N);
+  return 2;
 }
 
 const lmod_fn lmod_call_fns[] = {   /* "call" is in lmod_msg_fns, beside receive_ref */

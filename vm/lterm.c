@@ -908,5 +908,33 @@ static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
   return push_values(L, &r, trusted, m, skip);   /* with its binaries */
 }
 
+int lterm_call_head(const lpvm_msg *m, const char *label, size_t len, lpvm_id *pid,
+                    uint64_t *ref, const uint8_t **at) {
+  if (lpvm_id_is_remote(m->from)) return 0;
+  const uint8_t *p = lpvm_msg_data((lpvm_msg *)m), *end = p + m->len, *q;
+  if (m->len < 3 + 5 + len || p[0] != 131 || p[1] != T_SMALL_TUPLE || p[2] != 4 ||
+      p[3] != T_BINARY || be32(p + 4) != len || memcmp(p + 8, label, len) != 0)
+    return 0;
+  p += 8 + len;
+  if (!(q = local_pid(p, (size_t)(end - p)))) return 0;
+  lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
+  if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return 0;
+  p = q + 12;
+  if (!(p = local_ref(p, (size_t)(end - p), ref)) || p >= end) return 0;
+  *pid = id;
+  *at = p;
+  return 1;
+}
+
+void lterm_push_in(lua_State *L, const lpvm_msg *m, const uint8_t *at) {
+  const uint8_t *end = lpvm_msg_data((lpvm_msg *)m) + m->len;
+  lpvm_tread r = {at, end, 0};
+  lterm_dec d;
+  dec_init(&d, L, &r, 1);
+  d.bins = lpvm_msg_bins(m, &d.nbins);
+  dec_value(&d, 1);
+  if (r.p != end) dec_bad(L);
+}
+
 int lterm_push_msg(lua_State *L, const lpvm_msg *m) { return push_msg(L, m, 0); }
 int lterm_push_msg_tail(lua_State *L, const lpvm_msg *m) { return push_msg(L, m, 1); }

@@ -75,6 +75,13 @@ int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trus
 int lterm_push_msg(lua_State *L, const lpvm_msg *m);
 /* lterm_push_msg without the first value (a reply's reference: lpvm.call). */
 int lterm_push_msg_tail(lua_State *L, const lpvm_msg *m);
+/* A message of this node {label, pid, ref, value} (label a string, pid and ref this
+** node's: lmod_call.c's call tuple): 1 with the pid, the reference and where the value
+** begins, which lterm_push_in then pushes (raising as lterm_push_msg on a malformed
+** term, and on bytes after it); 0 for any other message. */
+int lterm_call_head(const lpvm_msg *m, const char *label, size_t len, lpvm_id *pid,
+                    uint64_t *ref, const uint8_t **at);
+void lterm_push_in(lua_State *L, const lpvm_msg *m, const uint8_t *at);
 void lterm_trust_remote_funs(int on);
 int lterm_remote_funs_trusted(void);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */

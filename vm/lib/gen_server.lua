@@ -200,19 +200,20 @@ end
 
 -- One message, as receive returned it: returns the next action. A call is handled in
 -- C (lpvm.dispatcher: handle_call, its reply, S.state); call_result gets what is not
--- a plain reply, handle_common the other messages. Made in M.main.
-local dispatch
+-- a plain reply, handle_common the other messages. serve() is dispatch(receive()) in
+-- one C call. Made in M.main.
+local dispatch, serve
 
 local function loop(action)
   while true do
-    while action == nil do action = dispatch(receive()) end
+    while action == nil do action = serve() end
     if type(action) == "table" then action = do_continue(action) end
     local r
     if action == nil then
-      action = dispatch(receive())
+      action = serve()
     elseif action == "hibernate" then
       collectgarbage("collect")
-      action = dispatch(receive())
+      action = serve()
     elseif math.type(action) == "integer" or type(action) == "number" then
       r = pack(receive(nil, action))
       if r.n == 2 and r[1] == nil and r[2] == "timeout" then
@@ -232,7 +233,7 @@ end
 function M.main(parent, tag, name, spec, args)
   local mod, r = gen.init(parent, tag, name, spec, args)
   S.mod, S.name, S.parent, S.state = mod, name, parent, r[3]
-  dispatch = lpvm.dispatcher(S, traceback, call_result, handle_common)
+  dispatch, serve = lpvm.dispatcher(S, traceback, call_result, handle_common)
   gen.ack(parent, tag, "ok")
   return loop(r[4])
 end
