@@ -202,7 +202,7 @@ static int caller_call(lua_State *L) {
     return luaL_error(L, "bad argument #1 to '%s' (pid or name expected, got %s)", fname,
                       luaL_typename(L, 1));
   lproc *p = lproc_check(L);
-  lmod_check_wait(L, p, fname);
+  if (p->in_pred || p->in_eval) lmod_check_wait(L, p, fname);   /* raises */
   int64_t ms;
   if (lua_isnoneornil(L, 3)) {
     ms = (int64_t)lua_tointeger(L, lua_upvalueindex(3));
@@ -408,13 +408,12 @@ static int dispatch(lua_State *L) {
 ** handle_begin, its request the only value decoded (no label string, no values to
 ** move); any other message as receive returns it, to dispatch. */
 static int serve_msg(lua_State *L, lproc *p, lpvm_msg *m) {
-  size_t len;
-  const char *label = lua_tolstring(L, lua_upvalueindex(UP_GEN_CALL), &len);
+  static const char label[] = "$gen_call";   /* UP_GEN_CALL's */
   lpvm_id pid;
   uint64_t ref;
   const uint8_t *at;
   lua_settop(L, 0);
-  if (!lterm_call_head(m, label, len, &pid, &ref, &at)) {
+  if (!lterm_call_head(m, label, sizeof label - 1, &pid, &ref, &at)) {
     lterm_push_msg(L, m);
     p->owned = NULL;
     lpvm_msg_free(m);
@@ -464,8 +463,9 @@ static int serve_loop(lua_State *L, lproc *p) {
 static int serve(lua_State *L) {
   lproc *p = lproc_check(L);
   lmod_check_wait(L, p, "receive");
-  lua_settop(L, 0);
-  lua_settop(L, 2);
+  if (lua_gettop(L) != 0) lua_settop(L, 0);
+  lua_pushnil(L);
+  lua_pushnil(L);
   lmod_drop_owned(p);
   lmod_recv_finish(p);
   return serve_loop(L, p);
