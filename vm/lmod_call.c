@@ -312,10 +312,9 @@ static int handle_done(lua_State *L, int status, int dispatcher) {
       m->ref = ref;
       lpvm_send_msg(&p->task, to, m);
       if (dispatcher) {
+        lua_pushvalue(L, lua_upvalueindex(UP_STATE));
         if (nres >= 3) lua_pushvalue(L, 9);
         else lua_pushnil(L);
-        lua_pushvalue(L, lua_upvalueindex(UP_STATE));
-        lua_insert(L, -2);
         lua_settable(L, lua_upvalueindex(UP_SERVER));
       } else {
         lua_pushboolean(L, 1);

@@ -802,6 +802,63 @@ static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
 ** check; with skip, the first value must be this node's reference and is stepped
 ** over (a reply's tag, lterm_push_msg_tail). -1 (nothing pushed) for anything else,
 ** which push_values then reads, and for {lpvm_graph, _}, a graph (lfun.c). */
+/* One scalar at p (before end) pushed as push_plain does: where it ends, or NULL
+** (nothing pushed) if it is not one of this node's scalars. Inlined into push_plain
+** (a call per value cost a ring hop ~20 instructions). */
+__attribute__((always_inline)) static inline const uint8_t *plain_one(lua_State *L, const uint8_t *p, const uint8_t *end) {
+  size_t left = (size_t)(end - p), k;
+  uint64_t ref;
+  if (left < 2) return NULL;
+  switch (p[0]) {
+    case T_SMALL_INT: lua_pushinteger(L, p[1]); return p + 2;
+    case T_INT:
+      if (left < 5) return NULL;
+      lua_pushinteger(L, (int32_t)be32(p + 1));
+      return p + 5;
+    case T_NEW_FLOAT: {
+      if (left < 9) return NULL;
+      uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
+      double d;
+      memcpy(&d, &bits, sizeof d);
+      lua_pushnumber(L, d);
+      return p + 9;
+    }
+    case T_BINARY:
+      if (left < 5 || (k = be32(p + 1)) > left - 5) return NULL;
+      lua_pushlstring(L, (const char *)p + 5, k);
+      return p + 5 + k;
+    case T_SMALL_ATOM_UTF8:
+      if ((k = p[1]) > left - 2) return NULL;
+      p += 2;
+      if (k == 3 && memcmp(p, "nil", 3) == 0) lua_pushnil(L);
+      else if (k == 4 && memcmp(p, "true", 4) == 0) lua_pushboolean(L, 1);
+      else if (k == 5 && memcmp(p, "false", 5) == 0) lua_pushboolean(L, 0);
+      else lua_pushlstring(L, (const char *)p, k);
+      return p + k;
+    case T_NEW_PID: {
+      const uint8_t *q = local_pid(p, left);
+      if (q) {   /* this node's: ID and serial words, the creation is not checked */
+        lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
+        if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;   /* too wide */
+        lmod_push_pid(L, id);
+        return q + 12;
+      }
+      lpvm_tread r = {p, end, 0};
+      lpvm_id id;
+      if (lpvm_get_pid(&r, &id)) return NULL;   /* another node's port */
+      lmod_push_pid(L, id);
+      return r.p;
+    }
+    case T_NEWER_REF: {
+      const uint8_t *q = local_ref(p, left, &ref);
+      if (!q) return NULL;   /* another node's: a foreign value */
+      lmod_push_ref(L, ref);
+      return q;
+    }
+    default: return NULL;
+  }
+}
+
 static int push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   const uint8_t *end = p + len;
   uint32_t n = 1;
@@ -820,65 +877,8 @@ static int push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   }
   if (!lua_checkstack(L, (int)n)) return -1;
   int base = lua_gettop(L);
-  for (uint32_t i = 0; i < n; i++) {
-    size_t left = (size_t)(end - p), k;
-    if (left < 2) goto other;
-    switch (p[0]) {
-      case T_SMALL_INT: lua_pushinteger(L, p[1]); p += 2; break;
-      case T_INT:
-        if (left < 5) goto other;
-        lua_pushinteger(L, (int32_t)be32(p + 1));
-        p += 5;
-        break;
-      case T_NEW_FLOAT: {
-        if (left < 9) goto other;
-        uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
-        double d;
-        memcpy(&d, &bits, sizeof d);
-        lua_pushnumber(L, d);
-        p += 9;
-        break;
-      }
-      case T_BINARY:
-        if (left < 5 || (k = be32(p + 1)) > left - 5) goto other;
-        lua_pushlstring(L, (const char *)p + 5, k);
-        p += 5 + k;
-        break;
-      case T_SMALL_ATOM_UTF8:
-        if ((k = p[1]) > left - 2) goto other;
-        p += 2;
-        if (k == 3 && memcmp(p, "nil", 3) == 0) lua_pushnil(L);
-        else if (k == 4 && memcmp(p, "true", 4) == 0) lua_pushboolean(L, 1);
-        else if (k == 5 && memcmp(p, "false", 5) == 0) lua_pushboolean(L, 0);
-        else lua_pushlstring(L, (const char *)p, k);
-        p += k;
-        break;
-      case T_NEW_PID: {
-        const uint8_t *q = local_pid(p, left);
-        if (q) {   /* this node's: ID and serial words, the creation is not checked */
-          lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
-          if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) goto other;   /* too wide */
-          lmod_push_pid(L, id);
-          p = q + 12;
-          break;
-        }
-        lpvm_tread r = {p, end, 0};
-        lpvm_id id;
-        if (lpvm_get_pid(&r, &id)) goto other;   /* another node's port */
-        lmod_push_pid(L, id);
-        p = r.p;
-        break;
-      }
-      case T_NEWER_REF: {
-        const uint8_t *q = local_ref(p, left, &ref);
-        if (!q) goto other;   /* another node's: a foreign value */
-        lmod_push_ref(L, ref);
-        p = q;
-        break;
-      }
-      default: goto other;
-    }
-  }
+  for (uint32_t i = 0; i < n; i++)
+    if (!(p = plain_one(L, p, end))) goto other;
   if (p == end) return (int)n;
 other:
   lua_settop(L, base);
@@ -927,7 +927,11 @@ int lterm_call_head(const lpvm_msg *m, const char *label, size_t len, lpvm_id *p
 }
 
 void lterm_push_in(lua_State *L, const lpvm_msg *m, const uint8_t *at) {
-  const uint8_t *end = lpvm_msg_data((lpvm_msg *)m) + m->len;
+  const uint8_t *end = lpvm_msg_data((lpvm_msg *)m) + m->len, *q;
+  if (!(m->flags & LPVM_MSGF_BINS) && lua_checkstack(L, 1) && (q = plain_one(L, at, end))) {
+    if (q == end) return;
+    lua_pop(L, 1);
+  }
   lpvm_tread r = {at, end, 0};
   lterm_dec d;
   dec_init(&d, L, &r, 1);
