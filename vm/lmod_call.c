@@ -53,8 +53,10 @@ static int call_done(lua_State *L, lproc *p, lpvm_msg *m) {
   lua_settop(L, 0);
   p->owned = m;             /* a failed decode (out of memory) must not leak it */
   int n;
+  int unwatched = 0;
   if (m->ref == ref) {      /* send_alias to our alias: a reply */
     n = lterm_push_msg_tail(L, m);
+    unwatched = (m->flags & LPVM_MSGF_UNWATCH) != 0;
   } else {                  /* {ref, ...} sent by hand, or {"DOWN", ref, _, _, reason} */
     n = lterm_push_msg(L, m);
     if (n == 5 && lua_type(L, 1) == LUA_TSTRING && strcmp(lua_tostring(L, 1), "DOWN") == 0) {
@@ -68,7 +70,8 @@ static int call_done(lua_State *L, lproc *p, lpvm_msg *m) {
   }
   p->owned = NULL;
   lpvm_msg_free(m);
-  call_end(p, ref);
+  if (unwatched) lpvm_demonitor_quiet(&p->task, ref);   /* the server dropped its half */
+  else call_end(p, ref);
   if (one && n != 1) {
     lua_settop(L, 1);
     n = 1;
@@ -78,10 +81,10 @@ static int call_done(lua_State *L, lproc *p, lpvm_msg *m) {
 
 static int call_loop(lua_State *L, lproc *p);
 
-/* A message built in place (lpvm_msg_build): a message of values, as lterm_msg's; NULL
-** with err set when out of memory. */
-static lpvm_msg *built(lpvm_msg *m, char *err) {
-  if (m) m->flags |= LPVM_MSGF_VALUES;
+/* A message built in place (lpvm_msg_build): a message of values, as lterm_msg's, with
+** `flags` too; NULL with err set when out of memory. */
+static lpvm_msg *built(lpvm_msg *m, char *err, unsigned flags) {
+  if (m) m->flags |= LPVM_MSGF_VALUES | flags;
   else snprintf(err, LTERM_ERRSZ, "not enough memory");
   return m;
 }
@@ -124,7 +127,7 @@ static lpvm_msg *call_msg(lua_State *L, lproc *p, uint64_t ref, char *err) {
       lpvm_put_pid(&b, p->task.id);
       lpvm_put_ref(&b, ref);
       lterm_put_scalar(L, 3, t, r, &b);
-      return built(lpvm_msg_built(&b, NULL), err);
+      return built(lpvm_msg_built(&b, NULL), err, 0);
     }
     lpvm_tbuf *b = lterm_msg_begin();
     if (b) {
@@ -168,6 +171,7 @@ static int call_begin(lua_State *L, lproc *p, lpvm_id to, int64_t ms, int one) {
     lpvm_demonitor(&p->task, ref);
     return luaL_error(L, "call: %s", err);
   }
+  m->flags |= LPVM_MSGF_UNWATCH;   /* the server may drop its half of the monitor */
   lpvm_send_msg(&p->task, to, m);
   lua_settop(L, 0);
   if (one) lua_pushboolean(L, 1);
@@ -250,7 +254,7 @@ static lpvm_msg *reply_msg(lua_State *L, uint64_t ref, int idx, char *err) {
     lpvm_put_tuple(&b, 2);
     lpvm_put_ref(&b, ref);
     lterm_put_scalar(L, idx, t, r, &b);
-    return built(lpvm_msg_built(&b, NULL), err);
+    return built(lpvm_msg_built(&b, NULL), err, 0);
   }
   lpvm_tbuf *b = lterm_msg_begin();
   if (b) {
@@ -293,8 +297,10 @@ static int tail_call(lua_State *L, int fn, int nargs) {
 ** handle_call returns false and {n = N, ok, results...} (xpcall's results packed), a
 ** dispatcher returns on_result(pid, ref, ok, results...). `dispatcher` is 0 for
 ** handle_call, 1 for a dispatcher, SERVED for serve (which pushed [5] itself: a
-** reference, read without the test). */
-enum { SERVED = 2 };
+** reference, read without the test), SERVED_UNWATCH for serve given lpvm.call's
+** message (LPVM_MSGF_UNWATCH): its caller drops the monitor at the reply, so the
+** reply drops the server's half (lpvm_unwatch) and says so, and no DEMONITOR follows. */
+enum { SERVED = 2, SERVED_UNWATCH = 3 };
 
 static int handle_done(lua_State *L, int status, int dispatcher) {
   int top = lua_gettop(L), nres = top - 6;
@@ -302,7 +308,7 @@ static int handle_done(lua_State *L, int status, int dispatcher) {
   if (ok && nres >= 1 && (dispatcher ? lua_rawequal(L, 7, lua_upvalueindex(UP_REPLY))
                                      : lmod_streq(L, 7, "reply"))) {
     lpvm_id to = lmod_to_pid(L, 4);
-    uint64_t ref = dispatcher == SERVED ? *(uint64_t *)lua_touserdata(L, 5) : lmod_to_ref(L, 5);
+    uint64_t ref = dispatcher >= SERVED ? *(uint64_t *)lua_touserdata(L, 5) : lmod_to_ref(L, 5);
     if (to && ref && !lpvm_id_is_remote(to)) {
       lproc *p = lproc_of(L);
       char err[LTERM_ERRSZ];
@@ -310,6 +316,8 @@ static int handle_done(lua_State *L, int status, int dispatcher) {
       lpvm_msg *m = reply_msg(L, ref, nres >= 2 ? 8 : lua_gettop(L), err);
       if (!m) return luaL_error(L, "send_alias: %s", err);
       m->ref = ref;
+      if (dispatcher == SERVED_UNWATCH && lpvm_unwatch(&p->task, ref, to))
+        m->flags |= LPVM_MSGF_UNWATCH;   /* the caller drops its half: no DEMONITOR */
       lpvm_send_msg(&p->task, to, m);
       if (dispatcher) {
         lua_pushvalue(L, lua_upvalueindex(UP_STATE));
@@ -418,6 +426,7 @@ static int serve_msg(lua_State *L, lproc *p, lpvm_msg *m) {
     lpvm_msg_free(m);
     return dispatch(L);
   }
+  int unwatch = (m->flags & LPVM_MSGF_UNWATCH) != 0;
   int server = lua_upvalueindex(UP_SERVER);   /* handle_begin's stack */
   lua_pushvalue(L, lua_upvalueindex(UP_MOD));
   lua_gettable(L, server);
@@ -432,7 +441,7 @@ static int serve_msg(lua_State *L, lproc *p, lpvm_msg *m) {
   lmod_push_ref(L, ref);
   lua_pushvalue(L, lua_upvalueindex(UP_STATE));
   lua_gettable(L, server);
-  return handle_begin(L, SERVED);
+  return handle_begin(L, unwatch ? SERVED_UNWATCH : SERVED);
 }
 
 static int serve_loop(lua_State *L, lproc *p);
