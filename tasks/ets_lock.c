@@ -10,13 +10,12 @@
 /* A thread's group: handed out in turn on its first read lock, then fixed, so the
 ** workers of a small VM each get a line of their own. */
 static _Atomic unsigned next_group;
-static _Thread_local int my_group = -1;
+_Thread_local int ets_rwl_my_group = -1;
 
-static ets_rgroup *group_of(ets_rwl *l) {
-  if (my_group < 0)
-    my_group = (int)(atomic_fetch_add_explicit(&next_group, 1, memory_order_relaxed) %
-                     ETS_RGROUPS);
-  return &l->groups[my_group];
+int ets_rwl_group_init(void) {
+  ets_rwl_my_group =
+      (int)(atomic_fetch_add_explicit(&next_group, 1, memory_order_relaxed) % ETS_RGROUPS);
+  return ets_rwl_my_group;
 }
 
 ets_rwl *ets_rwl_new(void) {
@@ -34,16 +33,15 @@ void ets_rwl_free(ets_rwl *l) {
   free(l);
 }
 
-void ets_rwl_rdlock(ets_rwl *l) {
-  ets_rgroup *g = group_of(l);
-  for (;;) {
-    atomic_fetch_add_explicit(&g->readers, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&l->state, memory_order_seq_cst) == ETS_RWL_FREE) return;
-    /* a writer is in or coming: step out of its way and sleep until it is done */
+/* The reader counted itself in g and then saw a writer in or coming: it steps out
+** of the writer's way, sleeps until the writer is done, and tries again. */
+void ets_rwl_rdlock_wait(ets_rwl *l, ets_rgroup *g) {
+  do {
     atomic_fetch_sub_explicit(&g->readers, 1, memory_order_release);
     pthread_mutex_lock(&l->wmu);
     pthread_mutex_unlock(&l->wmu);
-  }
+    atomic_fetch_add_explicit(&g->readers, 1, memory_order_seq_cst);
+  } while (atomic_load_explicit(&l->state, memory_order_seq_cst) != ETS_RWL_FREE);
 }
 
 void ets_rwl_wrlock(ets_rwl *l) {
@@ -58,13 +56,9 @@ void ets_rwl_wrlock(ets_rwl *l) {
   atomic_store_explicit(&l->state, ETS_RWL_HELD, memory_order_relaxed);
 }
 
-void ets_rwl_unlock(ets_rwl *l) {
-  if (atomic_load_explicit(&l->state, memory_order_relaxed) == ETS_RWL_HELD) {
-    atomic_store_explicit(&l->state, ETS_RWL_FREE, memory_order_release);
-    pthread_mutex_unlock(&l->wmu);
-    return;
-  }
-  atomic_fetch_sub_explicit(&group_of(l)->readers, 1, memory_order_release);
+void ets_rwl_wrunlock(ets_rwl *l) {
+  atomic_store_explicit(&l->state, ETS_RWL_FREE, memory_order_release);
+  pthread_mutex_unlock(&l->wmu);
 }
 
 void ets_slock_wait(int *spins) {

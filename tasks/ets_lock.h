@@ -38,10 +38,37 @@ enum { ETS_RWL_FREE = 0, ETS_RWL_WAITING, ETS_RWL_HELD };
 /* NULL when out of memory. The lock lives until ets_rwl_free. */
 ets_rwl *ets_rwl_new(void);
 void ets_rwl_free(ets_rwl *l);
-void ets_rwl_rdlock(ets_rwl *l);
 void ets_rwl_wrlock(ets_rwl *l);
+
+/* The calling thread's group (written by that thread only): -1 until its first read
+** lock, when ets_rwl_group_init hands the groups out in turn. */
+extern _Thread_local int ets_rwl_my_group;
+int ets_rwl_group_init(void);
+/* ets_lock.c: a reader that met a writer, and a writer's unlock. */
+void ets_rwl_rdlock_wait(ets_rwl *l, ets_rgroup *g);
+void ets_rwl_wrunlock(ets_rwl *l);
+
+static inline ets_rgroup *ets_rwl_group(ets_rwl *l) {
+  int g = ets_rwl_my_group;
+  return &l->groups[g >= 0 ? g : ets_rwl_group_init()];
+}
+
+/* Inline: a lookup takes and drops this lock once, and with no writer about that is
+** one atomic add and one load each way. */
+static inline void ets_rwl_rdlock(ets_rwl *l) {
+  ets_rgroup *g = ets_rwl_group(l);
+  atomic_fetch_add_explicit(&g->readers, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&l->state, memory_order_seq_cst) != ETS_RWL_FREE)
+    ets_rwl_rdlock_wait(l, g);
+}
+
 /* Either side: a holder of the read lock never sees HELD. */
-void ets_rwl_unlock(ets_rwl *l);
+static inline void ets_rwl_unlock(ets_rwl *l) {
+  if (atomic_load_explicit(&l->state, memory_order_relaxed) == ETS_RWL_HELD)
+    ets_rwl_wrunlock(l);
+  else
+    atomic_fetch_sub_explicit(&ets_rwl_group(l)->readers, 1, memory_order_release);
+}
 
 /* The stripe lock of write_concurrency tables: one word, readers counted in its low
 ** bits and a writer's bit on top. A stripe is held for one single-key operation (a

@@ -139,6 +139,40 @@ static int default_obj(ets_tab *t, const ets_key *k, const uint8_t *dflt, size_t
   return rc;
 }
 
+/* The usual call, one step on a stored object of scalars whose counter keeps the size
+** of its encoding: read, add and write back where it is, as patch_in_place would,
+** without slicing the whole tuple (the key's write lock held). 1 and *out; 0 when the
+** general path must decide, errors included. */
+static int counter_fast(const ets_tab *t, ets_obj *o, const lpvm_ets_incr *s, int64_t *out) {
+  uint32_t pos = s->pos ? s->pos : t->keypos + 1;
+  uint8_t *p = o->data + 1;
+  const uint8_t *end = o->data + o->len;
+  if (p[0] != TAG_SMALL_TUPLE || pos > p[1] || pos == t->keypos) return 0;
+  p += 2;
+  for (uint32_t i = 1; i < pos; i++)
+    if (!(p = (uint8_t *)ets_flat_scalar(p, end))) return 0;
+  int64_t cur, v;
+  if (end - p >= 2 && p[0] == TAG_SMALL_INT) cur = p[1];
+  else if (end - p >= 5 && p[0] == TAG_INT) cur = (int32_t)term_be32(p + 1);
+  else return 0;
+  if (__builtin_add_overflow(cur, s->incr, &v)) return 0;
+  if (s->has_threshold &&
+      ((s->incr >= 0 && v > s->threshold) || (s->incr < 0 && v < s->threshold)))
+    v = s->setvalue;
+  if (p[0] == TAG_SMALL_INT) {   /* lpvm_put_int's encodings: 0..255 small, else INT */
+    if (v < 0 || v > 255) return 0;
+    p[1] = (uint8_t)v;
+  } else {
+    if (v >= 0 && v <= 255) return 0;
+    if (v < INT32_MIN || v > INT32_MAX) return 0;
+    uint32_t u = (uint32_t)v;
+    p[1] = (uint8_t)(u >> 24); p[2] = (uint8_t)(u >> 16);
+    p[3] = (uint8_t)(u >> 8); p[4] = (uint8_t)u;
+  }
+  *out = v;
+  return 1;
+}
+
 int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                             size_t klen, const lpvm_ets_incr *steps, int n,
                             const uint8_t *dflt, size_t dlen, int64_t *results) {
@@ -149,6 +183,10 @@ int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   int rc = enter_set(self, tab, key, klen, &k, &t);
   if (rc) return rc;
   ets_obj *o = ets_find(t, &k), *made = NULL;
+  if (o && n == 1 && counter_fast(t, o, steps, results)) {
+    leave_set(t, &k);
+    return 0;
+  }
   if (!o && !dflt) rc = LPVM_ETS_ENOKEY;
   else if (!o) rc = default_obj(t, &k, dflt, dlen, &made);
   const ets_obj *base = o ? o : made;

@@ -36,6 +36,34 @@ static const uint8_t *sig_data(const struct lpvm_sig *s) {
   return (const uint8_t *)(s + 1);
 }
 
+/* Prefetching. A hop touches a handful of lines of its receiver, all cold when
+** thousands of processes take turns, and each access waits for the one before: the
+** sender's pushes (the record's counts, the signal queue's tail and stub, the
+** scheduling word) and then the receiver's step (its Lua state). Asked for together
+** up front, the misses overlap each other and the sender's remaining instructions.
+**   - sig_push asks for the record's hot part, four lines from rq_next (the task's
+**     fields and its type's, lpvm/task.h), before it touches the first of them;
+**   - task_claim, which makes the receiver runnable (next on this very worker, in a
+**     chain of sends, once the sender's step ends), asks for four lines at its hint
+**     (a Lua process's lua_State with the start of its global state).
+** A prefetch never faults, so lines past a smaller record or a stale hint cost
+** nothing but the fetch. Cachegrind ignores prefetches: built with -DLPVM_CG_PREFETCH
+** they are loads, so that estone/cg_hop.sh shows which misses they cover (the misses
+** move here). */
+#ifdef LPVM_CG_PREFETCH   /* the value is kept: valgrind drops a load nobody uses */
+static volatile char cg_sink;
+#define PREFETCH(a) (cg_sink = *(const volatile char *)(a))
+#else
+#define PREFETCH(a) __builtin_prefetch((a), 1, 3)
+#endif
+static inline void prefetch4(const void *p) {
+  const char *c = p;
+  PREFETCH(c);
+  PREFETCH(c + 64);
+  PREFETCH(c + 128);
+  PREFETCH(c + 192);
+}
+
 /* The one WAITING -> QUEUED transition (task_sched.h): whoever's CAS makes it
 ** schedules the task, so it is queued exactly once. cur is the word last seen. */
 void task_claim(lpvm_task *t, uint32_t cur) {
@@ -44,6 +72,7 @@ void task_claim(lpvm_task *t, uint32_t cur) {
     if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
                                               memory_order_acq_rel,
                                               memory_order_acquire)) {
+      if (t->hint) prefetch4(t->hint);
       if (next & TS_THREAD) thread_wake(t);
       else sched_make_runnable(t);
       return;
@@ -58,6 +87,7 @@ static void notify(lpvm_task *t) {
 }
 
 uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s) {
+  prefetch4(&t->rq_next);
   uint32_t q = s->kind == SIG_MESSAGE || s->kind == SIG_DIST ? mbox_count_in(t, s) : 0;
   mpsc_push(t, s);
   notify(t);

@@ -134,6 +134,18 @@ static long utf8_chars(const uint8_t *s, size_t len) {
 }
 
 void lpvm_put_atom_len(lpvm_tbuf *b, const char *name, size_t len) {
+  if (len <= 8 && name) {   /* nil, true, false, ok...: copied and checked ASCII at once */
+    uint8_t *q = room(b, 2 + len);
+    if (q == NULL) return;
+    unsigned high = 0;
+    for (size_t i = 0; i < len; i++) high |= q[2 + i] = (uint8_t)name[i];
+    if (high < 0x80) {
+      q[0] = TAG_SMALL_ATOM_UTF8;
+      q[1] = (uint8_t)len;
+      b->len += 2 + len;
+      return;
+    }
+  }
   if (name == NULL && len > 0) { tbuf_fail(b, LPVM_EINVAL); return; }
   long chars = utf8_chars((const uint8_t *)name, len);
   if (chars < 0 || chars > ATOM_MAX_CHARS) { tbuf_fail(b, LPVM_EINVAL); return; }

@@ -213,7 +213,7 @@ static char *read_file(const char *path, size_t *len) {
 static void push_vers(lua_State *L) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &vers_key) == LUA_TTABLE) return;
   lua_pop(L, 1);
-  lua_newtable(L);
+  lua_createtable(L, 0, 4);   /* a behaviour process requires about that many */
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &vers_key);
   lproc *p = lproc_of(L);
@@ -309,6 +309,47 @@ static int lcode_searcher(lua_State *L) {
     lua_pop(L, 1);
     return lua_error(L);
   }
+  return 2;
+}
+
+/* require(name) before the package library is open (llibs.c's light require; stack:
+** 1 name, 2 package.loaded): a module the code server holds as bytecode is loaded and
+** run as require would through this searcher -- the version noted, the chunk called
+** with (name, path), package.loaded[name] set to its result or true -- without
+** opening the package library (its searchers, paths and preloads cost a process more
+** than loading a small module). Returns 2 (module, path) or 0 when the code server
+** does not hold the module's bytecode yet: the caller opens package and requires. */
+int lcode_require(lua_State *L, const char *name) {
+  snap s;
+  pthread_mutex_lock(&mu);
+  lcode_mod *m = find(name);
+  int have = m && m->cur.code ? snap_take(m, &s) : 0;
+  pthread_mutex_unlock(&mu);
+  if (have <= 0) return 0;   /* not held (or no memory: require says so) */
+  push_vers(L);
+  lua_pushinteger(L, s.vsn);
+  lua_setfield(L, -2, name);
+  lua_pop(L, 1);
+  int st = load_snap(L, &s);
+  if (st == LUA_OK) {
+    lua_pushvalue(L, 1);
+    if (s.path) lua_pushstring(L, s.path);
+    else lua_pushstring(L, name);
+  }
+  snap_free(&s);
+  if (st != LUA_OK) return lua_error(L);
+  lua_pushvalue(L, -1);
+  lua_insert(L, -4);         /* path, chunk, name, path */
+  lua_call(L, 2, 1);
+  if (!lua_isnil(L, -1)) lua_setfield(L, 2, name);
+  else lua_pop(L, 1);
+  if (lua_getfield(L, 2, name) == LUA_TNIL) {   /* as require: true for no value */
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, 2, name);
+  }
+  lua_insert(L, -2);         /* module, path */
   return 2;
 }
 

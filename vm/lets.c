@@ -30,6 +30,25 @@ static uint32_t be32(const uint8_t *p) {
 
 /* b never grows: every put is preceded by a check that its largest form fits (a
 ** builder over a fixed array must not reach tbuf_grow, which would realloc it). */
+
+/* An integer as lpvm_put_int writes it; the caller checked that 11 bytes fit. */
+static inline void put_int(lpvm_tbuf *b, lua_Integer v) {
+  uint8_t *q = b->data + b->len;
+  if (v >= 0 && v <= 255) {
+    q[0] = ETF_SMALL_INT;
+    q[1] = (uint8_t)v;
+    b->len += 2;
+  } else if (v >= INT32_MIN && v <= INT32_MAX) {
+    uint32_t u = (uint32_t)v;
+    q[0] = ETF_INT;
+    q[1] = (uint8_t)(u >> 24); q[2] = (uint8_t)(u >> 16);
+    q[3] = (uint8_t)(u >> 8); q[4] = (uint8_t)u;
+    b->len += 5;
+  } else {
+    lpvm_put_int(b, v);
+  }
+}
+
 /* The value at idx, whose lua_type is `type` (LUA_TNONE: not known yet). */
 static int put_scalar(lua_State *L, int idx, int type, lpvm_tbuf *b) {
   size_t room = b->cap - b->len, len;
@@ -37,21 +56,7 @@ static int put_scalar(lua_State *L, int idx, int type, lpvm_tbuf *b) {
   /* integers first: a counter's, an index's */
   if ((type == LUA_TNUMBER || type == LUA_TNONE) && lua_isinteger(L, idx)) {
     if (room < 11) return -1;
-    lua_Integer v = lua_tointegerx(L, idx, NULL);
-    uint8_t *q = b->data + b->len;
-    if (v >= 0 && v <= 255) {
-      q[0] = ETF_SMALL_INT;
-      q[1] = (uint8_t)v;
-      b->len += 2;
-    } else if (v >= INT32_MIN && v <= INT32_MAX) {   /* as lpvm_put_int writes it */
-      uint32_t u = (uint32_t)v;
-      q[0] = ETF_INT;
-      q[1] = (uint8_t)(u >> 24); q[2] = (uint8_t)(u >> 16);
-      q[3] = (uint8_t)(u >> 8); q[4] = (uint8_t)u;
-      b->len += 5;
-    } else {
-      lpvm_put_int(b, v);
-    }
+    put_int(b, lua_tointegerx(L, idx, NULL));
     return 0;
   }
   if (type == LUA_TNONE) type = lua_type(L, idx);
@@ -79,10 +84,23 @@ static int put_scalar(lua_State *L, int idx, int type, lpvm_tbuf *b) {
   }
 }
 
+/* put_scalar with an object's usual element, an integer, written here (no call). */
+static inline int put_elem(lua_State *L, int idx, int type, lpvm_tbuf *b) {
+  if (type == LUA_TNUMBER && b->cap - b->len >= 11 && lua_isinteger(L, idx)) {
+    put_int(b, lua_tointegerx(L, idx, NULL));
+    return 0;
+  }
+  return put_scalar(L, idx, type, b);
+}
+
 size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   lpvm_tbuf b = {buf, 1, cap, 0};
   if (cap < 1) return 0;
   buf[0] = ETF_VERSION;
+  if (cap >= 12 && lua_isinteger(L, idx)) {   /* the usual key, no call */
+    put_int(&b, lua_tointegerx(L, idx, NULL));
+    return b.err ? 0 : b.len;
+  }
   return put_scalar(L, idx, LUA_TNONE, &b) || b.err ? 0 : b.len;
 }
 
@@ -99,11 +117,11 @@ size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   for (; i + 1 <= n && rc == 0; i += 2) {   /* two at a time: one pop for both */
     int t1 = lua_rawgeti(L, idx, (lua_Integer)i);
     int t2 = lua_rawgeti(L, idx, (lua_Integer)i + 1);
-    rc = put_scalar(L, -2, t1, &b) || put_scalar(L, -1, t2, &b);
+    rc = put_elem(L, -2, t1, &b) || put_elem(L, -1, t2, &b);
     lua_pop(L, 2);
   }
   if (rc == 0 && i == n) {
-    rc = put_scalar(L, -1, lua_rawgeti(L, idx, (lua_Integer)i), &b);
+    rc = put_elem(L, -1, lua_rawgeti(L, idx, (lua_Integer)i), &b);
     lua_pop(L, 1);
   }
   return rc || b.err ? 0 : b.len;

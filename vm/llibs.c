@@ -112,12 +112,24 @@ static void push_base(lua_State *L, size_t i) {
   else push_base_opened(L, base_names[i]);
 }
 
+/* The preload entries open_package and lcode_install make besides the libraries. */
+static const char *const c_preloads[] = {"luaproc", "ets", "_G", "lpvm.codeserver",
+                                         "lpvm.evalserver", NULL};
+
+static int c_preload(const char *name) {
+  for (const char *const *n = c_preloads; *n; n++)
+    if (strcmp(*n, name) == 0) return 1;
+  return 0;
+}
+
 /* `require` before the package library is open: what is loaded already, `lpvm` and
 ** the standard libraries need no package library, and nearly every process requires
 ** only those (`local lpvm = require "lpvm"`). Opening package costs a process about
 ** 3.7 KB (the searchers, paths, the code server's hooks), half an idle process; so
 ** only another name opens it, which also replaces this global by the real require,
-** and is handed to that. The answers are the real require's: (module, ":preload:"). */
+** and is handed to that -- unless the code server holds that module's bytecode
+** (lcode_require: a gen_server child loads gen_server, gen and its callbacks so).
+** The answers are the real require's: (module, ":preload:" or the module's path). */
 static int light_require(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_settop(L, 1);
@@ -130,6 +142,15 @@ static int light_require(lua_State *L) {
       lua_pushliteral(L, ":preload:");
       return 2;
     }
+  /* a Lua module the code server holds: loaded as the real require would find it, if
+  ** no preload entry would answer first (package not open: its preloads are ours) */
+  if (lua_getfield(L, 2, "package") == LUA_TNIL && !c_preload(name)) {
+    lua_pop(L, 1);
+    int n = lcode_require(L, name);
+    if (n) return n;
+  } else {
+    lua_pop(L, 1);
+  }
   open_lib(L, &libs[8]);                   /* package: require is the real one now */
   lua_pop(L, 1);
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
@@ -144,7 +165,7 @@ static int globals_index(lua_State *L) {
   const char *k = lua_tostring(L, 2);
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
   for (const lib *l = libs; l->name; l++)
-    if (strcmp(k, l->name) == 0) {
+    if (k[0] == l->name[0] && strcmp(k, l->name) == 0) {   /* first letters: fewer calls */
       open_lib(L, l);
       return 1;
     }
@@ -161,7 +182,7 @@ static int globals_index(lua_State *L) {
     lua_pushliteral(L, LUA_VERSION);
   } else {
     const char *const *n;
-    for (n = base_names; *n && strcmp(*n, k) != 0; n++) {}
+    for (n = base_names; *n && ((*n)[0] != k[0] || strcmp(*n, k) != 0); n++) {}
     if (!*n) return 0;
     push_base(L, (size_t)(n - base_names));
   }

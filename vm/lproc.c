@@ -484,6 +484,7 @@ static int lproc_first(lproc *p) {
   lproc_start *s = p->start;
   if (s->kind == LS_STATE) {
     p->L = s->L;
+    p->task.hint = p->L;
     p->nargs = s->nargs;
     lua_setallocf(p->L, lproc_alloc, p);
     p->mem = lproc_state_bytes(p->L);
@@ -497,6 +498,7 @@ static int lproc_first(lproc *p) {
     set_reason_atom(p, p->heap_refused ? "max_heap" : "enomem");
     return LPVM_EXIT;
   }
+  p->task.hint = p->L;
   int kept = lua_gettop(p->L);   /* a recycled state's kept function (lproc_pool.c) */
   lua_pushcfunction(p->L, lproc_main);
   lua_pushboolean(p->L, fresh);
@@ -507,9 +509,14 @@ static int lproc_first(lproc *p) {
 
 /* ---- the task callbacks --------------------------------------------------------------------- */
 
+/* On a cache line of its own: a hop's fields are the record's lines 1-4 (lproc_int.h). */
+#define LPROC_REC_SIZE ((sizeof(lproc) + 63) & ~(size_t)63)
+
 static lpvm_task *lproc_allocate(const lpvm_task_def *def, void *arg) {
   (void)def, (void)arg;
-  return calloc(1, sizeof(lproc));
+  lproc *p = aligned_alloc(64, LPROC_REC_SIZE);
+  if (p) memset(p, 0, LPROC_REC_SIZE);
+  return p ? &p->task : NULL;
 }
 
 static void lproc_free_rec(lpvm_task *t) { free(t); }
@@ -543,6 +550,7 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   free_start(p->start);
   p->start = NULL;
   lmod_drop_owned(p);
+  p->task.hint = NULL;
   if (p->L) lproc_pool_release(p);
   free(p->exit_reason);
   p->exit_reason = NULL;

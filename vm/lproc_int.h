@@ -50,32 +50,26 @@ typedef struct lproc_start {
 
 typedef struct lproc {
   lpvm_task task;           /* first: the record the runtime knows */
+  /* Hot: a message hop's fields, right after the task's hot part (lpvm/task.h): with
+  ** the record on a cache line (lproc_allocate) both fill its lines 1-4 (bytes
+  ** 64-319, checked below); the rest is read rarely. */
   lua_State *L;             /* the process's state; its main thread is the body */
-  lproc_start *start;       /* until the first run */
-  size_t mem, max_heap;     /* bytes the state holds, and its limit with the queue (0 = none) */
-  uint32_t max_mailbox;     /* messages queued at most (0 = none) */
   lpvm_msg *scan;           /* receive: last message looked at and left (save ptr) */
   lpvm_msg *cur;            /* receive: the message the predicate is judging */
   lpvm_msg *owned;          /* a taken message being decoded (freed if that fails) */
-  uint64_t want_ref, mon_ref;  /* info(): request and monitor references */
-  uint64_t recv_ref;        /* receive_ref: the reference waited for */
   /* The ref-receive optimisation: when a reference is made here (make_ref, alias,
   ** monitor) the mailbox's last message is noted; no message up to it can hold the
   ** new reference, so receive_ref of that reference starts after it. A take since
   ** (mq_gen moved) may have freed the noted message: the mark is then ignored. */
-  uint64_t mark_ref;
   lpvm_msg *mark_msg;       /* NULL: the mailbox was empty */
+  uint64_t code_gen;        /* lcode.c: the code generation this process is at */
+  size_t max_heap;          /* bytes the state and its queue may hold (0 = none) */
   uint32_t mark_gen;
-  /* Active aliases: a message sent with send_alias carries its alias in the
-  ** message's ref field and is dropped unseen unless the alias is still active. */
-  uint64_t *aliases;
-  uint32_t nalias, calias;
-  uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding */
-  uint32_t exit_len;
+  uint32_t max_mailbox;     /* messages queued at most (0 = none) */
   int ncur;                 /* values of `cur` on the stack */
   int nargs;                /* values for the next resume */
-  uint16_t slices;          /* count-hook calls since the last yield */
   uint32_t punish;          /* send: reductions charged for receivers' queues */
+  uint16_t slices;          /* count-hook calls since the last yield */
   uint8_t wait;             /* LP_* */
   uint8_t timer_set;        /* receive: a timer runs for this receive */
   uint8_t timed_out;
@@ -84,15 +78,26 @@ typedef struct lproc {
   uint8_t in_eval;          /* leval.c: an lpvm.eval request runs */
   uint8_t heap_refused;     /* the allocator refused: max_heap */
   uint8_t exiting;          /* exit(reason) was called */
+  uint8_t sched_yield;      /* a coroutine yielded for the scheduler (see llibs.c) */
+  /* Cold. */
+  size_t mem;               /* bytes the state holds (Lua's count) */
+  lproc_start *start;       /* until the first run */
+  uint64_t want_ref, mon_ref;  /* info(): request and monitor references */
+  uint64_t recv_ref;        /* receive_ref: the reference waited for */
+  uint64_t mark_ref;        /* the reference of mark_msg */
+  /* Active aliases: a message sent with send_alias carries its alias in the
+  ** message's ref field and is dropped unseen unless the alias is still active. */
+  uint64_t *aliases;
+  uint32_t nalias, calias;
+  uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding */
+  uint32_t exit_len;
+  int ref_mt;               /* registry index of the reference metatable (lmod.c), 0: none yet */
+  lua_State *helper;        /* lcode.c: coroutine that runs module updates */
   uint8_t want_thread;      /* migrate(): wanted mode */
   uint8_t tries;            /* migrate(): steps waited */
   uint8_t pid_mt;           /* the pid metatable is installed */
-  int ref_mt;               /* registry index of the reference metatable (lmod.c), 0: none yet */
   uint8_t closing;          /* terminate: the state is being closed */
-  uint8_t sched_yield;      /* a coroutine yielded for the scheduler (see llibs.c) */
   uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
-  uint64_t code_gen;        /* lcode.c: the code generation this process is at */
-  lua_State *helper;        /* lcode.c: coroutine that runs module updates */
   uint8_t failed;           /* it ended by itself: error, exit(reason), max_heap */
   uint8_t clean_watch;      /* clean_cf: its collection runs (the allocator watches) */
   uint8_t clean_new;        /* an object was made while clean_watch was set */
@@ -107,6 +112,11 @@ typedef struct lproc {
   uint16_t fn_len;          /* bytecode length of the function: the kept one's until
                             ** the decoder sees this process's (0: not known) */
 } lproc;
+
+/* The hop's lines: the task's hot part starts on line 1 and lproc's ends within
+** line 4 (a field added to either hot part must push a cold one out). */
+_Static_assert(offsetof(lpvm_task, rq_next) == 64, "lpvm_task: hot part off line 1");
+_Static_assert(offsetof(lproc, mem) <= 320, "lproc: hot part past line 4");
 
 #define LPROC_NO_CAND 255
 
@@ -262,6 +272,7 @@ int lproc_release(lpvm_task *from, lpvm_id child);
 /* lcode.c: the code server (docs/code.md) */
 /* package.searchers[2] and preloads of the package table at index `package` */
 void lcode_install(lua_State *L, int package);
+int lcode_require(lua_State *L, const char *name);   /* llibs.c: require without package */
 void lcode_safe_point(lproc *p);        /* before a resume: apply new module versions */
 int lcode_info(lproc *p, lpvm_tbuf *map);   /* info: old_code => [module, ...] */
 void lcode_teardown(void);

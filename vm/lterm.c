@@ -121,20 +121,120 @@ static int enc_shared(enc *e, int t, const void *self) {
   return 0;
 }
 
+/* A scalar (nil, boolean, number, string, pid) of type ty at idx: put, 0; anything
+** else: -1, nothing put. Shared by enc_value and enc_array's loop, which saves a call
+** per element. */
+static inline int enc_scalar(enc *e, int idx, int ty) {
+  lua_State *L = e->L;
+  switch (ty) {
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) lpvm_put_int(e->b, lua_tointeger(L, idx));
+      else lpvm_put_float(e->b, lua_tonumber(L, idx));
+      return 0;
+    case LUA_TSTRING: {
+      size_t len;
+      const char *s = lua_tolstring(L, idx, &len);
+      lpvm_put_binary(e->b, s, len);
+      return 0;
+    }
+    case LUA_TLIGHTUSERDATA:
+      lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
+      return 0;
+    case LUA_TBOOLEAN:
+      if (lua_toboolean(L, idx)) lpvm_put_atom_len(e->b, "true", 4);
+      else lpvm_put_atom_len(e->b, "false", 5);
+      return 0;
+    case LUA_TNIL: lpvm_put_atom_len(e->b, "nil", 3); return 0;
+    default: return -1;
+  }
+}
+
+/* A sequence in one pass: lua_next walks an array part in order 1..n, so the
+** elements are encoded as they come, with no pass to check the keys first (nor a
+** rawgeti per element), and keys that came exactly as 1..n are all the keys: the
+** count is patched into the list's header at the end. A key out of that order (a
+** map, or a sequence whose integers sit in the hash part) rewinds the builder and
+** returns 1: the general path decides. Not in a graph, where a rewind would leave
+** numbers behind. */
+static int enc_array(enc *e, int t) {
+  lua_State *L = e->L;
+  lpvm_tbuf *b = e->b;
+  size_t mark = b->len;
+  uint32_t nbins = e->bins ? e->bins->n : 0;
+  uint32_t k = 0;
+  int rc = 0;
+  lpvm_put_list(b, 1);   /* LIST_EXT, whose count is written when known */
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) != (lua_Integer)k + 1 ||
+        k == UINT32_MAX) {
+      lua_pop(L, 2);
+      rc = 1;
+      break;
+    }
+    k++;
+    int ty = lua_type(L, -1);
+    if (ty == LUA_TTABLE || enc_scalar(e, -1, ty) != 0) rc = enc_value(e, lua_absindex(L, -1));
+    lua_pop(L, 1);
+    if (rc != 0) {
+      lua_pop(L, 1);   /* the key */
+      return rc;
+    }
+  }
+  if (rc == 0) {
+    if (k == 0) b->len = mark;   /* {}: [] is the tail alone */
+    else if (!b->err) {
+      uint8_t *q = b->data + mark + 1;
+      q[0] = (uint8_t)(k >> 24), q[1] = (uint8_t)(k >> 16), q[2] = (uint8_t)(k >> 8);
+      q[3] = (uint8_t)k;
+    }
+    lpvm_put_nil(b);
+    return 0;
+  }
+  b->len = mark;   /* not a sequence in order: the general path */
+  if (e->bins) e->bins->n = nbins;
+  return 1;
+}
+
+/* Outside a graph a table met again on the path of tables being encoded is a cycle.
+** e->onpath counts the path's tables by a hash of their address, so most tables
+** are known not to be on it without walking it (deep messages walked it per table). */
+static inline unsigned path_slot(const void *t) {
+  uintptr_t a = (uintptr_t)t;
+  return (unsigned)(a >> 6 ^ a >> 12) & (LTERM_PATH_SLOTS - 1);
+}
+
+static int enc_general(enc *e, int t, lua_Unsigned n);
+
 static int enc_table(enc *e, int t) {
   lua_State *L = e->L;
   const void *self = lua_topointer(L, t);
   if (e->shared) {
     int done = enc_shared(e, t, self);
     if (done != 0) return done > 0 ? 0 : enc_fail(e, "out of memory%s", "");
-  } else {
+  } else if (e->onpath[path_slot(self)]) {   /* maybe on the path: look */
     for (int i = 0; i < e->depth; i++)
       if (e->path[i] == self) return enc_fail(e, "cannot send a cyclic table%s", "");
   }
   if (e->depth >= LTERM_DEPTH) return enc_fail(e, "message nested too deep%s", "");
   if (!lua_checkstack(L, 4)) return enc_fail(e, "out of memory%s", "");
   e->path[e->depth++] = self;
-  lua_Unsigned n = lua_rawlen(L, t);
+  int rc;
+  if (!e->shared) {
+    e->onpath[path_slot(self)]++;
+    rc = enc_array(e, t);
+    if (rc > 0) rc = enc_general(e, t, lua_rawlen(L, t));
+    e->onpath[path_slot(self)]--;
+  } else {
+    rc = enc_general(e, t, lua_rawlen(L, t));
+  }
+  e->depth--;
+  return rc;
+}
+
+/* A table as a list if its keys are exactly 1..n, else as a map. */
+static int enc_general(enc *e, int t, lua_Unsigned n) {
+  lua_State *L = e->L;
   int rc = 0;
   if (is_sequence(L, t, n)) {
     if (n > UINT32_MAX) return enc_fail(e, "table too large to send%s", "");
@@ -161,31 +261,16 @@ static int enc_table(enc *e, int t) {
     if (rc != 0) lua_pop(L, 1);   /* the key lua_next left */
     else lpvm_patch_map(e->b, mark, pairs);
   }
-  e->depth--;
   return rc;
 }
 
 int lterm_enc_value(enc *e, int idx) {
   lua_State *L = e->L;
-  switch (lua_type(L, idx)) {
-    case LUA_TNIL: lpvm_put_atom_len(e->b, "nil", 3); return 0;
-    case LUA_TBOOLEAN:
-      if (lua_toboolean(L, idx)) lpvm_put_atom_len(e->b, "true", 4);
-      else lpvm_put_atom_len(e->b, "false", 5);
-      return 0;
-    case LUA_TNUMBER:
-      if (lua_isinteger(L, idx)) lpvm_put_int(e->b, lua_tointeger(L, idx));
-      else lpvm_put_float(e->b, lua_tonumber(L, idx));
-      return 0;
-    case LUA_TSTRING: {
-      size_t len;
-      const char *s = lua_tolstring(L, idx, &len);
-      lpvm_put_binary(e->b, s, len);
-      return 0;
-    }
+  int ty = lua_type(L, idx);
+  switch (ty) {
+    case LUA_TNIL: case LUA_TBOOLEAN: case LUA_TNUMBER: case LUA_TSTRING:
     case LUA_TLIGHTUSERDATA:
-      lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
-      return 0;
+      return enc_scalar(e, idx, ty);
     case LUA_TUSERDATA: {
       size_t off, blen;
       lpvm_bin *bin = lbin_to(L, idx, &off, &blen);
@@ -202,7 +287,7 @@ int lterm_enc_value(enc *e, int idx) {
     }
     case LUA_TTABLE: return enc_table(e, idx);
     case LUA_TFUNCTION: return lfun_put(e, idx);
-    default: return enc_fail(e, "cannot send a %s value", lua_typename(L, lua_type(L, idx)));
+    default: return enc_fail(e, "cannot send a %s value", lua_typename(L, ty));
   }
 }
 
@@ -213,6 +298,7 @@ static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int fu
   enc e;
   e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs, e.bins = bins;
   e.shared = 0, e.nrefs = 0;
+  memset(e.onpath, 0, sizeof e.onpath);
   memset(&e.refs, 0, sizeof e.refs);
   memset(&e.cells, 0, sizeof e.cells);
   idx = lua_absindex(L, idx);
@@ -360,91 +446,20 @@ static size_t msg_hint(lua_State *L, int idx, int n) {
   return sz;
 }
 
-/* A scalar (nil, a boolean, a number, a string, a pid, a reference): its type and
-** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
-** a binary or a foreign term: the encoder's general path). */
-static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
-  int t = lua_type(L, idx);
-  switch (t) {
-    case LUA_TNIL: case LUA_TBOOLEAN: *sz = 7; return t;
-    case LUA_TNUMBER: *sz = 11; return t;
-    case LUA_TSTRING: *sz = 5 + lua_rawlen(L, idx); return t;
-    case LUA_TLIGHTUSERDATA: *sz = 64; return t;   /* tag, node atom, 3 words */
-    case LUA_TUSERDATA:
-      if (!(*ref = lmod_to_ref(L, idx))) return -1;
-      *sz = 72;                                     /* tag, count, node, creation, 3 words */
-      return t;
-    default: return -1;
-  }
-}
-
-/* The scalar at idx of type t (lterm_scalar's, which gave ref), as enc_value puts it. */
-static inline void put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) {
-  switch (t) {
-    case LUA_TNIL: lpvm_put_atom_len(b, "nil", 3); break;
-    case LUA_TBOOLEAN:
-      if (lua_toboolean(L, idx)) lpvm_put_atom_len(b, "true", 4);
-      else lpvm_put_atom_len(b, "false", 5);
-      break;
-    case LUA_TNUMBER:
-      if (lua_isinteger(L, idx)) lpvm_put_int(b, lua_tointeger(L, idx));
-      else lpvm_put_float(b, lua_tonumber(L, idx));
-      break;
-    case LUA_TSTRING: {
-      size_t len;
-      const char *str = lua_tolstring(L, idx, &len);
-      lpvm_put_binary(b, str, len);
-      break;
-    }
-    case LUA_TUSERDATA: lpvm_put_ref(b, ref); break;
-    default: lpvm_put_pid(b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx)); break;
-  }
-}
-
-int lterm_scalar(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
-  return scalar_of(L, idx, sz, ref);
-}
-
-void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) {
-  put_scalar(L, idx, t, ref, b);
-}
-
-/* The common message: up to PLAIN_MAX scalars, each put as it is, sized exactly (a
-** pid or a reference: a node name of up to 48 bytes; a longer one grows the block),
-** without the encoder's bookkeeping for tables and functions (~250 of a ring hop's
-** ~2,800 instructions). The bytes are the same as enc_value's. NULL with *plain 0 if
-** a value is not a scalar (nothing is built). */
-#define PLAIN_MAX 8
-
-static lpvm_msg *msg_plain(lua_State *L, int idx, int n, int *plain) {
-  int ty[PLAIN_MAX];
-  uint64_t refs[PLAIN_MAX];
-  size_t sz = n != 1 ? 2 : 0, one;
-  *plain = 0;
-  for (int i = 0; i < n; i++) {
-    if ((ty[i] = scalar_of(L, idx + i, &one, &refs[i])) < 0) return NULL;
-    sz += one;
-  }
-  *plain = 1;
-  lpvm_tbuf b;
-  lpvm_msg_build(&b, sz);
-  if (n != 1) lpvm_put_tuple(&b, (uint32_t)n);
-  for (int i = 0; i < n; i++) put_scalar(L, idx + i, ty[i], refs[i], &b);
-  return lpvm_msg_built(&b, NULL);
-}
-
 /* The message is encoded straight into its own block (lpvm_msg_build): no scratch
 ** buffer and no copy of the term, which a 100 KB string paid twice before. */
 lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
   idx = lua_absindex(L, idx);
-  if (n >= 0 && n <= PLAIN_MAX) {
-    int plain;
-    lpvm_msg *m = msg_plain(L, idx, n, &plain);
-    if (plain) {
+  size_t hint;
+  if (n >= 0 && n <= LTERM_PLAIN_MAX) {
+    lpvm_msg *m = lterm_msg_plain(L, idx, n, &hint);
+    if (hint == 0) {   /* scalars: built (or out of memory) */
       if (m) m->flags |= LPVM_MSGF_VALUES;
       else snprintf(err, LTERM_ERRSZ, "not enough memory");
       return m;
     }
+  } else {
+    hint = msg_hint(L, idx, n);
   }
   scratch *s = scratch_get();
   if (!s) {
@@ -452,7 +467,7 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
     return NULL;
   }
   lpvm_tbuf b;
-  lpvm_msg_build(&b, msg_hint(L, idx, n));
+  lpvm_msg_build(&b, hint);
   if (enc_run(L, idx, n, &b, err, 1, &s->bins) != 0) {   /* err says why */
     s->bins.n = 0;
     free(b.data);
@@ -751,143 +766,9 @@ static int push_trusted(lua_State *L) {
   return push_values(L, &r, 1, a->m, a->skip);
 }
 
-/* The external format's tags the plain path reads (term_int.h has them all). */
-enum {
-  T_NEW_FLOAT = 70, T_NEW_PID = 88, T_SMALL_INT = 97, T_INT = 98, T_SMALL_TUPLE = 104,
-  T_BINARY = 109, T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90
-};
-
-static uint32_t be32(const uint8_t *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Where the words after the node atom at a (a SMALL_ATOM_UTF8, `left` bytes on, at
-** least `after` of them needed past the atom) begin if the node is this one (by its
-** name, or nonode@nohost as lpvm_get_pid and lpvm_get_ref also take), else NULL: the
-** node's name compared in place of term_dec.c's general reading of the atom. */
-static const uint8_t *local_node(const uint8_t *a, size_t left, size_t after) {
-  static const char nonode[] = "nonode@nohost";
-  size_t k;
-  if (left < 2 + after || a[0] != T_SMALL_ATOM_UTF8 || (k = a[1]) > left - 2 - after)
-    return NULL;
-  const char *self = lpvm_node_name();
-  if (!((k == sizeof nonode - 1 && memcmp(a + 2, nonode, k) == 0) ||
-        (self && strlen(self) == k && memcmp(a + 2, self, k) == 0)))
-    return NULL;
-  return a + 2 + k;
-}
-
-/* The ID, serial and creation words of a NEW_PID_EXT at p, as local_node. */
-static const uint8_t *local_pid(const uint8_t *p, size_t left) {
-  return left < 1 ? NULL : local_node(p + 1, left - 1, 12);
-}
-
-/* A NEWER_REFERENCE_EXT at p of this node: its id (the first two words, as
-** lpvm_get_ref reads them) and where it ends; NULL for another node's or a malformed
-** one (push_values then reads it). */
-static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
-  if (left < 3 || p[0] != T_NEWER_REF) return NULL;
-  uint32_t nw = (uint32_t)p[1] << 8 | p[2];
-  if (nw == 0 || nw > 5) return NULL;
-  const uint8_t *q = local_node(p + 3, left - 3, 4 + 4 * (size_t)nw);
-  if (!q) return NULL;
-  q += 4;   /* the creation is not checked, as for a pid */
-  *ref = be32(q);
-  if (nw >= 2) *ref |= (uint64_t)be32(q + 4) << 32;
-  return q + 4 * (size_t)nw;
-}
-
-/* A local message of up to PLAIN_MAX scalars (what msg_plain builds, whoever built
-** it), pushed straight from its bytes: no decoder state, no graph probe, one stack
-** check; with skip, the first value must be this node's reference and is stepped
-** over (a reply's tag, lterm_push_msg_tail). -1 (nothing pushed) for anything else,
-** which push_values then reads, and for {lpvm_graph, _}, a graph (lfun.c). */
-/* One scalar at p (before end) pushed as push_plain does: where it ends, or NULL
-** (nothing pushed) if it is not one of this node's scalars. Inlined into push_plain
-** (a call per value cost a ring hop ~20 instructions). */
-__attribute__((always_inline)) static inline const uint8_t *plain_one(lua_State *L, const uint8_t *p, const uint8_t *end) {
-  size_t left = (size_t)(end - p), k;
-  uint64_t ref;
-  if (left < 2) return NULL;
-  switch (p[0]) {
-    case T_SMALL_INT: lua_pushinteger(L, p[1]); return p + 2;
-    case T_INT:
-      if (left < 5) return NULL;
-      lua_pushinteger(L, (int32_t)be32(p + 1));
-      return p + 5;
-    case T_NEW_FLOAT: {
-      if (left < 9) return NULL;
-      uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
-      double d;
-      memcpy(&d, &bits, sizeof d);
-      lua_pushnumber(L, d);
-      return p + 9;
-    }
-    case T_BINARY:
-      if (left < 5 || (k = be32(p + 1)) > left - 5) return NULL;
-      lua_pushlstring(L, (const char *)p + 5, k);
-      return p + 5 + k;
-    case T_SMALL_ATOM_UTF8:
-      if ((k = p[1]) > left - 2) return NULL;
-      p += 2;
-      if (k == 3 && memcmp(p, "nil", 3) == 0) lua_pushnil(L);
-      else if (k == 4 && memcmp(p, "true", 4) == 0) lua_pushboolean(L, 1);
-      else if (k == 5 && memcmp(p, "false", 5) == 0) lua_pushboolean(L, 0);
-      else lua_pushlstring(L, (const char *)p, k);
-      return p + k;
-    case T_NEW_PID: {
-      const uint8_t *q = local_pid(p, left);
-      if (q) {   /* this node's: ID and serial words, the creation is not checked */
-        lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
-        if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;   /* too wide */
-        lmod_push_pid(L, id);
-        return q + 12;
-      }
-      lpvm_tread r = {p, end, 0};
-      lpvm_id id;
-      if (lpvm_get_pid(&r, &id)) return NULL;   /* another node's port */
-      lmod_push_pid(L, id);
-      return r.p;
-    }
-    case T_NEWER_REF: {
-      const uint8_t *q = local_ref(p, left, &ref);
-      if (!q) return NULL;   /* another node's: a foreign value */
-      lmod_push_ref(L, ref);
-      return q;
-    }
-    default: return NULL;
-  }
-}
-
-static int push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
-  const uint8_t *end = p + len;
-  uint32_t n = 1;
-  uint64_t ref;
-  if (len < 3 || *p++ != 131) return -1;
-  if (p[0] == T_SMALL_TUPLE) {
-    n = p[1];
-    p += 2;
-    if (n > PLAIN_MAX || (n == 2 && end - p > 12 && p[0] == T_SMALL_ATOM_UTF8 &&
-                          p[1] == 10 && memcmp(p + 2, "lpvm_graph", 10) == 0))
-      return -1;
-  }
-  if (skip) {
-    if (n < 1 || !(p = local_ref(p, (size_t)(end - p), &ref))) return -1;
-    n--;
-  }
-  if (!lua_checkstack(L, (int)n)) return -1;
-  int base = lua_gettop(L);
-  for (uint32_t i = 0; i < n; i++)
-    if (!(p = plain_one(L, p, end))) goto other;
-  if (p == end) return (int)n;
-other:
-  lua_settop(L, base);
-  return -1;
-}
-
 static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
   if (!(m->flags & LPVM_MSGF_BINS) && !lpvm_id_is_remote(m->from)) {
-    int n = push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len, skip);
+    int n = lterm_push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len, skip);
     if (n >= 0) return n;
   }
   int remote = lpvm_id_is_remote(lpvm_msg_from(m));
@@ -908,27 +789,9 @@ static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
   return push_values(L, &r, trusted, m, skip);   /* with its binaries */
 }
 
-int lterm_call_head(const lpvm_msg *m, const char *label, size_t len, lpvm_id *pid,
-                    uint64_t *ref, const uint8_t **at) {
-  if (lpvm_id_is_remote(m->from)) return 0;
-  const uint8_t *p = lpvm_msg_data((lpvm_msg *)m), *end = p + m->len, *q;
-  if (m->len < 3 + 5 + len || p[0] != 131 || p[1] != T_SMALL_TUPLE || p[2] != 4 ||
-      p[3] != T_BINARY || be32(p + 4) != len || memcmp(p + 8, label, len) != 0)
-    return 0;
-  p += 8 + len;
-  if (!(q = local_pid(p, (size_t)(end - p)))) return 0;
-  lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
-  if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return 0;
-  p = q + 12;
-  if (!(p = local_ref(p, (size_t)(end - p), ref)) || p >= end) return 0;
-  *pid = id;
-  *at = p;
-  return 1;
-}
-
 void lterm_push_in(lua_State *L, const lpvm_msg *m, const uint8_t *at) {
   const uint8_t *end = lpvm_msg_data((lpvm_msg *)m) + m->len, *q;
-  if (!(m->flags & LPVM_MSGF_BINS) && lua_checkstack(L, 1) && (q = plain_one(L, at, end))) {
+  if (!(m->flags & LPVM_MSGF_BINS) && (q = lterm_plain_at(L, at, end))) {
     if (q == end) return;
     lua_pop(L, 1);
   }

@@ -12,6 +12,7 @@
 #include "lpvm/term.h"
 
 #define LTERM_DEPTH 200   /* nesting limit, both ways */
+#define LTERM_PATH_SLOTS 64   /* lterm.c's cycle check: a power of 2 */
 #define LTERM_RETRY (-2)  /* encoder: a function met outside a graph; start again as one */
 
 /* A pointer -> number map (open addressing, malloc'd: the encoder never allocates in
@@ -28,6 +29,7 @@ typedef struct lterm_enc {
   char *err;
   const void *path[LTERM_DEPTH];   /* tables being encoded, outermost first */
   int depth;
+  uint8_t onpath[LTERM_PATH_SLOTS];   /* outside a graph: path's tables by address hash */
   int funs;          /* functions may be encoded (not in exit reasons) */
   lpvm_binrefs *bins;   /* a message's shared binaries; NULL: binaries are copied in */
   int shared;        /* a graph (the message holds a function): every table and
@@ -58,6 +60,20 @@ _Noreturn void lterm_dec_bad(lua_State *L);
 int lterm_map_get(const lterm_map *m, const void *k, uint64_t *v);   /* 1 if found */
 int lterm_map_put(lterm_map *m, const void *k, uint64_t v);          /* -1: no memory */
 void lterm_map_free(lterm_map *m);
+
+/* lterm_plain.c: the fast paths of local messages. */
+#define LTERM_PLAIN_MAX 8   /* values of a message of scalars */
+/* Up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers, strings, pids, references) as a message
+** (NULL: out of memory), *hint 0; if a value is not one, NULL and *hint the size to
+** start the general encoder's message with. */
+lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint);
+/* The values of a local message of scalars, pids, references and tables of them (with
+** skip, all but a leading reference): how many were pushed, or -1 (nothing pushed)
+** when the general decoder must read it. */
+int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip);
+/* The one value at p (before end) pushed the same way: past it, or NULL (nothing
+** pushed). */
+const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end);
 
 /* lfun.c: the function forms (docs/terms.md, "Functions"). */
 int lfun_put(lterm_enc *e, int idx);                  /* a Lua or C function */

@@ -144,9 +144,27 @@ struct lpvm_sig {
 **   worker      the worker that runs the step, and spawn; read by
 **               sched_make_runnable from any thread, ordered the same way.
 **   sq_tail     atomic: every sender (mpsc push); sq_head/sq_stub: the task.
+**   hint        the task, in its step; read by the sender whose WAITING -> QUEUED
+**               CAS schedules it (that CAS orders the read after the last write).
 **   reg_name    under the name table's lock (tasks/names.c).
 */
 struct lpvm_task {
+  /* Cold: not touched by a message hop. 64 bytes, so that with the record allocated
+  ** on a cache line (lproc_allocate) the hot part below starts on the next one and a
+  ** hop's fields of the task and of its type's record (vm/lproc_int.h) fill four
+  ** lines, not seven: at 10,000 processes and more every one is a cache miss. */
+  struct task_rel *rel;              /* links and monitors: allocated on first use */
+  char *reg_name;                    /* registered name; guarded by the name table */
+  uint64_t timer_seq;                /* the current lpvm_set_timer, 0 = none */
+  struct lpvm_timer *timer;
+  uint8_t *reason;                   /* exit reason (term bytes), NULL = normal */
+  void *user;                        /* free for the task type's own use */
+  uint32_t reason_len;
+  /* 1 once it got an ETS table (made it, given it, heir to it): its death looks for
+  ** its tables. Set by that thread, never cleared; read by the dying task */
+  _Atomic(uint32_t) ets_owner;
+  uint32_t exit_sigs;                /* signals handled since it last ran (stats) */
+  /* Hot: what a send to it and its step read and write. */
   struct lpvm_task *rq_next;         /* run queue link */
   _Atomic(uint32_t) sched_word;       /* who may schedule it: see tasks/task_sched.h */
   uint8_t prio;                      /* 0 (highest) .. 31 */
@@ -154,36 +172,28 @@ struct lpvm_task {
   uint8_t tflags;                    /* trap_exit, suspended, timeout fired, ... */
   int8_t worker;                     /* last worker it ran on (-1: none yet) */
   uint32_t suspended;                /* SUSPEND count not yet RESUMEd */
+  uint32_t mq_len;
   lpvm_id id;
   const lpvm_task_def *def;
+  /* An address its next step reads first (a Lua process: its lua_State), or NULL:
+  ** the sender that makes it runnable prefetches it. Written by the task in its step */
+  const void *hint;
   /* signal queue: multi-producer, single-consumer (Vyukov) */
   _Atomic(struct lpvm_sig *) sq_tail;
   struct lpvm_sig *sq_head;
   struct lpvm_sig sq_stub;
   /* message queue: only the task touches it */
   struct lpvm_sig *mq_first, *mq_last;
-  uint32_t mq_len;
+  struct lpvm_sig *timeout_mark;     /* the newest message when the timer fired */
   /* messages sent to it and their payload bytes (senders add: wrapping counts), and
   ** those it took (the task alone stores them, with no read-modify-write); queued
   ** is the difference (in the signal queue or the mailbox). Anyone may read */
   _Atomic(uint32_t) mq_sent;
-  _Atomic(uint64_t) mq_bytes_in;
   uint32_t mq_gen;                   /* bumped by every take: did handle_event take? */
+  _Atomic(uint64_t) mq_bytes_in;
   _Atomic(uint32_t) mq_taken;
   _Atomic(uint64_t) mq_bytes_out;
-  struct task_rel *rel;              /* links and monitors: allocated on first use */
-  char *reg_name;                    /* registered name; guarded by the name table */
-  uint64_t timer_seq;                /* the current lpvm_set_timer, 0 = none */
-  struct lpvm_timer *timer;
-  struct lpvm_sig *timeout_mark;     /* the newest message when the timer fired */
-  uint8_t *reason;                   /* exit reason (term bytes), NULL = normal */
-  uint32_t reason_len;
-  uint32_t exit_sigs;                /* signals handled since it last ran (stats) */
   uint64_t reductions;               /* steps run, or what the task counts itself */
-  /* 1 once it got an ETS table (made it, given it, heir to it): its death looks for
-  ** its tables. Set by that thread, never cleared; read by the dying task */
-  _Atomic(uint32_t) ets_owner;
-  void *user;                        /* free for the task type's own use */
 };
 
 /* ---- spawning ---------------------------------------------------------------- */

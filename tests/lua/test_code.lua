@@ -107,6 +107,36 @@ test("processes get the new version at their next safe point, in place", functio
   code.purge(name)
 end)
 
+test("require of a held module in a new process: as require, without the package library", function()
+  local name = "code_light"
+  assert(code.load(name, "local M = { args = table.pack(...) }\n"
+    .. "function M.f() return 'v1' end\nreturn M"))
+  assert(code.load("code_light_nil", "x_light = 1"))   -- returns nothing
+  require(name)            -- compiled here: the code server keeps its bytecode
+  require("code_light_nil")
+  local me = lpvm.self()
+  local p = lpvm.spawn(function()
+    local M, where = require(name)
+    local none = require("code_light_nil")
+    local opened = rawget(_G, "package") ~= nil          -- before anything opens it
+    local ets = require("ets")                           -- a preload entry: the C module
+    lpvm.send(me, opened, M.args[1], M.args[2], M.args.n, where, none, M == require(name),
+      package.loaded[name] == M, package.loaded.code_light_nil, type(ets.new))
+    while lpvm.receive() ~= "stop" do lpvm.send(me, M.f(), require(name) == M) end
+  end)
+  T.eqv(T.recv(), table.pack(false, name, name, 2, name, true, true, true, true,
+    "function"), "loaded as require does, package left closed until asked for")
+  assert(code.load(name, "local M = {}\nfunction M.f() return 'v2' end\nreturn M"))
+  lpvm.send(p, "again")
+  T.eqv(T.recv(), table.pack("v2", true), "its version noted: the safe point updates it")
+  lpvm.send(p, "stop")
+  code.purge(name)
+  code.delete(name)
+  code.purge(name)
+  code.delete("code_light_nil")
+  code.purge("code_light_nil")
+end)
+
 test("a new version that fails to run keeps the old one in that process", function()
   local name = fresh("code_failing")
   local p = lpvm.spawn(function() require(name).loop() end)

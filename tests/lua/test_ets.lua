@@ -482,6 +482,28 @@ test("update_counter in place and not: sizes change across 255 and 32 bits", fun
   ets.delete(t)
 end)
 
+test("update_counter's one step in place: past strings and floats, thresholds, refusals", function()
+  local t = ets.new("inplace", {"set", "public"})
+  ets.insert(t, {"k", "name", 2.5, -5, 300, 7, {1, 2}, 9})
+  T.eq(ets.update_counter(t, "k", {4, -1}), -6)          -- a negative 32-bit one
+  T.eq(ets.update_counter(t, "k", {5, 700}), 1000)       -- 32 bits to 32 bits
+  T.eq(ets.update_counter(t, "k", {6, 5, 10, 1}), 1)     -- over the threshold: set
+  T.eq(ets.update_counter(t, "k", {6, -5, 0, 42}), 42)   -- under it (a decrement)
+  T.eq(ets.update_counter(t, "k", {8, 1}), 10)           -- after a nested element
+  T.eq(ets.lookup(t, "k"), {{"k", "name", 2.5, -6, 1000, 42, {1, 2}, 10}})
+  -- what was written in place is the encoding any other write makes
+  T.eq(ets.select_count(t, {{ {"k", "_", "_", -6, 1000, 42, "_", 10}, {}, {true} }}), 1)
+  T.raises(function() ets.update_counter(t, "k", {3, 1}) end, "bad argument #3", "not an integer")
+  T.raises(function() ets.update_counter(t, "k", {2, 1}) end, "bad argument #3", "not an integer")
+  T.raises(function() ets.update_counter(t, "k", {9, 1}) end, "bad argument #3")
+  T.raises(function() ets.update_counter(t, "k", {1, 1}) end, "bad argument #3")
+  T.raises(function() ets.update_counter(t, "k", {5, math.maxinteger}) end, "64 bits")
+  T.eq(ets.lookup(t, "k"), {{"k", "name", 2.5, -6, 1000, 42, {1, 2}, 10}})   -- untouched
+  ets.insert(t, {"big", math.maxinteger - 1})
+  T.eq(ets.update_counter(t, "big", 1), math.maxinteger)   -- 64-bit: not in place
+  ets.delete(t)
+end)
+
 test("names are cached per process, never past a rename or a delete", function()
   ets.new("cached", {"named_table", "public"})
   ets.insert("cached", {1, "first"})

@@ -146,6 +146,8 @@ test("a server loads only the serving half: gen_client comes with the first clie
     init = function() return "ok", 0 end,
     handle_call = function(req, _, s)
       if req == "loaded" then return "reply", package.loaded.gen_client ~= nil, s end
+      if req == "rare" then return "reply", package.loaded.gen_sys ~= nil, s end
+      if req == "loop" then return "reply", package.loaded.gen_server_loop ~= nil, s end
       -- a call from inside a server: the client half loads then, and works
       local other = require("gen_server").start({
         init = function() return "ok", 1 end,
@@ -157,11 +159,79 @@ test("a server loads only the serving half: gen_client comes with the first clie
     end,
   })
   T.eq(gs.call(pid, "loaded"), false, "a served process never needed it")
+  T.eq(gs.call(pid, "rare"), false, "nor the system messages' half (gen_sys)")
+  T.eq(gs.call(pid, "loop"), false, "nor, answering only with reply, gen_server_loop")
+  T.eq(require("sys").get_state(pid), 0)
+  T.eq(gs.call(pid, "rare"), true, "a system message loads it")
   T.eq(gs.call(pid, "start another"), 2)
   T.eq(gs.call(pid, "loaded"), true)
   T.eq(type(require("gen").start), "function", "gen's client functions appear on use")
   T.eq(require("gen").no_such_function, nil)
   gs.stop(pid)
+end)
+
+test("the first message beyond a plain call loads the rest of the loop, which goes on", function()
+  local me = lpvm.self()
+  local function server()
+    return assert(gs.start({
+      init = function() return "ok", 0 end,
+      handle_call = function(req, from, s)
+        if req == "loaded" then return "reply", package.loaded.gen_server_loop ~= nil, s end
+        if req == "later" then
+          lpvm.send(lpvm.self(), "answer", from)
+          return "noreply", s
+        end
+        return "reply", s, s
+      end,
+      handle_cast = function(n, s) return "noreply", s + n end,
+      handle_info = function(m, s)
+        if type(m) == "table" and m[1] == "answer" then gs.reply(m[2], "late " .. s) end
+        if m == "ping" then lpvm.send(me, "pong", s) end
+        return "noreply", s
+      end,
+    }))
+  end
+  -- each way in: a cast, an info, a call result other than reply, a stop
+  local a = server()
+  T.eq(gs.call(a, "loaded"), false)
+  gs.cast(a, 5)
+  T.eq(gs.call(a, "state"), 5, "the cast was handled")
+  T.eq(gs.call(a, "loaded"), true)
+  gs.cast(a, 1)
+  T.eq(gs.call(a, "state"), 6, "and the next ones")
+  local b = server()
+  lpvm.send(b, "ping")
+  T.eqv(T.recv(), table.pack("pong", 0))
+  T.eq(gs.call(b, "loaded"), true)
+  local c = server()
+  T.eq(gs.call(c, "later"), "late 0", "noreply, then a deferred reply")
+  T.eq(gs.call(c, "later"), "late 0")
+  local d = server()
+  local ref = lpvm.monitor(d)
+  T.eq(gs.stop(d, "normal"), true)
+  T.eq(select(2, T.down(ref)), "normal")
+  gs.stop(a); gs.stop(b); gs.stop(c)
+end)
+
+test("abcast and multi_call reach every registered name", function()
+  local me = lpvm.self()
+  local function named(n)
+    return assert(gs.start({
+      init = function() return "ok", n end,
+      handle_call = function(req, _, s) return "reply", req .. s, s end,
+      handle_cast = function(req, s) lpvm.send(me, "cast", req, s) return "noreply", s end,
+    }, nil, { name = "mc_" .. n }))
+  end
+  local a, b = named(1), named(2)
+  T.eq(gs.abcast({ "mc_1", "mc_2", "mc_none" }, "hi"), true)
+  local got = { T.recv(), T.recv() }
+  table.sort(got, function(x, y) return x[3] < y[3] end)
+  T.eq(got, { table.pack("cast", "hi", 1), table.pack("cast", "hi", 2) })
+  local replies, bad = gs.multi_call({ "mc_1", "mc_2", "mc_none" }, "q", 1000)
+  T.eq(replies, { mc_1 = "q1", mc_2 = "q2" })
+  T.eq(bad, { "mc_none" })
+  gs.stop(a)
+  gs.stop(b)
 end)
 
 test("deferred replies: noreply now, gen_server.reply later", function()

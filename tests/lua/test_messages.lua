@@ -145,9 +145,11 @@ test("many values in one message", function()
   roundtrip(table.unpack(vals))
 end)
 
--- Up to 8 scalars are built and read by a short path of their own (vm/lterm.c,
--- msg_plain and push_plain); anything else by the general encoder and decoder. The
--- same values must arrive the same either way, and the two may meet in one mailbox.
+-- Up to 8 scalars are built by a short path of their own (vm/lterm_plain.c,
+-- lterm_msg_plain), anything else by the general encoder; a local message of scalars
+-- and tables is read by a short path (lterm_push_plain), one holding a shared binary
+-- or a function by the general decoder. The same values must arrive the same either
+-- way, and the paths may meet in one mailbox.
 test("a few scalars and the same values beside a table arrive alike", function()
   local me = lpvm.self()
   local sets = {
@@ -161,21 +163,84 @@ test("a few scalars and the same values beside a table arrive alike", function()
   for i, vals in ipairs(sets) do
     local n = (i == 2) and 8 or #vals   -- set 2 starts with nil: # does not count it
     lpvm.send(me, table.unpack(vals, 1, n))
-    lpvm.send(me, {}, table.unpack(vals, 1, n))  -- a table first: the general path
+    lpvm.send(me, {}, table.unpack(vals, 1, n))  -- a table first: the general encoder
+    lpvm.send(me, lpvm.binary("b"), table.unpack(vals, 1, n))   -- the general decoder
     local a = table.pack(lpvm.receive())
-    local b = table.pack(lpvm.receive())
-    T.eq(a.n, n, "set " .. i)
-    T.eq(b.n, n + 1, "set " .. i .. " with a table")
-    for k = 1, n do
-      local x, y = a[k], b[k + 1]
-      if x ~= x then
-        T.ok(y ~= y, "NaN in set " .. i)
-      else
-        T.eq(math.type(x), math.type(y), "subtype, set " .. i .. " value " .. k)
-        T.ok(x == y and (x ~= 0 or 1 / x == 1 / y), "set " .. i .. " value " .. k)
+    for _, how in ipairs({ "with a table", "with a binary" }) do
+      local b = table.pack(lpvm.receive())
+      T.eq(a.n, n, "set " .. i)
+      T.eq(b.n, n + 1, "set " .. i .. " " .. how)
+      for k = 1, n do
+        local x, y = a[k], b[k + 1]
+        if x ~= x then
+          T.ok(y ~= y, "NaN in set " .. i)
+        else
+          T.eq(math.type(x), math.type(y), "subtype, set " .. i .. " value " .. k)
+          T.ok(x == y and (x ~= 0 or 1 / x == 1 / y), "set " .. i .. " value " .. k)
+        end
       end
     end
   end
+end)
+
+-- Tables: a sequence is encoded in one pass of lua_next when its keys come in order
+-- 1..n (vm/lterm.c, enc_array), else by the general path, which checks the keys and
+-- makes a list or a map; read back by the short path, and by the general decoder
+-- when the message also holds a shared binary (or a function: a graph, whose tables
+-- the general encoder writes too). Every table arrives alike all three ways.
+test("tables arrive alike by the short and the general paths", function()
+  local me = lpvm.self()
+  local function nest(depth, leaf)
+    local t = leaf
+    for _ = 1, depth do t = { t } end
+    return t
+  end
+  local backwards = {}           -- integer keys inserted from the top: some in the hash part
+  for i = 40, 1, -1 do backwards[i] = i * 2 end
+  local string_in_place = { 1 }  -- keys 1, 2, "3", 4: # is 4, and the hash part may
+                                 -- give "3" before 4 (it depends on the hash seed)
+  string_in_place[2] = 2
+  string_in_place["3"] = 3
+  string_in_place[4] = 4
+  local emptied = { 1, 2, 3, x = 1 }
+  emptied.x = nil                -- a sequence again, with an empty hash part
+  local cases = {
+    {}, { 1, 2, 3 }, { 1, 2, x = 3 }, { [1] = "a", [3] = "c" }, { nil, "b" },
+    { 1, nil, 3 }, { ["1"] = "a" }, { [1.5] = 1, [-1] = 2, [0] = 3 }, backwards,
+    string_in_place, emptied, { { 1, { 2, { 3 } } }, { a = { b = { c = 1 } } }, { true, false } },
+    { me, "s", 2.5, math.mininteger, { me, { me } }, {}, { {} } },
+    { [me] = me, [true] = false, [1] = { x = { 1, 2 } } },
+    nest(150, "deep"), nest(20, { 1, 2, 3 }),
+  }
+  for i, t in ipairs(cases) do
+    lpvm.send(me, t)
+    lpvm.send(me, t, lpvm.binary("b"))
+    lpvm.send(me, t, print)
+    local a = table.pack(lpvm.receive())
+    local b = table.pack(lpvm.receive())
+    local c = table.pack(lpvm.receive())
+    T.eqv(a, table.pack(t), "case " .. i .. ", short path")
+    T.eqv(b, table.pack(t, b[2]), "case " .. i .. ", general decoder")
+    T.ok(lpvm.is_binary(b[2]), "case " .. i .. ": the binary")
+    T.eqv(c, table.pack(t, print), "case " .. i .. ", graph")
+  end
+end)
+
+test("nesting: too deep is an error, a cycle deep down is one too", function()
+  local t = {}
+  for _ = 1, 250 do t = { t } end
+  T.raises(function() lpvm.send(lpvm.self(), t) end, "too deep")
+  local top = { 1 }
+  local at = top
+  for _ = 1, 50 do
+    at[2] = { 1 }
+    at = at[2]
+  end
+  at[2] = top
+  T.raises(function() lpvm.send(lpvm.self(), "x", top) end, "cycl")
+  at[2] = { "end" }
+  lpvm.send(lpvm.self(), "x", top)
+  T.eqv(T.recv(), table.pack("x", top))
 end)
 
 test("a message of no values", function()

@@ -2,7 +2,9 @@
 -- process synchronously, call and stop. A process that only serves (a gen_server
 -- child of a supervisor, say) never loads it: gen.lua's metatable loads it the first
 -- time one of its functions is looked up (gen.start, gen.call, gen.stop,
--- gen.check_timeout), and a behaviour module's start/start_link/call/stop likewise.
+-- gen.check_timeout, gen.module_spec, gen.whereis, gen.DEFAULT_TIMEOUT), and a
+-- behaviour module's start/start_link/call/stop (gen_server's abcast, multi_call)
+-- likewise.
 --
 -- Start: the starter makes a tag, spawns the behaviour's module (its `main` runs in
 -- the new process) monitored (and linked for start_link), and waits for the tag's
@@ -17,6 +19,29 @@ local gen = require "gen"
 
 local C = {}
 
+C.DEFAULT_TIMEOUT = 5000
+
+-- The callbacks as something that can reach the new process: a module name stays a
+-- name; a table loaded as a module travels by its name; any other table travels as
+-- a value (it must then be able to: plain data and, where lpvm sends closures, code).
+function C.module_spec(mod, fname)
+  local t = type(mod)
+  if t == "string" then return mod end
+  if t ~= "table" then
+    error(string.format("bad argument #1 to '%s' (module name or callback table expected, got %s)",
+      fname, t), 3)
+  end
+  for name, v in pairs(package.loaded) do
+    if v == mod and type(name) == "string" then return name end
+  end
+  return mod
+end
+
+-- The pid behind a server reference (pid or registered name), or nil.
+function C.whereis(server)
+  if type(server) == "string" then return lpvm.whereis(server) end
+  return server
+end
 
 local spawn_keys = { priority = true, thread = true, max_heap = true }
 local start_keys = { name = true, timeout = true, spawn_opt = true }
@@ -64,7 +89,7 @@ end
 -- start(behaviour, link, mod, args, opts, fname) -> pid | nil, reason [, pid]
 -- `behaviour` is the module whose main(parent, tag, name, ...) runs in the process.
 function C.start(behaviour, link, mod, args, opts, fname)
-  local spec = gen.module_spec(mod, fname)
+  local spec = C.module_spec(mod, fname)
   local so, name, timeout = start_opts(opts, fname)
   so.monitor = true
   so.link = link or nil
@@ -114,7 +139,7 @@ local lpvm_call = lpvm.call
 function C.call(server, label, request, timeout, fname)
   local t = type(server)
   if t ~= "string" and t ~= "userdata" then check_server(server, fname) end
-  if timeout == nil then timeout = gen.DEFAULT_TIMEOUT
+  if timeout == nil then timeout = C.DEFAULT_TIMEOUT
   else timeout = C.check_timeout(timeout, 3, fname) end
   return (lpvm_call(server, label, request, timeout))
 end
@@ -135,7 +160,7 @@ function C.stop(server, reason, timeout, fname)
   check_server(server, fname)
   timeout = C.check_timeout(timeout, 3, fname, math.huge)
   if reason == nil then reason = "normal" end
-  local pid = gen.whereis(server)
+  local pid = C.whereis(server)
   if not pid then error("noproc", 0) end
   local ref = lpvm.monitor(pid)
   lpvm.send(pid, "$gen_stop", reason)
@@ -148,8 +173,19 @@ function C.stop(server, reason, timeout, fname)
   error(why, 0)
 end
 
+-- M[k] for a behaviour's module M that has no k (gen.client_api's metatable): a client
+-- function installs them all first.
+local CLIENT = { start = true, start_link = true, call = true, stop = true, abcast = true,
+                 multi_call = true }
+function C.client_fn(M, behaviour, k)
+  if not CLIENT[k] then return nil end
+  C.install_client(M, behaviour)
+  return rawget(M, k)
+end
+
 -- The client functions of a behaviour's module M (gen.client_api makes them appear on
--- first use): start, start_link, call, stop, named "<behaviour>.<fn>" in errors.
+-- first use): start, start_link, call, stop, named "<behaviour>.<fn>" in errors;
+-- gen_server's also abcast and multi_call.
 function C.install_client(M, behaviour)
   local n_start, n_link = behaviour .. ".start", behaviour .. ".start_link"
   local n_call, n_stop = behaviour .. ".call", behaviour .. ".stop"
@@ -159,11 +195,28 @@ function C.install_client(M, behaviour)
   rawset(M, "start_link", function(mod, args, opts)
     return C.start(behaviour, true, mod, args, opts, n_link)
   end)
-  -- C.call as one C function (vm/lmod_call.c); gen.DEFAULT_TIMEOUT is read now
-  rawset(M, "call", lpvm.caller("$gen_call", n_call, gen.DEFAULT_TIMEOUT))
+  -- C.call as one C function (vm/lmod_call.c); DEFAULT_TIMEOUT is read now
+  rawset(M, "call", lpvm.caller("$gen_call", n_call, C.DEFAULT_TIMEOUT))
   rawset(M, "stop", function(server, reason, timeout)
     return C.stop(server, reason, timeout, n_stop)
   end)
+  if behaviour == "gen_server" then
+    -- abcast(names, request): cast to each registered name (this node only).
+    rawset(M, "abcast", function(names, request)
+      for _, n in ipairs(names) do M.cast(n, request) end
+      return true
+    end)
+    -- multi_call(names, request [, timeout]) -> replies {name = reply}, bad {name, ...}
+    -- (this node only: every name is called, each within the timeout).
+    rawset(M, "multi_call", function(names, request, timeout)
+      local replies, bad = {}, {}
+      for _, n in ipairs(names) do
+        local ok, r = pcall(M.call, n, request, timeout)
+        if ok then replies[n] = r else bad[#bad + 1] = n end
+      end
+      return replies, bad
+    end)
+  end
 end
 
 return C

@@ -40,7 +40,8 @@ local function terminate(reason)
     local ok, err = xpcall(f, traceback, reason, S.state, S.data)
     if not ok then reason = err end
   end
-  if not gen.is_normal(reason) then gen.report_terminate("gen_statem", S, reason) end
+  local rare = require "gen_sys"
+  if not rare.is_normal(reason) then rare.report_terminate("gen_statem", S, reason) end
   lpvm.exit(reason)
 end
 

@@ -14,6 +14,7 @@ local lpvm = require "lpvm"
 local gen = require "gen"
 local gen_server = require "gen_server"
 local logger = require "logger"
+local is_normal = require("gen_sys").is_normal
 
 local M = {}
 
@@ -144,7 +145,7 @@ local function shutdown_child(sup, c)
     reason = why
   end
   c.pid = "undefined"
-  if reason ~= "shutdown" and not (early[1] == "EXIT" and gen.is_normal(reason)) then
+  if reason ~= "shutdown" and not (early[1] == "EXIT" and is_normal(reason)) then
     logger.supervisor_report(sup.name or lpvm.self(), "shutdown_error", reason,
       { id = c.id, pid = pid, restart = c.restart, shutdown = c.shutdown, type = c.type })
   end
@@ -477,7 +478,7 @@ function M.handle_info(msg, sup)
     sup.by_pid[pid] = nil
     c.pid = "undefined"
   end
-  local normal = gen.is_normal(reason)
+  local normal = is_normal(reason)
   local rec = { id = c.id, pid = pid, restart = c.restart, shutdown = c.shutdown, type = c.type }
   if c.restart == "temporary" or (c.restart == "transient" and normal) then
     if not normal then logger.supervisor_report(sup.name or lpvm.self(), "child_terminated", reason, rec) end

@@ -1,0 +1,115 @@
+-- gen_sys.lua -- what a behaviour process rarely needs, loaded on the first need: the
+-- system messages of sys.lua (suspend, resume, get_state, change_code), a failed
+-- init, the error report of a process terminating abnormally, which reasons need
+-- none (is_normal), and the reason for a callback's bad return value. Every process
+-- of a behaviour loads gen.lua and its behaviour's module (each process is its own Lua
+-- state: a supervisor's 10,000 children load them 10,000 times), so what only some
+-- processes ever run lives here.
+-- Written on the public lpvm module only.
+local lpvm = require "lpvm"
+local gen = require "gen"
+
+local G = {}
+
+local send_alias = lpvm.send_alias
+
+-- A system request {"$gen_system", pid, ref, request} to the server S (mod, state):
+-- suspend, resume, get_state and change_code. Returns true when it was "suspend".
+function G.handle_system(S, pid, ref, request)
+  local what = type(request) == "table" and request[1] or request
+  if what == "suspend" or what == "resume" then
+    send_alias(pid, ref, true)
+    return what == "suspend"
+  elseif what == "get_state" then
+    send_alias(pid, ref, true, S.state)
+  elseif what == "change_code" then
+    -- {"change_code", module, old_vsn, extra}: the module is loaded already, and this
+    -- process took its new version at this message (lcode.c's safe point)
+    local module, old_vsn, extra = request[2], request[3], request[4]
+    local f = S.mod.code_change
+    if module ~= gen.module_spec(S.mod, "change_code") then
+      send_alias(pid, ref, nil, "not the server's module")
+    elseif not f then
+      send_alias(pid, ref, true)   -- as OTP: no callback, the state stays
+    else
+      local ok, verb, state = xpcall(f, gen.traceback, old_vsn, S.state, extra)
+      if ok and verb == "ok" then
+        S.state = state
+        send_alias(pid, ref, true)
+      else
+        send_alias(pid, ref, nil, ok and ("bad return from code_change: " .. tostring(verb))
+          or verb)
+      end
+    end
+  else
+    send_alias(pid, ref, nil, "unknown system message")
+  end
+  return false
+end
+
+-- Suspended (sys.suspend): only system messages are taken until "resume".
+function G.suspended(S)
+  while true do
+    local _, pid, ref, request = lpvm.receive(function(tag, _, _, _, ...)
+      return tag == "$gen_system" and select("#", ...) == 0
+    end)
+    if request == "resume" then
+      send_alias(pid, ref, true)
+      return
+    end
+    G.handle_system(S, pid, ref, request)
+  end
+end
+
+-- gen.init's failures: tell the starter (parent, tag) and end the process as OTP does.
+-- what: "already_started" (x: the name), "load" (x: the error loading the callbacks)
+-- or "init" (x: init's results {ok, verb, ...}, verb not "ok").
+function G.init_failed(parent, tag, what, x)
+  if what == "already_started" then
+    lpvm.send(parent, tag, "error", "already_started", lpvm.whereis(x))
+    lpvm.exit("normal")
+  elseif what == "load" or not x[1] then
+    local err = what == "load" and x or x[2]
+    lpvm.send(parent, tag, "error", err)
+    lpvm.exit(err)
+  end
+  local verb = x[2]
+  local reason = verb == "stop" and x[3] or verb == "ignore" and "ignore"
+      or { "bad_return_value", "init", tostring(verb) }
+  -- as OTP 26's init_fail: the starter gets nil, reason, not an exit signal
+  lpvm.unlink(parent)
+  lpvm.send(parent, tag, "error", reason)
+  lpvm.exit(reason == "ignore" and "normal" or reason)
+end
+
+-- A reason that is not worth a report: normal, shutdown, {"shutdown", _}.
+function G.is_normal(reason)
+  return reason == "normal" or reason == "shutdown"
+      or (type(reason) == "table" and reason[1] == "shutdown")
+end
+
+-- The exit reason for a callback `what` that returned values it may not.
+function G.bad_return(what, ...)
+  local vals = table.pack(...)
+  local shown = {}
+  for i = 1, vals.n do shown[i] = tostring(vals[i]) end
+  return { "bad_return_value", what, table.concat(shown, ", ") }
+end
+
+-- The error report of a behaviour process terminating abnormally (OTP's "Generic
+-- server terminating"): its reason and its state, as format_status shows it.
+function G.report_terminate(kind, S, reason)
+  local logger = require "logger"
+  if not logger.allow("error") then return end
+  local status = { state = S.state, reason = reason }
+  if S.mod and S.mod.format_status then
+    local ok, st = pcall(S.mod.format_status, status)
+    if ok and type(st) == "table" then status = st end
+  end
+  local why = status.reason
+  logger.error("%s %s terminating\nreason: %s\nstate: %s", kind,
+    S.name and (S.name .. " " .. tostring(lpvm.self())) or tostring(lpvm.self()),
+    type(why) == "string" and why or lpvm.format(why), lpvm.format(status.state))
+end
+
+return G
