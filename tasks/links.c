@@ -93,9 +93,10 @@ static int mon_add(mon **arr, uint32_t *n, uint32_t *cap, uint64_t ref, lpvm_id 
   return 0;
 }
 
-static int mon_del(mon *arr, uint32_t *n, uint64_t ref, lpvm_id *id) {
+/* Drop the record of ref (and, when `only` is non-zero, only if its id is `only`). */
+static int mon_del(mon *arr, uint32_t *n, uint64_t ref, lpvm_id *id, lpvm_id only) {
   for (uint32_t i = 0; i < *n; i++)
-    if (arr[i].ref == ref) {
+    if (arr[i].ref == ref && (!only || arr[i].id == only)) {
       if (id) *id = arr[i].id;
       arr[i] = arr[--*n];
       return 1;
@@ -109,7 +110,7 @@ int rel_mon_add(lpvm_task *t, uint64_t ref, lpvm_id target) {
 }
 
 int rel_mon_del(lpvm_task *t, uint64_t ref, lpvm_id *target) {
-  return t->rel ? mon_del(t->rel->mons, &t->rel->nmons, ref, target) : 0;
+  return t->rel ? mon_del(t->rel->mons, &t->rel->nmons, ref, target, 0) : 0;
 }
 
 int rel_watch_add(lpvm_task *t, uint64_t ref, lpvm_id watcher) {
@@ -117,8 +118,8 @@ int rel_watch_add(lpvm_task *t, uint64_t ref, lpvm_id watcher) {
   return r ? mon_add(&r->watch, &r->nwatch, &r->cwatch, ref, watcher) : LPVM_ENOMEM;
 }
 
-int rel_watch_del(lpvm_task *t, uint64_t ref) {
-  return t->rel ? mon_del(t->rel->watch, &t->rel->nwatch, ref, NULL) : 0;
+int rel_watch_del(lpvm_task *t, uint64_t ref, lpvm_id watcher) {
+  return t->rel ? mon_del(t->rel->watch, &t->rel->nwatch, ref, NULL, watcher) : 0;
 }
 
 /* The task is dying: tell everyone who holds a relation with it. */

@@ -239,7 +239,7 @@ static int handle_one(lpvm_task *t, struct lpvm_sig *s) {
     case SIG_EXIT: on_exit_sig(t, s, 0); break;
     case SIG_EXIT_LINK: on_exit_sig(t, s, 1); break;
     case SIG_MONITOR: rel_watch_add(t, s->ref, s->from); break;
-    case SIG_DEMONITOR: rel_watch_del(t, s->ref); break;
+    case SIG_DEMONITOR: rel_watch_del(t, s->ref, 0); break;
     case SIG_DOWN: on_down(t, s); break;
     case SIG_SUSPEND: t->suspended++; break;
     case SIG_RESUME: if (t->suspended) t->suspended--; break;
@@ -371,6 +371,14 @@ int lpvm_demonitor(lpvm_task *self, uint64_t ref) {
   if (rel_mon_del(self, ref, &target))
     send_new(target, SIG_DEMONITOR, self->id, ref, NULL, 0);
   return 0;
+}
+
+int lpvm_unwatch(lpvm_task *self, uint64_t ref, lpvm_id watcher) {
+  return self && watcher ? rel_watch_del(self, ref, watcher) : 0;
+}
+
+int lpvm_demonitor_quiet(lpvm_task *self, uint64_t ref) {
+  return self ? rel_mon_del(self, ref, NULL) : 0;
 }
 
 int lpvm_exit(lpvm_task *self, lpvm_id target, const uint8_t *reason, size_t len) {

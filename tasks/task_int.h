@@ -57,7 +57,7 @@ int rel_unlinking(const lpvm_task *t, lpvm_id other); /* 1 while an ACK is await
 int rel_mon_add(lpvm_task *t, uint64_t ref, lpvm_id target);
 int rel_mon_del(lpvm_task *t, uint64_t ref, lpvm_id *target);
 int rel_watch_add(lpvm_task *t, uint64_t ref, lpvm_id watcher);
-int rel_watch_del(lpvm_task *t, uint64_t ref);
+int rel_watch_del(lpvm_task *t, uint64_t ref, lpvm_id watcher);   /* watcher 0: any */
 void rel_notify_exit(lpvm_task *t, const uint8_t *reason, size_t len);
 void rel_free(lpvm_task *t);
 

@@ -27,8 +27,10 @@
 ** A dead pid gets its DOWN (noproc) at once, as with monitor.
 */
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "lpvm/binary.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
@@ -51,8 +53,10 @@ static int call_done(lua_State *L, lproc *p, lpvm_msg *m) {
   lua_settop(L, 0);
   p->owned = m;             /* a failed decode (out of memory) must not leak it */
   int n;
+  int unwatched = 0;
   if (m->ref == ref) {      /* send_alias to our alias: a reply */
     n = lterm_push_msg_tail(L, m);
+    unwatched = (m->flags & LPVM_MSGF_UNWATCH) != 0;
   } else {                  /* {ref, ...} sent by hand, or {"DOWN", ref, _, _, reason} */
     n = lterm_push_msg(L, m);
     if (n == 5 && lua_type(L, 1) == LUA_TSTRING && strcmp(lua_tostring(L, 1), "DOWN") == 0) {
@@ -66,7 +70,8 @@ static int call_done(lua_State *L, lproc *p, lpvm_msg *m) {
   }
   p->owned = NULL;
   lpvm_msg_free(m);
-  call_end(p, ref);
+  if (unwatched) lpvm_demonitor_quiet(&p->task, ref);   /* the server dropped its half */
+  else call_end(p, ref);
   if (one && n != 1) {
     lua_settop(L, 1);
     n = 1;
@@ -75,6 +80,14 @@ static int call_done(lua_State *L, lproc *p, lpvm_msg *m) {
 }
 
 static int call_loop(lua_State *L, lproc *p);
+
+/* A message built in place (lpvm_msg_build): a message of values, as lterm_msg's, with
+** `flags` too; NULL with err set when out of memory. */
+static lpvm_msg *built(lpvm_msg *m, char *err, unsigned flags) {
+  if (m) m->flags |= LPVM_MSGF_VALUES | flags;
+  else snprintf(err, LTERM_ERRSZ, "not enough memory");
+  return m;
+}
 
 static int call_k(lua_State *L, int status, lua_KContext ctx) {
   (void)status, (void)ctx;
@@ -102,6 +115,20 @@ static int call_loop(lua_State *L, lproc *p) {
 ** first three; a function in the request (a graph, lfun.c) takes the general way. */
 static lpvm_msg *call_msg(lua_State *L, lproc *p, uint64_t ref, char *err) {
   if (lua_type(L, 2) == LUA_TSTRING) {
+    size_t len, sz;
+    uint64_t r;
+    int t = lterm_scalar(L, 3, &sz, &r);
+    if (t >= 0) {   /* a scalar request: the message built in place, no copy */
+      const char *label = lua_tolstring(L, 2, &len);
+      lpvm_tbuf b;
+      lpvm_msg_build(&b, 2 + 5 + len + 64 + 72 + sz);
+      lpvm_put_tuple(&b, 4);
+      lpvm_put_binary(&b, label, len);
+      lpvm_put_pid(&b, p->task.id);
+      lpvm_put_ref(&b, ref);
+      lterm_put_scalar(L, 3, t, r, &b);
+      return built(lpvm_msg_built(&b, NULL), err, 0);
+    }
     lpvm_tbuf *b = lterm_msg_begin();
     if (b) {
       size_t len;
@@ -144,6 +171,7 @@ static int call_begin(lua_State *L, lproc *p, lpvm_id to, int64_t ms, int one) {
     lpvm_demonitor(&p->task, ref);
     return luaL_error(L, "call: %s", err);
   }
+  m->flags |= LPVM_MSGF_UNWATCH;   /* the server may drop its half of the monitor */
   lpvm_send_msg(&p->task, to, m);
   lua_settop(L, 0);
   if (one) lua_pushboolean(L, 1);
@@ -178,7 +206,7 @@ static int caller_call(lua_State *L) {
     return luaL_error(L, "bad argument #1 to '%s' (pid or name expected, got %s)", fname,
                       luaL_typename(L, 1));
   lproc *p = lproc_check(L);
-  lmod_check_wait(L, p, fname);
+  if (p->in_pred || p->in_eval) lmod_check_wait(L, p, fname);   /* raises */
   int64_t ms;
   if (lua_isnoneornil(L, 3)) {
     ms = (int64_t)lua_tointeger(L, lua_upvalueindex(3));
@@ -217,6 +245,17 @@ static int lmod_caller(lua_State *L) {
 ** value) encodes it; a value without functions straight into the scratch builder, as
 ** call_msg. */
 static lpvm_msg *reply_msg(lua_State *L, uint64_t ref, int idx, char *err) {
+  size_t sz;
+  uint64_t r;
+  int t = lterm_scalar(L, idx, &sz, &r);
+  if (t >= 0) {   /* a scalar reply: built in place, as call_msg */
+    lpvm_tbuf b;
+    lpvm_msg_build(&b, 2 + 72 + sz);
+    lpvm_put_tuple(&b, 2);
+    lpvm_put_ref(&b, ref);
+    lterm_put_scalar(L, idx, t, r, &b);
+    return built(lpvm_msg_built(&b, NULL), err, 0);
+  }
   lpvm_tbuf *b = lterm_msg_begin();
   if (b) {
     lpvm_put_tuple(b, 2);
@@ -233,7 +272,7 @@ static lpvm_msg *reply_msg(lua_State *L, uint64_t ref, int idx, char *err) {
 /* A dispatcher's upvalues (see lmod_dispatcher), and the keys it uses as Lua strings
 ** (lua_getfield with a C string interns it first: ~100 instructions a field). */
 enum { UP_SERVER = 1, UP_MSGH, UP_ON_RESULT, UP_ON_OTHER, UP_MOD, UP_HANDLE_CALL, UP_STATE,
-       UP_N = UP_STATE };
+       UP_GEN_CALL, UP_REPLY, UP_N = UP_REPLY };
 
 static int ret_k(lua_State *L, int status, lua_KContext base) {
   (void)status;
@@ -256,13 +295,20 @@ static int tail_call(lua_State *L, int fn, int nargs) {
 ** action; a dispatcher stores the new state in server.state and returns the action.
 ** Anything else (and a reply to another node's caller) is for the Lua side:
 ** handle_call returns false and {n = N, ok, results...} (xpcall's results packed), a
-** dispatcher returns on_result(pid, ref, ok, results...). */
+** dispatcher returns on_result(pid, ref, ok, results...). `dispatcher` is 0 for
+** handle_call, 1 for a dispatcher, SERVED for serve (which pushed [5] itself: a
+** reference, read without the test), SERVED_UNWATCH for serve given lpvm.call's
+** message (LPVM_MSGF_UNWATCH): its caller drops the monitor at the reply, so the
+** reply drops the server's half (lpvm_unwatch) and says so, and no DEMONITOR follows. */
+enum { SERVED = 2, SERVED_UNWATCH = 3 };
+
 static int handle_done(lua_State *L, int status, int dispatcher) {
   int top = lua_gettop(L), nres = top - 6;
   int ok = status == LUA_OK || status == LUA_YIELD;
-  if (ok && nres >= 1 && lmod_streq(L, 7, "reply")) {
+  if (ok && nres >= 1 && (dispatcher ? lua_rawequal(L, 7, lua_upvalueindex(UP_REPLY))
+                                     : lmod_streq(L, 7, "reply"))) {
     lpvm_id to = lmod_to_pid(L, 4);
-    uint64_t ref = lmod_to_ref(L, 5);
+    uint64_t ref = dispatcher >= SERVED ? *(uint64_t *)lua_touserdata(L, 5) : lmod_to_ref(L, 5);
     if (to && ref && !lpvm_id_is_remote(to)) {
       lproc *p = lproc_of(L);
       char err[LTERM_ERRSZ];
@@ -270,12 +316,13 @@ static int handle_done(lua_State *L, int status, int dispatcher) {
       lpvm_msg *m = reply_msg(L, ref, nres >= 2 ? 8 : lua_gettop(L), err);
       if (!m) return luaL_error(L, "send_alias: %s", err);
       m->ref = ref;
+      if (dispatcher == SERVED_UNWATCH && lpvm_unwatch(&p->task, ref, to))
+        m->flags |= LPVM_MSGF_UNWATCH;   /* the caller drops its half: no DEMONITOR */
       lpvm_send_msg(&p->task, to, m);
       if (dispatcher) {
+        lua_pushvalue(L, lua_upvalueindex(UP_STATE));
         if (nres >= 3) lua_pushvalue(L, 9);
         else lua_pushnil(L);
-        lua_pushvalue(L, lua_upvalueindex(UP_STATE));
-        lua_insert(L, -2);
         lua_settable(L, lua_upvalueindex(UP_SERVER));
       } else {
         lua_pushboolean(L, 1);
@@ -342,7 +389,7 @@ static int lmod_handle_call(lua_State *L) {
 /* A dispatcher: f(...), the values of one message as receive returned them. */
 static int dispatch(lua_State *L) {
   int n = lua_gettop(L);
-  if (n != 4 || !lmod_streq(L, 1, "$gen_call")) {   /* on_other(n, ...) */
+  if (n != 4 || !lua_rawequal(L, 1, lua_upvalueindex(UP_GEN_CALL))) {   /* on_other(n, ...) */
     luaL_checkstack(L, 2, "too many values");
     lua_pushinteger(L, n);
     lua_insert(L, 1);
@@ -364,12 +411,81 @@ static int dispatch(lua_State *L) {
   return handle_begin(L, 1);
 }
 
-/* dispatcher(server, msgh, on_result, on_other) -> f(...): a gen_server's loop in one
-** C call per message. Given a message's values, f handles {"$gen_call", pid, ref,
-** request} (exactly those four) as handle_call(server.mod.handle_call, msgh, request,
-** pid, ref, server.state) would: a "reply" is sent, server.state set and the action
-** returned; other results go to on_result(pid, ref, ok, results...), whose results f
-** returns. Any other message: f returns on_other(n, values...). */
+/* The message m (taken, owned by p) for serve: a call of this node straight to
+** handle_begin, its request the only value decoded (no label string, no values to
+** move); any other message as receive returns it, to dispatch. */
+static int serve_msg(lua_State *L, lproc *p, lpvm_msg *m) {
+  static const char label[] = "$gen_call";   /* UP_GEN_CALL's */
+  lpvm_id pid;
+  uint64_t ref;
+  const uint8_t *at;
+  lua_settop(L, 0);
+  if (!lterm_call_head(m, label, sizeof label - 1, &pid, &ref, &at)) {
+    lterm_push_msg(L, m);
+    p->owned = NULL;
+    lpvm_msg_free(m);
+    return dispatch(L);
+  }
+  int unwatch = (m->flags & LPVM_MSGF_UNWATCH) != 0;
+  int server = lua_upvalueindex(UP_SERVER);   /* handle_begin's stack */
+  lua_pushvalue(L, lua_upvalueindex(UP_MOD));
+  lua_gettable(L, server);
+  lua_pushvalue(L, lua_upvalueindex(UP_HANDLE_CALL));
+  lua_gettable(L, -2);
+  lua_replace(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(UP_MSGH));
+  lterm_push_in(L, m, at);
+  p->owned = NULL;
+  lpvm_msg_free(m);
+  lmod_push_pid(L, pid);
+  lmod_push_ref(L, ref);
+  lua_pushvalue(L, lua_upvalueindex(UP_STATE));
+  lua_gettable(L, server);
+  return handle_begin(L, unwatch ? SERVED_UNWATCH : SERVED);
+}
+
+static int serve_loop(lua_State *L, lproc *p);
+
+static int serve_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  p->wait = LP_RUN;
+  return serve_loop(L, p);
+}
+
+/* Stack: [1] nil (no predicate) [2] nil (no timeout), as lmod_recv_wait reads it. */
+static int serve_loop(lua_State *L, lproc *p) {
+  lpvm_msg *m = lmod_recv_next(L, p);
+  if (!m) {
+    int n = lmod_recv_wait(L, p, serve_k, serve_loop);
+    return n > 0 ? n : 0;   /* without a timeout it only returns what serve_msg did */
+  }
+  lmod_recv_finish(p);
+  lmod_mbox_take(p, m);
+  p->owned = m;   /* a failed decode (out of memory) must not leak it */
+  return serve_msg(L, p, m);
+}
+
+/* A dispatcher's second function: serve() is f(receive()), without the message's
+** values crossing into Lua and back. */
+static int serve(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lmod_check_wait(L, p, "receive");
+  if (lua_gettop(L) != 0) lua_settop(L, 0);
+  lua_pushnil(L);
+  lua_pushnil(L);
+  lmod_drop_owned(p);
+  lmod_recv_finish(p);
+  return serve_loop(L, p);
+}
+
+/* dispatcher(server, msgh, on_result, on_other) -> f(...), serve(): a gen_server's
+** loop in one C call per message. Given a message's values, f handles {"$gen_call",
+** pid, ref, request} (exactly those four) as handle_call(server.mod.handle_call, msgh,
+** request, pid, ref, server.state) would: a "reply" is sent, server.state set and the
+** action returned; other results go to on_result(pid, ref, ok, results...), whose
+** results f returns. Any other message: f returns on_other(n, values...). serve()
+** waits for the next message and returns f(its values). */
 static int lmod_dispatcher(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checkany(L, 2);
@@ -379,8 +495,13 @@ static int lmod_dispatcher(lua_State *L) {
   lua_pushliteral(L, "mod");
   lua_pushliteral(L, "handle_call");
   lua_pushliteral(L, "state");
+  lua_pushliteral(L, "$gen_call");
+  lua_pushliteral(L, "reply");
+  for (int i = 1; i <= UP_N; i++) lua_pushvalue(L, i);
   lua_pushcclosure(L, dispatch, UP_N);
-  return 1;
+  lua_insert(L, 1);
+  lua_pushcclosure(L, serve, UP_N);
+  return 2;
 }
 
 const lmod_fn lmod_call_fns[] = {   /* "call" is in lmod_msg_fns, beside receive_ref */

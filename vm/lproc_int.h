@@ -367,6 +367,9 @@ void lmod_check_wait(lua_State *L, lproc *p, const char *fname);  /* raise if it
 void lmod_recv_finish(lproc *p);              /* a receive is over: timer, scan */
 void lmod_ref_wait_begin(lproc *p, uint64_t ref);   /* start waiting for ref */
 lpvm_msg *lmod_ref_next(lproc *p);            /* the next message for recv_ref, or NULL */
+/* The next message after the scan a receive may look at, or NULL (none yet, or the
+** time is up); raises on an interrupt, serves lpvm.eval requests on the way. */
+lpvm_msg *lmod_recv_next(lua_State *L, lproc *p);
 void lmod_mbox_take(lproc *p, lpvm_msg *m);   /* unlink m keeping the mark */
 /* Wait (stack [2]: the timeout or nil) with continuation k, `again` rescanning;
 ** -1 when the time is up (nothing pushed). */

@@ -767,8 +767,8 @@ static int push_trusted(lua_State *L) {
 }
 
 static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
-  if (!skip && !(m->flags & LPVM_MSGF_BINS) && !lpvm_id_is_remote(m->from)) {
-    int n = lterm_push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len);
+  if (!(m->flags & LPVM_MSGF_BINS) && !lpvm_id_is_remote(m->from)) {
+    int n = lterm_push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len, skip);
     if (n >= 0) return n;
   }
   int remote = lpvm_id_is_remote(lpvm_msg_from(m));
@@ -787,6 +787,20 @@ static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
   lpvm_tread r;
   if (lpvm_tread_init(&r, lpvm_msg_data((lpvm_msg *)m), lpvm_msg_len(m))) dec_bad(L);
   return push_values(L, &r, trusted, m, skip);   /* with its binaries */
+}
+
+void lterm_push_in(lua_State *L, const lpvm_msg *m, const uint8_t *at) {
+  const uint8_t *end = lpvm_msg_data((lpvm_msg *)m) + m->len, *q;
+  if (!(m->flags & LPVM_MSGF_BINS) && (q = lterm_plain_at(L, at, end))) {
+    if (q == end) return;
+    lua_pop(L, 1);
+  }
+  lpvm_tread r = {at, end, 0};
+  lterm_dec d;
+  dec_init(&d, L, &r, 1);
+  d.bins = lpvm_msg_bins(m, &d.nbins);
+  dec_value(&d, 1);
+  if (r.p != end) dec_bad(L);
 }
 
 int lterm_push_msg(lua_State *L, const lpvm_msg *m) { return push_msg(L, m, 0); }

@@ -52,6 +52,12 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err);
 ** message (NULL with err set). A failed lterm_put_shared leaves the builder to the
 ** next lterm_msg_begin or lterm_msg. */
 lpvm_tbuf *lterm_msg_begin(void);
+/* A scalar (nil, boolean, number, string, pid, reference) at idx: its Lua type and
+** the bytes it takes at most (*ref: a reference's id), else -1; lterm_put_scalar puts
+** it as lterm_put would (t and ref as lterm_scalar gave them). For a message built
+** in place (lpvm_msg_build) around one value, as lmod_call.c's call and reply. */
+int lterm_scalar(lua_State *L, int idx, size_t *sz, uint64_t *ref);
+void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b);
 int lterm_put_shared(lua_State *L, int idx, lpvm_tbuf *b, char *err);
 lpvm_msg *lterm_msg_end(lpvm_tbuf *b, char *err);
 
@@ -69,6 +75,13 @@ int lterm_push_values_ex(lua_State *L, const uint8_t *term, size_t len, int trus
 int lterm_push_msg(lua_State *L, const lpvm_msg *m);
 /* lterm_push_msg without the first value (a reply's reference: lpvm.call). */
 int lterm_push_msg_tail(lua_State *L, const lpvm_msg *m);
+/* A message of this node {label, pid, ref, value} (label a string, pid and ref this
+** node's: lmod_call.c's call tuple): 1 with the pid, the reference and where the value
+** begins, which lterm_push_in then pushes (raising as lterm_push_msg on a malformed
+** term, and on bytes after it); 0 for any other message. */
+int lterm_call_head(const lpvm_msg *m, const char *label, size_t len, lpvm_id *pid,
+                    uint64_t *ref, const uint8_t **at);
+void lterm_push_in(lua_State *L, const lpvm_msg *m, const uint8_t *at);
 void lterm_trust_remote_funs(int on);
 int lterm_remote_funs_trusted(void);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */

@@ -63,13 +63,17 @@ void lterm_map_free(lterm_map *m);
 
 /* lterm_plain.c: the fast paths of local messages. */
 #define LTERM_PLAIN_MAX 8   /* values of a message of scalars */
-/* Up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers, strings, pids) as a message
+/* Up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers, strings, pids, references) as a message
 ** (NULL: out of memory), *hint 0; if a value is not one, NULL and *hint the size to
 ** start the general encoder's message with. */
 lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint);
-/* The values of a local message of scalars, pids and tables of them: how many were
-** pushed, or -1 (nothing pushed) when the general decoder must read it. */
-int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len);
+/* The values of a local message of scalars, pids, references and tables of them (with
+** skip, all but a leading reference): how many were pushed, or -1 (nothing pushed)
+** when the general decoder must read it. */
+int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip);
+/* The one value at p (before end) pushed the same way: past it, or NULL (nothing
+** pushed). */
+const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end);
 
 /* lfun.c: the function forms (docs/terms.md, "Functions"). */
 int lfun_put(lterm_enc *e, int idx);                  /* a Lua or C function */

@@ -19,51 +19,77 @@
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 
+/* A scalar (nil, a boolean, a number, a string, a pid, a reference): its type and
+** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
+** a binary or a foreign term: the encoder's general path). */
+static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
+  int t = lua_type(L, idx);
+  switch (t) {
+    case LUA_TNIL: case LUA_TBOOLEAN: *sz = 7; return t;
+    case LUA_TNUMBER: *sz = 11; return t;
+    case LUA_TSTRING: *sz = 5 + lua_rawlen(L, idx); return t;
+    case LUA_TLIGHTUSERDATA: *sz = 64; return t;   /* tag, node atom, 3 words */
+    case LUA_TUSERDATA:
+      if (!(*ref = lmod_to_ref(L, idx))) return -1;
+      *sz = 72;                                     /* tag, count, node, creation, 3 words */
+      return t;
+    default: return -1;
+  }
+}
+
+/* The scalar at idx of type t (scalar_of's, which gave ref), as lterm_enc_value puts it. */
+static inline void put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) {
+  switch (t) {
+    case LUA_TNIL: lpvm_put_atom_len(b, "nil", 3); break;
+    case LUA_TBOOLEAN:
+      if (lua_toboolean(L, idx)) lpvm_put_atom_len(b, "true", 4);
+      else lpvm_put_atom_len(b, "false", 5);
+      break;
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) lpvm_put_int(b, lua_tointeger(L, idx));
+      else lpvm_put_float(b, lua_tonumber(L, idx));
+      break;
+    case LUA_TSTRING: {
+      size_t len;
+      const char *str = lua_tolstring(L, idx, &len);
+      lpvm_put_binary(b, str, len);
+      break;
+    }
+    case LUA_TUSERDATA: lpvm_put_ref(b, ref); break;
+    default: lpvm_put_pid(b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx)); break;
+  }
+}
+
+int lterm_scalar(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
+  return scalar_of(L, idx, sz, ref);
+}
+
+void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) {
+  put_scalar(L, idx, t, ref, b);
+}
+
 /* The common message: up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers,
-** strings, pids), each put as it is, sized exactly (a pid: a node name of up to 48
-** bytes; a longer one grows the block), without the encoder's bookkeeping for tables
-** and functions (~250 of a ring hop's ~2,800 instructions). The bytes are the same as
-** lterm_enc_value's. If a value is not a scalar nothing is built: NULL, and *hint is
-** a first guess of the message's size for the general encoder (256 bytes a table, a
-** function or a userdata), from the same look at the values. */
+** strings, pids, references), each put as it is, sized exactly (a pid or a
+** reference: a node name of up to 48 bytes; a longer one grows the block), without
+** the encoder's bookkeeping for tables and functions (~250 of a ring hop's ~2,800
+** instructions). The bytes are the same as lterm_enc_value's. If a value is not a
+** scalar nothing is built: NULL, and *hint is a first guess of the message's size
+** for the general encoder (256 bytes a table, a function or another userdata), from
+** the same look at the values. */
 lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
   int ty[LTERM_PLAIN_MAX];
-  size_t sz = n != 1 ? 2 : 0, other = 0;
+  uint64_t refs[LTERM_PLAIN_MAX];
+  size_t sz = n != 1 ? 2 : 0, other = 0, one;
   for (int i = 0; i < n; i++) {
-    switch (ty[i] = lua_type(L, idx + i)) {
-      case LUA_TNIL: case LUA_TBOOLEAN: sz += 7; break;
-      case LUA_TNUMBER: sz += 11; break;
-      case LUA_TSTRING: sz += 5 + lua_rawlen(L, idx + i); break;
-      case LUA_TLIGHTUSERDATA: sz += 64; break;
-      default: other += 256; break;
-    }
+    if ((ty[i] = scalar_of(L, idx + i, &one, &refs[i])) < 0) other += 256;
+    else sz += one;
   }
   *hint = other ? sz + other + 3 : 0;   /* (a tuple's header may take 5 bytes) */
   if (other) return NULL;
   lpvm_tbuf b;
   lpvm_msg_build(&b, sz);
   if (n != 1) lpvm_put_tuple(&b, (uint32_t)n);
-  for (int i = 0; i < n; i++) {
-    int at = idx + i;
-    switch (ty[i]) {
-      case LUA_TNIL: lpvm_put_atom_len(&b, "nil", 3); break;
-      case LUA_TBOOLEAN:
-        if (lua_toboolean(L, at)) lpvm_put_atom_len(&b, "true", 4);
-        else lpvm_put_atom_len(&b, "false", 5);
-        break;
-      case LUA_TNUMBER:
-        if (lua_isinteger(L, at)) lpvm_put_int(&b, lua_tointeger(L, at));
-        else lpvm_put_float(&b, lua_tonumber(L, at));
-        break;
-      case LUA_TSTRING: {
-        size_t len;
-        const char *str = lua_tolstring(L, at, &len);
-        lpvm_put_binary(&b, str, len);
-        break;
-      }
-      default: lpvm_put_pid(&b, (lpvm_id)(uintptr_t)lua_touserdata(L, at)); break;
-    }
-  }
+  for (int i = 0; i < n; i++) put_scalar(L, idx + i, ty[i], refs[i], &b);
   return lpvm_msg_built(&b, NULL);
 }
 
@@ -73,24 +99,46 @@ lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
 enum {
   T_NEW_FLOAT = 70, T_NEW_PID = 88, T_SMALL_INT = 97, T_INT = 98, T_SMALL_TUPLE = 104,
   T_NIL = 106, T_STRING = 107, T_LIST = 108, T_BINARY = 109, T_MAP = 116,
-  T_SMALL_ATOM_UTF8 = 119
+  T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90
 };
 
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Where the ID, serial and creation words of a NEW_PID_EXT at p begin if its node
-** is this one (by its name, or nonode@nohost as lpvm_get_pid also takes), else NULL:
-** the node's name compared in place of term_dec.c's general reading of the atom. */
-static const uint8_t *local_pid(const uint8_t *p, size_t left) {
+/* Where the words after the node atom at a (a SMALL_ATOM_UTF8, `left` bytes on, at
+** least `after` of them needed past the atom) begin if the node is this one (by its
+** name, or nonode@nohost as lpvm_get_pid and lpvm_get_ref also take), else NULL: the
+** node's name compared in place of term_dec.c's general reading of the atom. */
+static const uint8_t *local_node(const uint8_t *a, size_t left, size_t after) {
   static const char nonode[] = "nonode@nohost";
   size_t k;
-  if (left < 3 + 12 || p[1] != T_SMALL_ATOM_UTF8 || (k = p[2]) > left - 3 - 12) return NULL;
-  if (k == sizeof nonode - 1 && memcmp(p + 3, nonode, k) == 0) return p + 3 + k;
+  if (left < 2 + after || a[0] != T_SMALL_ATOM_UTF8 || (k = a[1]) > left - 2 - after)
+    return NULL;
+  if (k == sizeof nonode - 1 && memcmp(a + 2, nonode, k) == 0) return a + 2 + k;
   const char *self = lpvm_node_name();
-  if (self && strlen(self) == k && memcmp(p + 3, self, k) == 0) return p + 3 + k;
+  if (self && strlen(self) == k && memcmp(a + 2, self, k) == 0) return a + 2 + k;
   return NULL;
+}
+
+/* The ID, serial and creation words of a NEW_PID_EXT at p, as local_node. */
+static const uint8_t *local_pid(const uint8_t *p, size_t left) {
+  return left < 1 ? NULL : local_node(p + 1, left - 1, 12);
+}
+
+/* A NEWER_REFERENCE_EXT at p of this node: its id (the first two words, as
+** lpvm_get_ref reads them) and where it ends; NULL for another node's or a malformed
+** one (the general decoder then reads it). */
+static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
+  if (left < 3 || p[0] != T_NEWER_REF) return NULL;
+  uint32_t nw = (uint32_t)p[1] << 8 | p[2];
+  if (nw == 0 || nw > 5) return NULL;
+  const uint8_t *q = local_node(p + 3, left - 3, 4 + 4 * (size_t)nw);
+  if (!q) return NULL;
+  q += 4;   /* the creation is not checked, as for a pid */
+  *ref = be32(q);
+  if (nw >= 2) *ref |= (uint64_t)be32(q + 4) << 32;
+  return q + 4 * (size_t)nw;
 }
 
 /* Push the value at p if it is a scalar (or []), inline in every loop: past it, or
@@ -146,6 +194,13 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
       return p + 9;
     }
     case T_NIL: lua_createtable(L, 0, 0); return p + 1;
+    case T_NEWER_REF: {
+      uint64_t ref;
+      const uint8_t *q = local_ref(p, left, &ref);
+      if (!q) return NULL;   /* another node's: a foreign value */
+      lmod_push_ref(L, ref);
+      return q;
+    }
     default: return NULL;
   }
 }
@@ -217,12 +272,14 @@ static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t 
 }
 
 /* A local message of scalars, pids and tables of them (whoever built it), pushed
-** straight from its bytes: no decoder state, no graph probe. -1 (nothing pushed) for
-** anything else, which the general decoder then reads, and for {lpvm_graph, _}, a
-** graph (lfun.c). */
-int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len) {
+** straight from its bytes: no decoder state, no graph probe; with skip, the first
+** value must be this node's reference and is stepped over (a reply's tag,
+** lterm_push_msg_tail). -1 (nothing pushed) for anything else, which the general
+** decoder then reads, and for {lpvm_graph, _}, a graph (lfun.c). */
+int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   const uint8_t *end = p + len;
   uint32_t n = 1;
+  uint64_t ref;
   int tuple = 0;
   if (len < 3 || *p++ != 131) return -1;
   if (p[0] == T_SMALL_TUPLE) {
@@ -232,6 +289,11 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len) {
     if (n == 2 && end - p > 12 && p[0] == T_SMALL_ATOM_UTF8 && p[1] == 10 &&
         memcmp(p + 2, "lpvm_graph", 10) == 0)
       return -1;
+  }
+  if (skip) {
+    if (n < 1 || !(p = local_ref(p, (size_t)(end - p), &ref))) return -1;
+    n--;
+    tuple = 1;   /* what is left are values of a tuple (none, for a lone reference) */
   }
   if (!lua_checkstack(L, (int)n + 3)) return -1;
   int base = lua_gettop(L);
@@ -246,4 +308,30 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len) {
   if (p == end) return (int)n;
   lua_settop(L, base);
   return -1;
+}
+
+const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end) {
+  if (!lua_checkstack(L, 4)) return NULL;
+  int base = lua_gettop(L);
+  const uint8_t *q = plain_scalar(L, p, end);
+  if (!q && !(q = plain_value(L, p, end, 1))) lua_settop(L, base);
+  return q;
+}
+
+int lterm_call_head(const lpvm_msg *m, const char *label, size_t len, lpvm_id *pid,
+                    uint64_t *ref, const uint8_t **at) {
+  if (lpvm_id_is_remote(m->from)) return 0;
+  const uint8_t *p = lpvm_msg_data((lpvm_msg *)m), *end = p + m->len, *q;
+  if (m->len < 3 + 5 + len || p[0] != 131 || p[1] != T_SMALL_TUPLE || p[2] != 4 ||
+      p[3] != T_BINARY || be32(p + 4) != len || memcmp(p + 8, label, len) != 0)
+    return 0;
+  p += 8 + len;
+  if (!(q = local_pid(p, (size_t)(end - p)))) return 0;
+  lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
+  if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return 0;
+  p = q + 12;
+  if (!(p = local_ref(p, (size_t)(end - p), ref)) || p >= end) return 0;
+  *pid = id;
+  *at = p;
+  return 1;
 }

@@ -36,6 +36,11 @@ extern "C" {
 /* lpvm_sig.flags: a process's values, encoded by vm/lterm.c: never one of the runtime's
 ** markers (an interrupt's wake-up, an eval request), which receive need not look for */
 #define LPVM_MSGF_VALUES 2u
+/* lpvm_sig.flags, on a call (vm/lmod_call.c): the caller drops its monitor of the
+** server when the reply comes, so the server may drop its half as it replies
+** (lpvm_unwatch); on the reply: it did, the caller drops its half without sending a
+** DEMONITOR (lpvm_demonitor_quiet) */
+#define LPVM_MSGF_UNWATCH 4u
 #define LPVM_BIN_MAX 0xFFFFFFFFu   /* BINARY_EXT's 32-bit length */
 
 typedef struct lpvm_bin lpvm_bin;

@@ -276,6 +276,13 @@ LPVM_API int lpvm_unlink(lpvm_task *self, lpvm_id other);
 ** (reason noproc for a dead id), unless demonitored first. */
 LPVM_API int lpvm_monitor(lpvm_task *self, lpvm_id target, uint64_t *ref);
 LPVM_API int lpvm_demonitor(lpvm_task *self, uint64_t ref);
+/* A call's reply without the DEMONITOR signal (vm/lmod_call.c): the monitored side
+** drops watcher's monitor of it (ref) as if the DEMONITOR had come, 1 if it was
+** there, and says so in its reply (LPVM_MSGF_UNWATCH); the monitoring side, seeing
+** the flag, drops its own half with lpvm_demonitor_quiet, which sends nothing. Each
+** runs on its own task's thread. */
+LPVM_API int lpvm_unwatch(lpvm_task *self, uint64_t ref, lpvm_id watcher);
+LPVM_API int lpvm_demonitor_quiet(lpvm_task *self, uint64_t ref);
 /* Erlang's exit/2: send an exit signal. Reason `kill` cannot be trapped; the
 ** target then exits with `killed`. `self` may be NULL. */
 LPVM_API int lpvm_exit(lpvm_task *self, lpvm_id target, const uint8_t *reason, size_t len);

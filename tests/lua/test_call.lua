@@ -261,6 +261,80 @@ test("dispatcher: calls handled in C, the rest to the Lua functions given", func
   T.no_msg(20)
 end)
 
+test("dispatcher's serve(): d(receive()) in one call, the same answers", function()
+  local me = lpvm.self()
+  local srv = lpvm.spawn(function(parent)
+    local S = { state = 0, mod = {} }
+    local kept
+    function S.mod.handle_call(req, from, s)
+      if req == "keep" then kept = from; return "noreply", s end
+      if req == "answer kept" then
+        lpvm.send_alias(kept[1], kept[2], "late", rawequal(kept[2], from[2]))
+        return "reply", kept[2] == from[2], s
+      end
+      if req == "boom" then error("boom") end
+      return "reply", { req, from[1], s, type(from[2]) }, s + 1
+    end
+    local function on_result(pid, ref, ok, ...)
+      lpvm.send(parent, "result", ok, lpvm.is_alive(pid), select("#", ...), ...)
+      if not ok then lpvm.send_alias(pid, ref, "from on_result") end
+      return "r"
+    end
+    local function on_other(n, ...)
+      lpvm.send(parent, "other", n, ...)
+      return "o", n
+    end
+    local _, serve = lpvm.dispatcher(S, function(e) return "H " .. tostring(e) end, on_result,
+      on_other)
+    while true do
+      local r = table.pack(serve())
+      if r[1] == "o" and r[2] == 1 then return end
+      lpvm.send(parent, "returned", S.state, table.unpack(r, 1, r.n))
+    end
+  end, me)
+  T.eq(lpvm.call(srv, "$gen_call", 5), { 5, me, 0, "userdata" }, "a scalar request")
+  T.eq(T.recv(), { n = 3, "returned", 1, nil })
+  local bin = lpvm.binary(string.rep("x", 100))
+  local got = lpvm.call(srv, "$gen_call", { "get", bin, k = { 1.5, true } })
+  T.eq({ got[1][1], tostring(got[1][2]), got[1].k[1], got[1].k[2] },
+    { "get", string.rep("x", 100), 1.5, true }, "a table with a binary")
+  T.recv()
+  -- a call made by hand is the same bytes as lpvm.call's: served the same way
+  local ref = lpvm.monitor(srv, "alias")
+  lpvm.send(srv, "$gen_call", me, ref, "by hand")
+  local _, v = lpvm.receive_ref(ref, WAIT)
+  T.eq(v, { "by hand", me, 2, "userdata" })
+  lpvm.demonitor(ref, "flush")
+  T.recv()
+  -- the reference in `from` is the interned one: kept, compared, answered later
+  local kref = lpvm.monitor(srv, "alias")
+  lpvm.send(srv, "$gen_call", me, kref, "keep")
+  T.eq(T.recv(), { n = 6, "result", true, true, 2, "noreply", 3 })
+  T.recv()
+  lpvm.send(srv, "$gen_call", me, kref, "answer kept")
+  local a = table.pack(lpvm.receive_ref(kref, WAIT))
+  local b = table.pack(lpvm.receive_ref(kref, WAIT))
+  lpvm.demonitor(kref, "flush")
+  T.eq({ a[2], a[3], b[2] }, { "late", true, true }, "the same userdata in both calls")
+  T.recv()
+  T.eq(lpvm.call(srv, "$gen_call", "boom"), "from on_result", "an error to on_result")
+  local r = T.recv()
+  T.eq({ r[1], r[2] }, { "result", false })
+  T.ok(r[5]:find("^H .*boom"))
+  T.recv()
+  -- not a call of this shape: the values as receive gives them, to dispatch
+  lpvm.send(srv, "$gen_call", me, "not a ref", 1)
+  T.eq(T.recv(), { n = 7, "result", true, true, 3, "reply", { 1, me, 3, "string" }, 4 },
+    "a string where the reference goes: on_result")
+  T.recv()
+  lpvm.send(srv, "$gen_call", 1, 2)
+  T.eq(T.recv(), { n = 5, "other", 3, "$gen_call", 1, 2 })
+  T.recv()
+  lpvm.send(srv, "bye")
+  T.eq(T.recv(), { n = 3, "other", 1, "bye" })
+  T.no_msg(20)
+end)
+
 test("stress: callers on every worker, one server, replies never cross", function()
   local srv = server(function(from, ref, req) lpvm.send_alias(from, ref, req) end)
   local n, k = T.scaled(20, 4), T.scaled(500, 50)

@@ -72,6 +72,24 @@ test("call: a server killed mid-call raises its exit reason at once", function()
   T.no_msg(20)
 end)
 
+test("call: a reply ends gen_server.call's monitor on both sides, never one made by hand", function()
+  -- gen_server.call's message lets the server drop its half of the caller's monitor as
+  -- it replies (no DEMONITOR follows, vm/lmod_call.c); a call made by hand does not
+  local pid = assert(start())
+  local me = lpvm.self()
+  local m = lpvm.monitor(pid, "alias")
+  lpvm.send(pid, "$gen_call", me, m, { "put", "k", 1 })
+  T.eq(select(2, lpvm.receive_ref(m, T.WAIT)), true, "a call by hand is answered")
+  for i = 1, 50 do T.eq(gs.call(pid, { "put", i, i }), true) end
+  T.eq(gs.call(pid, { "get", "k" }), 1)
+  lpvm.exit(pid, "kill")
+  local r = table.pack(lpvm.receive_ref(m, T.WAIT))
+  T.eq({ r[1], r[5] }, { "DOWN", "killed" }, "the monitor made by hand still sees the end")
+  T.no_msg(30)   -- the calls' monitors ended with their replies: no DOWN for them
+  local ok, err = pcall(gs.call, pid, { "get", "k" })
+  T.eq({ ok, err }, { false, "noproc" }, "a new call monitors afresh")
+end)
+
 test("call: a crash in handle_call reaches the caller; terminate sees it", function()
   local pid = assert(start())
   local ok, err = pcall(gs.call, pid, { "crash" })

@@ -19,6 +19,43 @@ test("make_ref: unique, equal to itself, a table key, travels in messages", func
   lpvm.demonitor(m)
 end)
 
+test("references among scalars travel as themselves, before and after a table", function()
+  -- a message of scalars and references takes the encoder's and decoder's plain path
+  -- (vm/lterm.c), one with a table the general one: both give the interned reference
+  local a, b = lpvm.make_ref(), lpvm.make_ref()
+  local keys = { [a] = "a", [b] = "b" }
+  local echo = lpvm.spawn(function(parent)
+    while true do lpvm.send(parent, lpvm.receive()) end
+  end, lpvm.self())
+  lpvm.send(echo, 1, a, "x", b, a, nil, true, 2.5)
+  local r = table.pack(lpvm.receive(T.WAIT))
+  T.eq(r.n, 8)
+  T.eq(r[1], 1); T.eq(r[3], "x"); T.eq(r[6], nil); T.eq(r[7], true); T.eq(r[8], 2.5)
+  T.ok(rawequal(r[2], a) and rawequal(r[5], a) and rawequal(r[4], b), "the same userdata")
+  T.eq(keys[r[2]], "a"); T.eq(keys[r[4]], "b")
+  lpvm.send(echo, a, { b })
+  local x, t = lpvm.receive(T.WAIT)
+  T.ok(rawequal(x, a) and rawequal(t[1], b))
+  -- a reference first, as a reply's tag: receive_ref returns it, a reply to an alias
+  -- gives what comes after it
+  local c = lpvm.make_ref()
+  lpvm.send(echo, c, a, 7)
+  local r2 = table.pack(lpvm.receive_ref(c, T.WAIT))
+  T.eq(r2.n, 3); T.ok(rawequal(r2[1], c) and rawequal(r2[2], a)); T.eq(r2[3], 7)
+  local m = lpvm.monitor(echo, "alias")
+  lpvm.send_alias(lpvm.self(), m, b, "v")
+  local r3 = table.pack(lpvm.receive_ref(m, T.WAIT))
+  T.eq(r3.n, 3); T.ok(rawequal(r3[1], m) and rawequal(r3[2], b)); T.eq(r3[3], "v")
+  lpvm.demonitor(m, "flush")
+  -- a reference made by another process comes back as the one first decoded here
+  lpvm.spawn(function(p) local r = lpvm.make_ref(); lpvm.send(p, r, 1); lpvm.send(p, 2, r) end,
+    lpvm.self())
+  local r4, one = lpvm.receive(T.WAIT)
+  local two, r5 = lpvm.receive(T.WAIT)
+  T.eq(one, 1); T.eq(two, 2); T.ok(rawequal(r4, r5))
+  lpvm.exit(echo, "kill")
+end)
+
 test("make_ref: unique across processes", function()
   local me, seen = lpvm.self(), {}
   local n = T.scaled(20, 4)

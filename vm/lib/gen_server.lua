@@ -47,7 +47,7 @@ gen.client_api(M, "gen_server")
 -- by the first result or action that needs it, which then runs the loop.
 
 local S = {}        -- the running server: mod, state, parent, name (one per process)
-local dispatch      -- lpvm.dispatcher(S, ...), made in M.main
+local dispatch, serve   -- lpvm.dispatcher(S, ...), made in M.main; serve() is dispatch(receive())
 local rest          -- gen_server_loop.lua, once loaded
 
 local function terminate(reason)
@@ -102,17 +102,16 @@ end
 local function full()
   if not rest then
     rest = require "gen_server_loop"
-    dispatch = rest.dispatcher(S, { terminate = terminate, run = run,
-                                    noreply_result = noreply_result,
-                                    handle_common = handle_common })
+    dispatch, serve = rest.dispatcher(S, { terminate = terminate, run = run,
+                                           noreply_result = noreply_result,
+                                           handle_common = handle_common })
   end
   return rest
 end
 
 -- Messages until a result or action needs gen_server_loop.lua, which keeps the loop.
 local function loop(action)
-  local receive = lpvm.receive
-  while action == nil do action = dispatch(receive()) end
+  while action == nil do action = serve() end
   return full().loop(action)
 end
 
@@ -120,7 +119,7 @@ end
 function M.main(parent, tag, name, spec, args)
   local mod, r = gen.init(parent, tag, name, spec, args)
   S.mod, S.name, S.parent, S.state = mod, name, parent, r[3]
-  dispatch = lpvm.dispatcher(S, gen.traceback,
+  dispatch, serve = lpvm.dispatcher(S, gen.traceback,
     function(...) return full().call_result(...) end, handle_common)
   gen.ack(parent, tag, "ok")
   return loop(r[4])

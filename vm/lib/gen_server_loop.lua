@@ -57,19 +57,20 @@ end
 
 -- One message, as receive returned it: returns the next action. A call is handled in
 -- C (lpvm.dispatcher: handle_call, its reply, S.state); call_result gets what is not
--- a plain reply, handle_common the other messages. Made in G.dispatcher.
-local dispatch
+-- a plain reply, handle_common the other messages; serve() is dispatch(receive()) in
+-- one C call. Made in G.dispatcher.
+local dispatch, serve
 
 local function loop(action)
   while true do
-    while action == nil do action = dispatch(receive()) end
+    while action == nil do action = serve() end
     if type(action) == "table" then action = do_continue(action) end
     local r
     if action == nil then
-      action = dispatch(receive())
+      action = serve()
     elseif action == "hibernate" then
       collectgarbage("collect")
-      action = dispatch(receive())
+      action = serve()
     elseif math.type(action) == "integer" or type(action) == "number" then
       r = table.pack(receive(nil, action))
       if r.n == 2 and r[1] == nil and r[2] == "timeout" then
@@ -86,14 +87,15 @@ local function loop(action)
 end
 
 -- Take over the server S with gen_server.lua's functions (core: terminate, run,
--- noreply_result, handle_common): returns the dispatcher that replaces its first one
--- (lpvm.dispatcher with this file's call_result).
+-- noreply_result, handle_common): returns the dispatcher and serve that replace its
+-- first ones (lpvm.dispatcher with this file's call_result).
 function G.dispatcher(server, core)
   S = server
   terminate, run, noreply_result = core.terminate, core.run, core.noreply_result
   handle_common = core.handle_common
-  dispatch = lpvm.dispatcher(S, traceback, call_result, handle_common)
-  return dispatch
+  dispatch, serve = lpvm.dispatcher(S, traceback, call_result, handle_common)
+  return dispatch, serve
+end
 end
 
 G.call_result, G.loop = call_result, loop
