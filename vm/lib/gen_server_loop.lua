@@ -96,7 +96,6 @@ function G.dispatcher(server, core)
   dispatch, serve = lpvm.dispatcher(S, traceback, call_result, handle_common)
   return dispatch, serve
 end
-end
 
 G.call_result, G.loop = call_result, loop
 
