@@ -245,17 +245,22 @@ Test(core, handle_event_before_handle_timeout) {
   vm_stop();
 }
 
-/* A cancelled timer never runs handle_timeout; a replaced one runs once. */
+/* A cancelled timer never runs handle_timeout; a replaced one runs once. The
+** cancelled one is due first (200 ms: a 5 ms one could fire before its cancel on a
+** loaded machine), so a timeout before the 400 ms one's deadline would be its. */
 static _Atomic int tmo_count;
+static _Atomic uint64_t tmo_set_at, tmo_fired_at;
 static int tmo_setup(lpvm_task *t) {
-  lpvm_set_timer(t, 5);
+  atomic_store(&tmo_set_at, lpvm_now_ms());
+  lpvm_set_timer(t, 200);
   cr_assert_eq(lpvm_cancel_timer(t), 1);
   lpvm_set_timer(t, 1000000);
-  lpvm_set_timer(t, 10);  /* replaces the long one */
+  lpvm_set_timer(t, 400);  /* replaces the long one */
   return LPVM_WAIT;
 }
 static int tmo_timeout(lpvm_task *t) {
   (void)t;
+  atomic_store(&tmo_fired_at, lpvm_now_ms());
   atomic_fetch_add(&tmo_count, 1);
   return LPVM_EXIT;
 }
@@ -267,6 +272,9 @@ Test(core, set_timer_cancel_and_replace) {
   cr_assert_eq(lpvm_spawn_task(NULL, &tmo_def, NULL, 0, NULL), 0);
   cr_assert(wait_no_tasks(5000));
   cr_assert_eq(atomic_load(&tmo_count), 1);
+  uint64_t waited = atomic_load(&tmo_fired_at) - atomic_load(&tmo_set_at);
+  cr_assert_geq(waited, 390, "a timeout after %llu ms: the cancelled timer's",
+                (unsigned long long)waited);
   vm_stop();
 }
 
