@@ -86,26 +86,16 @@ static int over_heap(lproc *p, size_t osize, size_t nsize) {
 
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
-  if (p) {   /* the state's block (lproc_block.c) first */
-    if (ptr) {
-      if (lproc_block_owns(p, ptr)) {
-        if (nsize == 0) {
-          lproc_block_free(p, ptr, osize);
-          p->mem -= osize;
-          return NULL;
-        }
-        if (over_heap(p, osize, nsize)) return NULL;
-        void *q = lproc_block_realloc(p, ptr, osize, nsize);
-        if (q) p->mem += nsize - osize;
-        return q;
-      }
-    } else if (p->blk_bump && nsize && !p->max_heap && !p->clean_watch) {
-      void *q = lproc_block_alloc(p, nsize);
-      if (q) {
-        p->mem += nsize;
-        return q;
-      }
+  if (p && ptr && lproc_block_owns(p, ptr)) {   /* an object of the state's block */
+    if (nsize == 0) {
+      lproc_block_free(p, ptr, osize);
+      p->mem -= osize;
+      return NULL;
     }
+    if (over_heap(p, osize, nsize)) return NULL;
+    void *q = lproc_block_realloc(p, ptr, osize, nsize);
+    if (q) p->mem += nsize - osize;
+    return q;
   }
   size_t tag = ptr == NULL ? osize : 0;   /* a new object: osize is its type */
   if (ptr == NULL) osize = 0;
@@ -120,7 +110,7 @@ void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     p->clean_new = 1;
   void *q;
   if (ptr) q = realloc(ptr, nsize);
-  else if (!p || !p->blk_bump || !(q = lproc_block_alloc(p, nsize)))
+  else if (!p || !p->blk_bump || !(q = lproc_block_alloc(p, nsize)))   /* lproc_block.c */
     q = malloc(nsize);   /* malloc: the cheaper path */
   if (q && p) p->mem += nsize - osize;
   return q;
