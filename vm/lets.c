@@ -9,6 +9,8 @@
 ** took, and whatever is not of these shapes goes the general way.
 */
 #include <lauxlib.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "vm/lets.h"
@@ -104,13 +106,160 @@ size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   return put_scalar(L, idx, LUA_TNONE, &b) || b.err ? 0 : b.len;
 }
 
+/* ---- an object's array read in place ------------------------------------------------ */
+
+/* Through the API an object's element costs a call to fetch it, a type test, a call to
+** read it and a pop (~190 instructions for {k + 1, k}). Lua 5.4 keeps a short array's
+** elements in one vector of tagged values (lobject.h, ltable.h: Table's alimit and
+** array, TValue, TString), which is read here through a mirror of that layout -- but
+** only once lets_layout_check has seen the mirror read right, on a table of every kind
+** of element it reads, made through the API (as lfun.c does for closures). Nothing is
+** written through the mirror, so no barrier or invariant of the collector is involved;
+** an element of any other kind, or an array Lua keeps elsewhere, takes the API path. */
+typedef struct arr_value {
+  union { int64_t i; double n; const void *gc; } v;
+  uint8_t tt;
+} arr_value;
+
+typedef struct arr_table {   /* Table: CommonHeader, flags, lsizenode, alimit, array, ... */
+  void *next;
+  uint8_t tt, marked, flags, lsizenode;
+  unsigned alimit;           /* elements 1..alimit lie in array[] */
+  const arr_value *array;
+  const void *node;
+  const void *lastfree;      /* NULL: no hash part (ltable.c's isdummy) */
+} arr_table;
+
+#define ARR_BITRAS 0x80      /* in flags: alimit is not the array's real size */
+
+typedef struct arr_string {  /* TString: CommonHeader, extra, shrlen, hash, u, contents */
+  void *next;
+  uint8_t tt, marked, extra, shrlen;
+  unsigned hash;
+  size_t lnglen;             /* long strings; short ones use shrlen */
+  char contents[];
+} arr_string;
+
+/* Lua 5.4's variant tags (lobject.h): the type in bits 0-3, the variant in 4-5, and
+** bit 6 for collectable values. Nil's variants (nil, empty, absent key) share type 0. */
+enum { TV_FALSE = 0x01, TV_TRUE = 0x11, TV_INT = 0x03, TV_FLOAT = 0x13, TV_SHRSTR = 0x44,
+       TV_LNGSTR = 0x54 };
+
+static _Atomic int arr_layout;   /* 0 not checked yet, 1 the mirror holds, -1 it does not */
+
+static int arr_string_ok(lua_State *L, const arr_table *t, int i) {
+  size_t len;
+  lua_rawgeti(L, -1, i);
+  const char *s = lua_tolstring(L, -1, &len);
+  const arr_value *v = &t->array[i - 1];
+  const arr_string *ts = v->v.gc;
+  int ok = s && ts && s == ts->contents &&
+           len == (v->tt == TV_SHRSTR ? (size_t)ts->shrlen : ts->lnglen);
+  lua_pop(L, 1);
+  return ok;
+}
+
+void lets_layout_check(lua_State *L) {
+  if (atomic_load_explicit(&arr_layout, memory_order_relaxed) != 0) return;
+  int ok = 0;
+  if (LUA_VERSION_NUM == 504 && sizeof(arr_value) == 16 &&
+      offsetof(arr_string, contents) == 24 && lua_checkstack(L, 3)) {
+    lua_createtable(L, 8, 0);
+    lua_pushinteger(L, -0x1122334455667788); lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, 2.5); lua_rawseti(L, -2, 2);
+    lua_pushboolean(L, 1); lua_rawseti(L, -2, 3);
+    lua_pushboolean(L, 0); lua_rawseti(L, -2, 4);
+    lua_pushliteral(L, "ab"); lua_rawseti(L, -2, 5);
+    lua_pushliteral(L, "a string longer than Lua's short ones (40 bytes at most)");
+    lua_rawseti(L, -2, 6);
+    lua_pushnil(L); lua_rawseti(L, -2, 8);   /* 7 never set (empty), 8 set to nil */
+    const arr_table *t = lua_topointer(L, -1);
+    const arr_value *a = t ? t->array : NULL;
+    ok = a && t->alimit == 8 && !(t->flags & ARR_BITRAS) && !t->lastfree &&
+         lua_rawlen(L, -1) == 6 && t->alimit >= 6 &&
+         a[0].tt == TV_INT && a[0].v.i == -0x1122334455667788 &&
+         a[1].tt == TV_FLOAT && a[1].v.n == 2.5 && a[2].tt == TV_TRUE &&
+         a[3].tt == TV_FALSE && a[4].tt == TV_SHRSTR && a[5].tt == TV_LNGSTR &&
+         (a[6].tt & 0x0f) == 0 && (a[7].tt & 0x0f) == 0 &&
+         arr_string_ok(L, t, 5) && arr_string_ok(L, t, 6);
+    lua_pop(L, 1);
+    /* a hash part: lastfree set (lets_object then asks lua_rawlen) */
+    lua_createtable(L, 1, 1);
+    lua_pushboolean(L, 1); lua_rawseti(L, -2, 1);
+    lua_pushboolean(L, 1); lua_setfield(L, -2, "k");
+    t = lua_topointer(L, -1);
+    ok = ok && t && t->lastfree && t->alimit == 1 && t->array[0].tt == TV_TRUE;
+    lua_pop(L, 1);
+  }
+  atomic_store_explicit(&arr_layout, ok ? 1 : -1, memory_order_relaxed);
+}
+
+/* One element read in place, as put_scalar would write it; -1 for another kind. */
+static inline int put_tv(const arr_value *v, lpvm_tbuf *b) {
+  size_t room = b->cap - b->len, len;
+  const arr_string *s;
+  switch (v->tt) {
+    case TV_INT:
+      if (room < 11) return -1;
+      put_int(b, v->v.i);
+      return 0;
+    case TV_FLOAT:
+      if (room < 11) return -1;
+      lpvm_put_float(b, v->v.n);
+      return 0;
+    case TV_TRUE:
+    case TV_FALSE:
+      if (room < 8) return -1;
+      if (v->tt == TV_TRUE) lpvm_put_atom_len(b, "true", 4);
+      else lpvm_put_atom_len(b, "false", 5);
+      return 0;
+    case TV_SHRSTR:
+    case TV_LNGSTR:
+      s = v->v.gc;
+      len = v->tt == TV_SHRSTR ? s->shrlen : s->lnglen;
+      if (len > room || room - len < 5) return -1;
+      lpvm_put_binary(b, s->contents, len);
+      return 0;
+    default:
+      if ((v->tt & 0x0f) != 0) return -1;   /* a table, a function, ...: not a scalar */
+      if (room < 6) return -1;
+      lpvm_put_atom_len(b, "nil", 3);
+      return 0;
+  }
+}
+
+/* The elements of the table t in place: its length, as the API path below. */
+static size_t object_in_place(lua_State *L, int idx, const arr_table *t, lpvm_tbuf *b) {
+  lua_Unsigned n = t->alimit;
+  /* An array of its real size, full to its last element, and no hash part: its
+  ** length is alimit (ltable.c's luaH_getn answers so without looking further).
+  ** Else Lua says, and the elements must lie within alimit. */
+  if ((t->flags & ARR_BITRAS) || t->lastfree || n == 0 || (t->array[n - 1].tt & 0x0f) == 0) {
+    n = lua_rawlen(L, idx);   /* (may move alimit, never past the array's size) */
+    if (n > t->alimit) return 0;
+  }
+  if (n > 255) return 0;
+  b->data[2] = (uint8_t)n;
+  for (lua_Unsigned i = 0; i < n; i++)
+    if (put_tv(&t->array[i], b)) return 0;
+  return b->err ? 0 : b->len;
+}
+
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   if (lua_type(L, idx) != LUA_TTABLE || cap < 8) return 0;
-  lua_Unsigned n = lua_rawlen(L, idx);
-  if (n > 255) return 0;
   lpvm_tbuf b = {buf, 3, cap, 0};   /* the version and SMALL_TUPLE_EXT (n <= 255) */
   buf[0] = ETF_VERSION;
   buf[1] = ETF_SMALL_TUPLE;
+  const arr_table *t;
+  if (atomic_load_explicit(&arr_layout, memory_order_relaxed) == 1 &&
+      (t = lua_topointer(L, idx)) != NULL) {
+    size_t len = object_in_place(L, idx, t, &b);
+    if (len) return len;
+    b.len = 3;   /* another kind of element, or elsewhere: the API says */
+    b.err = 0;
+  }
+  lua_Unsigned n = lua_rawlen(L, idx);
+  if (n > 255) return 0;
   buf[2] = (uint8_t)n;
   int rc = 0;
   lua_Unsigned i = 1;

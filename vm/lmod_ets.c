@@ -683,6 +683,7 @@ static const luaL_Reg ets_fns[] = {
 };
 
 int lmod_ets_open(lua_State *L) {
+  lets_layout_check(L);
   luaL_newlibtable(L, ets_fns);
   lets_new_cache(L);
   lmod_push_ref(L, 1);          /* any reference, for its metatable */
