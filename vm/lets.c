@@ -125,7 +125,7 @@ typedef struct arr_table {   /* Table: CommonHeader, flags, lsizenode, alimit, a
   void *next;
   uint8_t tt, marked, flags, lsizenode;
   unsigned alimit;           /* elements 1..alimit lie in array[] */
-  const arr_value *array;
+  arr_value *array;
   const void *node;
   const void *lastfree;      /* NULL: no hash part (ltable.c's isdummy) */
 } arr_table;
@@ -163,7 +163,7 @@ void lets_layout_check(lua_State *L) {
   if (atomic_load_explicit(&arr_layout, memory_order_relaxed) != 0) return;
   int ok = 0;
   if (LUA_VERSION_NUM == 504 && sizeof(arr_value) == 16 &&
-      offsetof(arr_string, contents) == 24 && lua_checkstack(L, 3)) {
+      offsetof(arr_string, contents) == 24 && lua_checkstack(L, 6)) {
     lua_createtable(L, 8, 0);
     lua_pushinteger(L, -0x1122334455667788); lua_rawseti(L, -2, 1);
     lua_pushnumber(L, 2.5); lua_rawseti(L, -2, 2);
@@ -183,6 +183,25 @@ void lets_layout_check(lua_State *L) {
          (a[6].tt & 0x0f) == 0 && (a[7].tt & 0x0f) == 0 &&
          arr_string_ok(L, t, 5) && arr_string_ok(L, t, 6);
     lua_pop(L, 1);
+    /* values written in place (lets_push_objects) read back through the API */
+    int top = lua_gettop(L);
+    lua_createtable(L, 4, 0);
+    t = lua_topointer(L, -1);
+    if (ok && t && t->alimit == 4 && t->array) {
+      t->array[0].v.i = -0x1122334455667788; t->array[0].tt = TV_INT;
+      t->array[1].v.n = 2.5; t->array[1].tt = TV_FLOAT;
+      t->array[2].tt = TV_TRUE;
+      t->array[3].tt = TV_FALSE;
+      ok = lua_rawlen(L, -1) == 4 &&
+           lua_rawgeti(L, -1, 1) == LUA_TNUMBER && lua_isinteger(L, -1) &&
+           lua_tointeger(L, -1) == -0x1122334455667788 &&
+           lua_rawgeti(L, -2, 2) == LUA_TNUMBER && lua_tonumber(L, -1) == 2.5 &&
+           lua_rawgeti(L, -3, 3) == LUA_TBOOLEAN && lua_toboolean(L, -1) &&
+           lua_rawgeti(L, -4, 4) == LUA_TBOOLEAN && !lua_toboolean(L, -1);
+    } else {
+      ok = 0;
+    }
+    lua_settop(L, top);
     /* a hash part: lastfree set (lets_object then asks lua_rawlen) */
     lua_createtable(L, 1, 1);
     lua_pushboolean(L, 1); lua_rawseti(L, -2, 1);
@@ -374,8 +393,48 @@ static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int d
   *pp = p;
 }
 
+/* One scalar at *pp that is no collectable value (integers, floats, booleans, nil)
+** written straight into a new table's array slot: Lua's barrier is for collectable
+** values only, so none is owed. 1, or 0 (nothing written) for anything else. */
+static inline int set_fast(arr_value *v, const uint8_t **pp, const uint8_t *end) {
+  const uint8_t *p = *pp;
+  size_t left = (size_t)(end - p);
+  if (left < 2) return 0;
+  switch (p[0]) {
+    case ETF_SMALL_INT:
+      v->v.i = p[1];
+      v->tt = TV_INT;
+      *pp = p + 2;
+      return 1;
+    case ETF_INT:
+      if (left < 5) return 0;
+      v->v.i = (int32_t)be32(p + 1);
+      v->tt = TV_INT;
+      *pp = p + 5;
+      return 1;
+    case ETF_NEW_FLOAT: {
+      if (left < 9) return 0;
+      uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
+      memcpy(&v->v.n, &bits, sizeof bits);
+      v->tt = TV_FLOAT;
+      *pp = p + 9;
+      return 1;
+    }
+    case ETF_SMALL_ATOM_UTF8:   /* nil, true, false; any other atom is a string */
+      if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) v->tt = TV_TRUE;
+      else if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) v->tt = TV_FALSE;
+      else if (p[1] == 3 && left >= 5 && memcmp(p + 2, "nil", 3) == 0) v->tt = 0;
+      else return 0;
+      *pp = p + 2 + p[1];
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
   const uint8_t *end = p + len;
+  int in_place = atomic_load_explicit(&arr_layout, memory_order_relaxed) == 1;
   lua_createtable(L, n, 0);
   for (int i = 1; i <= n; i++) {
     if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
@@ -384,7 +443,10 @@ void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
       uint32_t m = p[1];
       p += 2;
       lua_createtable(L, (int)m, 0);
+      /* its array of exactly m slots, which nothing below resizes (rawseti within it) */
+      arr_value *a = in_place && m ? ((const arr_table *)lua_topointer(L, -1))->array : NULL;
       for (uint32_t k = 1; k <= m; k++) {
+        if (a && set_fast(&a[k - 1], &p, end)) continue;
         if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
         lua_rawseti(L, -2, (lua_Integer)k);
       }
