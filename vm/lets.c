@@ -9,11 +9,10 @@
 ** took, and whatever is not of these shapes goes the general way.
 */
 #include <lauxlib.h>
-#include <stdatomic.h>
-#include <stddef.h>
 #include <string.h>
 
 #include "vm/lets.h"
+#include "vm/lets_raw.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 
@@ -95,10 +94,15 @@ static inline int put_elem(lua_State *L, int idx, int type, lpvm_tbuf *b) {
   return put_scalar(L, idx, type, b);
 }
 
+static inline int put_tv(const raw_value *v, lpvm_tbuf *b);
+
 size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   lpvm_tbuf b = {buf, 1, cap, 0};
+  const raw_value *a;
   if (cap < 1) return 0;
   buf[0] = ETF_VERSION;
+  if (lets_raw() && idx > 0 && (a = lets_raw_arg(L, idx)) != NULL)   /* read in place */
+    return put_tv(a, &b) || b.err ? 0 : b.len;
   if (cap >= 12 && lua_isinteger(L, idx)) {   /* the usual key, no call */
     put_int(&b, lua_tointegerx(L, idx, NULL));
     return b.err ? 0 : b.len;
@@ -109,133 +113,33 @@ size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
 /* ---- an object's array read in place ------------------------------------------------ */
 
 /* Through the API an object's element costs a call to fetch it, a type test, a call to
-** read it and a pop (~190 instructions for {k + 1, k}). Lua 5.4 keeps a short array's
-** elements in one vector of tagged values (lobject.h, ltable.h: Table's alimit and
-** array, TValue, TString), which is read here through a mirror of that layout -- but
-** only once lets_layout_check has seen the mirror read right, on a table of every kind
-** of element it reads, made through the API (as lfun.c does for closures). Nothing is
-** written through the mirror, so no barrier or invariant of the collector is involved;
-** an element of any other kind, or an array Lua keeps elsewhere, takes the API path. */
-typedef struct arr_value {
-  union { int64_t i; double n; const void *gc; } v;
-  uint8_t tt;
-} arr_value;
-
-typedef struct arr_table {   /* Table: CommonHeader, flags, lsizenode, alimit, array, ... */
-  void *next;
-  uint8_t tt, marked, flags, lsizenode;
-  unsigned alimit;           /* elements 1..alimit lie in array[] */
-  arr_value *array;
-  const void *node;
-  const void *lastfree;      /* NULL: no hash part (ltable.c's isdummy) */
-} arr_table;
-
-#define ARR_BITRAS 0x80      /* in flags: alimit is not the array's real size */
-
-typedef struct arr_string {  /* TString: CommonHeader, extra, shrlen, hash, u, contents */
-  void *next;
-  uint8_t tt, marked, extra, shrlen;
-  unsigned hash;
-  size_t lnglen;             /* long strings; short ones use shrlen */
-  char contents[];
-} arr_string;
-
-/* Lua 5.4's variant tags (lobject.h): the type in bits 0-3, the variant in 4-5, and
-** bit 6 for collectable values. Nil's variants (nil, empty, absent key) share type 0. */
-enum { TV_FALSE = 0x01, TV_TRUE = 0x11, TV_INT = 0x03, TV_FLOAT = 0x13, TV_SHRSTR = 0x44,
-       TV_LNGSTR = 0x54 };
-
-static _Atomic int arr_layout;   /* 0 not checked yet, 1 the mirror holds, -1 it does not */
-
-static int arr_string_ok(lua_State *L, const arr_table *t, int i) {
-  size_t len;
-  lua_rawgeti(L, -1, i);
-  const char *s = lua_tolstring(L, -1, &len);
-  const arr_value *v = &t->array[i - 1];
-  const arr_string *ts = v->v.gc;
-  int ok = s && ts && s == ts->contents &&
-           len == (v->tt == TV_SHRSTR ? (size_t)ts->shrlen : ts->lnglen);
-  lua_pop(L, 1);
-  return ok;
-}
-
-void lets_layout_check(lua_State *L) {
-  if (atomic_load_explicit(&arr_layout, memory_order_relaxed) != 0) return;
-  int ok = 0;
-  if (LUA_VERSION_NUM == 504 && sizeof(arr_value) == 16 &&
-      offsetof(arr_string, contents) == 24 && lua_checkstack(L, 6)) {
-    lua_createtable(L, 8, 0);
-    lua_pushinteger(L, -0x1122334455667788); lua_rawseti(L, -2, 1);
-    lua_pushnumber(L, 2.5); lua_rawseti(L, -2, 2);
-    lua_pushboolean(L, 1); lua_rawseti(L, -2, 3);
-    lua_pushboolean(L, 0); lua_rawseti(L, -2, 4);
-    lua_pushliteral(L, "ab"); lua_rawseti(L, -2, 5);
-    lua_pushliteral(L, "a string longer than Lua's short ones (40 bytes at most)");
-    lua_rawseti(L, -2, 6);
-    lua_pushnil(L); lua_rawseti(L, -2, 8);   /* 7 never set (empty), 8 set to nil */
-    const arr_table *t = lua_topointer(L, -1);
-    const arr_value *a = t ? t->array : NULL;
-    ok = a && t->alimit == 8 && !(t->flags & ARR_BITRAS) && !t->lastfree &&
-         lua_rawlen(L, -1) == 6 && t->alimit >= 6 &&
-         a[0].tt == TV_INT && a[0].v.i == -0x1122334455667788 &&
-         a[1].tt == TV_FLOAT && a[1].v.n == 2.5 && a[2].tt == TV_TRUE &&
-         a[3].tt == TV_FALSE && a[4].tt == TV_SHRSTR && a[5].tt == TV_LNGSTR &&
-         (a[6].tt & 0x0f) == 0 && (a[7].tt & 0x0f) == 0 &&
-         arr_string_ok(L, t, 5) && arr_string_ok(L, t, 6);
-    lua_pop(L, 1);
-    /* values written in place (lets_push_objects) read back through the API */
-    int top = lua_gettop(L);
-    lua_createtable(L, 4, 0);
-    t = lua_topointer(L, -1);
-    if (ok && t && t->alimit == 4 && t->array) {
-      t->array[0].v.i = -0x1122334455667788; t->array[0].tt = TV_INT;
-      t->array[1].v.n = 2.5; t->array[1].tt = TV_FLOAT;
-      t->array[2].tt = TV_TRUE;
-      t->array[3].tt = TV_FALSE;
-      ok = lua_rawlen(L, -1) == 4 &&
-           lua_rawgeti(L, -1, 1) == LUA_TNUMBER && lua_isinteger(L, -1) &&
-           lua_tointeger(L, -1) == -0x1122334455667788 &&
-           lua_rawgeti(L, -2, 2) == LUA_TNUMBER && lua_tonumber(L, -1) == 2.5 &&
-           lua_rawgeti(L, -3, 3) == LUA_TBOOLEAN && lua_toboolean(L, -1) &&
-           lua_rawgeti(L, -4, 4) == LUA_TBOOLEAN && !lua_toboolean(L, -1);
-    } else {
-      ok = 0;
-    }
-    lua_settop(L, top);
-    /* a hash part: lastfree set (lets_object then asks lua_rawlen) */
-    lua_createtable(L, 1, 1);
-    lua_pushboolean(L, 1); lua_rawseti(L, -2, 1);
-    lua_pushboolean(L, 1); lua_setfield(L, -2, "k");
-    t = lua_topointer(L, -1);
-    ok = ok && t && t->lastfree && t->alimit == 1 && t->array[0].tt == TV_TRUE;
-    lua_pop(L, 1);
-  }
-  atomic_store_explicit(&arr_layout, ok ? 1 : -1, memory_order_relaxed);
-}
+** read it and a pop (~190 instructions for {k + 1, k}); lets_raw.h reads Lua's array
+** part in place instead. An element of another kind, or an array Lua keeps elsewhere,
+** takes the API path. */
 
 /* One element read in place, as put_scalar would write it; -1 for another kind. */
-static inline int put_tv(const arr_value *v, lpvm_tbuf *b) {
+static inline int put_tv(const raw_value *v, lpvm_tbuf *b) {
   size_t room = b->cap - b->len, len;
-  const arr_string *s;
+  const raw_string *s;
   switch (v->tt) {
-    case TV_INT:
+    case RAW_INT:
       if (room < 11) return -1;
       put_int(b, v->v.i);
       return 0;
-    case TV_FLOAT:
+    case RAW_FLOAT:
       if (room < 11) return -1;
       lpvm_put_float(b, v->v.n);
       return 0;
-    case TV_TRUE:
-    case TV_FALSE:
+    case RAW_TRUE:
+    case RAW_FALSE:
       if (room < 8) return -1;
-      if (v->tt == TV_TRUE) lpvm_put_atom_len(b, "true", 4);
+      if (v->tt == RAW_TRUE) lpvm_put_atom_len(b, "true", 4);
       else lpvm_put_atom_len(b, "false", 5);
       return 0;
-    case TV_SHRSTR:
-    case TV_LNGSTR:
+    case RAW_SHRSTR:
+    case RAW_LNGSTR:
       s = v->v.gc;
-      len = v->tt == TV_SHRSTR ? s->shrlen : s->lnglen;
+      len = v->tt == RAW_SHRSTR ? s->shrlen : s->lnglen;
       if (len > room || room - len < 5) return -1;
       lpvm_put_binary(b, s->contents, len);
       return 0;
@@ -247,15 +151,18 @@ static inline int put_tv(const arr_value *v, lpvm_tbuf *b) {
   }
 }
 
-/* The elements of the table t in place: its length, as the API path below. */
-static size_t object_in_place(lua_State *L, int idx, const arr_table *t, lpvm_tbuf *b) {
+#define ASK_API ((size_t)-1)
+
+/* The elements of the table t in place: the tuple's length, or 0 as lets_object, or
+** ASK_API when some of them lie outside the array part. */
+static size_t object_in_place(lua_State *L, int idx, const raw_table *t, lpvm_tbuf *b) {
   lua_Unsigned n = t->alimit;
   /* An array of its real size, full to its last element, and no hash part: its
   ** length is alimit (ltable.c's luaH_getn answers so without looking further).
   ** Else Lua says, and the elements must lie within alimit. */
-  if ((t->flags & ARR_BITRAS) || t->lastfree || n == 0 || (t->array[n - 1].tt & 0x0f) == 0) {
+  if ((t->flags & RAW_BITRAS) || t->lastfree || n == 0 || raw_is_nil(&t->array[n - 1])) {
     n = lua_rawlen(L, idx);   /* (may move alimit, never past the array's size) */
-    if (n > t->alimit) return 0;
+    if (n > t->alimit) return ASK_API;
   }
   if (n > 255) return 0;
   b->data[2] = (uint8_t)n;
@@ -265,17 +172,17 @@ static size_t object_in_place(lua_State *L, int idx, const arr_table *t, lpvm_tb
 }
 
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
-  if (lua_type(L, idx) != LUA_TTABLE || cap < 8) return 0;
+  const raw_value *a;
+  if (cap < 8) return 0;
   lpvm_tbuf b = {buf, 3, cap, 0};   /* the version and SMALL_TUPLE_EXT (n <= 255) */
   buf[0] = ETF_VERSION;
   buf[1] = ETF_SMALL_TUPLE;
-  const arr_table *t;
-  if (atomic_load_explicit(&arr_layout, memory_order_relaxed) == 1 &&
-      (t = lua_topointer(L, idx)) != NULL) {
-    size_t len = object_in_place(L, idx, t, &b);
-    if (len) return len;
-    b.len = 3;   /* another kind of element, or elsewhere: the API says */
-    b.err = 0;
+  if (lets_raw() && idx > 0) {
+    if (!(a = lets_raw_arg(L, idx)) || a->tt != RAW_TABLE) return 0;
+    size_t len = object_in_place(L, idx, a->v.gc, &b);
+    if (len != ASK_API) return len;
+  } else if (lua_type(L, idx) != LUA_TTABLE) {
+    return 0;
   }
   lua_Unsigned n = lua_rawlen(L, idx);
   if (n > 255) return 0;
@@ -396,33 +303,33 @@ static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int d
 /* One scalar at *pp that is no collectable value (integers, floats, booleans, nil)
 ** written straight into a new table's array slot: Lua's barrier is for collectable
 ** values only, so none is owed. 1, or 0 (nothing written) for anything else. */
-static inline int set_fast(arr_value *v, const uint8_t **pp, const uint8_t *end) {
+static inline int set_fast(raw_value *v, const uint8_t **pp, const uint8_t *end) {
   const uint8_t *p = *pp;
   size_t left = (size_t)(end - p);
   if (left < 2) return 0;
   switch (p[0]) {
     case ETF_SMALL_INT:
       v->v.i = p[1];
-      v->tt = TV_INT;
+      v->tt = RAW_INT;
       *pp = p + 2;
       return 1;
     case ETF_INT:
       if (left < 5) return 0;
       v->v.i = (int32_t)be32(p + 1);
-      v->tt = TV_INT;
+      v->tt = RAW_INT;
       *pp = p + 5;
       return 1;
     case ETF_NEW_FLOAT: {
       if (left < 9) return 0;
       uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
       memcpy(&v->v.n, &bits, sizeof bits);
-      v->tt = TV_FLOAT;
+      v->tt = RAW_FLOAT;
       *pp = p + 9;
       return 1;
     }
     case ETF_SMALL_ATOM_UTF8:   /* nil, true, false; any other atom is a string */
-      if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) v->tt = TV_TRUE;
-      else if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) v->tt = TV_FALSE;
+      if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) v->tt = RAW_TRUE;
+      else if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) v->tt = RAW_FALSE;
       else if (p[1] == 3 && left >= 5 && memcmp(p + 2, "nil", 3) == 0) v->tt = 0;
       else return 0;
       *pp = p + 2 + p[1];
@@ -434,7 +341,7 @@ static inline int set_fast(arr_value *v, const uint8_t **pp, const uint8_t *end)
 
 void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
   const uint8_t *end = p + len;
-  int in_place = atomic_load_explicit(&arr_layout, memory_order_relaxed) == 1;
+  int in_place = lets_raw();
   lua_createtable(L, n, 0);
   for (int i = 1; i <= n; i++) {
     if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
@@ -444,7 +351,7 @@ void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
       p += 2;
       lua_createtable(L, (int)m, 0);
       /* its array of exactly m slots, which nothing below resizes (rawseti within it) */
-      arr_value *a = in_place && m ? ((const arr_table *)lua_topointer(L, -1))->array : NULL;
+      raw_value *a = in_place && m ? ((const raw_table *)lua_topointer(L, -1))->array : NULL;
       for (uint32_t k = 1; k <= m; k++) {
         if (a && set_fast(&a[k - 1], &p, end)) continue;
         if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);

@@ -26,10 +26,6 @@ size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap);
 /* The Lua array at idx, all of whose elements are scalars, as a tuple (version byte
 ** first): its length, or 0 (another shape, or too big: use the general encoder). */
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap);
-/* Once per run, before lets_object reads arrays in place: checks on a table made here
-** that lets.c's mirror of Lua's table layout reads it right (else lets_object keeps to
-** the API). Raises only as lua_createtable does (out of memory). */
-void lets_layout_check(lua_State *L);
 /* Push n tuples lying back to back in [p, p + len) (no version byte) as a Lua
 ** array of arrays, each made with its exact size. Raises on a malformed term. Uses 3
 ** stack slots without asking: call it with LUA_MINSTACK's slots free (as a C
