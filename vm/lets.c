@@ -101,8 +101,11 @@ size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   const raw_value *a;
   if (cap < 1) return 0;
   buf[0] = ETF_VERSION;
-  if (lets_raw() && idx > 0 && (a = lets_raw_arg(L, idx)) != NULL)   /* read in place */
-    return put_tv(a, &b) || b.err ? 0 : b.len;
+  if (lets_raw() && idx > 0 && (a = lets_raw_arg(L, idx)) != NULL) {   /* read in place */
+    if (a->tt == RAW_INT && cap >= 12) put_int(&b, a->v.i);
+    else if (put_tv(a, &b)) return 0;
+    return b.err ? 0 : b.len;
+  }
   if (cap >= 12 && lua_isinteger(L, idx)) {   /* the usual key, no call */
     put_int(&b, lua_tointegerx(L, idx, NULL));
     return b.err ? 0 : b.len;
@@ -166,8 +169,11 @@ static size_t object_in_place(lua_State *L, int idx, const raw_table *t, lpvm_tb
   }
   if (n > 255) return 0;
   b->data[2] = (uint8_t)n;
-  for (lua_Unsigned i = 0; i < n; i++)
-    if (put_tv(&t->array[i], b)) return 0;
+  const raw_value *v = t->array;
+  for (lua_Unsigned i = 0; i < n; i++, v++) {
+    if (v->tt == RAW_INT && b->cap - b->len >= 11) put_int(b, v->v.i);   /* no call */
+    else if (put_tv(v, b)) return 0;
+  }
   return b->err ? 0 : b->len;
 }
 
