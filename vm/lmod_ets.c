@@ -17,7 +17,7 @@
 
 #include "lpvm/ets.h"
 #include "vm/lets.h"
-#include "vm/lets_raw.h"
+#include "vm/lraw.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
@@ -85,10 +85,10 @@ static int fail(lua_State *L, int rc, int arg) {
 ** the same address), which a loop over one table passes again and again; upvalue 4:
 ** that reference's table id. */
 static lpvm_tab check_tab(lua_State *L, int arg) {
-  if (lets_raw()) {   /* the held reference itself (one object): no API call */
-    const raw_value *a = lets_raw_arg(L, arg), *held = lets_raw_upvalue(L, 3);
-    if (a && a->tt == RAW_USERDATA && held->tt == RAW_USERDATA && a->v.gc == held->v.gc)
-      return (lpvm_tab)lets_raw_upvalue(L, 4)->v.i;
+  if (lraw_ok()) {   /* the held reference itself (one object): no API call */
+    const lraw_tvalue *a = lraw_arg(L, arg), *held = lraw_upvalue(L, 3);
+    if (a && a->tt == LRAW_VUSERDATA && held->tt == LRAW_VUSERDATA && a->v.gc == held->v.gc)
+      return (lpvm_tab)lraw_upvalue(L, 4)->v.i;
   } else {
     /* the same address as the held reference, and a full userdata: the same value */
     void *u = lua_touserdata(L, arg);
@@ -695,7 +695,6 @@ static const luaL_Reg ets_fns[] = {
 };
 
 int lmod_ets_open(lua_State *L) {
-  lets_raw_check(L);             /* may the fast paths read Lua's values in place? */
   luaL_newlibtable(L, ets_fns);
   lets_new_cache(L);
   lmod_push_ref(L, 1);          /* any reference, for its metatable */
