@@ -357,7 +357,11 @@ void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
       p += 2;
       lua_createtable(L, (int)m, 0);
       /* its array of exactly m slots, which nothing below resizes (rawseti within it) */
-      lraw_tvalue *a = in_place && m ? ((const lraw_table *)lua_topointer(L, -1))->array : NULL;
+      lraw_tvalue *a = NULL;
+      if (in_place && m) {   /* the table on top (lraw.h: no call since it was pushed) */
+        const lraw_tvalue *top = ((const lraw_state *)(void *)L)->top - 1;
+        a = ((const lraw_table *)top->v.gc)->array;
+      }
       for (uint32_t k = 1; k <= m; k++) {
         if (a && set_fast(&a[k - 1], &p, end)) continue;
         if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
