@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "vm/lproc_int.h"
+#include "vm/lproc_small.h"
 
 /* The first allocation of a new state: its global state, at the block's start. */
 void *lproc_block_first(lproc *p, size_t nsize) {
@@ -64,7 +65,7 @@ void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize) {
     return q;
   }
   void *n = p->blk_bump ? lproc_block_alloc(p, nsize) : NULL;
-  if (!n) n = malloc(nsize);
+  if (!n) n = lproc_small_alloc(nsize);   /* lproc_small.h: sized to its class */
   if (!n) return NULL;
   memcpy(n, q, osize);
   lproc_block_free(p, q, osize);
