@@ -128,15 +128,18 @@ __attribute__((noinline)) static void *alloc_slow(lproc *p, void *ptr, size_t os
   return q;
 }
 
-/* The common cases first, each a few instructions and no call: a small new object
-** taken from the thread's free list (lproc_small.h) when no limit, cleaning or block
-** is in play, and a small object, not of the block, freed to it. The rest: alloc_slow. */
+/* The common cases first, each a few instructions and no call: with no limit and no
+** cleaning in play, a new object bumped from the state's block (lproc_block.c) or a
+** small one taken from the thread's free list (lproc_small.h); a small object, not of
+** the block, freed to the list. The rest: alloc_slow. */
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lproc *p = ud;
   if (p) {
     if (ptr == NULL) {
-      if (!p->max_heap && !p->clean_watch && !p->blk_bump) {
-        void *q = lproc_small_pop(nsize);
+      if (!p->max_heap && !p->clean_watch) {
+        void *q;
+        if (p->blk_bump) q = p->blk ? lproc_block_alloc(p, nsize) : NULL;
+        else q = lproc_small_pop(nsize);
         if (q) {
           p->mem += nsize;
           return q;

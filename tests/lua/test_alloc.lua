@@ -33,7 +33,7 @@ end
 
 test("processes churning small objects and passing tables keep every value", function()
   local me = lpvm.self()
-  local np, rounds, n = T.scaled(40, 8), T.scaled(60, 6), 40
+  local np, rounds, n = T.scaled(40, 8), T.scaled(60, 12), 40
   local pids = {}
   for k = 1, np do
     pids[k] = lpvm.spawn(function(parent, id, count, size)
@@ -44,7 +44,7 @@ test("processes churning small objects and passing tables keep every value", fun
         lpvm.send(peer, t)
         local got = lpvm.receive()
         ok = ok and check(got, got.id, size)
-        if r % 20 == 0 then lpvm.migrate("thread") lpvm.migrate("worker") end
+        if r % 4 == 0 then lpvm.migrate("thread") lpvm.migrate("worker") end
       end
       lpvm.send(parent, "done", id, ok)
     end, me, k, rounds, n)
