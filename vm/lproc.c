@@ -20,7 +20,8 @@
 ** resume or a pcall.
 **
 ** Memory: the allocator counts the state's bytes and refuses past `max_heap`; the
-** process then exits with reason `max_heap`. Finished states go back to a bounded
+** process then exits with reason `max_heap`. Small blocks come from and go back to
+** the running thread's free lists (lproc_small.h), the rest to malloc. Finished states go back to a bounded
 ** pool after a cleaning that leaves nothing of their previous owner (lproc_pool.c).
 */
 #include <lauxlib.h>

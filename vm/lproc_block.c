@@ -15,7 +15,8 @@
 ** they fit, 8-byte aligned (Lua's largest alignment); a freed object's space stays
 ** unused (the block is small), except the last one bumped, which is given back. A
 ** block object resized keeps its place when it shrinks or is the last one, else
-** moves (to the block or malloc). Objects that do not fit go to malloc as before.
+** moves (to the block or the heap). Objects that do not fit go to the heap as before
+** (lproc_small.h: the thread's free lists, or malloc).
 ** The block belongs to the state: it moves with it through the pool (lproc_pool.c).
 ** With ASan, the block's unused and freed bytes are poisoned, so an overrun of a
 ** block object is still caught.

@@ -24,7 +24,7 @@
 ** these sizes to its own classes anyway (8, 16, 32, 48, ...): no byte more is held.
 **
 ** ASan: no lists (every block goes to malloc and free), so ASan's quarantine still
-** reports a use after free of a Lua object (tests/test_alloc_uaf.c).
+** reports a use after free of a Lua object (tests/asan_uaf.c).
 */
 #ifndef LPROC_SMALL_H
 #define LPROC_SMALL_H
