@@ -139,7 +139,8 @@ void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (ptr == NULL) {
       if (!p->max_heap && !p->clean_watch) {
         void *q;
-        if (p->blk_bump) q = p->blk ? lproc_block_alloc(p, nsize) : NULL;
+        /* nsize 0 (Lua "freeing" NULL): the bump would give a pointer, the pop NULL */
+        if (p->blk_bump) q = p->blk && nsize ? lproc_block_alloc(p, nsize) : NULL;
         else q = lproc_small_pop(nsize);
         if (q) {
           p->mem += nsize;
