@@ -105,15 +105,9 @@ typedef struct burst_task {
   int64_t sent, n;
 } burst_task;
 
-typedef struct burst_arg {
-  lpvm_id to;
-  int index;
-  int64_t n;
-} burst_arg;
-
 static int burst_init(lpvm_task *t, void *arg) {
   burst_task *b = (burst_task *)t;
-  burst_arg *a = arg;
+  const sender_arg *a = arg;   /* its gate unused */
   b->to = a->to, b->index = a->index, b->n = a->n, b->sent = 0;
   return LPVM_IDLE;
 }
@@ -136,7 +130,7 @@ Test(signals, order_per_sender_8_tasks_sending_bursts) {
   lpvm_id id;
   cr_assert_eq(lpvm_spawn_task(NULL, &order_def, NULL, 0, &id), 0);
   for (int i = 0; i < SENDERS; i++) {
-    burst_arg a = {id, i, per};
+    sender_arg a = {id, i, per, NULL};
     cr_assert_eq(lpvm_spawn_task(NULL, &burst_def, &a, 0, NULL), 0);
   }
   cr_assert(wait_no_tasks(60000));
@@ -178,7 +172,7 @@ Test(signals, a_receiver_dying_under_a_burst_is_reaped_and_answered) {
   for (int round = 0; round < 20; round++) {
     lpvm_id victim;
     cr_assert_eq(lpvm_spawn_task(NULL, &first_only_def, NULL, 0, &victim), 0);
-    burst_arg a = {victim, 0, 0};
+    sender_arg a = {victim, 0, 0, NULL};
     cr_assert_eq(lpvm_spawn_task(NULL, &flood_def, &a, 0, NULL), 0);
     cr_assert(wait_no_tasks(60000));
     cr_assert_eq(lpvm_is_alive(victim), 0);
