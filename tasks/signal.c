@@ -308,10 +308,10 @@ static lpvm_id self_id(const lpvm_task *self) { return self ? self->id : 0; }
 ** cache, sig_cache_end drops it when the step's callbacks return) a message's pin
 ** is kept for the next message to the same id; a send to another id, or the end of
 ** the step, releases it. The step is bounded (time slices), so a receiver that died
-** meanwhile is reaped (its late signals answered) at most one step later, by this
-** worker's unpin. A kept pin is used only while the receiver is not DEAD: a send to
-** a task that has died fails (ENOPROC) as it would by a new pin. Only the thread's
-** own step touches the cache. */
+** meanwhile is reaped (its late signals answered) when the sender's step ends, by
+** this worker's unpin, instead of at its own exit. A kept pin is used only while the
+** receiver is not DEAD: a send to a task that has died fails (ENOPROC) as it would
+** by a new pin. Only the thread's own step touches the cache. */
 _Thread_local sig_pin_cache sig_pins;
 
 void sig_cache_drop(void) {
