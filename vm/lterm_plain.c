@@ -18,6 +18,7 @@
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
+#include "vm/lterm_raw.h"
 
 /* A scalar (nil, a boolean, a number, a string, a pid, a reference): its type and
 ** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
@@ -208,6 +209,52 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
                                   int depth);
 
+/* The element at p written straight into the array slot v of a table
+** lua_createtable just made, if it is a value that is not collectable (an integer, a
+** float, a boolean, nil, this node's pid when the state has the pid metatable): past
+** it, or NULL (nothing written: the caller pushes it and sets it with lua_rawseti,
+** which keeps the collector's barrier for strings and tables). A nil stays the
+** empty slot the table was made with. */
+static inline __attribute__((always_inline)) const uint8_t *
+raw_scalar(lraw_tvalue *v, const uint8_t *p, const uint8_t *end, int pids) {
+  size_t left = (size_t)(end - p);
+  if (left < 2) return NULL;
+  switch (p[0]) {
+    case T_SMALL_INT: v->v.i = p[1], v->tt = LRAW_VNUMINT; return p + 2;
+    case T_INT:
+      if (left < 5) return NULL;
+      v->v.i = (int32_t)be32(p + 1), v->tt = LRAW_VNUMINT;
+      return p + 5;
+    case T_NEW_FLOAT: {
+      if (left < 9) return NULL;
+      uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
+      memcpy(&v->v.n, &bits, sizeof bits);
+      v->tt = LRAW_VNUMFLT;
+      return p + 9;
+    }
+    case T_SMALL_ATOM_UTF8:
+      if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) {
+        v->v.i = 0, v->tt = LRAW_VTRUE;
+        return p + 6;
+      }
+      if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) {
+        v->v.i = 0, v->tt = LRAW_VFALSE;
+        return p + 7;
+      }
+      if (p[1] == 3 && left >= 5 && memcmp(p + 2, "nil", 3) == 0) return p + 5;
+      return NULL;
+    case T_NEW_PID: {
+      const uint8_t *q = pids ? local_pid(p, left) : NULL;
+      if (!q) return NULL;
+      lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
+      if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;
+      v->v.p = (void *)(uintptr_t)id, v->tt = LRAW_VLIGHTUD;
+      return q + 12;
+    }
+    default: return NULL;
+  }
+}
+
 /* n elements at p into a new sequence (a list's or a tuple's). */
 static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *end,
                                 uint32_t n, int depth) {
@@ -215,7 +262,22 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
   ** allowed to size a table */
   if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !lua_checkstack(L, 4)) return NULL;
   lua_createtable(L, (int)n, 0);
+  lraw_tvalue *a = NULL;   /* the array part, when written directly */
+  int pids = 0;
+  if (n > 0 && lterm_raw_ok()) {
+    lraw_table *h = lraw_table_at(L, -1);
+    if (h->alimit == n && !(h->flags & LRAW_BITRAS)) a = h->array;
+    lproc *pr = lproc_of(L);
+    pids = pr && pr->pid_mt;
+  }
   for (uint32_t i = 1; i <= n; i++) {
+    if (a) {
+      const uint8_t *r = raw_scalar(&a[i - 1], p, end, pids);
+      if (r) {
+        p = r;
+        continue;
+      }
+    }
     const uint8_t *q = plain_scalar(L, p, end);
     if (!(p = q ? q : plain_value(L, p, end, depth + 1))) return NULL;
     lua_rawseti(L, -2, (lua_Integer)i);
