@@ -41,6 +41,11 @@ static const char *const cases[] = {
   "return {1, 2.5, true, false, 'short', string.rep('long', 20), {1, {2, {}}}, -7, "
   "1 << 40, -(1 << 40), 300, -300, math.huge, 1e300, 0.0, -0.0}",
   "return {{}, {{}}, {{{}}}, {a = {1}}, {{x = 1}}}",
+  /* short strings met again (the reader's cache), one-byte ones, a long one, and
+  ** ones of one length in one slot of the cache ('aa' 'Aa', 'abc' 'axc') */
+  "local s = {} for i = 1, 60 do s[i] = {'a', 'v', 'a', string.rep('x', i), {'a', 'v', "
+  "''}, 'y', 'u', string.rep('x', i % 45), 'tr', 'ue', 'true', true, 'aa', 'Aa', 'abc', "
+  "'axc', {'Aa', 'axc', 'aa'}} end return s",
   "return setmetatable({1, 2}, {__index = function() return 9 end, __len = function() "
   "return 5 end})",
   "return {print}",

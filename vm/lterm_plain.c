@@ -206,8 +206,25 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
   }
 }
 
+/* The short strings a message's lists already hold, by their length and end bytes:
+** one met again is written from here into its slot (lterm_raw.h), without
+** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
+** of the message being read, which the stack reaches until the end: the collector
+** keeps them. Per message, on the C stack (a finalizer run by an allocation may read
+** a message of its own). */
+#define STR_SLOTS 32
+typedef struct strs {
+  uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
+  const lraw_string *s[STR_SLOTS];
+} strs;
+
+static inline unsigned str_slot(const uint8_t *s, size_t k) {
+  /* odd factors: one-byte strings (atoms' names) fall in distinct slots */
+  return (unsigned)(k * 11 + (k ? s[0] + 8u * s[k - 1] : 0)) & (STR_SLOTS - 1);
+}
+
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                  int depth);
+                                  int depth, strs *c);
 
 /* The element at p written straight into the array slot v of a table
 ** lua_createtable just made, if it is a value that is not collectable (an integer, a
@@ -257,30 +274,48 @@ raw_scalar(lraw_tvalue *v, const uint8_t *p, const uint8_t *end, int pids) {
 
 /* n elements at p into a new sequence (a list's or a tuple's). */
 static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                uint32_t n, int depth) {
+                                uint32_t n, int depth, strs *c) {
   /* every element takes a byte at least: a bigger count is malformed, and is not
   ** allowed to size a table */
   if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !lua_checkstack(L, 4)) return NULL;
   lua_createtable(L, (int)n, 0);
   lraw_tvalue *a = NULL;   /* the array part, when written directly */
+  lraw_table *h = NULL;
   int pids = 0;
   if (n > 0 && lterm_raw_ok()) {
-    lraw_table *h = lraw_table_at(L, -1);
+    h = lraw_table_at(L, -1);
     if (h->alimit == n && !(h->flags & LRAW_BITRAS)) a = h->array;
     lproc *pr = lproc_of(L);
     pids = pr && pr->pid_mt;
   }
   for (uint32_t i = 1; i <= n; i++) {
+    unsigned slot = STR_SLOTS;
     if (a) {
       const uint8_t *r = raw_scalar(&a[i - 1], p, end, pids);
       if (r) {
         p = r;
         continue;
       }
+      size_t k, left = (size_t)(end - p);
+      if (p[0] == T_BINARY && left >= 5 && (k = be32(p + 1)) <= LRAW_SHORTMAX &&
+          k <= left - 5) {   /* a short string: met before in this message? */
+        const lraw_string *s = c->s[slot = str_slot(p + 5, k)];
+        /* a table the collector has blackened needs lua_rawseti's barrier */
+        if ((c->used >> slot & 1) && s->shrlen == k && memcmp(s->contents, p + 5, k) == 0 &&
+            !(h->marked & LRAW_BLACK)) {
+          a[i - 1].v.gc = (void *)s, a[i - 1].tt = LRAW_VSHRSTR;
+          p += 5 + k;
+          continue;
+        }
+      }
     }
     const uint8_t *q = plain_scalar(L, p, end);
-    if (!(p = q ? q : plain_value(L, p, end, depth + 1))) return NULL;
+    if (!(p = q ? q : plain_value(L, p, end, depth + 1, c))) return NULL;
     lua_rawseti(L, -2, (lua_Integer)i);
+    if (slot < STR_SLOTS && a[i - 1].tt == LRAW_VSHRSTR) {
+      c->s[slot] = a[i - 1].v.gc;
+      c->used |= UINT32_C(1) << slot;
+    }
   }
   return p;
 }
@@ -288,13 +323,13 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
 /* pairs key-value pairs at p into a new table; a nil or NaN key drops its pair, as
 ** the general decoder does. */
 static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                uint32_t pairs, int depth) {
+                                uint32_t pairs, int depth, strs *c) {
   if (depth >= LTERM_DEPTH || pairs > (size_t)(end - p) / 2 || !lua_checkstack(L, 5))
     return NULL;
   lua_createtable(L, 0, (int)pairs);
   for (uint32_t i = 0; i < pairs; i++) {
-    if (!(p = plain_value(L, p, end, depth + 1))) return NULL;
-    if (!(p = plain_value(L, p, end, depth + 1))) return NULL;
+    if (!(p = plain_value(L, p, end, depth + 1, c))) return NULL;
+    if (!(p = plain_value(L, p, end, depth + 1, c))) return NULL;
     int kt = lua_type(L, -2);
     if (kt == LUA_TNIL || (kt == LUA_TNUMBER && lua_tonumber(L, -2) != lua_tonumber(L, -2)))
       lua_pop(L, 2);
@@ -307,14 +342,14 @@ static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *e
 /* Push the value at p; past it, or NULL for what only the general decoder reads
 ** (the caller drops what was pushed). Room on the stack as for plain_scalar. */
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                  int depth) {
+                                  int depth, strs *c) {
   const uint8_t *q = plain_scalar(L, p, end);
   size_t left = (size_t)(end - p), k;
   if (q || left < 2) return q;
   switch (p[0]) {
-    case T_SMALL_TUPLE: return plain_seq(L, p + 2, end, p[1], depth);
+    case T_SMALL_TUPLE: return plain_seq(L, p + 2, end, p[1], depth, c);
     case T_LIST:
-      if (left < 5 || !(p = plain_seq(L, p + 5, end, be32(p + 1), depth))) return NULL;
+      if (left < 5 || !(p = plain_seq(L, p + 5, end, be32(p + 1), depth, c))) return NULL;
       return p < end && *p == T_NIL ? p + 1 : NULL;   /* an improper tail: the general */
     case T_STRING: {   /* a list of bytes */
       if (left < 3 || (k = (size_t)p[1] << 8 | p[2]) > left - 3) return NULL;
@@ -328,7 +363,7 @@ static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t 
     }
     case T_MAP:
       if (left < 5) return NULL;
-      return plain_map(L, p + 5, end, be32(p + 1), depth);
+      return plain_map(L, p + 5, end, be32(p + 1), depth, c);
     default: return NULL;
   }
 }
@@ -359,12 +394,14 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   }
   if (!lua_checkstack(L, (int)n + 3)) return -1;
   int base = lua_gettop(L);
+  strs c;
+  c.used = 0;
   if (!tuple) {
-    p = plain_value(L, p, end, 0);
+    p = plain_value(L, p, end, 0, &c);
   } else {
     for (uint32_t i = 0; i < n && p; i++) {
       const uint8_t *q = plain_scalar(L, p, end);
-      p = q ? q : plain_value(L, p, end, 1);
+      p = q ? q : plain_value(L, p, end, 1, &c);
     }
   }
   if (p == end) return (int)n;
@@ -376,7 +413,9 @@ const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end
   if (!lua_checkstack(L, 4)) return NULL;
   int base = lua_gettop(L);
   const uint8_t *q = plain_scalar(L, p, end);
-  if (!q && !(q = plain_value(L, p, end, 1))) lua_settop(L, base);
+  strs c;
+  c.used = 0;
+  if (!q && !(q = plain_value(L, p, end, 1, &c))) lua_settop(L, base);
   return q;
 }
 

@@ -7,16 +7,18 @@
 ** and a lua_rawseti (~80). Lua's table layout (lobject.h's Table, TValue, TString,
 ** Node) has been the same through 5.4.0-5.4.6; the encoder here reads a table's array
 ** part and hash nodes through a mirror of it, and the reader (lterm_plain.c) writes
-** integers, floats, booleans and pids straight into a new table's array part.
+** integers, floats, booleans and pids straight into a new table's array part, and a
+** short string met again in the message from the one it made the first time.
 **
 ** The mirror is trusted only after lterm_raw_check compared it, once per VM on a
 ** throwaway state of its own (no finalizer of a process can run), with what the C
 ** API says of tables it built: array sizes and the "alimit is not the size" flag,
 ** every value tag this file reads, strings' bytes and lengths, hash nodes. A liblua
 ** that differs is refused and both sides keep the C API's way, byte for byte the
-** same terms. The reader writes only values that are not collectable (no write
-** barrier is needed) into slots lua_createtable made; the encoder only reads, and
-** calls nothing that could resize a table while it walks one.
+** same terms. The reader writes into slots lua_createtable made: values that are not
+** collectable, and a string only while the table is not black (lua_rawseti's barrier
+** would do nothing then either; a black table gets lua_rawseti). The encoder only
+** reads, and calls nothing that could resize a table while it walks one.
 */
 #include <lauxlib.h>
 #include <pthread.h>
@@ -130,6 +132,14 @@ static int check_cf(lua_State *L) {
     }
     ok = found == 2 && others == 0;
   }
+  /* the collector's black bit: a full generational collection leaves what the stack
+  ** holds old and black; a new table is white */
+  lua_gc(L, LUA_GCGEN, 0, 0);
+  lua_gc(L, LUA_GCCOLLECT);
+  ok = ok && (lraw_table_at(L, t)->marked & LRAW_BLACK);
+  lua_newtable(L);
+  ok = ok && !(lraw_table_at(L, -1)->marked & LRAW_BLACK);
+  lua_gc(L, LUA_GCINC, 0, 0, 0);
   lua_pushboolean(L, ok);
   return 1;
 }

@@ -53,6 +53,8 @@ enum {
 };
 #define LRAW_NOVARIANT(tt) ((tt) & 0x0F)   /* 0: nil, empty or an absent key */
 #define LRAW_BITRAS 0x80                   /* Table.flags: alimit is not the array's size */
+#define LRAW_BLACK 0x20                    /* marked: lgc.h's BLACKBIT */
+#define LRAW_SHORTMAX 40                   /* LUAI_MAXSHORTLEN: longer strings are not interned */
 
 /* 1 when the layout above was checked against the running liblua (once per VM, on
 ** a state of its own), 0 when it was refused: callers then take the C API's way. */
