@@ -20,11 +20,10 @@
 #include "vm/lterm_int.h"
 #include "vm/lterm_raw.h"
 
-/* A scalar (nil, a boolean, a number, a string, a pid, a reference): its type and
+/* A scalar (nil, a boolean, a number, a string, a pid, a reference) of type t (lua_type's): t and
 ** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
 ** a binary or a foreign term: the encoder's general path). */
-static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
-  int t = lua_type(L, idx);
+static inline int scalar_typed(lua_State *L, int idx, int t, size_t *sz, uint64_t *ref) {
   switch (t) {
     case LUA_TNIL: case LUA_TBOOLEAN: *sz = 7; return t;
     case LUA_TNUMBER: *sz = 11; return t;
@@ -36,6 +35,10 @@ static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
       return t;
     default: return -1;
   }
+}
+
+static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
+  return scalar_typed(L, idx, lua_type(L, idx), sz, ref);
 }
 
 /* The scalar at idx of type t (scalar_of's, which gave ref), as lterm_enc_value puts it. */
@@ -79,18 +82,30 @@ void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) 
 ** the same look at the values. */
 lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
   int ty[LTERM_PLAIN_MAX];
-  uint64_t refs[LTERM_PLAIN_MAX];
+  uint64_t refs[LTERM_PLAIN_MAX];   /* a reference's id; a string's length */
+  const char *strs[LTERM_PLAIN_MAX];
   size_t sz = n != 1 ? 2 : 0, other = 0, one;
   for (int i = 0; i < n; i++) {
-    if ((ty[i] = scalar_of(L, idx + i, &one, &refs[i])) < 0) other += 256;
-    else sz += one;
+    int t = lua_type(L, idx + i);
+    if (t == LUA_TSTRING) {   /* its bytes and length read once */
+      size_t len;
+      strs[i] = lua_tolstring(L, idx + i, &len);
+      ty[i] = LUA_TSTRING, refs[i] = len, sz += 5 + len;
+    } else if ((ty[i] = scalar_typed(L, idx + i, t, &one, &refs[i])) < 0) {
+      other += 256;
+    } else {
+      sz += one;
+    }
   }
   *hint = other ? sz + other + 3 : 0;   /* (a tuple's header may take 5 bytes) */
   if (other) return NULL;
   lpvm_tbuf b;
   lpvm_msg_build(&b, sz);
   if (n != 1) lpvm_put_tuple(&b, (uint32_t)n);
-  for (int i = 0; i < n; i++) put_scalar(L, idx + i, ty[i], refs[i], &b);
+  for (int i = 0; i < n; i++) {
+    if (ty[i] == LUA_TSTRING) lpvm_put_binary(&b, strs[i], (size_t)refs[i]);
+    else put_scalar(L, idx + i, ty[i], refs[i], &b);
+  }
   return lpvm_msg_built(&b, NULL);
 }
 
