@@ -53,6 +53,17 @@ static const char *const cases[] = {
   "local t = {} t[1] = t return t",
   "local t = {1, {2}} t[2][2] = t return t",
   "return {io.stdout}",
+  /* nested lists walked off the stack, and what sends one back to the C API */
+  "local t = {1, {2, {3, {4}}}} t[2][2][2][2] = t return t",
+  "local t = {1, {2, {3, {4}}}} t[2][2][2][2] = t[2] return t",
+  "return {1, {2, {3, {io.stdout}}}, {5, {6}}}",
+  "return {1, {2, {3, {print}}}, {5, {6}}}",
+  "return {1, {2, {3, {x = 1}}}, {5, {6}}}",
+  "local x = {1, {2}} return {x, {x, {x}}}",
+  "local t = {} for i = 1, 195 do t = {i, t} end return t",
+  "local t = {} for i = 1, 250 do t = {i, t} end return t",
+  "local t = {io.stdout} for i = 1, 150 do t = {i, t, {i}} end return t",
+  "local t = {{a = 1}} for i = 1, 150 do t = {i, t, {i}} end return t",
   "return {coroutine.create(print)}",
 };
 

@@ -37,9 +37,16 @@ typedef struct lterm_enc {
   uint32_t nrefs;    /* functions and shared tables numbered so far */
   lterm_map refs;    /* function or shared table -> its number (1..) */
   lterm_map cells;   /* upvalue cell -> (function number << 8 | upvalue index) */
+  int noraw;         /* > 0: inside a table lterm_raw.c could not walk off the stack */
 } lterm_enc;
 
 int lterm_enc_value(lterm_enc *e, int idx);
+
+/* The cycle check's slot of a table (lterm.c's enc_table, lterm_raw.c's lists). */
+static inline unsigned lterm_path_slot(const void *t) {
+  uintptr_t a = (uintptr_t)t;
+  return (unsigned)(a >> 6 ^ a >> 12) & (LTERM_PATH_SLOTS - 1);
+}
 int lterm_enc_fail(lterm_enc *e, const char *fmt, const char *what);
 
 typedef struct lterm_dec {

@@ -163,8 +163,32 @@ int lterm_raw_check(void) {
 
 /* ---- the encoder's lists ------------------------------------------------------------ */
 
-int lterm_raw_list(lterm_enc *e, int t, const void *self) {
-  const lraw_table *h = self;
+static int walk(lterm_enc *e, const lraw_table *h, int t);
+
+/* A table element of a list, walked where it is (no lua_rawgeti, type, topointer,
+** checkstack and pop, ~110 instructions a table), with enc_table's path bookkeeping:
+** 0 put, 1 nothing put (on the path, too deep, or not walkable: the C API's way). */
+static int walk_sub(lterm_enc *e, const lraw_table *sub) {
+  unsigned slot = lterm_path_slot(sub);
+  if (e->depth >= LTERM_DEPTH) return 1;
+  if (e->onpath[slot])
+    for (int i = 0; i < e->depth; i++)
+      if (e->path[i] == sub) return 1;   /* a cycle: enc_table says so */
+  e->path[e->depth++] = sub;
+  e->onpath[slot]++;
+  int rc = walk(e, sub, 0);
+  e->onpath[slot]--;
+  e->depth--;
+  return rc;
+}
+
+/* The table h as a list from its array part, if its keys are 1..k there and its hash
+** part holds nothing. t: its stack index, or 0 when it is not on the stack; then a
+** value only the C API reads (a userdata, a function, a table that is not such a
+** list) rewinds what was put and returns 1, and the caller (on the stack) encodes
+** the whole table the C API's way (e->noraw: without trying this again inside it,
+** so a deep message is never walked more than twice). */
+static int walk(lterm_enc *e, const lraw_table *h, int t) {
   if (h->lastfree) {   /* a hash part: a list only if every node is empty */
     const lraw_node *nd = h->node;
     for (size_t i = 0, n = (size_t)1 << h->lsizenode; i < n; i++)
@@ -176,6 +200,7 @@ int lterm_raw_list(lterm_enc *e, int t, const void *self) {
   for (unsigned int j = k + 1; j < asize; j++)   /* a[k] is nil: past it, all nil? */
     if (LRAW_NOVARIANT(a[j].tt) != 0) return 1;
   lpvm_tbuf *b = e->b;
+  size_t mark = b->len;
   lpvm_put_list(b, k);   /* nothing for k == 0: [] is the tail alone */
   for (unsigned int i = 0; i < k; i++) {
     const lraw_tvalue *v = &a[i];
@@ -191,10 +216,20 @@ int lterm_raw_list(lterm_enc *e, int t, const void *self) {
       case LRAW_VLIGHTUD: lpvm_put_pid(b, (lpvm_id)(uintptr_t)v->v.p); break;
       case LRAW_VTRUE: lpvm_put_atom_len(b, "true", 4); break;
       case LRAW_VFALSE: lpvm_put_atom_len(b, "false", 5); break;
+      case LRAW_VTABLE:
+        if (!e->noraw && walk_sub(e, v->v.gc) == 0) break;
+        __attribute__((fallthrough));   /* on the stack, the C API's way */
       default: {   /* a table, a userdata, a function: the general encoder */
+        if (!t) {
+          b->len = mark;
+          return 1;
+        }
         lua_State *L = e->L;
+        int sub = v->tt == LRAW_VTABLE;
         lua_rawgeti(L, t, (lua_Integer)i + 1);
+        e->noraw += sub;
         int rc = lterm_enc_value(e, lua_gettop(L));
+        e->noraw -= sub;
         lua_pop(L, 1);
         if (rc != 0) return rc < 0 ? rc : -1;
         a = h->array;   /* the same table, unchanged: read again all the same */
@@ -204,4 +239,8 @@ int lterm_raw_list(lterm_enc *e, int t, const void *self) {
   }
   lpvm_put_nil(b);
   return 0;
+}
+
+int lterm_raw_list(lterm_enc *e, int t, const void *self) {
+  return walk(e, self, t);
 }
