@@ -203,3 +203,50 @@ Test(lterm_raw, reader_direct_scalars) {
   lua_close(L);
   lpvm_tbuf_free(&b);
 }
+
+/* A map's value replaced by a later pair whose key is the same in Lua (1 and 1.0):
+** the strings its lists held go unreached, and the reader must not give them again
+** from its cache (ASan sees a freed one), while the collector runs all along. */
+Test(lterm_raw, reader_cache_forgets_a_replaced_value) {
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_list(&b, 1 + 300 + 50);
+  lpvm_put_map(&b, 2);
+  lpvm_put_int(&b, 1);
+  lpvm_put_list(&b, 2);
+  lpvm_put_binary(&b, "zq1", 3);
+  lpvm_put_binary(&b, "zq1", 3);
+  lpvm_put_nil(&b);
+  lpvm_put_float(&b, 1.0);
+  lpvm_put_int(&b, 0);
+  for (int i = 0; i < 300; i++) {   /* garbage enough for whole collection cycles */
+    lpvm_put_list(&b, 8);
+    for (int j = 0; j < 8; j++) lpvm_put_int(&b, i * 8 + j);
+    lpvm_put_nil(&b);
+  }
+  for (int i = 0; i < 50; i++) {
+    lpvm_put_list(&b, 1);
+    lpvm_put_binary(&b, "zq1", 3);
+    lpvm_put_nil(&b);
+  }
+  lpvm_put_nil(&b);
+  lua_State *L = luaL_newstate();
+  lua_gc(L, LUA_GCINC, 0, 100, 0);
+  for (int k = 0; k < 20; k++) {
+    cr_assert_eq(lterm_push_plain(L, b.data, b.len, 0), 1);
+    cr_assert_eq(lua_rawlen(L, -1), 351);
+    cr_assert_eq(lua_rawgeti(L, -1, 1), LUA_TTABLE);
+    lua_rawgeti(L, -1, 1);
+    cr_assert(lua_isinteger(L, -1) && lua_tointeger(L, -1) == 0, "1.0 replaced 1's value");
+    lua_pop(L, 2);
+    for (int i = 302; i <= 351; i++) {
+      cr_assert_eq(lua_rawgeti(L, -1, i), LUA_TTABLE);
+      lua_rawgeti(L, -1, 1);
+      cr_assert_str_eq(lua_tostring(L, -1), "zq1");
+      lua_pop(L, 2);
+    }
+    lua_pop(L, 1);
+  }
+  lua_close(L);
+  lpvm_tbuf_free(&b);
+}

@@ -224,9 +224,10 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
 /* The short strings a message's lists already hold, by their length and end bytes:
 ** one met again is written from here into its slot (lterm_raw.h), without
 ** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
-** of the message being read, which the stack reaches until the end: the collector
-** keeps them. Per message, on the C stack (a finalizer run by an allocation may read
-** a message of its own). */
+** of the message being read, which the stack reaches until the end (each pair of a
+** map empties the cache: see plain_map): the collector keeps them. Per
+** message, on the C stack (a finalizer run by an allocation may read a message of
+** its own). */
 #define STR_SLOTS 32
 typedef struct strs {
   uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
@@ -350,6 +351,10 @@ static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *e
       lua_pop(L, 2);
     else
       lua_rawset(L, -3);
+    /* a pair dropped, or one whose key is another's in Lua (1 and 1.0, an atom and a
+    ** binary of its name) and replaces its value: the strings cached from there may
+    ** be unreached now */
+    c->used = 0;
   }
   return p;
 }
