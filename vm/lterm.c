@@ -20,7 +20,7 @@
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
-#include "vm/lterm_raw.h"
+#include "vm/lraw.h"
 
 /* ---- the pointer map (lterm_int.h) ----------------------------------------------- */
 
@@ -220,7 +220,7 @@ static int enc_table(enc *e, int t) {
   int rc;
   if (!e->shared) {
     e->onpath[path_slot(self)]++;
-    rc = lterm_raw_ok() ? lterm_raw_list(e, t, self) : 1;
+    rc = lraw_ok() ? lterm_raw_list(e, t, self) : 1;
     if (rc > 0) rc = enc_array(e, t);
     if (rc > 0) rc = enc_general(e, t, lua_rawlen(L, t));
     e->onpath[path_slot(self)]--;

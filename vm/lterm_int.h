@@ -68,6 +68,11 @@ int lterm_map_get(const lterm_map *m, const void *k, uint64_t *v);   /* 1 if fou
 int lterm_map_put(lterm_map *m, const void *k, uint64_t v);          /* -1: no memory */
 void lterm_map_free(lterm_map *m);
 
+/* lterm_raw.c: the table at t (self: its address; vm/lraw.h trusted) encoded as a list
+** straight from its array part when its keys are 1..k there and its hash part holds
+** nothing: 0 done (or an element's error, < 0), 1 not such a table (nothing put). */
+int lterm_raw_list(lterm_enc *e, int t, const void *self);
+
 /* lterm_plain.c: the fast paths of local messages. */
 #define LTERM_PLAIN_MAX 8   /* values of a message of scalars */
 /* Up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers, strings, pids, references) as a message

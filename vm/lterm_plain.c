@@ -18,7 +18,7 @@
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
-#include "vm/lterm_raw.h"
+#include "vm/lraw.h"
 
 /* A scalar (nil, a boolean, a number, a string, a pid, a reference) of type t (lua_type's): t and
 ** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
@@ -222,7 +222,7 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
 }
 
 /* The short strings a message's lists already hold, by their length and end bytes:
-** one met again is written from here into its slot (lterm_raw.h), without
+** one met again is written from here into its slot (vm/lraw.h), without
 ** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
 ** of the message being read, which the stack reaches until the end (each pair of a
 ** map empties the cache: see plain_map): the collector keeps them. Per
@@ -298,7 +298,7 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
   lraw_tvalue *a = NULL;   /* the array part, when written directly */
   lraw_table *h = NULL;
   int pids = 0;
-  if (n > 0 && lterm_raw_ok()) {
+  if (n > 0 && lraw_ok()) {
     h = lraw_table_at(L, -1);
     if (h->alimit == n && !(h->flags & LRAW_BITRAS)) a = h->array;
     lproc *pr = lproc_of(L);
