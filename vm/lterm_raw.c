@@ -100,5 +100,5 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
 }
 
 int lterm_raw_list(lterm_enc *e, int t, const void *self) {
-  return walk(e, self, t);
+  return walk(e, self, lua_absindex(e->L, t));   /* 0 means "off the stack" there */
 }
