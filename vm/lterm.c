@@ -20,6 +20,7 @@
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
+#include "vm/lraw.h"
 
 /* ---- the pointer map (lterm_int.h) ----------------------------------------------- */
 
@@ -199,10 +200,7 @@ static int enc_array(enc *e, int t) {
 /* Outside a graph a table met again on the path of tables being encoded is a cycle.
 ** e->onpath counts the path's tables by a hash of their address, so most tables
 ** are known not to be on it without walking it (deep messages walked it per table). */
-static inline unsigned path_slot(const void *t) {
-  uintptr_t a = (uintptr_t)t;
-  return (unsigned)(a >> 6 ^ a >> 12) & (LTERM_PATH_SLOTS - 1);
-}
+#define path_slot lterm_path_slot
 
 static int enc_general(enc *e, int t, lua_Unsigned n);
 
@@ -222,7 +220,8 @@ static int enc_table(enc *e, int t) {
   int rc;
   if (!e->shared) {
     e->onpath[path_slot(self)]++;
-    rc = enc_array(e, t);
+    rc = lraw_ok() ? lterm_raw_list(e, t, self) : 1;
+    if (rc > 0) rc = enc_array(e, t);
     if (rc > 0) rc = enc_general(e, t, lua_rawlen(L, t));
     e->onpath[path_slot(self)]--;
   } else {
@@ -297,7 +296,7 @@ static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int fu
                    lpvm_binrefs *bins) {
   enc e;
   e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs, e.bins = bins;
-  e.shared = 0, e.nrefs = 0;
+  e.shared = 0, e.nrefs = 0, e.noraw = 0;
   memset(e.onpath, 0, sizeof e.onpath);
   memset(&e.refs, 0, sizeof e.refs);
   memset(&e.cells, 0, sizeof e.cells);

@@ -37,9 +37,16 @@ typedef struct lterm_enc {
   uint32_t nrefs;    /* functions and shared tables numbered so far */
   lterm_map refs;    /* function or shared table -> its number (1..) */
   lterm_map cells;   /* upvalue cell -> (function number << 8 | upvalue index) */
+  int noraw;         /* > 0: inside a table lterm_raw.c could not walk off the stack */
 } lterm_enc;
 
 int lterm_enc_value(lterm_enc *e, int idx);
+
+/* The cycle check's slot of a table (lterm.c's enc_table, lterm_raw.c's lists). */
+static inline unsigned lterm_path_slot(const void *t) {
+  uintptr_t a = (uintptr_t)t;
+  return (unsigned)(a >> 6 ^ a >> 12) & (LTERM_PATH_SLOTS - 1);
+}
 int lterm_enc_fail(lterm_enc *e, const char *fmt, const char *what);
 
 typedef struct lterm_dec {
@@ -60,6 +67,11 @@ _Noreturn void lterm_dec_bad(lua_State *L);
 int lterm_map_get(const lterm_map *m, const void *k, uint64_t *v);   /* 1 if found */
 int lterm_map_put(lterm_map *m, const void *k, uint64_t v);          /* -1: no memory */
 void lterm_map_free(lterm_map *m);
+
+/* lterm_raw.c: the table at t (self: its address; vm/lraw.h trusted) encoded as a list
+** straight from its array part when its keys are 1..k there and its hash part holds
+** nothing: 0 done (or an element's error, < 0), 1 not such a table (nothing put). */
+int lterm_raw_list(lterm_enc *e, int t, const void *self);
 
 /* lterm_plain.c: the fast paths of local messages. */
 #define LTERM_PLAIN_MAX 8   /* values of a message of scalars */

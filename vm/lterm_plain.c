@@ -18,12 +18,12 @@
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
+#include "vm/lraw.h"
 
-/* A scalar (nil, a boolean, a number, a string, a pid, a reference): its type and
+/* A scalar (nil, a boolean, a number, a string, a pid, a reference) of type t (lua_type's): t and
 ** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
 ** a binary or a foreign term: the encoder's general path). */
-static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
-  int t = lua_type(L, idx);
+static inline int scalar_typed(lua_State *L, int idx, int t, size_t *sz, uint64_t *ref) {
   switch (t) {
     case LUA_TNIL: case LUA_TBOOLEAN: *sz = 7; return t;
     case LUA_TNUMBER: *sz = 11; return t;
@@ -35,6 +35,10 @@ static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
       return t;
     default: return -1;
   }
+}
+
+static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
+  return scalar_typed(L, idx, lua_type(L, idx), sz, ref);
 }
 
 /* The scalar at idx of type t (scalar_of's, which gave ref), as lterm_enc_value puts it. */
@@ -78,18 +82,30 @@ void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) 
 ** the same look at the values. */
 lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
   int ty[LTERM_PLAIN_MAX];
-  uint64_t refs[LTERM_PLAIN_MAX];
+  uint64_t refs[LTERM_PLAIN_MAX];   /* a reference's id; a string's length */
+  const char *strs[LTERM_PLAIN_MAX];
   size_t sz = n != 1 ? 2 : 0, other = 0, one;
   for (int i = 0; i < n; i++) {
-    if ((ty[i] = scalar_of(L, idx + i, &one, &refs[i])) < 0) other += 256;
-    else sz += one;
+    int t = lua_type(L, idx + i);
+    if (t == LUA_TSTRING) {   /* its bytes and length read once */
+      size_t len;
+      strs[i] = lua_tolstring(L, idx + i, &len);
+      ty[i] = LUA_TSTRING, refs[i] = len, sz += 5 + len;
+    } else if ((ty[i] = scalar_typed(L, idx + i, t, &one, &refs[i])) < 0) {
+      other += 256;
+    } else {
+      sz += one;
+    }
   }
   *hint = other ? sz + other + 3 : 0;   /* (a tuple's header may take 5 bytes) */
   if (other) return NULL;
   lpvm_tbuf b;
   lpvm_msg_build(&b, sz);
   if (n != 1) lpvm_put_tuple(&b, (uint32_t)n);
-  for (int i = 0; i < n; i++) put_scalar(L, idx + i, ty[i], refs[i], &b);
+  for (int i = 0; i < n; i++) {
+    if (ty[i] == LUA_TSTRING) lpvm_put_binary(&b, strs[i], (size_t)refs[i]);
+    else put_scalar(L, idx + i, ty[i], refs[i], &b);
+  }
   return lpvm_msg_built(&b, NULL);
 }
 
@@ -205,20 +221,117 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
   }
 }
 
+/* The short strings a message's lists already hold, by their length and end bytes:
+** one met again is written from here into its slot (vm/lraw.h), without
+** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
+** of the message being read, which the stack reaches until the end (each pair of a
+** map empties the cache: see plain_map): the collector keeps them. Per
+** message, on the C stack (a finalizer run by an allocation may read a message of
+** its own). */
+#define STR_SLOTS 32
+typedef struct strs {
+  uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
+  const lraw_string *s[STR_SLOTS];
+} strs;
+
+static inline unsigned str_slot(const uint8_t *s, size_t k) {
+  /* odd factors: one-byte strings (atoms' names) fall in distinct slots */
+  return (unsigned)(k * 11 + (k ? s[0] + 8u * s[k - 1] : 0)) & (STR_SLOTS - 1);
+}
+
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                  int depth);
+                                  int depth, strs *c);
+
+/* The element at p written straight into the array slot v of a table
+** lua_createtable just made, if it is a value that is not collectable (an integer, a
+** float, a boolean, nil, this node's pid when the state has the pid metatable): past
+** it, or NULL (nothing written: the caller pushes it and sets it with lua_rawseti,
+** which keeps the collector's barrier for strings and tables). A nil stays the
+** empty slot the table was made with. */
+static inline __attribute__((always_inline)) const uint8_t *
+raw_scalar(lraw_tvalue *v, const uint8_t *p, const uint8_t *end, int pids) {
+  size_t left = (size_t)(end - p);
+  if (left < 2) return NULL;
+  switch (p[0]) {
+    case T_SMALL_INT: v->v.i = p[1], v->tt = LRAW_VNUMINT; return p + 2;
+    case T_INT:
+      if (left < 5) return NULL;
+      v->v.i = (int32_t)be32(p + 1), v->tt = LRAW_VNUMINT;
+      return p + 5;
+    case T_NEW_FLOAT: {
+      if (left < 9) return NULL;
+      uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
+      memcpy(&v->v.n, &bits, sizeof bits);
+      v->tt = LRAW_VNUMFLT;
+      return p + 9;
+    }
+    case T_SMALL_ATOM_UTF8:
+      if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) {
+        v->v.i = 0, v->tt = LRAW_VTRUE;
+        return p + 6;
+      }
+      if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) {
+        v->v.i = 0, v->tt = LRAW_VFALSE;
+        return p + 7;
+      }
+      if (p[1] == 3 && left >= 5 && memcmp(p + 2, "nil", 3) == 0) return p + 5;
+      return NULL;
+    case T_NEW_PID: {
+      const uint8_t *q = pids ? local_pid(p, left) : NULL;
+      if (!q) return NULL;
+      lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
+      if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;
+      v->v.p = (void *)(uintptr_t)id, v->tt = LRAW_VLIGHTUD;
+      return q + 12;
+    }
+    default: return NULL;
+  }
+}
 
 /* n elements at p into a new sequence (a list's or a tuple's). */
 static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                uint32_t n, int depth) {
+                                uint32_t n, int depth, strs *c) {
   /* every element takes a byte at least: a bigger count is malformed, and is not
   ** allowed to size a table */
   if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !lua_checkstack(L, 4)) return NULL;
   lua_createtable(L, (int)n, 0);
+  lraw_tvalue *a = NULL;   /* the array part, when written directly */
+  lraw_table *h = NULL;
+  int pids = 0;
+  if (n > 0 && lraw_ok()) {
+    h = lraw_table_at(L, -1);
+    if (h->alimit == n && !(h->flags & LRAW_BITRAS)) a = h->array;
+    lproc *pr = lproc_of(L);
+    pids = pr && pr->pid_mt;
+  }
   for (uint32_t i = 1; i <= n; i++) {
+    unsigned slot = STR_SLOTS;
+    if (a) {
+      const uint8_t *r = raw_scalar(&a[i - 1], p, end, pids);
+      if (r) {
+        p = r;
+        continue;
+      }
+      size_t k, left = (size_t)(end - p);
+      if (p[0] == T_BINARY && left >= 5 && (k = be32(p + 1)) <= LRAW_SHORTMAX &&
+          k <= left - 5) {   /* a short string: met before in this message? */
+        const lraw_string *s = c->s[slot = str_slot(p + 5, k)];
+        /* a table the collector has blackened needs lua_rawseti's barrier */
+        if ((c->used >> slot & 1) && s->shrlen == k && memcmp(s->contents, p + 5, k) == 0 &&
+            !(h->marked & LRAW_BLACK)) {
+          a[i - 1].v.gc = (void *)s, a[i - 1].tt = LRAW_VSHRSTR;
+          p += 5 + k;
+          continue;
+        }
+      }
+    }
     const uint8_t *q = plain_scalar(L, p, end);
-    if (!(p = q ? q : plain_value(L, p, end, depth + 1))) return NULL;
+    if (!(p = q ? q : plain_value(L, p, end, depth + 1, c))) return NULL;
     lua_rawseti(L, -2, (lua_Integer)i);
+    if (slot < STR_SLOTS && a[i - 1].tt == LRAW_VSHRSTR) {
+      c->s[slot] = a[i - 1].v.gc;
+      c->used |= UINT32_C(1) << slot;
+    }
   }
   return p;
 }
@@ -226,18 +339,22 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
 /* pairs key-value pairs at p into a new table; a nil or NaN key drops its pair, as
 ** the general decoder does. */
 static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                uint32_t pairs, int depth) {
+                                uint32_t pairs, int depth, strs *c) {
   if (depth >= LTERM_DEPTH || pairs > (size_t)(end - p) / 2 || !lua_checkstack(L, 5))
     return NULL;
   lua_createtable(L, 0, (int)pairs);
   for (uint32_t i = 0; i < pairs; i++) {
-    if (!(p = plain_value(L, p, end, depth + 1))) return NULL;
-    if (!(p = plain_value(L, p, end, depth + 1))) return NULL;
+    if (!(p = plain_value(L, p, end, depth + 1, c))) return NULL;
+    if (!(p = plain_value(L, p, end, depth + 1, c))) return NULL;
     int kt = lua_type(L, -2);
     if (kt == LUA_TNIL || (kt == LUA_TNUMBER && lua_tonumber(L, -2) != lua_tonumber(L, -2)))
       lua_pop(L, 2);
     else
       lua_rawset(L, -3);
+    /* a pair dropped, or one whose key is another's in Lua (1 and 1.0, an atom and a
+    ** binary of its name) and replaces its value: the strings cached from there may
+    ** be unreached now */
+    c->used = 0;
   }
   return p;
 }
@@ -245,14 +362,14 @@ static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *e
 /* Push the value at p; past it, or NULL for what only the general decoder reads
 ** (the caller drops what was pushed). Room on the stack as for plain_scalar. */
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
-                                  int depth) {
+                                  int depth, strs *c) {
   const uint8_t *q = plain_scalar(L, p, end);
   size_t left = (size_t)(end - p), k;
   if (q || left < 2) return q;
   switch (p[0]) {
-    case T_SMALL_TUPLE: return plain_seq(L, p + 2, end, p[1], depth);
+    case T_SMALL_TUPLE: return plain_seq(L, p + 2, end, p[1], depth, c);
     case T_LIST:
-      if (left < 5 || !(p = plain_seq(L, p + 5, end, be32(p + 1), depth))) return NULL;
+      if (left < 5 || !(p = plain_seq(L, p + 5, end, be32(p + 1), depth, c))) return NULL;
       return p < end && *p == T_NIL ? p + 1 : NULL;   /* an improper tail: the general */
     case T_STRING: {   /* a list of bytes */
       if (left < 3 || (k = (size_t)p[1] << 8 | p[2]) > left - 3) return NULL;
@@ -266,7 +383,7 @@ static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t 
     }
     case T_MAP:
       if (left < 5) return NULL;
-      return plain_map(L, p + 5, end, be32(p + 1), depth);
+      return plain_map(L, p + 5, end, be32(p + 1), depth, c);
     default: return NULL;
   }
 }
@@ -297,12 +414,14 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   }
   if (!lua_checkstack(L, (int)n + 3)) return -1;
   int base = lua_gettop(L);
+  strs c;
+  c.used = 0;
   if (!tuple) {
-    p = plain_value(L, p, end, 0);
+    p = plain_value(L, p, end, 0, &c);
   } else {
     for (uint32_t i = 0; i < n && p; i++) {
       const uint8_t *q = plain_scalar(L, p, end);
-      p = q ? q : plain_value(L, p, end, 1);
+      p = q ? q : plain_value(L, p, end, 1, &c);
     }
   }
   if (p == end) return (int)n;
@@ -314,7 +433,9 @@ const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end
   if (!lua_checkstack(L, 4)) return NULL;
   int base = lua_gettop(L);
   const uint8_t *q = plain_scalar(L, p, end);
-  if (!q && !(q = plain_value(L, p, end, 1))) lua_settop(L, base);
+  strs c;
+  c.used = 0;
+  if (!q && !(q = plain_value(L, p, end, 1, &c))) lua_settop(L, base);
   return q;
 }
 
