@@ -221,25 +221,40 @@ static void watched_collect(lproc *p, lua_State *L) {
   p->clean_watch = 0;
 }
 
+/* The old owner set no finalizer (or all of them ran in its life): nothing of it can
+** run again, so one wipe does, and its garbage, which nothing reaches, is left to
+** the next owner's collections like a new state's start-up garbage (unless the state
+** is too big: below). Its upvalues need no detaching: no finalizer will see them. */
+static void clean_quick(lua_State *L) {
+  llibs_take(L);                 /* 2, 3: what of llibs_install may stay */
+  clear_type_metatables(L);
+  wipe_registry(L, 0);
+  reset_gc_params(L);
+}
+
 static int clean_cf(lua_State *L) {
   lproc *p = lproc_of(L);
   lua_settop(L, 1);   /* the kept function, or nil */
-  lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
-  if (!detach_upvalues(L, 1)) return 0;
-  llibs_take(L);                 /* 2, 3: what of llibs_install may stay */
-  clear_type_metatables(L);
-  int kept = wipe_registry(L, 1);
-  reset_gc_params(L);
   p->clean_new = 0;
-  watched_collect(p, L);         /* old owner's finalizers run now... */
-  if (p->libs_exposed) {         /* ...one of which may have reached them */
-    lua_settop(L, 1);
-    lua_settop(L, KEPT + 1);
+  if (!lproc_finobj_pending(L)) {   /* lproc_finobj.c */
+    clean_quick(L);
+  } else {
+    lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
+    if (!detach_upvalues(L, 1)) return 0;
+    llibs_take(L);
+    clear_type_metatables(L);
+    int kept = wipe_registry(L, 1);
+    reset_gc_params(L);
+    watched_collect(p, L);         /* old owner's finalizers run now... */
+    if (p->libs_exposed) {         /* ...one of which may have reached them */
+      lua_settop(L, 1);
+      lua_settop(L, KEPT + 1);
+    }
+    clear_type_metatables(L);      /* ...and whatever they stored goes too */
+    wipe_registry(L, 0);
+    reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
+    if (kept && !p->clean_new) watched_collect(p, L);   /* what the first wipe kept */
   }
-  clear_type_metatables(L);      /* ...and whatever they stored goes too */
-  wipe_registry(L, 0);
-  reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
-  if (kept && !p->clean_new) watched_collect(p, L);   /* what the first wipe kept */
   /* Each collection halves a string table that is less than a quarter full: a
   ** process that made many strings needs one or two more to give a small state. */
   for (int i = 0; i < 2 && !p->clean_new && lproc_state_bytes(L) > pool_max_bytes(); i++)
