@@ -353,6 +353,31 @@ test("the kept function: the next spawn of it has its own upvalues, arguments, g
   lpvm.recycle(old)
 end)
 
+-- A function whose only upvalue is the globals carries its bytecode's number from the
+-- spawner's dump cache (lfun.c): the same number, the kept function is taken without
+-- comparing its dump. Two bodies of one length alternate in one pooled state, and
+-- the same body comes from two spawners (two numbers for the same bytes).
+test("the kept function: numbered bytecode, bodies alternating, two spawners", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(1)
+  -- (small: a state that keeps a function stays within the pool's bound)
+  local one = function(parent) require("lpvm").send(parent, "one") end
+  local two = function(parent) require("lpvm").send(parent, "two") end
+  for i, f in ipairs({ one, one, two, one, two, two, one }) do
+    T.eq(run(f)[1], f == one and "one" or "two", "spawn " .. i)
+  end
+  -- the same body spawned by another process: its own dump, another number
+  local me = lpvm.self()
+  local _, ref = lpvm.spawn_monitor(function(parent, f)
+    local l = require "lpvm"
+    l.spawn(f, parent)
+  end, me, one)
+  T.down(ref)
+  T.eq(T.recv()[1], "one", "from another spawner")
+  T.eq(run(two)[1], "two", "after it")
+  lpvm.recycle(old)
+end)
+
 test("the kept function: joined upvalues, and an owner's finalizer still sees its upvalues", function()
   local old = lpvm.recycle(0)
   lpvm.recycle(1)
