@@ -113,16 +113,17 @@ typedef struct lproc {
   uint8_t fn_kept;
   uint16_t fn_len;          /* bytecode length of the function: the kept one's until
                             ** the decoder sees this process's (0: not known) */
-  uint64_t fn_id;           /* its bytecode's number (lfun.c's dump cache), the same way
-                            ** (0: none) */
+  uint8_t libs_exposed;     /* llibs.c: Lua code may hold the lazy globals' metatable or the
+                            ** string stand-in (getmetatable, debug, package); written by
+                            ** the worker running p */
   uint8_t blk_bump;         /* lproc_block.c: new objects are bumped from blk (made by p's
                             ** lua_newstate, none has failed to fit yet); set with blk
                             ** NULL: the next object is a new state's first, and makes it */
   char *blk;                /* lproc_block.c: the block of p->L's first objects (moves with
                             ** the state through the pool); written by the worker running p */
-  uint8_t libs_exposed;     /* llibs.c: Lua code may hold the lazy globals' metatable or the
-                            ** string stand-in (getmetatable, debug, package); written by
-                            ** the worker running p */
+  uint64_t fn_id;           /* the kept function's bytecode number (lfun.c's dump cache)
+                            ** until the decoder sees this process's, as fn_len (0: none);
+                            ** here, not beside fn_len: the record stays in 448 bytes */
 } lproc;
 
 /* The hop's lines: the task's hot part starts on line 1 and lproc's ends within
