@@ -130,6 +130,8 @@ typedef struct lproc {
 ** line 4 (a field added to either hot part must push a cold one out). */
 _Static_assert(offsetof(lpvm_task, rq_next) == 64, "lpvm_task: hot part off line 1");
 _Static_assert(offsetof(lproc, mem) <= 320, "lproc: hot part past line 4");
+/* mem100k: a record past 448 bytes takes 512 with its line rounding (lproc_allocate). */
+_Static_assert(sizeof(lproc) <= 448, "lproc: record past 448 bytes (+64 B a process)");
 
 #define LPROC_NO_CAND 255
 
