@@ -21,14 +21,10 @@
 
 #include "tasks/ets_int.h"
 
-#define CHUNK_SLOTS 256
-#define MAX_CHUNKS 4096                /* a million tables */
 #define NAME_BUCKETS 1024
-#define TID_BIT (UINT64_C(1) << 63)
 
 static struct {
   pthread_rwlock_t lock;               /* the registry lock */
-  ets_tab *_Atomic chunks[MAX_CHUNKS];
   uint32_t used;                       /* slots handed out so far */
   uint32_t *free;                      /* freed slots, reused first */
   size_t nfree, capfree;
@@ -43,14 +39,10 @@ static uint32_t name_hash(const char *s) {
   return h & (NAME_BUCKETS - 1);
 }
 
-static ets_tab *slot_at(uint32_t slot) {
-  if (slot >= (uint32_t)MAX_CHUNKS * CHUNK_SLOTS) return NULL;
-  ets_tab *c = atomic_load_explicit(&E.chunks[slot / CHUNK_SLOTS], memory_order_acquire);
-  return c ? &c[slot % CHUNK_SLOTS] : NULL;
-}
+ets_tab *_Atomic ets_chunks[ETS_MAX_CHUNKS];
 
 static lpvm_tab tid_of(uint32_t slot, uint32_t gen) {
-  return TID_BIT | (uint64_t)(gen & 0x7fffffffu) << 32 | slot;
+  return ETS_TID_BIT | (uint64_t)(gen & 0x7fffffffu) << 32 | slot;
 }
 
 int ets_init(void) {
@@ -62,10 +54,10 @@ int ets_init(void) {
 
 void ets_fini(void) {
   if (!E.up) return;
-  for (uint32_t i = 0; i < MAX_CHUNKS; i++) {
-    ets_tab *c = atomic_load(&E.chunks[i]);
+  for (uint32_t i = 0; i < ETS_MAX_CHUNKS; i++) {
+    ets_tab *c = atomic_load(&ets_chunks[i]);
     if (!c) continue;
-    for (uint32_t j = 0; j < CHUNK_SLOTS; j++) {
+    for (uint32_t j = 0; j < ETS_CHUNK_SLOTS; j++) {
       ets_tab *t = &c[j];
       if (atomic_load(&t->tid)) {
         ets_obj **b;
@@ -80,7 +72,7 @@ void ets_fini(void) {
       free(t->wc_stripes);
     }
     free(c);
-    atomic_store(&E.chunks[i], NULL);
+    atomic_store(&ets_chunks[i], NULL);
   }
   free(E.free);
   pthread_rwlock_destroy(&E.lock);
@@ -89,26 +81,26 @@ void ets_fini(void) {
 
 /* A new chunk: every slot's locks made before anyone can see it. */
 static int chunk_add(uint32_t ci) {
-  ets_tab *c = calloc(CHUNK_SLOTS, sizeof *c);
+  ets_tab *c = calloc(ETS_CHUNK_SLOTS, sizeof *c);
   if (!c) return LPVM_ENOMEM;
   pthread_rwlockattr_t wpref;
   pthread_rwlockattr_init(&wpref);
   pthread_rwlockattr_setkind_np(&wpref, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-  for (uint32_t j = 0; j < CHUNK_SLOTS; j++) {
+  for (uint32_t j = 0; j < ETS_CHUNK_SLOTS; j++) {
     pthread_rwlock_init(&c[j].lock, &wpref);
     ets_slock_init(&c[j].one.lock);
   }
   pthread_rwlockattr_destroy(&wpref);
-  atomic_store_explicit(&E.chunks[ci], c, memory_order_release);
+  atomic_store_explicit(&ets_chunks[ci], c, memory_order_release);
   return 0;
 }
 
 /* Registry lock held exclusively. */
 static int slot_alloc(uint32_t *slot) {
   if (E.nfree) { *slot = E.free[--E.nfree]; return 0; }
-  if (E.used >= (uint32_t)MAX_CHUNKS * CHUNK_SLOTS) return LPVM_ETS_ELIMIT;
-  if (E.used % CHUNK_SLOTS == 0) {
-    int rc = chunk_add(E.used / CHUNK_SLOTS);
+  if (E.used >= (uint32_t)ETS_MAX_CHUNKS * ETS_CHUNK_SLOTS) return LPVM_ETS_ELIMIT;
+  if (E.used % ETS_CHUNK_SLOTS == 0) {
+    int rc = chunk_add(E.used / ETS_CHUNK_SLOTS);
     if (rc) return rc;
   }
   *slot = E.used++;
@@ -132,7 +124,7 @@ static int slot_release(uint32_t slot) {
 static uint32_t *name_link(const char *name, uint32_t *slot_out) {
   uint32_t *pl = &E.names[name_hash(name)];
   while (*pl) {
-    ets_tab *t = slot_at(*pl - 1);
+    ets_tab *t = ets_slot_at(*pl - 1);
     if (strcmp(t->name, name) == 0) { if (slot_out) *slot_out = *pl - 1; return pl; }
     pl = &t->name_next;
   }
@@ -166,61 +158,11 @@ lpvm_tab lpvm_ets_whereis(const char *name) {
   uint32_t slot;
   if (!name || !E.up) return 0;
   pthread_rwlock_rdlock(&E.lock);
-  if (name_link(name, &slot)) tid = atomic_load_explicit(&slot_at(slot)->tid,
+  if (name_link(name, &slot)) tid = atomic_load_explicit(&ets_slot_at(slot)->tid,
                                                          memory_order_relaxed);
   pthread_rwlock_unlock(&E.lock);
   return tid;
 }
-
-/* ---- entering a table ------------------------------------------------------------------- */
-
-/* The table lock of either kind (ets_int.h). The kind is read before locking: a
-** caller holding a stale id may lock the wrong kind, and then sees that the id (or
-** the kind) changed. Under the registry lock, or holding the table lock, the kind
-** is fixed. */
-static inline int tab_kind(ets_tab *t) {
-  return atomic_load_explicit(&t->rc, memory_order_acquire);
-}
-
-static void kind_lock(ets_tab *t, int kind, int excl) {
-  if (kind) excl ? ets_rwl_wrlock(t->rlock) : ets_rwl_rdlock(t->rlock);
-  else if (excl) pthread_rwlock_wrlock(&t->lock);
-  else pthread_rwlock_rdlock(&t->lock);
-}
-
-static void kind_unlock(ets_tab *t, int kind) {
-  if (kind) ets_rwl_unlock(t->rlock);
-  else pthread_rwlock_unlock(&t->lock);
-}
-
-int ets_enter(lpvm_task *self, lpvm_tab tid, int wr, int write, ets_tab **out) {
-  if (!(tid & TID_BIT)) return LPVM_ETS_ENOTAB;
-  ets_tab *t = slot_at((uint32_t)tid);
-  if (!t) return LPVM_ETS_ENOTAB;
-  int kind = tab_kind(t);
-  int shared = wr == 0 || (wr == 1 && t->nstripes > 1);
-  /* t->nstripes is read before the lock only as a hint: re-checked below. */
-  kind_lock(t, kind, !shared);
-  if (atomic_load_explicit(&t->tid, memory_order_relaxed) != tid || kind != tab_kind(t)) {
-    kind_unlock(t, kind);
-    return LPVM_ETS_ENOTAB;
-  }
-  if (wr == 1 && shared && t->nstripes == 1) {   /* the hint was stale: go exclusive */
-    kind_unlock(t, kind);
-    return ets_enter(self, tid, 2, write, out);
-  }
-  lpvm_id me = self ? self->id : 0;
-  lpvm_id owner = atomic_load_explicit(&t->owner, memory_order_relaxed);
-  if (write >= 0 && me != owner && (t->access == LPVM_ETS_PRIVATE ||
-                      (write && t->access == LPVM_ETS_PROTECTED))) {
-    kind_unlock(t, kind);
-    return LPVM_ETS_EACCESS;
-  }
-  *out = t;
-  return 0;
-}
-
-void ets_leave(ets_tab *t) { kind_unlock(t, tab_kind(t)); }
 
 /* ---- objects ----------------------------------------------------------------------------- */
 
@@ -364,7 +306,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
   }
   int rc_kind = o->read_concurrency ? 1 : 0;
   if (rc_kind && !t->rlock && !(t->rlock = ets_rwl_new())) return LPVM_ENOMEM;
-  kind_lock(t, rc_kind, 1);
+  ets_kind_lock(t, rc_kind, 1);
   atomic_store_explicit(&t->rc, rc_kind, memory_order_release);
   t->type = o->type;
   t->access = o->access;
@@ -388,7 +330,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
     atomic_store_explicit(&t->tid, tid_of(slot, t->gen), memory_order_relaxed);
     if (t->named) name_add(t, slot);
   }
-  kind_unlock(t, rc_kind);
+  ets_kind_unlock(t, rc_kind);
   return rc;
 }
 
@@ -412,7 +354,7 @@ int lpvm_ets_new(lpvm_task *self, const lpvm_ets_opts *o, lpvm_tab *tab) {
   if (o->named && name_link(name, NULL)) rc = LPVM_EEXIST;
   else rc = slot_alloc(&slot);
   if (rc == 0) {
-    ets_tab *t = slot_at(slot);
+    ets_tab *t = ets_slot_at(slot);
     rc = tab_setup(t, slot, o, name, me, hd);
     if (rc) slot_release(slot);
     else {
@@ -436,8 +378,8 @@ typedef struct dead_store {
 } dead_store;
 
 static void tab_kill(ets_tab *t, dead_store *d) {
-  int kind = tab_kind(t);
-  kind_lock(t, kind, 1);
+  int kind = ets_tab_kind(t);
+  ets_kind_lock(t, kind, 1);
   uint32_t slot = (uint32_t)atomic_load_explicit(&t->tid, memory_order_relaxed);
   if (t->named) name_del(t);
   t->named = 0;
@@ -451,7 +393,7 @@ static void tab_kill(ets_tab *t, dead_store *d) {
     atomic_store_explicit(&t->stripes[k].count, 0, memory_order_relaxed);
     atomic_store_explicit(&t->stripes[k].mem, 0, memory_order_relaxed);
   }
-  kind_unlock(t, kind);
+  ets_kind_unlock(t, kind);
   slot_release(slot);
   E.live--;
 }
@@ -463,8 +405,8 @@ static void dead_free(dead_store *d) {
 
 /* The live table behind tid, registry lock held; NULL if none. */
 static ets_tab *reg_find(lpvm_tab tid) {
-  if (!(tid & TID_BIT)) return NULL;
-  ets_tab *t = slot_at((uint32_t)tid);
+  if (!(tid & ETS_TID_BIT)) return NULL;
+  ets_tab *t = ets_slot_at((uint32_t)tid);
   return t && atomic_load_explicit(&t->tid, memory_order_relaxed) == tid ? t : NULL;
 }
 
@@ -509,10 +451,10 @@ static void send_transfer(lpvm_task *from, lpvm_id to, lpvm_tab tab, const uint8
 
 /* Registry lock held exclusively. */
 static void set_owner(ets_tab *t, lpvm_id to) {
-  int kind = tab_kind(t);
-  kind_lock(t, kind, 1);
+  int kind = ets_tab_kind(t);
+  ets_kind_lock(t, kind, 1);
   atomic_store_explicit(&t->owner, to, memory_order_relaxed);
-  kind_unlock(t, kind);
+  ets_kind_unlock(t, kind);
 }
 
 int lpvm_ets_give_away(lpvm_task *self, lpvm_tab tab, lpvm_id to, const uint8_t *data,
@@ -547,14 +489,14 @@ int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir, const uint8_t
   else if (atomic_load_explicit(&t->owner, memory_order_relaxed) != me)
     rc = LPVM_ETS_EOWNER;
   else {
-    int kind = tab_kind(t);
-    kind_lock(t, kind, 1);
+    int kind = ets_tab_kind(t);
+    ets_kind_lock(t, kind, 1);
     uint8_t *old = t->heir_data;
     t->heir = heir;
     t->heir_data = copy;
     t->heir_len = len;
     copy = old;
-    kind_unlock(t, kind);
+    ets_kind_unlock(t, kind);
   }
   pthread_rwlock_unlock(&E.lock);
   free(copy);
@@ -569,12 +511,12 @@ int lpvm_ets_rename(lpvm_task *self, lpvm_tab tab, const char *name) {
   if (t && t->named && strcmp(t->name, name) != 0 && name_link(name, NULL)) {
     rc = LPVM_EEXIST;
   } else if (t) {
-    int kind = tab_kind(t);
-    kind_lock(t, kind, 1);
+    int kind = ets_tab_kind(t);
+    ets_kind_lock(t, kind, 1);
     if (t->named) name_del(t);
     strcpy(t->name, name);
     if (t->named) name_add(t, (uint32_t)tab);
-    kind_unlock(t, kind);
+    ets_kind_unlock(t, kind);
   }
   pthread_rwlock_unlock(&E.lock);
   return rc;
@@ -592,7 +534,7 @@ void ets_task_exit(lpvm_task *task) {
     again = 0;
     pthread_rwlock_wrlock(&E.lock);
     for (uint32_t s = 0; s < E.used; s++) {
-      ets_tab *t = slot_at(s);
+      ets_tab *t = ets_slot_at(s);
       if (!atomic_load_explicit(&t->tid, memory_order_relaxed) ||
           atomic_load_explicit(&t->owner, memory_order_relaxed) != task->id)
         continue;
@@ -637,7 +579,7 @@ size_t lpvm_ets_all(lpvm_tab *out, size_t cap) {
   if (!E.up) return 0;
   pthread_rwlock_rdlock(&E.lock);
   for (uint32_t s = 0; s < E.used; s++) {
-    lpvm_tab tid = atomic_load_explicit(&slot_at(s)->tid, memory_order_relaxed);
+    lpvm_tab tid = atomic_load_explicit(&ets_slot_at(s)->tid, memory_order_relaxed);
     if (!tid) continue;
     if (n < cap) out[n] = tid;
     n++;

@@ -27,10 +27,6 @@ void ets_free_objs(int type, ets_obj **buckets, unsigned bits, ets_obj *root) {
   else hash_free(buckets, bits);
 }
 
-ets_obj *ets_find(ets_tab *t, const ets_key *k) {
-  return tab_is_hash(t) ? hash_find(t, k) : tree_find(t, k);
-}
-
 ets_obj *ets_same_next(ets_tab *t, ets_obj *o) {
   if (!tab_is_bag(t)) return NULL;
   ets_obj *n = o->link[0];

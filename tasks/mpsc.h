@@ -26,7 +26,8 @@ static inline void mpsc_init(lpvm_task *t) {
 
 static inline void mpsc_push(lpvm_task *t, struct lpvm_sig *s) {
   atomic_store_explicit(&s->next, NULL, memory_order_relaxed);
-  struct lpvm_sig *prev = atomic_exchange_explicit(&t->sq_tail, s, memory_order_acq_rel);
+  /* seq_cst: the sender's next load of the scheduling word must not pass it (notify) */
+  struct lpvm_sig *prev = atomic_exchange_explicit(&t->sq_tail, s, memory_order_seq_cst);
   atomic_store_explicit(&prev->next, s, memory_order_release);
 }
 
@@ -44,7 +45,7 @@ static inline struct lpvm_sig *mpsc_pop(lpvm_task *t) {
     t->sq_head = next;
     return head;
   }
-  if (head != atomic_load_explicit(&t->sq_tail, memory_order_acquire))
+  if (head != atomic_load_explicit(&t->sq_tail, memory_order_seq_cst))
     return NULL;  /* a producer is between its exchange and its link */
   mpsc_push(t, &t->sq_stub);  /* re-insert the stub so `head` can be detached */
   next = atomic_load_explicit(&head->next, memory_order_acquire);
@@ -60,7 +61,7 @@ static inline int mpsc_empty(lpvm_task *t) {
   struct lpvm_sig *head = t->sq_head;
   return head == &t->sq_stub &&
          atomic_load_explicit(&head->next, memory_order_acquire) == NULL &&
-         atomic_load_explicit(&t->sq_tail, memory_order_acquire) == head;
+         atomic_load_explicit(&t->sq_tail, memory_order_seq_cst) == head;
 }
 
 #endif

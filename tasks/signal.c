@@ -85,8 +85,16 @@ void task_claim(lpvm_task *t, uint32_t cur) {
   }
 }
 
-/* Raise PENDING; the sender whose CAS takes the task out of WAITING schedules it. */
+/* Raise PENDING; the sender whose CAS takes the task out of WAITING schedules it.
+** PENDING already up needs no locked instruction (a sender's burst to one receiver:
+** all but its first message): whoever raised it has scheduled t or will, and t
+** clears it only in begin_step, before it drains. Our push (the exchange in
+** mpsc_push) precedes this load and the clear precedes t's reads of the queue, all
+** seq_cst: if we saw PENDING before the clear, t's drain sees our push, and if only
+** half of it (our link not yet stored), sig_handle_all raises PENDING again so t
+** looks once more. */
 static void notify(lpvm_task *t) {
+  if (atomic_load_explicit(&t->sched_word, memory_order_seq_cst) & TS_PENDING) return;
   task_claim(t, atomic_fetch_or_explicit(&t->sched_word, TS_PENDING,
                                          memory_order_acq_rel) | TS_PENDING);
 }
@@ -257,7 +265,13 @@ int sig_handle_all(lpvm_task *t) {
   for (int n = 0; n < SIG_BATCH; n++) {
     if (t->state == LPVM_EXIT) return 0;
     struct lpvm_sig *s = mpsc_pop(t);
-    if (!s) return 0;
+    if (!s) {
+      /* A push caught between its exchange and its link: its sender may have seen
+      ** PENDING up and skipped the wake (notify), so keep it up: the step ends
+      ** QUEUED and the next one takes the signal. */
+      if (!mpsc_empty(t)) atomic_fetch_or_explicit(&t->sched_word, TS_PENDING, memory_order_seq_cst);
+      return 0;
+    }
     if (!handle_one(t, s)) free(s);
   }
   return 1;
@@ -288,12 +302,48 @@ void sig_drain_dead(lpvm_task *t) {
 
 static lpvm_id self_id(const lpvm_task *self) { return self ? self->id : 0; }
 
+/* The pin cache. A task sending many messages to one receiver in a step (msg10: ~45
+** sends a step with one worker) pinned and unpinned the receiver's slot for each, two
+** locked read-modify-writes a message. Inside a step on a worker (task_step arms the
+** cache, sig_cache_end drops it when the step's callbacks return) a message's pin
+** is kept for the next message to the same id; a send to another id, or the end of
+** the step, releases it. The step is bounded (time slices), so a receiver that died
+** meanwhile is reaped (its late signals answered) when the sender's step ends, by
+** this worker's unpin, instead of at its own exit. A kept pin is used only while the
+** receiver is not DEAD: a send to a task that has died fails (ENOPROC) as it would
+** by a new pin. Only the thread's own step touches the cache. */
+_Thread_local sig_pin_cache sig_pins;
+
+void sig_cache_drop(void) {
+  lpvm_task *t = sig_pins.t;
+  sig_pins.t = NULL;
+  sig_pins.id = 0;
+  ptab_unpin(t);
+}
+
+/* Push message m to local id `to` through the cache (sig_pins.on). */
+static int send_cached(lpvm_id to, lpvm_msg *m, uint32_t *queued) {
+  lpvm_task *t = sig_pins.t;
+  if (!t || sig_pins.id != to) {
+    if (t) sig_cache_drop();
+    if ((t = ptab_pin(to)) == NULL) return LPVM_ENOPROC;
+    sig_pins.t = t;
+    sig_pins.id = to;
+  }
+  if (ts_status(atomic_load_explicit(&t->sched_word, memory_order_acquire)) == TS_DEAD)
+    return LPVM_ENOPROC;
+  uint32_t q = sig_push(t, m);
+  if (queued) *queued = q;
+  return 0;
+}
+
 int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued) {
   if (queued) *queued = 0;
   if (!m) return LPVM_EINVAL;
   m->kind = SIG_MESSAGE;
   m->from = self_id(self);
-  int rc = sig_send_q(to, m, queued);
+  int rc = sig_pins.on && !node_id_is_remote(to) ? send_cached(to, m, queued)
+                                                   : sig_send_q(to, m, queued);
   if (rc) lpvm_msg_free(m);
   return rc;
 }

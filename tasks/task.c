@@ -158,13 +158,15 @@ static int migrate(lpvm_task *t) {
   return STEP_HANDOFF;
 }
 
-/* Start running: QUEUED -> RUNNING and clear PENDING before draining. */
-static void begin_step(lpvm_task *t) {
+/* Start running: QUEUED -> RUNNING and clear PENDING before draining. Returns the
+** word as it was. */
+static uint32_t begin_step(lpvm_task *t) {
   uint32_t cur = atomic_load_explicit(&t->sched_word, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(
       &t->sched_word, &cur, (cur & ~(TS_STATUS | TS_PENDING)) | TS_RUNNING,
-      memory_order_acq_rel, memory_order_relaxed)) {
+      memory_order_seq_cst, memory_order_relaxed)) {   /* before the drain: notify */
   }
+  return cur;
 }
 
 /* Go back to WAITING unless a signal came in since the step began. */
@@ -180,11 +182,14 @@ static int end_step_wait(lpvm_task *t) {
 }
 
 int task_step(lpvm_task *t) {
-  begin_step(t);
+  uint32_t word = begin_step(t);
   int more = sig_handle_all(t);
   int st = t->state;
   if (!t->suspended && st != LPVM_EXIT) {
+    int cache = !(word & TS_THREAD);   /* on a worker: its steps are bounded */
+    if (cache) sig_cache_begin();
     st = call_callbacks(t, st);
+    if (cache) sig_cache_end();
     if (t->state == LPVM_EXIT) st = LPVM_EXIT;  /* killed during lpvm_fetch_signals */
   }
   t->state = (uint8_t)st;

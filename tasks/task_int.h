@@ -36,6 +36,20 @@ uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s);
 int sig_handle_all(lpvm_task *t);   /* 1: signals left over */
 /* Answer what is left in a dead task's signal queue (LINK -> noproc, ...). */
 void sig_drain_dead(lpvm_task *t);
+/* The pin cache of messages sent in a step (signal.c): armed for a step's callbacks
+** on a worker, its pin dropped at their end. This thread's only. */
+typedef struct {
+  lpvm_task *t;   /* pinned, or NULL */
+  lpvm_id id;     /* t's id */
+  int on;         /* inside a step's callbacks on a worker */
+} sig_pin_cache;
+extern _Thread_local sig_pin_cache sig_pins;
+void sig_cache_drop(void);   /* unpin sig_pins.t (not NULL) */
+static inline void sig_cache_begin(void) { sig_pins.on = 1; }
+static inline void sig_cache_end(void) {
+  sig_pins.on = 0;
+  if (sig_pins.t) sig_cache_drop();
+}
 
 /* mailbox.c */
 /* Count m as queued for t (before it is pushed); returns the new count. */

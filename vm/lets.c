@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "vm/lets.h"
+#include "vm/lraw.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 
@@ -93,10 +94,18 @@ static inline int put_elem(lua_State *L, int idx, int type, lpvm_tbuf *b) {
   return put_scalar(L, idx, type, b);
 }
 
+static inline int put_tv(const lraw_tvalue *v, lpvm_tbuf *b);
+
 size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   lpvm_tbuf b = {buf, 1, cap, 0};
+  const lraw_tvalue *a;
   if (cap < 1) return 0;
   buf[0] = ETF_VERSION;
+  if (lraw_ok() && idx > 0 && (a = lraw_arg(L, idx)) != NULL) {   /* read in place */
+    if (a->tt == LRAW_VNUMINT && cap >= 12) put_int(&b, a->v.i);
+    else if (put_tv(a, &b)) return 0;
+    return b.err ? 0 : b.len;
+  }
   if (cap >= 12 && lua_isinteger(L, idx)) {   /* the usual key, no call */
     put_int(&b, lua_tointegerx(L, idx, NULL));
     return b.err ? 0 : b.len;
@@ -104,13 +113,85 @@ size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   return put_scalar(L, idx, LUA_TNONE, &b) || b.err ? 0 : b.len;
 }
 
-size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
-  if (lua_type(L, idx) != LUA_TTABLE || cap < 8) return 0;
-  lua_Unsigned n = lua_rawlen(L, idx);
+/* ---- an object's array read in place ------------------------------------------------ */
+
+/* Through the API an object's element costs a call to fetch it, a type test, a call to
+** read it and a pop (~190 instructions for {k + 1, k}); vm/lraw.h reads Lua's array
+** part in place instead. An element of another kind, or an array Lua keeps elsewhere,
+** takes the API path. */
+
+/* One element read in place, as put_scalar would write it; -1 for another kind. */
+static inline int put_tv(const lraw_tvalue *v, lpvm_tbuf *b) {
+  size_t room = b->cap - b->len, len;
+  const lraw_string *s;
+  switch (v->tt) {
+    case LRAW_VNUMINT:
+      if (room < 11) return -1;
+      put_int(b, v->v.i);
+      return 0;
+    case LRAW_VNUMFLT:
+      if (room < 11) return -1;
+      lpvm_put_float(b, v->v.n);
+      return 0;
+    case LRAW_VTRUE:
+    case LRAW_VFALSE:
+      if (room < 8) return -1;
+      if (v->tt == LRAW_VTRUE) lpvm_put_atom_len(b, "true", 4);
+      else lpvm_put_atom_len(b, "false", 5);
+      return 0;
+    case LRAW_VSHRSTR:
+    case LRAW_VLNGSTR:
+      s = v->v.gc;
+      len = v->tt == LRAW_VSHRSTR ? s->shrlen : s->lnglen;
+      if (len > room || room - len < 5) return -1;
+      lpvm_put_binary(b, s->contents, len);
+      return 0;
+    default:
+      if ((v->tt & 0x0f) != 0) return -1;   /* a table, a function, ...: not a scalar */
+      if (room < 6) return -1;
+      lpvm_put_atom_len(b, "nil", 3);
+      return 0;
+  }
+}
+
+#define ASK_API ((size_t)-1)
+
+/* The elements of the table t in place: the tuple's length, or 0 as lets_object, or
+** ASK_API when some of them lie outside the array part. */
+static size_t object_in_place(lua_State *L, int idx, const lraw_table *t, lpvm_tbuf *b) {
+  lua_Unsigned n = t->alimit;
+  /* An array of its real size, full to its last element, and no hash part: its
+  ** length is alimit (ltable.c's luaH_getn answers so without looking further).
+  ** Else Lua says, and the elements must lie within alimit. */
+  if ((t->flags & LRAW_BITRAS) || t->lastfree || n == 0 || lraw_is_nil(&t->array[n - 1])) {
+    n = lua_rawlen(L, idx);   /* (may move alimit, never past the array's size) */
+    if (n > t->alimit) return ASK_API;
+  }
   if (n > 255) return 0;
+  b->data[2] = (uint8_t)n;
+  const lraw_tvalue *v = t->array;
+  for (lua_Unsigned i = 0; i < n; i++, v++) {
+    if (v->tt == LRAW_VNUMINT && b->cap - b->len >= 11) put_int(b, v->v.i);   /* no call */
+    else if (put_tv(v, b)) return 0;
+  }
+  return b->err ? 0 : b->len;
+}
+
+size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
+  const lraw_tvalue *a;
+  if (cap < 8) return 0;
   lpvm_tbuf b = {buf, 3, cap, 0};   /* the version and SMALL_TUPLE_EXT (n <= 255) */
   buf[0] = ETF_VERSION;
   buf[1] = ETF_SMALL_TUPLE;
+  if (lraw_ok() && idx > 0) {
+    if (!(a = lraw_arg(L, idx)) || a->tt != LRAW_VTABLE) return 0;
+    size_t len = object_in_place(L, idx, a->v.gc, &b);
+    if (len != ASK_API) return len;
+  } else if (lua_type(L, idx) != LUA_TTABLE) {
+    return 0;
+  }
+  lua_Unsigned n = lua_rawlen(L, idx);
+  if (n > 255) return 0;
   buf[2] = (uint8_t)n;
   int rc = 0;
   lua_Unsigned i = 1;
@@ -225,8 +306,48 @@ static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int d
   *pp = p;
 }
 
+/* One scalar at *pp that is no collectable value (integers, floats, booleans, nil)
+** written straight into a new table's array slot: Lua's barrier is for collectable
+** values only, so none is owed. 1, or 0 (nothing written) for anything else. */
+static inline int set_fast(lraw_tvalue *v, const uint8_t **pp, const uint8_t *end) {
+  const uint8_t *p = *pp;
+  size_t left = (size_t)(end - p);
+  if (left < 2) return 0;
+  switch (p[0]) {
+    case ETF_SMALL_INT:
+      v->v.i = p[1];
+      v->tt = LRAW_VNUMINT;
+      *pp = p + 2;
+      return 1;
+    case ETF_INT:
+      if (left < 5) return 0;
+      v->v.i = (int32_t)be32(p + 1);
+      v->tt = LRAW_VNUMINT;
+      *pp = p + 5;
+      return 1;
+    case ETF_NEW_FLOAT: {
+      if (left < 9) return 0;
+      uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
+      memcpy(&v->v.n, &bits, sizeof bits);
+      v->tt = LRAW_VNUMFLT;
+      *pp = p + 9;
+      return 1;
+    }
+    case ETF_SMALL_ATOM_UTF8:   /* nil, true, false; any other atom is a string */
+      if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) v->tt = LRAW_VTRUE;
+      else if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) v->tt = LRAW_VFALSE;
+      else if (p[1] == 3 && left >= 5 && memcmp(p + 2, "nil", 3) == 0) v->tt = 0;
+      else return 0;
+      *pp = p + 2 + p[1];
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
   const uint8_t *end = p + len;
+  int in_place = lraw_ok();
   lua_createtable(L, n, 0);
   for (int i = 1; i <= n; i++) {
     if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
@@ -235,7 +356,14 @@ void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
       uint32_t m = p[1];
       p += 2;
       lua_createtable(L, (int)m, 0);
+      /* its array of exactly m slots, which nothing below resizes (rawseti within it) */
+      lraw_tvalue *a = NULL;
+      if (in_place && m) {   /* the table on top (lraw.h: no call since it was pushed) */
+        const lraw_tvalue *top = ((const lraw_state *)(void *)L)->top - 1;
+        a = ((const lraw_table *)top->v.gc)->array;
+      }
       for (uint32_t k = 1; k <= m; k++) {
+        if (a && set_fast(&a[k - 1], &p, end)) continue;
         if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
         lua_rawseti(L, -2, (lua_Integer)k);
       }

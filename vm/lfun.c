@@ -35,12 +35,12 @@
 ** is checked either way: header, upvalue count, every reference and index.
 */
 #include <lauxlib.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vm/lproc_int.h"
+#include "vm/lraw.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 
@@ -49,55 +49,10 @@ static const char codes_key = 'c';
 
 /* ---- the prototype of a closure -------------------------------------------------- */
 
-/* Lua 5.4's LClosure begins so (lobject.h: CommonHeader, nupvalues, gclist, p). The
-** public API has no way to name a prototype, so we read it through this mirror, but
-** only after lfun_layout_ok has checked it on closures it made itself. */
-typedef struct lclosure_head {
-  void *next;
-  unsigned char tt, marked, nupvalues;
-  void *gclist;
-  const void *proto;
-} lclosure_head;
-
-#define LUA_VLCL 6   /* makevariant(LUA_TFUNCTION, 0) */
-
-static _Atomic int layout = 0;   /* 0 unknown, 1 checked, -1 refused */
-
-static int make_closures(lua_State *L) {
-  luaL_loadstring(L, "local t = {} for i = 1, 2 do t[i] = function() return i end end "
-                     "return t[1], t[2], function() end");
-  lua_call(L, 0, 3);
-  return 3;
-}
-
-/* Two closures of one body -> one prototype; another body -> another. */
-static int layout_check(lua_State *L) {
-  if (LUA_VERSION_NUM != 504) return -1;
-  if (!lua_checkstack(L, 4)) return 0;
-  lua_pushcfunction(L, make_closures);
-  if (lua_pcall(L, 0, 3, 0) != LUA_OK) {
-    lua_pop(L, 1);
-    return 0;   /* out of memory: ask again next time */
-  }
-  const lclosure_head *a = lua_topointer(L, -3), *b = lua_topointer(L, -2),
-                      *c = lua_topointer(L, -1);
-  int ok = a != b && a->tt == LUA_VLCL && b->tt == LUA_VLCL && c->tt == LUA_VLCL &&
-           a->nupvalues == 1 && c->nupvalues == 0 && a->proto && a->proto == b->proto &&
-           a->proto != c->proto;
-  lua_pop(L, 3);
-  return ok ? 1 : -1;
-}
-
-/* The prototype of the Lua closure at f, or NULL when the layout is not trusted. */
+/* The public API has no way to name a prototype: lraw.h's mirror reads it, once its
+** check has passed (else every closure is cached by its own identity). */
 static const void *proto_of(lua_State *L, int f) {
-  int lay = layout;
-  if (lay == 0) {
-    lay = layout_check(L);
-    if (lay != 0) layout = lay;
-  }
-  if (lay != 1) return NULL;
-  const lclosure_head *h = lua_topointer(L, f);
-  return h && h->tt == LUA_VLCL ? h->proto : NULL;
+  return lraw_ok() ? lraw_proto(L, f) : NULL;
 }
 
 /* ---- dumping, cached ---------------------------------------------------------------- */

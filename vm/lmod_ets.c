@@ -17,6 +17,7 @@
 
 #include "lpvm/ets.h"
 #include "vm/lets.h"
+#include "vm/lraw.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
@@ -81,12 +82,19 @@ static int fail(lua_State *L, int rc, int arg) {
 /* Upvalue 1 of every function: the name cache (lets.c); upvalue 2: the metatable of
 ** references, so that a table id is checked without a registry lookup; upvalue 3:
 ** the last reference this function checked (held, so it cannot be another value at
-** the same address), which a loop over one table passes again and again. */
+** the same address), which a loop over one table passes again and again; upvalue 4:
+** that reference's table id. */
 static lpvm_tab check_tab(lua_State *L, int arg) {
-  /* the same address as the held reference, and a full userdata: the same value */
-  void *u = lua_touserdata(L, arg);
-  if (u && u == lua_touserdata(L, lua_upvalueindex(3)) && lua_type(L, arg) == LUA_TUSERDATA)
-    return *(uint64_t *)u;
+  if (lraw_ok()) {   /* the held reference itself (one object): no API call */
+    const lraw_tvalue *a = lraw_arg(L, arg), *held = lraw_upvalue(L, 3);
+    if (a && a->tt == LRAW_VUSERDATA && held->tt == LRAW_VUSERDATA && a->v.gc == held->v.gc)
+      return (lpvm_tab)lraw_upvalue(L, 4)->v.i;
+  } else {
+    /* the same address as the held reference, and a full userdata: the same value */
+    void *u = lua_touserdata(L, arg);
+    if (u && u == lua_touserdata(L, lua_upvalueindex(3)) && lua_type(L, arg) == LUA_TUSERDATA)
+      return *(uint64_t *)u;
+  }
   if (lua_type(L, arg) == LUA_TSTRING) {
     lpvm_tab t = lets_by_name(L, arg);
     if (!t) luaL_argerror(L, arg, "no such table");
@@ -96,9 +104,12 @@ static lpvm_tab check_tab(lua_State *L, int arg) {
     int ok = lua_rawequal(L, -1, lua_upvalueindex(2));
     lua_pop(L, 1);
     if (ok) {
+      lpvm_tab t = *(uint64_t *)lua_touserdata(L, arg);
       lua_pushvalue(L, arg);
       lua_replace(L, lua_upvalueindex(3));
-      return *(uint64_t *)lua_touserdata(L, arg);
+      lua_pushinteger(L, (lua_Integer)t);
+      lua_replace(L, lua_upvalueindex(4));
+      return t;
     }
   }
   luaL_typeerror(L, arg, "table (reference or name)");
@@ -598,7 +609,8 @@ static int l_foldl(lua_State *L) {
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_pushvalue(L, lua_upvalueindex(2));
   lua_pushvalue(L, lua_upvalueindex(3));
-  lua_pushcclosure(L, l_tab2list, 3);
+  lua_pushvalue(L, lua_upvalueindex(4));
+  lua_pushcclosure(L, l_tab2list, 4);   /* every function's four upvalues (check_tab) */
   lua_pushvalue(L, 3);
   lua_call(L, 1, 1);                       /* 4: the objects */
   lua_pushvalue(L, 2);                     /* 5: the accumulator */
@@ -689,6 +701,7 @@ int lmod_ets_open(lua_State *L) {
   lua_getmetatable(L, -1);
   lua_remove(L, -2);
   lua_newtable(L);              /* none checked yet: a value no caller can pass */
-  luaL_setfuncs(L, ets_fns, 3);
+  lua_pushinteger(L, 0);        /* its table id */
+  luaL_setfuncs(L, ets_fns, 4);
   return 1;
 }

@@ -390,10 +390,17 @@ int lmod_receive(lua_State *L) {
   lmod_check_wait(L, p, "receive");
   int top = lua_gettop(L);
   if (top == 0) {                     /* receive(): the common case, nothing to check */
-    lua_settop(L, 2);
     lmod_drop_owned(p);
     lmod_recv_finish(p);
-    return recv_loop(L, p);
+    /* a message already queued (a receiver draining a burst) is taken without the
+    ** stack recv_loop keeps (the predicate and the timeout, both nil here) */
+    lpvm_msg *m = recv_next(L, p);
+    if (m) {
+      lmod_recv_finish(p);   /* an eval taken on the way may have moved the scan */
+      return take_push(L, p, m);
+    }
+    lua_settop(L, 2);
+    return recv_wait(L, p, recv_k, recv_loop);
   }
   int t1 = lua_type(L, 1);
   int64_t ms = -1;

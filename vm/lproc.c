@@ -20,7 +20,8 @@
 ** resume or a pcall.
 **
 ** Memory: the allocator counts the state's bytes and refuses past `max_heap`; the
-** process then exits with reason `max_heap`. Finished states go back to a bounded
+** process then exits with reason `max_heap`. Small blocks come from and go back to
+** the running thread's free lists (lproc_small.h), the rest to malloc. Finished states go back to a bounded
 ** pool after a cleaning that leaves nothing of their previous owner (lproc_pool.c).
 */
 #include <lauxlib.h>
@@ -33,6 +34,7 @@
 #include "lpvm/lpvm.h"
 #include "vm/llog.h"
 #include "vm/lproc_int.h"
+#include "vm/lproc_small.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 
@@ -84,36 +86,73 @@ static int over_heap(lproc *p, size_t osize, size_t nsize) {
   return 1;
 }
 
-void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  lproc *p = ud;
-  if (p && ptr && lproc_block_owns(p, ptr)) {   /* an object of the state's block */
+/* Everything but the two common cases below (lproc_alloc). */
+/* not inlined: lproc_alloc's common cases then need no saved registers */
+__attribute__((noinline)) static void *alloc_slow(lproc *p, void *ptr, size_t osize,
+                                                  size_t nsize) {
+  void *q;
+  if (ptr == NULL) {   /* a new object: osize is its type */
+    if (nsize == 0) return NULL;
+    if (!p) return lproc_small_alloc(nsize);
+    if (p->max_heap && over_heap(p, 0, nsize)) return NULL;
+    /* see clean_cf: only a table or a full userdata can get a finalizer */
+    if (p->clean_watch && (osize == LUA_TTABLE || osize == LUA_TUSERDATA)) p->clean_new = 1;
+    if (!p->blk_bump || !(q = lproc_block_alloc(p, nsize)))   /* lproc_block.c */
+      q = lproc_small_alloc(nsize);
+    if (q) p->mem += nsize;
+    return q;
+  }
+  if (!p) {
+    if (nsize) return lproc_small_realloc(ptr, osize, nsize);
+    lproc_small_free(ptr, osize);
+    return NULL;
+  }
+  if (lproc_block_owns(p, ptr)) {   /* an object of the state's block */
     if (nsize == 0) {
       lproc_block_free(p, ptr, osize);
       p->mem -= osize;
       return NULL;
     }
-    if (over_heap(p, osize, nsize)) return NULL;
-    void *q = lproc_block_realloc(p, ptr, osize, nsize);
+    if (p->max_heap && over_heap(p, osize, nsize)) return NULL;
+    q = lproc_block_realloc(p, ptr, osize, nsize);
     if (q) p->mem += nsize - osize;
     return q;
   }
-  size_t tag = ptr == NULL ? osize : 0;   /* a new object: osize is its type */
-  if (ptr == NULL) osize = 0;
   if (nsize == 0) {
-    free(ptr);
-    if (p) p->mem -= osize;
+    p->mem -= osize;
+    lproc_small_free(ptr, osize);
     return NULL;
   }
-  if (p && over_heap(p, osize, nsize)) return NULL;
-  /* see clean_cf: only a table or a full userdata can get a finalizer */
-  if (ptr == NULL && p && p->clean_watch && (tag == LUA_TTABLE || tag == LUA_TUSERDATA))
-    p->clean_new = 1;
-  void *q;
-  if (ptr) q = realloc(ptr, nsize);
-  else if (!p || !p->blk_bump || !(q = lproc_block_alloc(p, nsize)))   /* lproc_block.c */
-    q = malloc(nsize);   /* malloc: the cheaper path */
-  if (q && p) p->mem += nsize - osize;
+  if (p->max_heap && over_heap(p, osize, nsize)) return NULL;
+  q = lproc_small_realloc(ptr, osize, nsize);
+  if (q) p->mem += nsize - osize;
   return q;
+}
+
+/* The common cases first, each a few instructions and no call: with no limit and no
+** cleaning in play, a new object bumped from the state's block (lproc_block.c) or a
+** small one taken from the thread's free list (lproc_small.h); a small object, not of
+** the block, freed to the list. The rest: alloc_slow. */
+void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  lproc *p = ud;
+  if (p) {
+    if (ptr == NULL) {
+      if (!p->max_heap && !p->clean_watch) {
+        void *q;
+        /* nsize 0 (Lua "freeing" NULL): the bump would give a pointer, the pop NULL */
+        if (p->blk_bump) q = p->blk && nsize ? lproc_block_alloc(p, nsize) : NULL;
+        else q = lproc_small_pop(nsize);
+        if (q) {
+          p->mem += nsize;
+          return q;
+        }
+      }
+    } else if (nsize == 0 && !lproc_block_owns(p, ptr) && lproc_small_push(ptr, osize)) {
+      p->mem -= osize;
+      return NULL;
+    }
+  }
+  return alloc_slow(p, ptr, osize, nsize);
 }
 
 /* Bytes a state holds, by Lua's own count (which matches what the allocator saw). */

@@ -15,7 +15,8 @@
 ** they fit, 8-byte aligned (Lua's largest alignment); a freed object's space stays
 ** unused (the block is small), except the last one bumped, which is given back. A
 ** block object resized keeps its place when it shrinks or is the last one, else
-** moves (to the block or malloc). Objects that do not fit go to malloc as before.
+** moves (to the block or the heap). Objects that do not fit go to the heap as before
+** (lproc_small.h: the thread's free lists, or malloc).
 ** The block belongs to the state: it moves with it through the pool (lproc_pool.c).
 ** With ASan, the block's unused and freed bytes are poisoned, so an overrun of a
 ** block object is still caught.
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "vm/lproc_int.h"
+#include "vm/lproc_small.h"
 
 /* The first allocation of a new state: its global state, at the block's start. */
 void *lproc_block_first(lproc *p, size_t nsize) {
@@ -64,7 +66,7 @@ void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize) {
     return q;
   }
   void *n = p->blk_bump ? lproc_block_alloc(p, nsize) : NULL;
-  if (!n) n = malloc(nsize);
+  if (!n) n = lproc_small_alloc(nsize);   /* lproc_small.h: sized to its class */
   if (!n) return NULL;
   memcpy(n, q, osize);
   lproc_block_free(p, q, osize);

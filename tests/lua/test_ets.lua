@@ -448,6 +448,44 @@ test("fast paths: every scalar shape round-trips, long and nested objects too", 
   ets.delete(t)
 end)
 
+-- lets.c reads an object's array part in place when it can: every way Lua may lay an
+-- array out must store what the general path (several objects at once) stores.
+test("fast paths: arrays laid out every way store what the general path stores", function()
+  local fast = ets.new("inplace_fast", {"set"})
+  local slow = ets.new("inplace_slow", {"set"})
+  local grown = {}
+  for i = 1, 5 do grown[#grown + 1] = i end       -- array of 8, alimit moved by #
+  local shrunk = {10, 2, 3, 4}
+  shrunk[4] = nil                                  -- last slot empty: Lua's length
+  local holes = {11}
+  holes[3] = 3                                     -- a border at 1
+  local objs = {
+    {[1] = 100, [2] = "hash part"},                -- elements in the hash part
+    {2, "array and hash", x = 3},
+    {3, nil, 3},
+    {4, true, false, nil, 1.5, "short", string.rep("l", 100), -0.0},
+    setmetatable({5, "raw"}, {__index = function() return 9 end,
+                              __len = function() return 7 end}),
+    grown, shrunk, holes,
+    {6, {}, "a table inside"},                     -- not scalars: the general path
+  }
+  for i, o in ipairs(objs) do
+    ets.insert(fast, o)
+    ets.insert(slow, o, {-i})                      -- two objects: the general encoder
+  end
+  for _, o in ipairs(objs) do
+    local want = {}
+    for i = 1, rawlen(o) do want[i] = rawget(o, i) end
+    T.eq(ets.lookup(fast, o[1]), {want})
+    T.eq(ets.lookup(slow, o[1]), {want})
+  end
+  for i = 1, #objs do ets.delete(slow, -i) end   -- then the same bytes, object by object
+  T.eq(ets.info(fast, "memory"), ets.info(slow, "memory"))
+  T.eq(ets.tab2list(fast), ets.tab2list(slow))
+  ets.delete(fast)
+  ets.delete(slow)
+end)
+
 test("ordered_set: integer and string keys in term order on the fast compare", function()
   local o = ets.new("order", {"ordered_set"})
   for _, k in ipairs({"b", "ab", "", "a", "a\0", 300, -5, 2, 2.5, 1.0, -70000, 70000, 255, 256}) do
