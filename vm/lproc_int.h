@@ -235,8 +235,6 @@ void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pool
 /* Push the function at fn_cand instead of loading `code` if it dumps to the same
 ** bytes and its upvalues are distinct (returns 1), else 0; fn_cand is cleared. */
 int lproc_pool_reuse_fn(lua_State *L, const void *code, size_t len);
-/* lproc_finobj.c: 0 if no object of L has a finalizer still to run; 1 if one may */
-int lproc_finobj_pending(lua_State *L);
 int lproc_send_marker(lproc *parent, lpvm_id child);   /* spawn_monitor's go */
 lua_State *lproc_state_new(void);        /* a state for the boot process, owner-less */
 int lproc_take_interrupt(lproc *p);      /* 1 once if lproc_interrupt named p */

@@ -24,6 +24,7 @@
 
 #include "lpvm/lpvm.h"
 #include "vm/lproc_int.h"
+#include "vm/lraw.h"
 
 /* A pooled state, and the bytecode length of the function it keeps (0: none, or
 ** not known: compared anyway) and its number (lfun.c's dump cache; 0: none). */
@@ -238,7 +239,7 @@ static int clean_cf(lua_State *L) {
   lproc *p = lproc_of(L);
   lua_settop(L, 1);   /* the kept function, or nil */
   p->clean_new = 0;
-  if (!lproc_finobj_pending(L)) {   /* lproc_finobj.c */
+  if (lraw_ok() && !lraw_finalizers_pending(L)) {   /* vm/lraw.h: the collector's lists */
     clean_quick(L);
   } else {
     lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */

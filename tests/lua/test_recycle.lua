@@ -158,7 +158,7 @@ test("the lazy tables made anew: a finalizer reaches them while the state is cle
 end)
 
 -- An owner with no finalizer left to run (none set, or all run in its life) is cleaned
--- without a collection (lproc_pool.c clean_quick, lproc_finobj.c): its garbage stays
+-- without a collection (lproc_pool.c clean_quick, vm/lraw.h): its garbage stays
 -- until the next owner's collections, out of that owner's reach.
 test("no finalizer pending: garbage left behind, and nothing of it shows", function()
   same_as_fresh(function(parent)
