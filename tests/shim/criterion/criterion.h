@@ -58,6 +58,7 @@ static inline void shim_check(
 
 #define SHIM_CHECK(cond, expr, ...) shim_check(!!(cond), expr, __FILE__, __LINE__, "" __VA_ARGS__)
 #define cr_assert(c, ...) SHIM_CHECK((c), #c, __VA_ARGS__)
+#define cr_assert_not(c, ...) SHIM_CHECK(!(c), "!(" #c ")", __VA_ARGS__)
 #define cr_assert_eq(a, b, ...) SHIM_CHECK((a) == (b), #a " == " #b, __VA_ARGS__)
 #define cr_assert_neq(a, b, ...) SHIM_CHECK((a) != (b), #a " != " #b, __VA_ARGS__)
 #define cr_assert_gt(a, b, ...) SHIM_CHECK((a) > (b), #a " > " #b, __VA_ARGS__)
