@@ -206,7 +206,9 @@ Test(lfun, spawn_fast_path_is_lterm_put) {
     char err[LTERM_ERRSZ];
     int top = lua_gettop(L);
     size_t empty = a.len;   /* the version byte */
-    int fast = lfun_put_spawn(L, -1, &a);
+    uint64_t id = 0;
+    int fast = lfun_put_spawn(L, -1, &a, &id);
+    cr_assert_eq(id != 0, fast, "%s: a number with the bytes", cases[i].src);
     cr_assert_eq(lua_gettop(L), top, "%s: stack", cases[i].src);
     cr_assert_eq(fast, cases[i].fast, "%s", cases[i].src);
     if (fast) {

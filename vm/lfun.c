@@ -22,7 +22,10 @@
 ** loop share it), in the sending process: registry[&protos_key] maps the prototype
 ** to one live closure of it (weak values, so a collected prototype's entry goes
 ** before its address can be reused) and registry[&codes_key] maps that closure to the
-** bytecode (weak keys).
+** bytecode (weak keys), after an 8-byte number no other dump of this VM has (code_ids):
+** the same number means the same bytes, so a spawn's start carries it
+** (lproc_start.code_id) and a recycled state that kept a function of that number
+** takes it without comparing its dump (lproc_pool_reuse_fn).
 **
 ** Security: lua_load of bytecode trusts the bytes completely (a crafted chunk can
 ** crash the VM). The decoder loads lpvm_fun only when its caller says the source is
@@ -54,7 +57,12 @@ static const void *proto_of(lua_State *L, int f) {
 
 /* ---- dumping, cached ---------------------------------------------------------------- */
 
-/* (f) -> bytecode. Raises when out of memory; run protected. */
+/* A cached dump's number: a new one per dump made, never 0. */
+static _Atomic uint64_t code_ids;
+#define CODE_ID_LEN sizeof(uint64_t)
+
+/* (f) -> its number and bytecode, one string. Raises when out of memory; run
+** protected. */
 static int dump_cf(lua_State *L) {
   const void *proto = proto_of(L, 1);
   lmod_weak_table(L, &codes_key, "k");   /* 2 */
@@ -73,8 +81,13 @@ static int dump_cf(lua_State *L) {
   char *code = lproc_dump_top(L, &len);
   lua_pop(L, 1);
   if (!code) return luaL_error(L, "cannot dump the function");
-  lua_pushlstring(L, code, len);
+  uint64_t id = atomic_fetch_add_explicit(&code_ids, 1, memory_order_relaxed) + 1;
+  luaL_Buffer buf;
+  char *to = luaL_buffinitsize(L, &buf, CODE_ID_LEN + len);
+  memcpy(to, &id, CODE_ID_LEN);
+  memcpy(to + CODE_ID_LEN, code, len);
   free(code);
+  luaL_pushresultsize(&buf, CODE_ID_LEN + len);
   lua_pushvalue(L, 1);
   lua_pushvalue(L, -2);
   lua_rawset(L, 2);   /* codes[f] = bytecode */
@@ -83,6 +96,14 @@ static int dump_cf(lua_State *L) {
     lua_rawsetp(L, 3, proto);   /* protos[proto] = f */
   }
   return 1;
+}
+
+/* dump_cf's string at -1: the bytecode, its length and number. */
+static const char *cached_code(lua_State *L, size_t *len, uint64_t *id) {
+  const char *s = lua_tolstring(L, -1, len);
+  memcpy(id, s, CODE_ID_LEN);
+  *len -= CODE_ID_LEN;
+  return s + CODE_ID_LEN;
 }
 
 /* ---- encoding --------------------------------------------------------------------------- */
@@ -173,7 +194,8 @@ int lfun_put(lterm_enc *e, int f) {
     return lterm_enc_fail(e, "cannot dump a function (out of memory)%s", "");
   }
   size_t len;
-  const char *code = lua_tolstring(L, -1, &len);
+  uint64_t id;
+  const char *code = cached_code(L, &len, &id);
   n = ++e->nrefs;
   if (lterm_map_put(&e->refs, lua_topointer(L, f), n) != 0) {
     lua_pop(L, 1);
@@ -213,8 +235,9 @@ int lfun_put(lterm_enc *e, int f) {
 /* spawn's function, when it has no upvalue but the globals (`function() end`, or a
 ** body that only uses globals): the bytes lterm_put would build, without its first
 ** pass (which stops at the function to start again as a graph) and its maps. Returns
-** 0, leaving b alone, for any other function: lterm_put then encodes it. */
-int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b) {
+** 0, leaving b alone, for any other function: lterm_put then encodes it. *id is the
+** bytecode's number (dump_cf). */
+int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *id) {
   if (lua_type(L, f) != LUA_TFUNCTION || lua_iscfunction(L, f) || !lua_checkstack(L, 4))
     return 0;
   f = lua_absindex(L, f);
@@ -233,7 +256,7 @@ int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b) {
     return 0;
   }
   size_t len;
-  const char *code = lua_tolstring(L, -1, &len);
+  const char *code = cached_code(L, &len, id);
   lpvm_put_tuple(b, 2);
   lpvm_put_atom(b, "lpvm_graph");
   lpvm_put_tuple(b, 3);

@@ -157,7 +157,7 @@ static int light_require(lua_State *L) {
   if (lua_getfield(L, 2, name) != LUA_TNIL) return 1;   /* loaded already */
   lua_pop(L, 1);
   for (const lib *l = libs; l->name; l++)
-    if (l->open != open_package && strcmp(name, l->name) == 0) {
+    if (name[0] == l->name[0] && l->open != open_package && strcmp(name, l->name) == 0) {
       open_lib(L, l);
       lua_pushliteral(L, ":preload:");
       return 2;

@@ -105,8 +105,9 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   lpvm_tbuf_init(&args);
   size_t code_len = 0;
   const char *code = "";
+  uint64_t code_id = 0;
   if (kind == LUA_TFUNCTION) {   /* the function as a term, upvalues and all */
-    if (!lfun_put_spawn(L, first, &up) && lterm_put(L, first, &up, err) != 0) {
+    if (!lfun_put_spawn(L, first, &up, &code_id) && lterm_put(L, first, &up, err) != 0) {
       lpvm_tbuf_free(&up);
       lpvm_tbuf_free(&args);
       return luaL_error(L, "spawn: %s", err);
@@ -128,6 +129,7 @@ static int spawn_common(lua_State *L, int link, int monitor) {
     lpvm_tbuf_free(&args);
     return luaL_error(L, "spawn: not enough memory");
   }
+  s->code_id = code_id;
   s->max_heap = so.max_heap;
   s->max_mailbox = so.max_mailbox;
   s->creator = p->task.id;

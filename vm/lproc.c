@@ -202,7 +202,7 @@ void lproc_state_init(lua_State *L, int kept) {
 
 /* A state for p: recycled (already initialised) or new (p->L->init is pending). */
 static lua_State *lproc_newstate(lproc *p, int *fresh) {
-  lua_State *L = lproc_pool_take(&p->fn_len, &p->blk);
+  lua_State *L = lproc_pool_take(&p->fn_len, &p->fn_id, &p->blk);
   *fresh = (L == NULL);
   p->recycled = (L != NULL);
   if (L) {
@@ -323,7 +323,7 @@ static int lproc_main(lua_State *L) {
     p->fn_cand = lua_type(L, 2) == LUA_TFUNCTION ? 2 : LPROC_NO_CAND;
     int ok = lterm_push_values_ex(L, s->data + s->code_len, s->up_len, trusted) == 1 &&
              lua_type(L, -1) == LUA_TFUNCTION;
-    if (p->fn_cand) p->fn_len = 0;   /* not decoded from bytecode: length not known */
+    if (p->fn_cand) p->fn_len = 0, p->fn_id = 0;   /* not decoded from bytecode: not known */
     p->fn_cand = 0;
     if (!ok) luaL_error(L, "spawn: malformed function");
   } else {

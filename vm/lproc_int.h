@@ -45,6 +45,8 @@ typedef struct lproc_start {
   size_t code_len;        /* LS_FUNC: bytecode; LS_MODULE: module name */
   size_t up_len;          /* LS_FUNC: term of the upvalues (a tuple); LS_TERM: the function */
   size_t args_len;        /* term of the arguments (a tuple) */
+  uint64_t code_id;       /* LS_TERM from lfun_put_spawn: its bytecode's number (lfun.c),
+                          ** 0: none */
   uint8_t data[];         /* code, upvalues, args */
 } lproc_start;
 
@@ -111,20 +113,25 @@ typedef struct lproc {
   uint8_t fn_kept;
   uint16_t fn_len;          /* bytecode length of the function: the kept one's until
                             ** the decoder sees this process's (0: not known) */
+  uint8_t libs_exposed;     /* llibs.c: Lua code may hold the lazy globals' metatable or the
+                            ** string stand-in (getmetatable, debug, package); written by
+                            ** the worker running p */
   uint8_t blk_bump;         /* lproc_block.c: new objects are bumped from blk (made by p's
                             ** lua_newstate, none has failed to fit yet); set with blk
                             ** NULL: the next object is a new state's first, and makes it */
   char *blk;                /* lproc_block.c: the block of p->L's first objects (moves with
                             ** the state through the pool); written by the worker running p */
-  uint8_t libs_exposed;     /* llibs.c: Lua code may hold the lazy globals' metatable or the
-                            ** string stand-in (getmetatable, debug, package); written by
-                            ** the worker running p */
+  uint64_t fn_id;           /* the kept function's bytecode number (lfun.c's dump cache)
+                            ** until the decoder sees this process's, as fn_len (0: none);
+                            ** here, not beside fn_len: the record stays in 448 bytes */
 } lproc;
 
 /* The hop's lines: the task's hot part starts on line 1 and lproc's ends within
 ** line 4 (a field added to either hot part must push a cold one out). */
 _Static_assert(offsetof(lpvm_task, rq_next) == 64, "lpvm_task: hot part off line 1");
 _Static_assert(offsetof(lproc, mem) <= 320, "lproc: hot part past line 4");
+/* mem100k: a record past 448 bytes takes 512 with its line rounding (lproc_allocate). */
+_Static_assert(sizeof(lproc) <= 448, "lproc: record past 448 bytes (+64 B a process)");
 
 #define LPROC_NO_CAND 255
 
@@ -214,14 +221,15 @@ static inline void lproc_block_free(lproc *p, void *ptr, size_t osize) {
 
 /* lfun.c: spawn's encoding of a function whose only upvalue is the globals (or none):
 ** 1 if done (as lterm_put would), 0 to leave it to lterm_put */
-int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b);
+int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *code_id);
 
 /* lproc_pool.c: recycled states */
 int lproc_recycle_set(int n);            /* returns the old bound */
 int lproc_recycle_get(void);             /* the bound */
 void lproc_pool_setup(int bound);
 void lproc_pool_teardown(int bound);     /* closes every pooled state; bound for the next VM */
-lua_State *lproc_pool_take(uint16_t *fn_len, char **blk);   /* a cleaned state, or NULL */
+/* a cleaned state, or NULL; its kept function's bytecode length and number */
+lua_State *lproc_pool_take(uint16_t *fn_len, uint64_t *fn_id, char **blk);
 void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the pool's yardstick */
 void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
 /* Push the function at fn_cand instead of loading `code` if it dumps to the same

@@ -24,12 +24,14 @@
 
 #include "lpvm/lpvm.h"
 #include "vm/lproc_int.h"
+#include "vm/lraw.h"
 
 /* A pooled state, and the bytecode length of the function it keeps (0: none, or
-** not known: compared anyway). */
+** not known: compared anyway) and its number (lfun.c's dump cache; 0: none). */
 typedef struct pooled {
   lua_State *L;
   char *blk;   /* its first objects' block (lproc_block.c), or NULL */
+  uint64_t fn_id;
   uint16_t fn_len;
 } pooled;
 
@@ -59,14 +61,15 @@ void lproc_pool_fresh(lua_State *L) {
 
 void lproc_pool_setup(int bound) { atomic_store(&pool.bound, bound); }
 
-lua_State *lproc_pool_take(uint16_t *fn_len, char **blk) {
-  pooled e = {NULL, NULL, 0};
+lua_State *lproc_pool_take(uint16_t *fn_len, uint64_t *fn_id, char **blk) {
+  pooled e = {NULL, NULL, 0, 0};
   *fn_len = 0;
   if (atomic_load_explicit(&pool.bound, memory_order_relaxed) == 0) return NULL;
   pthread_mutex_lock(&pool.mu);
   if (pool.n > 0) e = pool.v[--pool.n];
   pthread_mutex_unlock(&pool.mu);
   *fn_len = e.fn_len;
+  *fn_id = e.fn_id;
   if (e.L) *blk = e.blk;
   return e.L;
 }
@@ -221,25 +224,40 @@ static void watched_collect(lproc *p, lua_State *L) {
   p->clean_watch = 0;
 }
 
+/* The old owner set no finalizer (or all of them ran in its life): nothing of it can
+** run again, so one wipe does, and its garbage, which nothing reaches, is left to
+** the next owner's collections like a new state's start-up garbage (unless the state
+** is too big: below). Its upvalues need no detaching: no finalizer will see them. */
+static void clean_quick(lua_State *L) {
+  llibs_take(L);                 /* 2, 3: what of llibs_install may stay */
+  clear_type_metatables(L);
+  wipe_registry(L, 0);
+  reset_gc_params(L);
+}
+
 static int clean_cf(lua_State *L) {
   lproc *p = lproc_of(L);
   lua_settop(L, 1);   /* the kept function, or nil */
-  lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
-  if (!detach_upvalues(L, 1)) return 0;
-  llibs_take(L);                 /* 2, 3: what of llibs_install may stay */
-  clear_type_metatables(L);
-  int kept = wipe_registry(L, 1);
-  reset_gc_params(L);
   p->clean_new = 0;
-  watched_collect(p, L);         /* old owner's finalizers run now... */
-  if (p->libs_exposed) {         /* ...one of which may have reached them */
-    lua_settop(L, 1);
-    lua_settop(L, KEPT + 1);
+  if (lraw_ok() && !lraw_finalizers_pending(L)) {   /* vm/lraw.h: the collector's lists */
+    clean_quick(L);
+  } else {
+    lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
+    if (!detach_upvalues(L, 1)) return 0;
+    llibs_take(L);
+    clear_type_metatables(L);
+    int kept = wipe_registry(L, 1);
+    reset_gc_params(L);
+    watched_collect(p, L);         /* old owner's finalizers run now... */
+    if (p->libs_exposed) {         /* ...one of which may have reached them */
+      lua_settop(L, 1);
+      lua_settop(L, KEPT + 1);
+    }
+    clear_type_metatables(L);      /* ...and whatever they stored goes too */
+    wipe_registry(L, 0);
+    reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
+    if (kept && !p->clean_new) watched_collect(p, L);   /* what the first wipe kept */
   }
-  clear_type_metatables(L);      /* ...and whatever they stored goes too */
-  wipe_registry(L, 0);
-  reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
-  if (kept && !p->clean_new) watched_collect(p, L);   /* what the first wipe kept */
   /* Each collection halves a string table that is less than a quarter full: a
   ** process that made many strings needs one or two more to give a small state. */
   for (int i = 0; i < 2 && !p->clean_new && lproc_state_bytes(L) > pool_max_bytes(); i++)
@@ -305,7 +323,8 @@ void lproc_pool_release(lproc *p) {
           if (v) pool.v = v, pool.cap = cap;
         }
         if (pool.n < pool.cap) {
-          pool.v[pool.n++] = (pooled){L, p->blk, kept && lua_gettop(L) == 1 ? p->fn_len : 0};
+          int fn = kept && lua_gettop(L) == 1;
+          pool.v[pool.n++] = (pooled){L, p->blk, fn ? p->fn_id : 0, fn ? p->fn_len : 0};
           p->blk = NULL;
           L = NULL;
         }
@@ -340,7 +359,9 @@ static int same_writer(lua_State *L, const void *b, size_t sz, void *ud) {
 ** it, but for its identity (nobody else holds it: its previous owner's objects are
 ** gone) and its upvalues, which the decoder sets, each of them. Two of them that are
 ** one variable (debug.upvaluejoin) would not be set apart: such a closure is not
-** taken. */
+** taken. The kept function was loaded from bytes of the same number as this spawn's
+** (lproc_start.code_id, lfun.c's dump cache: one number, one string of bytes): it
+** dumps to them, and the comparison is skipped. */
 int lproc_pool_reuse_fn(lua_State *L, const void *code, size_t len) {
   void *ud;
   if (lua_getallocf(L, &ud) != lproc_alloc || !ud) return 0;
@@ -349,13 +370,15 @@ int lproc_pool_reuse_fn(lua_State *L, const void *code, size_t len) {
   p->fn_cand = 0;
   if (!f || p->L != L) return 0;
   size_t kept_len = p->fn_len;   /* the kept function's, if known */
+  uint64_t kept_id = p->fn_id, id = p->start ? p->start->code_id : 0;
   p->fn_len = len <= UINT16_MAX ? (uint16_t)len : 0;   /* this process's, for the pool */
+  p->fn_id = id;
   if (f == LPROC_NO_CAND || (kept_len && kept_len != len) || lua_type(L, f) != LUA_TFUNCTION ||
       lua_iscfunction(L, f))
     return 0;
   lua_pushvalue(L, f);
   same_dump d = {code, len};
-  if (lua_dump(L, same_writer, &d, 0) != 0 || d.left != 0) {
+  if (!(id && id == kept_id) && (lua_dump(L, same_writer, &d, 0) != 0 || d.left != 0)) {
     lua_pop(L, 1);
     return 0;
   }

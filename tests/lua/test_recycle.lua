@@ -157,6 +157,42 @@ test("the lazy tables made anew: a finalizer reaches them while the state is cle
   end, "finalizer")
 end)
 
+-- An owner with no finalizer left to run (none set, or all run in its life) is cleaned
+-- without a collection (lproc_pool.c clean_quick, vm/lraw.h): its garbage stays
+-- until the next owner's collections, out of that owner's reach.
+test("no finalizer pending: garbage left behind, and nothing of it shows", function()
+  same_as_fresh(function(parent)
+    local l = require "lpvm"
+    leaked = "secret"
+    local weak = setmetatable({}, { __mode = "k" })
+    for i = 1, 50 do weak[{ i }] = "v" .. i end
+    debug.getregistry().weak = weak
+    local ran = false
+    setmetatable({}, { __gc = function() ran = true end })
+    collectgarbage()   -- its finalizer runs now, in the owner's life
+    collectgarbage()
+    kept_ref = { ran, coroutine.create(print), function() return weak end }
+    l.send(parent, "dirty")
+  end, "no finalizer pending")
+end)
+
+test("no finalizer pending: a garbage-heavy owner still gives back a small state", function()
+  local old = lpvm.recycle(0)
+  local fresh = run(fingerprint)
+  lpvm.recycle(1)
+  T.eq(run(function(parent)
+    local t = {}
+    for i = 1, 300 do t[i] = { tostring(i) } end   -- garbage over the pool's slack
+    t = nil
+    require("lpvm").send(parent, "dirty")
+  end)[1], "dirty")
+  local rec = run(fingerprint)
+  T.eq(rec[2], true, "recycled")
+  for k, v in pairs(fresh[1]) do T.eq(rec[1][k], v, "differs in " .. k) end
+  T.ok(rec[3] <= fresh[3] + 1500, "heap " .. rec[3] .. " vs a new state's " .. fresh[3])
+  lpvm.recycle(old)
+end)
+
 test("recycling is on by default", function()
   T.ok(lpvm.recycle() > 0, "default pool bound " .. tostring(lpvm.recycle()))
 end)
@@ -314,6 +350,31 @@ test("the kept function: the next spawn of it has its own upvalues, arguments, g
   T.eq(c[1], "second")
   T.eq(c[4], true)
   T.eq(run(fingerprint)[2], true, "another function in the same state")
+  lpvm.recycle(old)
+end)
+
+-- A function whose only upvalue is the globals carries its bytecode's number from the
+-- spawner's dump cache (lfun.c): the same number, the kept function is taken without
+-- comparing its dump. Two bodies of one length alternate in one pooled state, and
+-- the same body comes from two spawners (two numbers for the same bytes).
+test("the kept function: numbered bytecode, bodies alternating, two spawners", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(1)
+  -- (small: a state that keeps a function stays within the pool's bound)
+  local one = function(parent) require("lpvm").send(parent, "one") end
+  local two = function(parent) require("lpvm").send(parent, "two") end
+  for i, f in ipairs({ one, one, two, one, two, two, one }) do
+    T.eq(run(f)[1], f == one and "one" or "two", "spawn " .. i)
+  end
+  -- the same body spawned by another process: its own dump, another number
+  local me = lpvm.self()
+  local _, ref = lpvm.spawn_monitor(function(parent, f)
+    local l = require "lpvm"
+    l.spawn(f, parent)
+  end, me, one)
+  T.down(ref)
+  T.eq(T.recv()[1], "one", "from another spawner")
+  T.eq(run(two)[1], "two", "after it")
   lpvm.recycle(old)
 end)
 
