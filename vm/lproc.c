@@ -207,6 +207,10 @@ static lua_State *lproc_newstate(lproc *p, int *fresh) {
   p->recycled = (L != NULL);
   if (L) {
     lua_setallocf(L, lproc_alloc, p);
+    /* A state cleaned without a collection (lproc_pool.c: no finalizer was pending)
+    ** still holds its old owner's garbage: a process with a heap limit must not count
+    ** it, so it goes now (no finalizer among it: no code runs). */
+    if (p->max_heap) lua_gc(L, LUA_GCCOLLECT);
     p->mem = lproc_state_bytes(L);
     return L;
   }
