@@ -6,8 +6,8 @@
 ** collector frees it, a free (lproc_alloc). Lua passes the size of every block it
 ** frees or resizes, so a block's size class is known without asking the allocator:
 ** a free list per class takes a freed block and hands it to the next new object of
-** the class in a few instructions, where jemalloc's malloc + free cost ~70 and
-** glibc's more (docs/performance.md, "Small allocations").
+** the class in a few instructions, where jemalloc's malloc + free cost ~67 and
+** lproc_alloc around them ~85 more (docs/performance.md, "Small allocations").
 **
 ** Why per thread, not per state: a state's own lists would hold memory in every idle
 ** process (mem100k) unless trimmed at each wait, which is on the message hop's path,
@@ -54,8 +54,8 @@ typedef struct lproc_small {
                                       ** is in its first word) */
   uint16_t room[LPROC_SMALL_NCLASS];  /* blocks the class may still take; all 0 until
                                       ** the thread's first free sets them up */
-  uint8_t state;                      /* 0: not set up, 1: lists in use, 2: the thread
-                                      ** is ending (its lists were freed) */
+  uint8_t state;                      /* 0: not set up, 1: lists in use, 2: no lists
+                                      ** (the thread is ending, or no key was left) */
 } lproc_small;
 
 extern _Thread_local lproc_small lproc_small_tl;

@@ -38,18 +38,19 @@ test("processes churning small objects and passing tables keep every value", fun
   for k = 1, np do
     pids[k] = lpvm.spawn(function(parent, id, count, size)
       local ok = true
-      local peer = lpvm.receive()
+      -- the predecessor's first table may come before the peer's pid
+      local _, peer = lpvm.receive(function(tag) return tag == "peer" end)
       for r = 1, count do
         local t = build(id * 100 + r, size)   -- garbage after the send: freed here
-        lpvm.send(peer, t)
-        local got = lpvm.receive()
+        lpvm.send(peer, "t", t)
+        local _, got = lpvm.receive(function(tag) return tag == "t" end)
         ok = ok and check(got, got.id, size)
         if r % 4 == 0 then lpvm.migrate("thread") lpvm.migrate("worker") end
       end
       lpvm.send(parent, "done", id, ok)
     end, me, k, rounds, n)
   end
-  for k = 1, np do lpvm.send(pids[k], pids[k % np + 1]) end   -- a ring
+  for k = 1, np do lpvm.send(pids[k], "peer", pids[k % np + 1]) end   -- a ring
   local bad = {}
   for _ = 1, np do
     local tag, id, ok = table.unpack(T.recv(T.WAIT * 4), 1, 3)

@@ -6,10 +6,14 @@ local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
 local dir = os.tmpname()
 os.remove(dir)
 assert(os.execute("mkdir -p " .. dir))
+-- written aside and renamed over, as editors save: a loader reading the file at the
+-- same moment sees the old version or the new one, never a half-written (or empty) one
 local function write(name, src)
-  local f = assert(io.open(dir .. "/" .. name .. ".lua", "w"))
+  local path = dir .. "/" .. name .. ".lua"
+  local f = assert(io.open(path .. ".tmp", "w"))
   f:write(src)
   f:close()
+  assert(os.rename(path .. ".tmp", path))
 end
 
 -- require `name` in a new process (with dir on its path); its result or error
