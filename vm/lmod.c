@@ -201,22 +201,50 @@ void lmod_push_ref_temp(lua_State *L, uint64_t ref) {
   *(uint64_t *)lua_touserdata(L, -1) = ref;
 }
 
-void lmod_push_ref(lua_State *L, uint64_t ref) {
-  ref_mt(L);                                   /* mt */
-  lua_rawgeti(L, -1, MT_INTERN);               /* mt T */
-  if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {
-    lua_replace(L, -3);
-    lua_pop(L, 1);
+/* Push the state's intern table (weak values: reference -> its userdata). A process
+** keeps its registry index (lproc.ref_intern), so a push starts with one integer-keyed
+** registry read instead of the metatable's and then the table's. */
+static void ref_intern(lua_State *L, lproc *p) {
+  if (p && p->ref_intern) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref_intern);
     return;
   }
-  lua_pop(L, 1);
-  *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;   /* mt T u */
-  lua_pushvalue(L, -3);
+  ref_mt(L);
+  lua_rawgeti(L, -1, MT_INTERN);
+  lua_replace(L, -2);
+  if (p) {
+    lua_pushvalue(L, -1);
+    p->ref_intern = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+}
+
+/* A new userdata for ref, interned: T -> u (the intern table replaced by it). */
+static void ref_new(lua_State *L, lproc *p, uint64_t ref) {
+  *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;   /* T u */
+  if (p && p->ref_mt) lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref_mt);
+  else ref_mt(L);                                                  /* T u mt */
   lua_setmetatable(L, -2);
   lua_pushvalue(L, -1);
   lua_rawseti(L, -3, (lua_Integer)ref);
-  lua_replace(L, -3);
+  lua_replace(L, -2);                                              /* u */
+}
+
+void lmod_push_ref(lua_State *L, uint64_t ref) {
+  lproc *p = lproc_of(L);
+  ref_intern(L, p);                                                /* T */
+  if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {     /* T u */
+    lua_replace(L, -2);
+    return;
+  }
   lua_pop(L, 1);
+  ref_new(L, p, ref);
+}
+
+/* A reference just made (make_ref, alias): no userdata of it can exist, so no lookup. */
+void lmod_push_new_ref(lua_State *L, uint64_t ref) {
+  lproc *p = lproc_of(L);
+  ref_intern(L, p);
+  ref_new(L, p, ref);
 }
 
 /* ---- errors ---------------------------------------------------------------------------------- */

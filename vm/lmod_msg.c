@@ -468,7 +468,7 @@ static int lmod_make_ref(lua_State *L) {
   lproc *p = lproc_check(L);
   uint64_t ref = lpvm_make_ref();
   lmod_mark(p, ref);
-  lmod_push_ref(L, ref);
+  lmod_push_new_ref(L, ref);
   return 1;
 }
 
@@ -478,7 +478,7 @@ static int lmod_alias(lua_State *L) {
   uint64_t ref = lpvm_make_ref();
   if (lmod_alias_add(p, ref) != 0) return luaL_error(L, "alias: not enough memory");
   lmod_mark(p, ref);
-  lmod_push_ref(L, ref);
+  lmod_push_new_ref(L, ref);
   return 1;
 }
 

@@ -94,6 +94,7 @@ typedef struct lproc {
   uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding */
   uint32_t exit_len;
   int ref_mt;               /* registry index of the reference metatable (lmod.c), 0: none yet */
+  int ref_intern;           /* registry index of its intern table (lmod.c), 0: none yet */
   lua_State *helper;        /* lcode.c: coroutine that runs module updates */
   uint8_t want_thread;      /* migrate(): wanted mode */
   uint8_t tries;            /* migrate(): steps waited */
@@ -281,6 +282,7 @@ void lmod_push_pid(lua_State *L, lpvm_id id);
 lpvm_id lmod_check_pid(lua_State *L, int arg);
 lpvm_id lmod_to_pid(lua_State *L, int idx);       /* 0 if not a pid */
 void lmod_push_ref(lua_State *L, uint64_t ref);
+void lmod_push_new_ref(lua_State *L, uint64_t ref);    /* a fresh one: no lookup */
 void lmod_push_ref_temp(lua_State *L, uint64_t ref);   /* not interned: never shown to Lua */
 uint64_t lmod_to_ref(lua_State *L, int idx);      /* 0 if not a reference */
 uint64_t lmod_check_ref(lua_State *L, int arg);

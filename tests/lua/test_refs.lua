@@ -235,4 +235,57 @@ test("a ref-receive with 10,000 queued messages only looks at new ones", functio
   T.flush()
 end)
 
+test("refs across many request/replies: equal, the same key, kept while held", function()
+  -- make_ref interns without a lookup (lmod_push_new_ref), a decode looks up: both
+  -- must give the one userdata of a reference while it is held, through collections
+  local srv = lpvm.spawn(function()
+    while true do
+      local from, ref, k = lpvm.receive()
+      if from == "stop" then return end
+      lpvm.send(from, ref, k)
+    end
+  end)
+  local me, held, n = lpvm.self(), {}, T.scaled(3000, 300)
+  for k = 1, n do
+    local ref = lpvm.make_ref()
+    lpvm.send(srv, me, ref, k)
+    local r, v = lpvm.receive(T.WAIT)
+    T.ok(r == ref and rawequal(r, ref) and v == k, "the reply carries the same ref")
+    if k % 10 == 0 then held[ref] = k end
+    if k % 500 == 0 then collectgarbage() end
+  end
+  collectgarbage(); collectgarbage()
+  local count = 0
+  for ref, k in pairs(held) do
+    count = count + 1
+    lpvm.send(srv, me, ref, k)
+    local r, v = lpvm.receive(T.WAIT)
+    T.ok(rawequal(r, ref), "a held ref decodes to its own userdata after a collection")
+    T.eq(held[r], k); T.eq(v, k)
+    T.ok(r ~= me and r ~= k and r ~= tostring(r), "a ref equals no pid, number or string")
+    T.ok(lpvm.is_ref == nil or lpvm.is_ref(r))
+  end
+  T.eq(count, n // 10)
+  lpvm.send(srv, "stop")
+end)
+
+test("a million refs made and dropped hold no memory after a collection", function()
+  -- the intern table keeps its node array at the size it last grew to (a bounded
+  -- size, whatever the number of references: see docs/performance.md), never more
+  local function churn(k)
+    for _ = 1, k do lpvm.make_ref() end
+    collectgarbage(); collectgarbage()
+    return collectgarbage("count")
+  end
+  local n = T.scaled(1000000, 20000)
+  local keep = lpvm.make_ref()
+  local small = churn(n // 20)
+  local big = churn(n)
+  T.ok(big - small < 32, string.format("%.1f KB after %d refs, %.1f KB after %d", small,
+    n // 20, big, n))
+  local echo = lpvm.spawn(function(parent) lpvm.send(parent, lpvm.receive()) end, lpvm.self())
+  lpvm.send(echo, keep)
+  T.ok(rawequal(lpvm.receive(T.WAIT), keep), "the held one still interned")
+end)
+
 T.run()
