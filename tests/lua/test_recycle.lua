@@ -193,6 +193,33 @@ test("no finalizer pending: a garbage-heavy owner still gives back a small state
   lpvm.recycle(old)
 end)
 
+-- The quick cleaning leaves the old owner's garbage (a new state's start-up garbage,
+-- ~300 B, for an owner that made nothing more); a process with a heap limit must not
+-- count it against its limit (vm/lproc.c lproc_newstate collects it first).
+test("no finalizer pending: a process with max_heap does not pay its predecessor's garbage", function()
+  local old = lpvm.recycle()
+  local function owner() end   -- a new state's start-up garbage, under the pool's slack
+  local function probe(parent)
+    local heap = collectgarbage("count") * 1024   -- before it makes anything
+    local l = require "lpvm"
+    l.send(parent, heap, l.info(l.self()).recycled)
+  end
+  local function after_owner(opts)
+    lpvm.recycle(0)   -- the pool emptied: the owner runs in a new state
+    lpvm.recycle(1)
+    local _, ref = lpvm.spawn_monitor(owner)
+    T.down(ref)
+    return run(probe, opts)
+  end
+  local plain = after_owner()
+  local limited = after_owner({ max_heap = 4 << 20 })
+  T.eq(plain[2], true, "recycled")
+  T.eq(limited[2], true, "recycled")
+  T.ok(limited[1] + 128 <= plain[1],
+       "with max_heap " .. limited[1] .. " B, without " .. plain[1] .. " B (the garbage counted)")
+  lpvm.recycle(old)
+end)
+
 test("recycling is on by default", function()
   T.ok(lpvm.recycle() > 0, "default pool bound " .. tostring(lpvm.recycle()))
 end)
