@@ -270,8 +270,10 @@ test("refs across many request/replies: equal, the same key, kept while held", f
 end)
 
 test("a million refs made and dropped hold no memory after a collection", function()
-  -- the intern table keeps its node array at the size it last grew to (a bounded
-  -- size, whatever the number of references: see docs/performance.md), never more
+  -- the intern table keeps its node array at the size it last grew to: bounded by how
+  -- many references die between two collections (the collector's pace, which moves
+  -- with the build and the load: 166 then 262 KB under TSan), not by how many were
+  -- made; kept alive, n of them would take over 40 bytes each (4 MB at TSan's 100,000)
   local function churn(k)
     for _ = 1, k do lpvm.make_ref() end
     collectgarbage(); collectgarbage()
@@ -281,7 +283,7 @@ test("a million refs made and dropped hold no memory after a collection", functi
   local keep = lpvm.make_ref()
   local small = churn(n // 20)
   local big = churn(n)
-  T.ok(big - small < 32, string.format("%.1f KB after %d refs, %.1f KB after %d", small,
+  T.ok(big - small < 1024, string.format("%.1f KB after %d refs, %.1f KB after %d", small,
     n // 20, big, n))
   local echo = lpvm.spawn(function(parent) lpvm.send(parent, lpvm.receive()) end, lpvm.self())
   lpvm.send(echo, keep)
