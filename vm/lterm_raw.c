@@ -10,7 +10,10 @@
 ** writes scalars and short strings met again into a new table's slots.)
 **
 ** Only when lraw_ok(); otherwise enc_table keeps to the C API (the same bytes). The
-** encoder only reads, and calls nothing that could resize a table while it walks one.
+** encoder only reads; the one call it makes into Lua (an element only the C API
+** encodes: a function, a userdata) is followed by a check that the table's array is
+** where and as big as it was (a finalizer run by a collection step in it could have
+** changed the table).
 */
 #include <lauxlib.h>
 #include <string.h>
@@ -90,7 +93,13 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
         e->noraw -= sub;
         lua_pop(L, 1);
         if (rc != 0) return rc < 0 ? rc : -1;
-        a = h->array;   /* the same table, unchanged: read again all the same */
+        /* That call may have made objects, and a collection step then run a
+        ** finalizer that changed this table: if its array moved or changed size,
+        ** what was put goes, and the caller encodes the table the C API's way. */
+        if (h->array != a || lraw_real_asize(h) != asize) {
+          b->len = mark;
+          return 1;
+        }
         break;
       }
     }
