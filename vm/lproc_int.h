@@ -161,6 +161,7 @@ int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id
 /* lazy libraries, hook, module preload; kept: llibs_install's (0 for a new state) */
 void lproc_state_init(lua_State *L, int kept);
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */
+void *lproc_alloc_closing(void *ud, void *ptr, size_t osize, size_t nsize);   /* lua_close */
 size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */
 
 /* lproc_block.c: a new state's first objects carved from one block of LPROC_BLOCK

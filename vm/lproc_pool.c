@@ -79,7 +79,7 @@ static void close_pooled(pooled e) {
   lproc owner;
   memset(&owner, 0, sizeof owner);
   owner.blk = e.blk;
-  lua_setallocf(e.L, lproc_alloc, &owner);
+  lua_setallocf(e.L, lproc_alloc_closing, &owner);
   lua_close(e.L);
 }
 
@@ -331,9 +331,9 @@ void lproc_pool_release(lproc *p) {
       }
       pthread_mutex_unlock(&pool.mu);
       if (!L) return;
-      lua_setallocf(L, lproc_alloc, p);
     }
   }
+  lua_setallocf(L, lproc_alloc_closing, p);
   lua_close(L);
 }
 
