@@ -118,9 +118,9 @@ __attribute__((noinline)) static void *alloc_slow(lproc *p, void *ptr, size_t os
     if (q) p->mem += nsize - osize;
     return q;
   }
-  if (nsize == 0) {
+  if (nsize == 0) {   /* lproc_alloc's push to the list failed: straight past it */
     p->mem -= osize;
-    lproc_small_free(ptr, osize);
+    lproc_small_spill(ptr, osize);
     return NULL;
   }
   if (p->max_heap && over_heap(p, osize, nsize)) return NULL;
