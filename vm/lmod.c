@@ -11,8 +11,13 @@
 ** metatable that every light userdata of the state shares. (A C library that uses
 ** light userdata of its own would see them print as pids: none of the standard
 ** libraries does.)
-** A reference (monitor, send_after) is a small full userdata, interned per state in a
-** weak table so that the same reference is the same table key (see "references").
+** A reference (make_ref, alias, monitor, send_after, a call's tag) is a light userdata
+** too: its 64 bits with LPVM_ID_REF_TAG, bits 62 and 63 together, which no pid or
+** port id has (include/lpvm/task.h), so making, decoding and comparing one allocates
+** nothing and the same reference is the same table key. lpvm_make_ref's counter stays
+** below 2^62; a reference that does not fit (an ETS table id, whose id has bit 63, or
+** one an erl node without a name made) is a small full userdata instead, interned per
+** state in a weak table so that it too is one value per reference ("references").
 */
 #include <lauxlib.h>
 #include <stdio.h>
@@ -20,48 +25,70 @@
 
 #include "vm/lproc_int.h"
 
-static const char ref_mt_key = 'r';      /* registry[&ref_mt_key]: reference metatable */
+static const char ref_mt_key = 'r';      /* registry[&ref_mt_key]: full references' metatable */
 
-/* ---- pids -------------------------------------------------------------------------------- */
+#define REF_FITS(r) ((r) != 0 && ((r) & LPVM_ID_REF_TAG) == 0)
+
+static void ref_text(char *buf, size_t n, uint64_t r) {
+  snprintf(buf, n, "#Ref<0.%u.%u>", (unsigned)(r >> 32), (unsigned)(uint32_t)r);
+}
+
+/* ---- light userdata: pids, ports, references --------------------------------------------- */
 
 /* A remote pid shows its node entry's index first, as Erlang shows <N.ID.Serial>. */
-static int pid_tostring(lua_State *L) {
+static int light_tostring(lua_State *L) {
   lpvm_id id = (lpvm_id)(uintptr_t)lua_touserdata(L, 1);
   unsigned slot = lpvm_id_slot(id), gen = lpvm_id_gen(id);
-  if (lpvm_id_is_remote(id) && !lpvm_id_is_port(id))
+  if (lmod_light_is_ref(id)) {
+    char buf[48];
+    ref_text(buf, sizeof buf, id & ~LPVM_ID_REF_TAG);
+    lua_pushstring(L, buf);
+  } else if (lpvm_id_is_remote(id) && !lpvm_id_is_port(id)) {
     lua_pushfstring(L, "<%d.%d.%d>", (int)((id >> 48) & 0x3fff), (int)(id & 0xffffff),
                     (int)((id >> 24) & 0xffffff));
-  else if (lpvm_id_is_port(id)) lua_pushfstring(L, "#Port<0.%d>", (int)slot);
-  else lua_pushfstring(L, "<0.%d.%d>", (int)slot, (int)gen);
+  } else if (lpvm_id_is_port(id)) {
+    lua_pushfstring(L, "#Port<0.%d>", (int)slot);
+  } else {
+    lua_pushfstring(L, "<0.%d.%d>", (int)slot, (int)gen);
+  }
   return 1;
 }
 
-static void pid_mt(lua_State *L, lproc *p) {
+static void light_mt(lua_State *L, lproc *p) {
   if (p && p->pid_mt) return;
   lua_pushlightuserdata(L, NULL);
   lua_createtable(L, 0, 2);
-  lua_pushcfunction(L, pid_tostring);
+  lua_pushcfunction(L, light_tostring);
   lua_setfield(L, -2, "__tostring");
-  lua_pushliteral(L, "pid");
+  lua_pushliteral(L, "pid or reference");   /* what luaL_typeerror says was given */
   lua_setfield(L, -2, "__name");
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
   if (p) p->pid_mt = 1;
 }
 
+/* "T expected, got reference" (or pid): the shared metatable's __name names both. */
+static void light_typeerror(lua_State *L, int arg, const char *tname) {
+  if (lua_type(L, arg) != LUA_TLIGHTUSERDATA) luaL_typeerror(L, arg, tname);
+  int ref = lmod_light_is_ref((uint64_t)(uintptr_t)lua_touserdata(L, arg));
+  luaL_argerror(L, arg, lua_pushfstring(L, "%s expected, got %s", tname,
+                                        ref ? "reference" : "pid"));
+}
+
 void lmod_push_pid(lua_State *L, lpvm_id id) {
-  pid_mt(L, lproc_of(L));
+  light_mt(L, lproc_of(L));
   lua_pushlightuserdata(L, (void *)(uintptr_t)id);
 }
 
 lpvm_id lmod_to_pid(lua_State *L, int idx) {
   if (lua_type(L, idx) != LUA_TLIGHTUSERDATA) return 0;
-  return (lpvm_id)(uintptr_t)lua_touserdata(L, idx);
+  lpvm_id id = (lpvm_id)(uintptr_t)lua_touserdata(L, idx);
+  return lmod_light_is_ref(id) ? 0 : id;
 }
 
 lpvm_id lmod_check_pid(lua_State *L, int arg) {
   lpvm_id id = lmod_to_pid(L, arg);
-  if (!id) luaL_typeerror(L, arg, "pid");
+  if (!id) light_typeerror(L, arg, "pid");
   return id;
 }
 
@@ -78,57 +105,67 @@ lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name) {
 
 /* ---- references ---------------------------------------------------------------------------- */
 
-/* The reference metatable's array part, as lmod_bin.c's: [MT_MARK] is &ref_mt_key (a
-** light userdata no Lua code can make), so telling a reference costs an array read
-** instead of a registry lookup; [MT_INTERN] is the state's intern table (weak values,
-** reference -> its userdata). The metatable itself stays at registry[&ref_mt_key]
-** (vm/lmod_ets.c takes it from a reference) and a process keeps its registry index
-** (lproc.ref_mt), an integer key: lmod_push_ref then makes no pointer-keyed lookup.
-** (Permanent filler entries that would keep the intern table from shrinking at each
-** rehash were tried: ~300 instructions more per gen_server.call, not fewer.) */
+/* A reference that does not fit in a tagged light userdata: a full userdata holding it,
+** with the metatable registry[&ref_mt_key], whose array part is as lmod_bin.c's:
+** [MT_MARK] is &ref_mt_key (a light userdata no Lua code can make), so telling one
+** costs an array read; [MT_INTERN] is the state's intern table (weak values, reference
+** -> its userdata), so that one reference is one value. vm/lmod_ets.c checks a table id
+** against the metatable (lmod_push_ref_mt). */
 enum { MT_MARK = 1, MT_INTERN = 2 };
 
 static int ref_tostring(lua_State *L) {
-  uint64_t r = *(uint64_t *)lua_touserdata(L, 1);
   char buf[48];
-  snprintf(buf, sizeof buf, "#Ref<0.%u.%u>", (unsigned)(r >> 32), (unsigned)(uint32_t)r);
+  ref_text(buf, sizeof buf, *(uint64_t *)lua_touserdata(L, 1));
   lua_pushstring(L, buf);
   return 1;
 }
 
-static int ref_eq(lua_State *L) {
-  uint64_t a = lmod_to_ref(L, 1), b = lmod_to_ref(L, 2);
-  lua_pushboolean(L, a != 0 && a == b);
-  return 1;
+void lmod_push_ref_mt(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_mt_key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, NULL);
+  lua_pushlightuserdata(L, (void *)&ref_mt_key);
+  lua_rawseti(L, -2, MT_MARK);
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "v");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_rawseti(L, -2, MT_INTERN);
 }
 
-/* Push the reference metatable, made with its mark and intern table the first time. */
-static void ref_mt(lua_State *L) {
-  lproc *p = lproc_of(L);
-  if (p && p->ref_mt) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref_mt);
+/* The full userdata of ref, interned. */
+static void ref_push_full(lua_State *L, uint64_t ref) {
+  lmod_push_ref_mt(L);                                              /* mt */
+  lua_rawgeti(L, -1, MT_INTERN);                                    /* mt T */
+  if (lua_rawgeti(L, -1, (lua_Integer)ref) != LUA_TUSERDATA) {      /* mt T u */
+    lua_pop(L, 1);
+    *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;
+    lua_pushvalue(L, -3);
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -3, (lua_Integer)ref);
+  }
+  lua_replace(L, -3);                                               /* u T */
+  lua_pop(L, 1);
+}
+
+void lmod_push_ref(lua_State *L, uint64_t ref) {
+  if (!REF_FITS(ref)) {
+    ref_push_full(L, ref);
     return;
   }
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_mt_key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lmod_metatable(L, &ref_mt_key, "reference", ref_tostring, ref_eq);
-    lua_pushlightuserdata(L, (void *)&ref_mt_key);
-    lua_rawseti(L, -2, MT_MARK);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "v");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_rawseti(L, -2, MT_INTERN);
-  }
-  if (p) {
-    lua_pushvalue(L, -1);
-    p->ref_mt = luaL_ref(L, LUA_REGISTRYINDEX);
-  }
+  light_mt(L, lproc_of(L));
+  lua_pushlightuserdata(L, (void *)(uintptr_t)(ref | LPVM_ID_REF_TAG));
 }
 
 uint64_t lmod_to_ref(lua_State *L, int idx) {
-  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return 0;
+  int t = lua_type(L, idx);
+  if (t == LUA_TLIGHTUSERDATA) {
+    uint64_t v = (uint64_t)(uintptr_t)lua_touserdata(L, idx);
+    return lmod_light_is_ref(v) ? v & ~LPVM_ID_REF_TAG : 0;
+  }
+  if (t != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return 0;
   int ok = lua_rawgeti(L, -1, MT_MARK) == LUA_TLIGHTUSERDATA &&
            lua_touserdata(L, -1) == (void *)&ref_mt_key;
   lua_pop(L, 2);
@@ -137,7 +174,7 @@ uint64_t lmod_to_ref(lua_State *L, int idx) {
 
 uint64_t lmod_check_ref(lua_State *L, int arg) {
   uint64_t r = lmod_to_ref(L, arg);
-  if (!r) luaL_typeerror(L, arg, "reference");
+  if (!r) light_typeerror(L, arg, "reference");
   return r;
 }
 
@@ -182,69 +219,6 @@ void lmod_metatable(lua_State *L, const void *key, const char *name, lua_CFuncti
   lua_setfield(L, -2, "__name");
   lua_pushvalue(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, key);
-}
-
-/* A reference value only C sees (lmod_call.c encodes it, then drops it): one userdata
-** per state, kept in the registry and rewritten for each use, never interned nor
-** shown to Lua code, so a call makes no garbage for it. */
-static const char ref_temp_key = 't';
-
-void lmod_push_ref_temp(lua_State *L, uint64_t ref) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &ref_temp_key) != LUA_TUSERDATA) {
-    lua_pop(L, 1);
-    lua_newuserdatauv(L, sizeof(uint64_t), 0);
-    ref_mt(L);
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &ref_temp_key);
-  }
-  *(uint64_t *)lua_touserdata(L, -1) = ref;
-}
-
-/* Push the state's intern table (weak values: reference -> its userdata). A process
-** keeps its registry index (lproc.ref_intern), so a push starts with one integer-keyed
-** registry read instead of the metatable's and then the table's. */
-static void ref_intern(lua_State *L, lproc *p) {
-  if (p && p->ref_intern) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref_intern);
-    return;
-  }
-  ref_mt(L);
-  lua_rawgeti(L, -1, MT_INTERN);
-  lua_replace(L, -2);
-  if (p) {
-    lua_pushvalue(L, -1);
-    p->ref_intern = luaL_ref(L, LUA_REGISTRYINDEX);
-  }
-}
-
-/* A new userdata for ref, interned: T -> u (the intern table replaced by it). */
-static void ref_new(lua_State *L, lproc *p, uint64_t ref) {
-  *(uint64_t *)lua_newuserdatauv(L, sizeof(uint64_t), 0) = ref;   /* T u */
-  if (p && p->ref_mt) lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref_mt);
-  else ref_mt(L);                                                  /* T u mt */
-  lua_setmetatable(L, -2);
-  lua_pushvalue(L, -1);
-  lua_rawseti(L, -3, (lua_Integer)ref);
-  lua_replace(L, -2);                                              /* u */
-}
-
-void lmod_push_ref(lua_State *L, uint64_t ref) {
-  lproc *p = lproc_of(L);
-  ref_intern(L, p);                                                /* T */
-  if (lua_rawgeti(L, -1, (lua_Integer)ref) == LUA_TUSERDATA) {     /* T u */
-    lua_replace(L, -2);
-    return;
-  }
-  lua_pop(L, 1);
-  ref_new(L, p, ref);
-}
-
-/* A reference just made (make_ref, alias): no userdata of it can exist, so no lookup. */
-void lmod_push_new_ref(lua_State *L, uint64_t ref) {
-  lproc *p = lproc_of(L);
-  ref_intern(L, p);
-  ref_new(L, p, ref);
 }
 
 /* ---- errors ---------------------------------------------------------------------------------- */

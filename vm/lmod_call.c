@@ -8,10 +8,9 @@
 ** into C checks its arguments again, and the reference becomes a Lua userdata that
 ** every decode of the reply looks up in the state's reference table (lmod_push_ref);
 ** on the gen_server.call benchmark that table and the garbage it makes were a third
-** of the caller's time. Here the reference never reaches Lua code: it is made, sent
-** (from one userdata per state, rewritten for each call and never interned:
-** lmod_push_ref_temp), waited for and dropped in C, and only the reply's values after
-** it are decoded.
+** of the caller's time. Here the reference never reaches Lua code: it is made, sent,
+** waited for and dropped in C, and only the reply's values after it are decoded.
+** (References are light userdata now, lmod.c: the general encoder's way pushes one.)
 **
 ** The protocol is receive_ref's (lmod_msg.c): the reference is also an alias, so the
 ** server's send_alias reply is tagged with it and a reply that comes after the caller
@@ -142,7 +141,7 @@ static lpvm_msg *call_msg(lua_State *L, lproc *p, uint64_t ref, char *err) {
   }
   lua_pushvalue(L, 2);
   lmod_push_pid(L, p->task.id);
-  lmod_push_ref_temp(L, ref);
+  lmod_push_ref(L, ref);
   lua_pushvalue(L, 3);
   lpvm_msg *m = lterm_msg(L, -4, 4, err);
   lua_pop(L, 4);
@@ -296,8 +295,8 @@ static int tail_call(lua_State *L, int fn, int nargs) {
 ** Anything else (and a reply to another node's caller) is for the Lua side:
 ** handle_call returns false and {n = N, ok, results...} (xpcall's results packed), a
 ** dispatcher returns on_result(pid, ref, ok, results...). `dispatcher` is 0 for
-** handle_call, 1 for a dispatcher, SERVED for serve (which pushed [5] itself: a
-** reference, read without the test), SERVED_UNWATCH for serve given lpvm.call's
+** handle_call, 1 for a dispatcher, SERVED for serve (which pushed [5] itself),
+** SERVED_UNWATCH for serve given lpvm.call's
 ** message (LPVM_MSGF_UNWATCH): its caller drops the monitor at the reply, so the
 ** reply drops the server's half (lpvm_unwatch) and says so, and no DEMONITOR follows. */
 enum { SERVED = 2, SERVED_UNWATCH = 3 };
@@ -308,7 +307,7 @@ static int handle_done(lua_State *L, int status, int dispatcher) {
   if (ok && nres >= 1 && (dispatcher ? lua_rawequal(L, 7, lua_upvalueindex(UP_REPLY))
                                      : lmod_streq(L, 7, "reply"))) {
     lpvm_id to = lmod_to_pid(L, 4);
-    uint64_t ref = dispatcher >= SERVED ? *(uint64_t *)lua_touserdata(L, 5) : lmod_to_ref(L, 5);
+    uint64_t ref = lmod_to_ref(L, 5);   /* a light userdata's bits (lmod.c) */
     if (to && ref && !lpvm_id_is_remote(to)) {
       lproc *p = lproc_of(L);
       char err[LTERM_ERRSZ];

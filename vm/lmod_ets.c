@@ -697,9 +697,7 @@ static const luaL_Reg ets_fns[] = {
 int lmod_ets_open(lua_State *L) {
   luaL_newlibtable(L, ets_fns);
   lets_new_cache(L);
-  lmod_push_ref(L, 1);          /* any reference, for its metatable */
-  lua_getmetatable(L, -1);
-  lua_remove(L, -2);
+  lmod_push_ref_mt(L);          /* a table id's metatable: its id has bit 63 (lmod.c) */
   lua_newtable(L);              /* none checked yet: a value no caller can pass */
   lua_pushinteger(L, 0);        /* its table id */
   luaL_setfuncs(L, ets_fns, 4);

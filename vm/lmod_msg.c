@@ -91,6 +91,7 @@ static int lmod_send(lua_State *L) {
     if (n >= 0) return n;
   }
   lpvm_id to = t1 == LUA_TLIGHTUSERDATA ? (lpvm_id)(uintptr_t)lua_touserdata(L, 1) : 0;
+  if (lmod_light_is_ref(to)) to = 0;          /* a reference: check_target's error */
   if (!to) to = check_target(L, 1, "send");   /* a name, or the error */
   lpvm_msg *m = build_msg(L, 2, "send");
   uint32_t queued = 0;
@@ -468,7 +469,7 @@ static int lmod_make_ref(lua_State *L) {
   lproc *p = lproc_check(L);
   uint64_t ref = lpvm_make_ref();
   lmod_mark(p, ref);
-  lmod_push_new_ref(L, ref);
+  lmod_push_ref(L, ref);
   return 1;
 }
 
@@ -478,7 +479,7 @@ static int lmod_alias(lua_State *L) {
   uint64_t ref = lpvm_make_ref();
   if (lmod_alias_add(p, ref) != 0) return luaL_error(L, "alias: not enough memory");
   lmod_mark(p, ref);
-  lmod_push_new_ref(L, ref);
+  lmod_push_ref(L, ref);
   return 1;
 }
 

@@ -56,7 +56,7 @@ int lmod_tcp_accept(lua_State *L) {
   lproc *p = lproc_check(L);
   lpvm_id l = lport_check_kind(L, 1, lport_listener, "tcp listener");
   if (lua_type(L, 2) == LUA_TLIGHTUSERDATA) {
-    lpvm_id to = lmod_to_pid(L, 2);
+    lpvm_id to = lmod_check_pid(L, 2);   /* a reference is light userdata too */
     luaL_argcheck(L, !lpvm_id_is_port(to), 2, "a process expected, got a port");
     return lport_ok(L, lpvm_tcp_accept(&p->task, l, to));
   }

@@ -93,12 +93,10 @@ typedef struct lproc {
   uint32_t nalias, calias;
   uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding */
   uint32_t exit_len;
-  int ref_mt;               /* registry index of the reference metatable (lmod.c), 0: none yet */
-  int ref_intern;           /* registry index of its intern table (lmod.c), 0: none yet */
   lua_State *helper;        /* lcode.c: coroutine that runs module updates */
   uint8_t want_thread;      /* migrate(): wanted mode */
   uint8_t tries;            /* migrate(): steps waited */
-  uint8_t pid_mt;           /* the pid metatable is installed */
+  uint8_t pid_mt;           /* the light userdata metatable (pids, references) is installed */
   uint8_t closing;          /* terminate: the state is being closed */
   uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
   uint8_t failed;           /* it ended by itself: error, exit(reason), max_heap */
@@ -282,11 +280,19 @@ int lmod_open(lua_State *L);             /* luaopen_lpvm */
 void lmod_push_pid(lua_State *L, lpvm_id id);
 lpvm_id lmod_check_pid(lua_State *L, int arg);
 lpvm_id lmod_to_pid(lua_State *L, int idx);       /* 0 if not a pid */
-void lmod_push_ref(lua_State *L, uint64_t ref);
-void lmod_push_new_ref(lua_State *L, uint64_t ref);    /* a fresh one: no lookup */
-void lmod_push_ref_temp(lua_State *L, uint64_t ref);   /* not interned: never shown to Lua */
+void lmod_push_ref(lua_State *L, uint64_t ref);   /* below 2^62: a light userdata */
 uint64_t lmod_to_ref(lua_State *L, int idx);      /* 0 if not a reference */
 uint64_t lmod_check_ref(lua_State *L, int arg);
+void lmod_push_ref_mt(lua_State *L);   /* the metatable of references that do not fit */
+/* A light userdata's 64 bits: a reference tagged with LPVM_ID_REF_TAG, else a pid or a
+** port id. The codecs put one as the term it stands for. */
+static inline int lmod_light_is_ref(uint64_t v) {
+  return (v & LPVM_ID_REF_TAG) == LPVM_ID_REF_TAG;
+}
+static inline void lmod_put_light(lpvm_tbuf *b, uint64_t v) {
+  if (lmod_light_is_ref(v)) lpvm_put_ref(b, v & ~LPVM_ID_REF_TAG);
+  else lpvm_put_pid(b, (lpvm_id)v);
+}
 /* The process's target: a pid, or a registered name (0 if not registered). */
 lpvm_id lmod_check_dest(lua_State *L, int arg, int *is_name);
 int lmod_fail(lua_State *L, int err);    /* push nil, reason; return 2 */

@@ -122,9 +122,9 @@ static int enc_shared(enc *e, int t, const void *self) {
   return 0;
 }
 
-/* A scalar (nil, boolean, number, string, pid) of type ty at idx: put, 0; anything
-** else: -1, nothing put. Shared by enc_value and enc_array's loop, which saves a call
-** per element. */
+/* A scalar (nil, boolean, number, string, pid or reference) of type ty at idx: put,
+** 0; anything else: -1, nothing put. Shared by enc_value and enc_array's loop, which
+** saves a call per element. */
 static inline int enc_scalar(enc *e, int idx, int ty) {
   lua_State *L = e->L;
   switch (ty) {
@@ -138,8 +138,8 @@ static inline int enc_scalar(enc *e, int idx, int ty) {
       lpvm_put_binary(e->b, s, len);
       return 0;
     }
-    case LUA_TLIGHTUSERDATA:
-      lpvm_put_pid(e->b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx));
+    case LUA_TLIGHTUSERDATA:   /* a pid or a reference (lmod.c) */
+      lmod_put_light(e->b, (uint64_t)(uintptr_t)lua_touserdata(L, idx));
       return 0;
     case LUA_TBOOLEAN:
       if (lua_toboolean(L, idx)) lpvm_put_atom_len(e->b, "true", 4);
@@ -438,7 +438,7 @@ static size_t msg_hint(lua_State *L, int idx, int n) {
       case LUA_TNIL: case LUA_TBOOLEAN: sz += 7; break;      /* an atom, 'false' at most */
       case LUA_TNUMBER: sz += 11; break;                     /* SMALL_BIG of 8 bytes */
       case LUA_TSTRING: sz += 5 + lua_rawlen(L, idx + i); break;
-      case LUA_TLIGHTUSERDATA: sz += 64; break;              /* tag, node atom, 3 words */
+      case LUA_TLIGHTUSERDATA: sz += 72; break;              /* a pid's 64, a ref's 72 */
       default: sz += 256; break;
     }
   }

@@ -28,7 +28,7 @@ static inline int scalar_typed(lua_State *L, int idx, int t, size_t *sz, uint64_
     case LUA_TNIL: case LUA_TBOOLEAN: *sz = 7; return t;
     case LUA_TNUMBER: *sz = 11; return t;
     case LUA_TSTRING: *sz = 5 + lua_rawlen(L, idx); return t;
-    case LUA_TLIGHTUSERDATA: *sz = 64; return t;   /* tag, node atom, 3 words */
+    case LUA_TLIGHTUSERDATA: *sz = 72; return t;   /* a pid's 64, a reference's 72 */
     case LUA_TUSERDATA:
       if (!(*ref = lmod_to_ref(L, idx))) return -1;
       *sz = 72;                                     /* tag, count, node, creation, 3 words */
@@ -60,7 +60,7 @@ static inline void put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_t
       break;
     }
     case LUA_TUSERDATA: lpvm_put_ref(b, ref); break;
-    default: lpvm_put_pid(b, (lpvm_id)(uintptr_t)lua_touserdata(L, idx)); break;
+    default: lmod_put_light(b, (uint64_t)(uintptr_t)lua_touserdata(L, idx)); break;
   }
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "lpvm/term.h"
+#include "vm/lproc_int.h"
 #include "vm/lraw.h"
 #include "vm/lterm_int.h"
 
@@ -74,7 +75,7 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
         lpvm_put_binary(b, s, len);
         break;
       }
-      case LRAW_VLIGHTUD: lpvm_put_pid(b, (lpvm_id)(uintptr_t)v->v.p); break;
+      case LRAW_VLIGHTUD: lmod_put_light(b, (uint64_t)(uintptr_t)v->v.p); break;
       case LRAW_VTRUE: lpvm_put_atom_len(b, "true", 4); break;
       case LRAW_VFALSE: lpvm_put_atom_len(b, "false", 5); break;
       case LRAW_VTABLE:

@@ -34,6 +34,10 @@ typedef uint64_t lpvm_id;
 #define lpvm_id_is_port(id) (((id) & LPVM_ID_PORT_BIT) != 0)
 #define LPVM_ID_REMOTE_BIT (UINT64_C(1) << 62)
 #define lpvm_id_is_remote(id) (((id) & LPVM_ID_REMOTE_BIT) != 0)
+/* Bits 62 and 63 together: no id has them (a port is never remote, docs/distribution.md).
+** The Lua binding carries a reference below 2^62 in the same 64 bits as a pid, tagged
+** with them (vm/lmod.c); lpvm_make_ref's counter stays below 2^62 (4.6e18 references). */
+#define LPVM_ID_REF_TAG (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)
 /* The slot and the generation of an id (what <0.Slot.Gen> prints). */
 static inline uint32_t lpvm_id_slot(lpvm_id id) { return (uint32_t)id; }
 static inline uint32_t lpvm_id_gen(lpvm_id id) {

@@ -56,6 +56,48 @@ test("references among scalars travel as themselves, before and after a table", 
   lpvm.exit(echo, "kill")
 end)
 
+test("a reference is a value apart from pids: tostring, errors, keys, ETS, timers", function()
+  -- references and pids are both light userdata (vm/lmod.c), told apart by a tag
+  local me, r = lpvm.self(), lpvm.make_ref()
+  T.eq(type(r), "userdata")
+  T.ok(r ~= me and not rawequal(r, me))
+  T.ok(tostring(r):match("^#Ref<0%.%d+%.%d+>$"), tostring(r))
+  T.ok(tostring(me):match("^<0%.%d+%.%d+>$"), tostring(me))
+  for _, mk in ipairs({ lpvm.alias, function() return lpvm.send_after(60000, me, "x") end,
+                        function() return lpvm.monitor(me) end }) do
+    local x = mk()
+    T.ok(tostring(x):match("^#Ref<"), tostring(x))
+    T.ok(x ~= r and x ~= me)
+  end
+  -- a reference is no pid, a pid no reference
+  T.raises(function() lpvm.is_alive(r) end, "bad argument #1", "pid expected, got reference")
+  T.raises(function() lpvm.link(r) end, "bad argument #1", "pid expected, got reference")
+  T.raises(function() lpvm.send(r, 1) end, "bad argument #1", "pid expected, got reference")
+  T.raises(function() lpvm.receive_ref(me, 0) end, "bad argument #1",
+    "reference expected, got pid")
+  T.raises(function() lpvm.cancel_timer(me) end, "bad argument #1", "reference expected")
+  -- keys by value, through a message and a collection
+  local keys = { [r] = "r", [me] = "me" }
+  lpvm.send(me, r, { r, { r }, k = r }, { [r] = "v" })
+  collectgarbage(); collectgarbage()
+  local back, t, map = lpvm.receive(T.WAIT)
+  T.ok(rawequal(back, r) and rawequal(t[1], r) and rawequal(t[2][1], r) and
+    rawequal(t.k, r))
+  T.eq(map[r], "v")
+  T.eq(keys[back], "r"); T.eq(keys[me], "me")
+  -- an ETS key and value: the same reference finds it, another does not
+  local ets = require "ets"
+  local tab = ets.new("refs_test", { "set" })
+  ets.insert(tab, { r, me })
+  ets.insert(tab, { me, r })
+  T.ok(rawequal(ets.lookup(tab, r)[1][2], me))
+  T.ok(rawequal(ets.lookup(tab, me)[1][2], r))
+  T.eq(#ets.lookup(tab, lpvm.make_ref()), 0)
+  T.eq(ets.info(tab, "size"), 2)
+  T.ok(tostring(tab):match("^#Ref<"), "a table id is a reference too")
+  ets.delete(tab)
+end)
+
 test("make_ref: unique across processes", function()
   local me, seen = lpvm.self(), {}
   local n = T.scaled(20, 4)
@@ -236,8 +278,8 @@ test("a ref-receive with 10,000 queued messages only looks at new ones", functio
 end)
 
 test("refs across many request/replies: equal, the same key, kept while held", function()
-  -- make_ref interns without a lookup (lmod_push_new_ref), a decode looks up: both
-  -- must give the one userdata of a reference while it is held, through collections
+  -- make_ref and a decode must give the one value of a reference (a light userdata,
+  -- vm/lmod.c), through collections
   local srv = lpvm.spawn(function()
     while true do
       local from, ref, k = lpvm.receive()
@@ -270,10 +312,9 @@ test("refs across many request/replies: equal, the same key, kept while held", f
 end)
 
 test("a million refs made and dropped hold no memory after a collection", function()
-  -- the intern table keeps its node array at the size it last grew to: bounded by how
-  -- many references die between two collections (the collector's pace, which moves
-  -- with the build and the load: 166 then 262 KB under TSan), not by how many were
-  -- made; kept alive, n of them would take over 40 bytes each (4 MB at TSan's 100,000)
+  -- a reference is a light userdata: making one allocates nothing, so nothing can
+  -- stay (kept alive, n full userdata would take over 40 bytes each, 4 MB at TSan's
+  -- 100,000; the bound leaves room for the collector's own pace)
   local function churn(k)
     for _ = 1, k do lpvm.make_ref() end
     collectgarbage(); collectgarbage()
@@ -287,7 +328,14 @@ test("a million refs made and dropped hold no memory after a collection", functi
     n // 20, big, n))
   local echo = lpvm.spawn(function(parent) lpvm.send(parent, lpvm.receive()) end, lpvm.self())
   lpvm.send(echo, keep)
-  T.ok(rawequal(lpvm.receive(T.WAIT), keep), "the held one still interned")
+  T.ok(rawequal(lpvm.receive(T.WAIT), keep), "the held one still the same value")
+  -- and without a collection: made, compared and dropped, they take no memory at all
+  collectgarbage("stop")
+  local before = collectgarbage("count")
+  for _ = 1, n // 10 do T.ok(lpvm.make_ref() ~= keep) end
+  local after = collectgarbage("count")
+  collectgarbage("restart")
+  T.ok(after - before < 1, string.format("%.1f KB for %d references", after - before, n // 10))
 end)
 
 T.run()
