@@ -29,6 +29,13 @@ loop() ->
             From ! {rpc_result, rpc:call(node(From), binary_to_atom(M), binary_to_atom(F), A)};
         {<<"spawn_on">>, From, M, F, A} ->
             From ! {spawned, spawn(node(From), binary_to_atom(M), binary_to_atom(F), A)};
+        {<<"refs">>, From, Ours} ->                    % erl's reference and ours, both ways
+            R = make_ref(),
+            From ! {refs, R, [R, Ours], is_reference(Ours)},
+            receive
+                {<<"back">>, R2, Ours2} -> From ! {back, R2 =:= R, Ours2 =:= Ours}
+            after 10000 -> ok
+            end;
         {<<"forged_fun">>, From} ->                    % damaged bytecode in a function term
             Fun = {lpvm_fun, <<27, "LuaT", 0, "not bytecode">>, []},
             From ! {lpvm_graph, {<<"forged">>, Fun}},

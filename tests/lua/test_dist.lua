@@ -139,6 +139,26 @@ test("rpc:call into lpvm runs require(M)[F](A...) and returns its result", funct
   T.eq(r[2][1], "badrpc")
 end)
 
+test("references cross to erl and back: ours stay ours, erl's are values", function()
+  -- ours are light userdata (vm/lmod.c), erl's keep their exact bytes (vm/lterm.c)
+  local ours = lpvm.make_ref()
+  lpvm.send(agent, "refs", lpvm.self(), ours)
+  local r = T.recv_match(function(t) return t == "refs" end, 15000)
+  local theirs = r[2]
+  T.eq(r[4], true, "erl sees a reference")
+  T.eq(type(theirs), "userdata")
+  T.ok(tostring(theirs):match("^#Ref<"), tostring(theirs))
+  T.ok(rawequal(r[3][1], theirs), "erl's reference is one value")
+  T.ok(rawequal(r[3][2], ours), "ours comes back as itself")
+  T.ok(theirs ~= ours and theirs ~= agent)
+  local keys = {[theirs] = 1, [ours] = 2}
+  T.eq(keys[r[3][1]], 1); T.eq(keys[r[3][2]], 2)
+  lpvm.send(agent, "back", theirs, ours)
+  local b = T.recv_match(function(t) return t == "back" end, 15000)
+  T.eq(b[2], true, "erl's reference goes back unchanged")
+  T.eq(b[3], true, "ours is the same reference to erl")
+end)
+
 test("erlang:spawn(LpvmNode, M, F, A) starts a Lua process here", function()
   lpvm.send(agent, "spawn_on", lpvm.self(), "dist_mod", "hello", {lpvm.self()})
   local sp = T.recv_match(function(t) return t == "spawned" end, 15000)
