@@ -89,13 +89,13 @@ Test(lref, the_checks_name_what_was_given) {
   lmod_push_ref(L, 12345);
   cr_assert_null(fails(L, check_pid_cf, 1));
   cr_assert_null(fails(L, check_ref_cf, 2));
-  cr_assert(strstr(fails(L, check_pid_cf, 2), "pid expected, got reference"),
-            "%s", lua_tostring(L, -1));
-  cr_assert(strstr(fails(L, check_ref_cf, 1), "reference expected, got pid"),
-            "%s", lua_tostring(L, -1));
+  const char *e = fails(L, check_pid_cf, 2);
+  cr_assert(e && strstr(e, "pid expected, got reference"), "%s", e ? e : "no error");
+  e = fails(L, check_ref_cf, 1);
+  cr_assert(e && strstr(e, "reference expected, got pid"), "%s", e ? e : "no error");
   lua_pushinteger(L, 3);
-  cr_assert(strstr(fails(L, check_ref_cf, lua_gettop(L)), "reference expected, got number"),
-            "%s", lua_tostring(L, -1));
+  e = fails(L, check_ref_cf, lua_gettop(L));
+  cr_assert(e && strstr(e, "reference expected, got number"), "%s", e ? e : "no error");
   lua_close(L);
 }
 
