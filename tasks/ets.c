@@ -70,6 +70,7 @@ void ets_fini(void) {
       pthread_rwlock_destroy(&t->lock);
       ets_rwl_free(t->rlock);
       free(t->wc_stripes);
+      free(t->slot_sg);
     }
     free(c);
     atomic_store(&ets_chunks[i], NULL);
@@ -265,6 +266,7 @@ size_t ets_size(const ets_tab *t) {
 size_t ets_mem(const ets_tab *t) {
   size_t n = sizeof *t + (t->buckets ? ((size_t)1 << t->bits) * sizeof(ets_obj *) : 0);
   if (t->nstripes > 1) n += ETS_NSTRIPES * sizeof(ets_stripe);
+  if (t->sg) n += ETS_RGROUPS * sizeof(ets_sgroup);
   for (unsigned i = 0; i < t->nstripes; i++)
     n += atomic_load_explicit(&t->stripes[i].mem, memory_order_relaxed);
   return n;
@@ -306,6 +308,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
   }
   int rc_kind = o->read_concurrency ? 1 : 0;
   if (rc_kind && !t->rlock && !(t->rlock = ets_rwl_new())) return LPVM_ENOMEM;
+  if (rc_kind && wc && !t->slot_sg && !(t->slot_sg = ets_sg_new())) return LPVM_ENOMEM;
   ets_kind_lock(t, rc_kind, 1);
   atomic_store_explicit(&t->rc, rc_kind, memory_order_release);
   t->type = o->type;
@@ -314,6 +317,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
   t->wc = wc;
   t->nstripes = wc ? ETS_NSTRIPES : 1;
   t->stripes = wc ? t->wc_stripes : &t->one;
+  t->sg = rc_kind && wc ? t->slot_sg : NULL;
   for (unsigned k = 0; k < t->nstripes; k++) {
     atomic_store_explicit(&t->stripes[k].count, 0, memory_order_relaxed);
     atomic_store_explicit(&t->stripes[k].mem, 0, memory_order_relaxed);

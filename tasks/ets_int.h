@@ -13,7 +13,9 @@
 **                (resize, delete_all, select_delete, the table's deletion) takes it
 **                exclusively. Both kinds prefer writers, so a stream of readers
 **                cannot starve them.
-**   stripes      write_concurrency hash tables: 64 rwlocks, stripe = the top 6 bits
+**   stripes      write_concurrency hash tables: 64 stripe locks (ets_lock.h; their
+**                readers counted per reader group when read_concurrency is set
+**                too, so readers write no shared line), stripe = the top 6 bits
 **                of the key's hash, and the bucket = the top k bits (k >= 6), so a
 **                bucket belongs to one stripe whatever the table's size.
 **   registry     one rwlock over the slots' ids, names and owners (ets.c); taken
@@ -88,6 +90,11 @@ typedef struct ets_tab {
   _Atomic unsigned nstripes;   /* ETS_NSTRIPES, or 1; read before the lock as a hint */
   ets_stripe one;
   ets_stripe *wc_stripes;   /* made for the slot's first write_concurrency table, kept */
+  /* read_concurrency + write_concurrency: the stripes' readers counted per reader
+  ** group (ets_lock.h), else NULL. Fixed while the table lives; slot_sg is made for
+  ** the slot's first such table and kept. */
+  ets_sgroup *sg;
+  ets_sgroup *slot_sg;
   ets_obj *root;            /* ordered_set: an AVL tree in term order */
 } ets_tab;
 
@@ -102,6 +109,28 @@ static inline void ets_count(ets_tab *t, ets_stripe *s, long dn, long dmem) {
   (void)t;
   atomic_fetch_add_explicit(&s->count, (size_t)dn, memory_order_relaxed);
   atomic_fetch_add_explicit(&s->mem, (size_t)dmem, memory_order_relaxed);
+}
+
+_Static_assert(ETS_NSTRIPES == ETS_SG_STRIPES, "a group counts every stripe");
+
+/* A key's stripe lock, taken under the table lock (write_concurrency tables only):
+** readers count themselves in their group's line when the table has groups (t->sg),
+** else in the stripe's word; writers set the word's bit and wait out either kind. */
+static inline void ets_stripe_rdlock(ets_tab *t, ets_stripe *s) {
+  if (t->sg) ets_sg_rdlock(t->sg, &s->lock, (unsigned)(s - t->stripes));
+  else ets_slock_rdlock(&s->lock);
+}
+static inline void ets_stripe_rdunlock(ets_tab *t, ets_stripe *s) {
+  if (t->sg) ets_sg_rdunlock(t->sg, (unsigned)(s - t->stripes));
+  else ets_slock_unlock(&s->lock);
+}
+static inline void ets_stripe_wrlock(ets_tab *t, ets_stripe *s) {
+  if (t->sg) ets_sg_wrlock(t->sg, &s->lock, (unsigned)(s - t->stripes));
+  else ets_slock_wrlock(&s->lock);
+}
+static inline void ets_stripe_wrunlock(ets_tab *t, ets_stripe *s) {
+  (void)t;
+  ets_slock_unlock(&s->lock);
 }
 
 /* ets.c: the slots, in chunks made once and never freed while the VM runs. A table id

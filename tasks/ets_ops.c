@@ -21,14 +21,18 @@ static int key_enter(lpvm_task *self, lpvm_tab tab, int wr, const ets_key *k,
   int rc = ets_enter(self, tab, wr, wr, out);
   if (rc == 0 && (*out)->nstripes > 1) {
     ets_stripe *s = ets_stripe_of(*out, k->h);
-    if (wr) ets_slock_wrlock(&s->lock);
-    else ets_slock_rdlock(&s->lock);
+    if (wr) ets_stripe_wrlock(*out, s);
+    else ets_stripe_rdlock(*out, s);
   }
   return rc;
 }
 
-static void key_leave(ets_tab *t, const ets_key *k) {
-  if (t->nstripes > 1) ets_slock_unlock(&ets_stripe_of(t, k->h)->lock);
+static void key_leave(ets_tab *t, int wr, const ets_key *k) {
+  if (t->nstripes > 1) {
+    ets_stripe *s = ets_stripe_of(t, k->h);
+    if (wr) ets_stripe_wrunlock(t, s);
+    else ets_stripe_rdunlock(t, s);
+  }
   ets_leave(t);
 }
 
@@ -149,7 +153,7 @@ static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *
   }
   ets_key k = {p + l.key_off - 1, p + l.key_off - 1 + l.key_len, l.hash};
   ets_stripe *st = t->nstripes > 1 ? ets_stripe_of(t, k.h) : NULL;
-  if (st) ets_slock_wrlock(&st->lock);
+  if (st) ets_stripe_wrlock(t, st);
   ets_obj *o = ets_find(t, &k), *old = NULL;
   int wants = 0;
   if (o && o->len == l.len) {
@@ -160,7 +164,7 @@ static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *
   } else {
     rc = LPVM_ENOMEM;
   }
-  if (st) ets_slock_unlock(&st->lock);
+  if (st) ets_stripe_wrunlock(t, st);
   ets_leave(t);
   maybe_resize(self, tab, wants);
   if (old) free(old);
@@ -190,7 +194,7 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
     return rc;
   }
   ets_stripe *st = n == 1 && t->nstripes > 1 ? ets_stripe_of(t, objs[0]->hash) : NULL;
-  if (st) ets_slock_wrlock(&st->lock);
+  if (st) ets_stripe_wrlock(t, st);
   int fresh = 1, wants = 0;
   if (only_new)
     for (uint32_t i = 0; i < n && fresh; i++) {
@@ -204,7 +208,7 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
       wants |= wants_resize(t, objs[i]->hash);
       objs[i] = old;   /* what to free: a replaced object, or one a bag refused */
     }
-  if (st) ets_slock_unlock(&st->lock);
+  if (st) ets_stripe_wrunlock(t, st);
   ets_leave(t);
   maybe_resize(self, tab, wants);
   free_objs(objs, n, stack);   /* replaced objects, refused ones */
@@ -232,7 +236,7 @@ int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
   for (ets_obj *o = first; o; o = ets_same_next(t, o)) n++;
   lpvm_put_list(out, n);
   for (ets_obj *o = first; o; o = ets_same_next(t, o)) put_obj(out, o);
-  key_leave(t, &k);
+  key_leave(t, 0, &k);
   lpvm_put_nil(out);
   return out_rc(out, (int)n);
 }
@@ -252,7 +256,7 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     memcpy(buf + used, o->data + 1, m);
     used += m;
   }
-  key_leave(t, &k);
+  key_leave(t, 0, &k);
   *len = used;
   return n;
 }
@@ -263,7 +267,7 @@ int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
   int rc = ets_key_parse(key, klen, &k);
   if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
   int found = ets_find(t, &k) != NULL;
-  key_leave(t, &k);
+  key_leave(t, 0, &k);
   return found;
 }
 
@@ -301,7 +305,7 @@ int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     }
     if (tab_is_bag(t)) lpvm_put_nil(out);
   }
-  key_leave(t, &k);
+  key_leave(t, 0, &k);
   return out_rc(out, rc);
 }
 
@@ -316,7 +320,7 @@ static int remove_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t 
   if (rc || (rc = key_enter(self, tab, 1, &k, &t))) return rc;
   ets_obj *gone = ets_remove_key(t, &k);
   int wants = wants_resize(t, k.h);
-  key_leave(t, &k);
+  key_leave(t, 1, &k);
   uint32_t n = 0;
   for (ets_obj *o = gone; o; o = o->link[0]) n++;
   if (out) {
@@ -357,7 +361,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
   }
   ets_obj *probe = objs[0];
   ets_key k = {obj_key(probe), obj_key_end(probe), probe->hash};
-  if (t->nstripes > 1) ets_slock_wrlock(&ets_stripe_of(t, k.h)->lock);
+  if (t->nstripes > 1) ets_stripe_wrlock(t, ets_stripe_of(t, k.h));
   ets_obj *o = ets_find(t, &k);
   while (o) {   /* every identical object (a duplicate_bag may hold several) */
     ets_obj *nx = ets_same_next(t, o);
@@ -368,7 +372,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
     }
     o = nx;
   }
-  key_leave(t, &k);
+  key_leave(t, 1, &k);
   free_objs(objs, n, stack);
   free_chain(gone);
   return 0;
@@ -512,12 +516,12 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
   if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
     ets_key k = {kp, kend, term_hash(kp, kend)};
     ets_stripe *st = ets_stripe_of(t, k.h);
-    if (t->nstripes > 1) ets_slock_rdlock(&st->lock);
+    if (t->nstripes > 1) ets_stripe_rdlock(t, st);
     for (ets_obj *o = ets_find(t, &k), *nx; o; o = nx) {
       nx = ets_same_next(t, o);
       if (sel_one(t, o, &s)) break;
     }
-    if (t->nstripes > 1) ets_slock_unlock(&st->lock);
+    if (t->nstripes > 1) ets_stripe_rdunlock(t, st);
   } else {
     ets_walk(t, sel_one, &s);
   }
