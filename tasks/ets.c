@@ -174,18 +174,29 @@ int ets_too_deep(const uint8_t *p, const uint8_t *end) {
   return term_depth(p, end, ETS_MAX_DEPTH + 1) > ETS_MAX_DEPTH;
 }
 
-int ets_term_check(const uint8_t *term, size_t len) {
+int ets_term_check_flat(const uint8_t *term, size_t len, const uint8_t **first_end) {
+  *first_end = NULL;
   if (term && len >= 3 && term[0] == TERM_VERSION) {   /* a tag and a byte at least */
     const uint8_t *p = term + 1, *end = term + len;
     if (p[0] == TAG_SMALL_TUPLE) {
       unsigned n = p[1];
-      for (p += 2; n > 0 && p; n--) p = ets_flat_scalar(p, end);
-    } else {
-      p = ets_flat_scalar(p, end);
+      p += 2;
+      const uint8_t *first = n > 0 ? (p = ets_flat_scalar(p, end)) : NULL;
+      for (; n > 1 && p; n--) p = ets_flat_scalar(p, end);   /* the other n - 1 */
+      if (p == end) {
+        *first_end = first;
+        return 0;
+      }
+    } else if (ets_flat_scalar(p, end) == end) {
+      return 0;
     }
-    if (p == end) return 0;
   }
   return !term || lpvm_term_check(term, len) ? LPVM_EBADTERM : 0;
+}
+
+int ets_term_check(const uint8_t *term, size_t len) {
+  const uint8_t *first_end;
+  return ets_term_check_flat(term, len, &first_end);
 }
 
 int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k) {
@@ -230,14 +241,6 @@ int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_l
   l->key_len = (uint32_t)(r.p - key);
   l->hash = tab_is_hash(t) ? term_hash(key, r.p) : 1;
   return 0;
-}
-
-void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l) {
-  o->len = l->len;
-  o->data[0] = TERM_VERSION;
-  memcpy(o->data + 1, p, l->len - 1);
-  o->key_off = l->key_off;
-  o->key_len = l->key_len;
 }
 
 ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l) {

@@ -169,8 +169,9 @@ static inline void ets_kind_unlock(ets_tab *t, int kind) {
 ** access, -1 none (info). On success the table lock is held; ets_leave releases it.
 ** Inline: every operation enters once, and the call cost a tenth of a lookup's own
 ** work. */
-static inline int ets_enter(lpvm_task *self, lpvm_tab tid, int wr, int write,
-                            ets_tab **out) {
+static inline __attribute__((always_inline)) int ets_enter(lpvm_task *self, lpvm_tab tid,
+                                                           int wr, int write,
+                                                           ets_tab **out) {
   if (!(tid & ETS_TID_BIT)) return LPVM_ETS_ENOTAB;
   ets_tab *t = ets_slot_at((uint32_t)tid);
   if (!t) return LPVM_ETS_ENOTAB;
@@ -217,7 +218,13 @@ typedef struct ets_loc {
 } ets_loc;
 int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_loc *l);
 ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l);
-void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l);
+static inline void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l) {
+  o->len = l->len;
+  o->data[0] = TERM_VERSION;
+  memcpy(o->data + 1, p, l->len - 1);
+  o->key_off = l->key_off;
+  o->key_len = l->key_len;
+}
 int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out);
 /* One scalar of the kinds Lua's fast path writes (integers, floats, binaries) at p:
 ** its end, or NULL (anything else, or cut short). */
@@ -239,6 +246,22 @@ static inline const uint8_t *ets_flat_scalar(const uint8_t *p, const uint8_t *en
 /* lpvm_term_check (LPVM_EBADTERM or 0), without its general walk for the shapes most
 ** calls carry: one integer, float or binary, or a small tuple of them. */
 int ets_term_check(const uint8_t *term, size_t len);
+/* The same; when the term is a tuple of such values with at least one, *first_end is
+** where its first element ends (else NULL), so an insert need not look for its key
+** again: ets_obj_locate_flat takes it (or, for any other term or keypos, walks as
+** ets_obj_locate). */
+int ets_term_check_flat(const uint8_t *term, size_t len, const uint8_t **first_end);
+static inline int ets_obj_locate_flat(const ets_tab *t, const uint8_t *p,
+                                      const uint8_t *end, const uint8_t *first_end,
+                                      ets_loc *l) {
+  size_t len = (size_t)(end - p) + 1;
+  if (!first_end || t->keypos != 1 || len > UINT32_MAX) return ets_obj_locate(t, p, end, l);
+  l->len = (uint32_t)len;
+  l->key_off = 3;
+  l->key_len = (uint32_t)(first_end - (p + 2));
+  l->hash = tab_is_hash(t) ? term_hash(p + 2, first_end) : 1;
+  return 0;
+}
 /* Free every object of a detached storage. */
 void ets_free_objs(int type, ets_obj **buckets, unsigned bits, ets_obj *root);
 

@@ -167,7 +167,11 @@ static inline void ets_sg_rdunlock(ets_sgroup *sg, unsigned s) {
 ** ets_slock_unlock (the word holds the bit alone). */
 static inline void ets_sg_wrlock(ets_sgroup *sg, ets_slock *l, unsigned s) {
   ets_slock_wrlock(l);
-  ets_sg_wait_readers(sg, s);
+  uint32_t any = 0;   /* no reader inside (the usual case): one pass, no call */
+#pragma GCC unroll 8
+  for (int g = 0; g < ETS_RGROUPS; g++)
+    any |= atomic_load_explicit(&sg[g].readers[s], memory_order_seq_cst);
+  if (any) ets_sg_wait_readers(sg, s);
 }
 
 #endif
