@@ -199,15 +199,7 @@ int ets_term_check(const uint8_t *term, size_t len) {
   return ets_term_check_flat(term, len, &first_end);
 }
 
-int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k) {
-  /* one integer, float or binary (most keys): checked by its tag and length alone */
-  if (key && klen >= 3 && key[0] == TERM_VERSION &&
-      ets_flat_scalar(key + 1, key + klen) == key + klen) {
-    k->p = key + 1;
-    k->end = key + klen;
-    k->h = term_hash(k->p, k->end);
-    return 0;
-  }
+int ets_key_parse_any(const uint8_t *key, size_t klen, ets_key *k) {
   if (ets_term_check(key, klen)) return LPVM_EBADTERM;
   k->p = key + 1;
   k->end = key + klen;

@@ -275,8 +275,20 @@ typedef struct ets_key {
   uint64_t h;
 } ets_key;
 
-/* A whole key term (version byte first): checked, located and hashed, or an error. */
-int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k);
+/* A whole key term (version byte first): checked, located and hashed, or an error.
+** One integer, float or binary (most keys) is checked by its tag and length alone,
+** inline; any other term goes to ets_key_parse_any. */
+int ets_key_parse_any(const uint8_t *key, size_t klen, ets_key *k);
+static inline int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k) {
+  if (key && klen >= 3 && key[0] == TERM_VERSION &&
+      ets_flat_scalar(key + 1, key + klen) == key + klen) {
+    k->p = key + 1;
+    k->end = key + klen;
+    k->h = term_hash(k->p, k->end);
+    return 0;
+  }
+  return ets_key_parse_any(key, klen, k);
+}
 
 int ets_store_init(ets_tab *t);                     /* empty storage */
 void ets_store_detach(ets_tab *t, ets_obj ***buckets, unsigned *bits, ets_obj **root);
