@@ -174,23 +174,10 @@ int ets_too_deep(const uint8_t *p, const uint8_t *end) {
   return term_depth(p, end, ETS_MAX_DEPTH + 1) > ETS_MAX_DEPTH;
 }
 
-int ets_term_check_flat(const uint8_t *term, size_t len, const uint8_t **first_end) {
-  *first_end = NULL;
-  if (term && len >= 3 && term[0] == TERM_VERSION) {   /* a tag and a byte at least */
-    const uint8_t *p = term + 1, *end = term + len;
-    if (p[0] == TAG_SMALL_TUPLE) {
-      unsigned n = p[1];
-      p += 2;
-      const uint8_t *first = n > 0 ? (p = ets_flat_scalar(p, end)) : NULL;
-      for (; n > 1 && p; n--) p = ets_flat_scalar(p, end);   /* the other n - 1 */
-      if (p == end) {
-        *first_end = first;
-        return 0;
-      }
-    } else if (ets_flat_scalar(p, end) == end) {
-      return 0;
-    }
-  }
+int ets_term_check_any(const uint8_t *term, size_t len) {
+  if (term && len >= 3 && term[0] == TERM_VERSION && term[1] != TAG_SMALL_TUPLE &&
+      ets_flat_scalar(term + 1, term + len) == term + len)
+    return 0;
   return !term || lpvm_term_check(term, len) ? LPVM_EBADTERM : 0;
 }
 

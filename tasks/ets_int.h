@@ -250,7 +250,22 @@ int ets_term_check(const uint8_t *term, size_t len);
 ** where its first element ends (else NULL), so an insert need not look for its key
 ** again: ets_obj_locate_flat takes it (or, for any other term or keypos, walks as
 ** ets_obj_locate). */
-int ets_term_check_flat(const uint8_t *term, size_t len, const uint8_t **first_end);
+int ets_term_check_any(const uint8_t *term, size_t len);   /* the rest, out of line */
+static inline int ets_term_check_flat(const uint8_t *term, size_t len,
+                                      const uint8_t **first_end) {
+  *first_end = NULL;
+  if (term && len >= 3 && term[0] == TERM_VERSION && term[1] == TAG_SMALL_TUPLE) {
+    const uint8_t *p = term + 3, *end = term + len;
+    unsigned n = term[2];
+    const uint8_t *first = n > 0 ? (p = ets_flat_scalar(p, end)) : NULL;
+    for (; n > 1 && p; n--) p = ets_flat_scalar(p, end);   /* the other n - 1 */
+    if (p == end) {
+      *first_end = first;
+      return 0;
+    }
+  }
+  return ets_term_check_any(term, len);
+}
 static inline int ets_obj_locate_flat(const ets_tab *t, const uint8_t *p,
                                       const uint8_t *end, const uint8_t *first_end,
                                       ets_loc *l) {

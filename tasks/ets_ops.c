@@ -38,13 +38,18 @@ static inline __attribute__((always_inline)) void key_leave(ets_tab *t, int wr,
   ets_leave(t);
 }
 
-/* After a write: grow or shrink the buckets if the key's stripe says so. */
-static void maybe_resize(lpvm_task *self, lpvm_tab tab, int wants) {
+/* After a write: grow or shrink the buckets if the key's stripe says so (the test
+** inline: most writes do not). */
+static void resize_now(lpvm_task *self, lpvm_tab tab) {
   ets_tab *t;
-  if (!wants || ets_enter(self, tab, 2, -1, &t)) return;
+  if (ets_enter(self, tab, 2, -1, &t)) return;
   ets_stripe all = {.count = ets_size(t)};
   if (tab_is_hash(t) && ets_wants_resize(t, &all)) ets_resize(t);
   ets_leave(t);
+}
+
+static inline void maybe_resize(lpvm_task *self, lpvm_tab tab, int wants) {
+  if (wants) resize_now(self, tab);
 }
 
 static int wants_resize(ets_tab *t, uint64_t h) {
