@@ -375,6 +375,17 @@ static void check_whole(lpvm_tread *r, int64_t k) {
             (long long)k, (long long)v[0], (long long)v[1], (long long)v[2]);
 }
 
+/* A list result of n objects (lookup, take) holding none or one whole {K, V, V, V}. */
+static void check_whole_list(const lpvm_tbuf *out, int n, int64_t k) {
+  cr_assert(n == 0 || n == 1, "%d objects", n);
+  if (n == 0) return;
+  lpvm_tread r;
+  uint32_t len;
+  cr_assert_eq(lpvm_tread_init(&r, out->data, out->len), 0);
+  cr_assert_eq(lpvm_get_list(&r, &len), 0);
+  check_whole(&r, k);
+}
+
 static void *whole_writer(void *arg) {
   stress *s = arg;
   lpvm_tbuf b, key, vals, out;
@@ -408,15 +419,7 @@ static void *whole_writer(void *arg) {
         break;
       default: {
         lpvm_tbuf_reset(&out);
-        int n = lpvm_ets_take(NULL, s->tab, key.data, key.len, &out);
-        cr_assert(n == 0 || n == 1, "take %d", n);
-        if (n == 1) {
-          lpvm_tread r;
-          uint32_t len;
-          cr_assert_eq(lpvm_tread_init(&r, out.data, out.len), 0);
-          cr_assert_eq(lpvm_get_list(&r, &len), 0);
-          check_whole(&r, k);
-        }
+        check_whole_list(&out, lpvm_ets_take(NULL, s->tab, key.data, key.len, &out), k);
       }
     }
   }
@@ -442,14 +445,7 @@ static void *whole_reader(void *arg) {
       lpvm_tread r = {buf, buf + len, 0};
       if (n == 1) check_whole(&r, k), s->walked++;
       lpvm_tbuf_reset(&out);   /* the builder's way too */
-      n = lpvm_ets_lookup(NULL, s->tab, key.data, key.len, &out);
-      cr_assert(n == 0 || n == 1, "lookup %d", n);
-      if (n == 1) {
-        uint32_t l;
-        cr_assert_eq(lpvm_tread_init(&r, out.data, out.len), 0);
-        cr_assert_eq(lpvm_get_list(&r, &l), 0);
-        check_whole(&r, k);
-      }
+      check_whole_list(&out, lpvm_ets_lookup(NULL, s->tab, key.data, key.len, &out), k);
     }
   }
   lpvm_tbuf_free(&key);
