@@ -313,7 +313,10 @@ static inline ets_stripe *ets_stripe_of(ets_tab *t, uint64_t h) {
 /* The first object with key k (a bag's objects with one key follow each other
 ** through ets_same_next, NULL after the last). */
 static inline ets_obj *ets_find(ets_tab *t, const ets_key *k);
-ets_obj *ets_same_next(ets_tab *t, ets_obj *o);
+ets_obj *ets_bag_next(ets_obj *o);
+static inline ets_obj *ets_same_next(ets_tab *t, ets_obj *o) {
+  return tab_is_bag(t) ? ets_bag_next(o) : NULL;   /* a set's key has one object */
+}
 /* Insert o. set, ordered_set: replaces (*old = the replaced object); bag: refuses an
 ** identical object (*old = o); duplicate_bag: appends. *old = NULL otherwise. */
 void ets_put(ets_tab *t, ets_obj *o, ets_obj **old);

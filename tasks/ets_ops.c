@@ -15,13 +15,17 @@
 
 /* ---- keys, locks and lists --------------------------------------------------------- */
 
-/* Enter the table for a single-key operation: wr 0 read, 1 write. Inline wherever used
-** (a lookup's whole lock work is these two; as calls they cost it ~40 instructions). */
-static inline __attribute__((always_inline)) int key_enter(lpvm_task *self, lpvm_tab tab, int wr, const ets_key *k,
-                     ets_tab **out) {
+/* Enter the table for a single-key operation: wr 0 read, 1 write; *st is the key's
+** stripe when the table has stripes (locked), else NULL. Inline wherever used (a
+** lookup's whole lock work is these two; as calls they cost it ~40 instructions). */
+static inline __attribute__((always_inline)) int key_enter(lpvm_task *self, lpvm_tab tab,
+                                                           int wr, const ets_key *k,
+                                                           ets_tab **out,
+                                                           ets_stripe **st) {
   int rc = ets_enter(self, tab, wr, wr, out);
+  *st = NULL;
   if (rc == 0 && (*out)->nstripes > 1) {
-    ets_stripe *s = ets_stripe_of(*out, k->h);
+    ets_stripe *s = *st = ets_stripe_of(*out, k->h);
     if (wr) ets_stripe_wrlock(*out, s);
     else ets_stripe_rdlock(*out, s);
   }
@@ -29,11 +33,10 @@ static inline __attribute__((always_inline)) int key_enter(lpvm_task *self, lpvm
 }
 
 static inline __attribute__((always_inline)) void key_leave(ets_tab *t, int wr,
-                                                            const ets_key *k) {
-  if (t->nstripes > 1) {
-    ets_stripe *s = ets_stripe_of(t, k->h);
-    if (wr) ets_stripe_wrunlock(t, s);
-    else ets_stripe_rdunlock(t, s);
+                                                            ets_stripe *st) {
+  if (st) {
+    if (wr) ets_stripe_wrunlock(t, st);
+    else ets_stripe_rdunlock(t, st);
   }
   ets_leave(t);
 }
@@ -238,14 +241,15 @@ int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
                     lpvm_tbuf *out) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
   uint32_t n = 0;
   ets_obj *first = ets_find(t, &k);
   for (ets_obj *o = first; o; o = ets_same_next(t, o)) n++;
   lpvm_put_list(out, n);
   for (ets_obj *o = first; o; o = ets_same_next(t, o)) put_obj(out, o);
-  key_leave(t, 0, &k);
+  key_leave(t, 0, st);
   lpvm_put_nil(out);
   return out_rc(out, (int)n);
 }
@@ -254,9 +258,10 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                          size_t klen, uint8_t *buf, size_t cap, size_t *len) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   *len = 0;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
   size_t used = 0;
   int n = 0;
   for (ets_obj *o = ets_find(t, &k); o; o = ets_same_next(t, o), n++) {
@@ -265,7 +270,7 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     memcpy(buf + used, o->data + 1, m);
     used += m;
   }
-  key_leave(t, 0, &k);
+  key_leave(t, 0, st);
   *len = used;
   return n;
 }
@@ -273,10 +278,11 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
 int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
   int found = ets_find(t, &k) != NULL;
-  key_leave(t, 0, &k);
+  key_leave(t, 0, st);
   return found;
 }
 
@@ -298,9 +304,10 @@ int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                             size_t klen, uint32_t pos, lpvm_tbuf *out) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   const uint8_t *p, *end;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
   ets_obj *first = ets_find(t, &k);
   uint32_t n = 0;
   rc = first ? 0 : LPVM_ETS_ENOKEY;
@@ -314,7 +321,7 @@ int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     }
     if (tab_is_bag(t)) lpvm_put_nil(out);
   }
-  key_leave(t, 0, &k);
+  key_leave(t, 0, st);
   return out_rc(out, rc);
 }
 
@@ -325,11 +332,12 @@ static int remove_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t 
                       lpvm_tbuf *out) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 1, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 1, &k, &t, &st))) return rc;
   ets_obj *gone = ets_remove_key(t, &k);
   int wants = wants_resize(t, k.h);
-  key_leave(t, 1, &k);
+  key_leave(t, 1, st);
   uint32_t n = 0;
   for (ets_obj *o = gone; o; o = o->link[0]) n++;
   if (out) {
@@ -370,7 +378,8 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
   }
   ets_obj *probe = objs[0];
   ets_key k = {obj_key(probe), obj_key_end(probe), probe->hash};
-  if (t->nstripes > 1) ets_stripe_wrlock(t, ets_stripe_of(t, k.h));
+  ets_stripe *st = t->nstripes > 1 ? ets_stripe_of(t, k.h) : NULL;
+  if (st) ets_stripe_wrlock(t, st);
   ets_obj *o = ets_find(t, &k);
   while (o) {   /* every identical object (a duplicate_bag may hold several) */
     ets_obj *nx = ets_same_next(t, o);
@@ -381,7 +390,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
     }
     o = nx;
   }
-  key_leave(t, 1, &k);
+  key_leave(t, 1, st);
   free_objs(objs, n, stack);
   free_chain(gone);
   return 0;
