@@ -186,6 +186,7 @@ typedef struct lproc_blk_head {   /* 16 bytes: the global state after it is alig
 void *lproc_block_first(lproc *p, size_t nsize);   /* make the block, or NULL */
 void lproc_block_drop(lproc *p);                    /* free the block */
 void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
+void lproc_block_close(lua_State *L, char *blk);     /* close an owner-less state */
 
 /* ptr (not NULL) is one of the block's objects. Without a block this is false too:
 ** no heap object lies below address LPROC_BLOCK. */

@@ -109,8 +109,7 @@ static int make_one(made *m) {
   if (owner.blk) populate_ahead(owner.blk);
   lua_pushcfunction(L, init_cf);
   if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
-    lua_setallocf(L, lproc_alloc_closing, &owner);
-    lua_close(L);
+    lproc_block_close(L, owner.blk);
     return 0;
   }
   lua_settop(L, 0);
@@ -119,14 +118,6 @@ static int make_one(made *m) {
   m->blk = owner.blk;
   m->bump = owner.blk_bump;
   return 1;
-}
-
-static void close_made(made m) {
-  lproc owner;
-  memset(&owner, 0, sizeof owner);
-  owner.blk = m.blk;
-  lua_setallocf(m.L, lproc_alloc_closing, &owner);
-  lua_close(m.L);
 }
 
 /* ---- the thread ----------------------------------------------------------------------- */
@@ -233,7 +224,10 @@ void lproc_maker_teardown(void) {
   pthread_mutex_unlock(&mk.mu);
   if (started) pthread_join(mk.th, NULL);
   pthread_mutex_lock(&mk.mu);
-  while (mk.n > 0) close_made(mk.v[--mk.n]);
+  while (mk.n > 0) {
+    made m = mk.v[--mk.n];
+    lproc_block_close(m.L, m.blk);
+  }
   atomic_store(&mk.avail, 0);
   free(mk.v);
   mk.v = NULL;
