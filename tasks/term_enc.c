@@ -66,6 +66,8 @@ static inline uint8_t *room(lpvm_tbuf *b, size_t n) {
   return tbuf_grow(b, n);
 }
 
+uint8_t *lpvm_tbuf_room(lpvm_tbuf *b, size_t n) { return room(b, n); }
+
 void lpvm_tbuf_init(lpvm_tbuf *b) {
   b->data = malloc(TBUF_INITIAL);
   b->len = 0;
