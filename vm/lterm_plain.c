@@ -131,7 +131,12 @@ static const uint8_t *local_node(const uint8_t *a, size_t left, size_t after) {
   size_t k;
   if (left < 2 + after || a[0] != T_SMALL_ATOM_UTF8 || (k = a[1]) > left - 2 - after)
     return NULL;
-  if (k == sizeof nonode - 1 && memcmp(a + 2, nonode, k) == 0) return a + 2 + k;
+  if (k == sizeof nonode - 1) {   /* two overlapping 8-byte words, no call */
+    uint64_t x, y, nx, ny;
+    memcpy(&x, a + 2, 8), memcpy(&y, a + 2 + k - 8, 8);
+    memcpy(&nx, nonode, 8), memcpy(&ny, nonode + k - 8, 8);
+    if (x == nx && y == ny) return a + 2 + k;
+  }
   const char *self = lpvm_node_name();
   if (self && strlen(self) == k && memcmp(a + 2, self, k) == 0) return a + 2 + k;
   return NULL;
@@ -234,6 +239,25 @@ typedef struct strs {
   const lraw_string *s[STR_SLOTS];
 } strs;
 
+/* The k bytes at x and y are the same: up to 16 compared as two (overlapping) words,
+** without a call to memcmp. */
+static inline int same_bytes(const char *x, const uint8_t *y, size_t k) {
+  if (k >= 8 && k <= 16) {
+    uint64_t a, b, c, d;
+    memcpy(&a, x, 8), memcpy(&b, x + k - 8, 8), memcpy(&c, y, 8), memcpy(&d, y + k - 8, 8);
+    return a == c && b == d;
+  }
+  if (k >= 4 && k < 8) {
+    uint32_t a, b, c, d;
+    memcpy(&a, x, 4), memcpy(&b, x + k - 4, 4), memcpy(&c, y, 4), memcpy(&d, y + k - 4, 4);
+    return a == c && b == d;
+  }
+  if (k < 4)
+    return k == 0 || ((uint8_t)x[0] == y[0] && (uint8_t)x[k / 2] == y[k / 2] &&
+                      (uint8_t)x[k - 1] == y[k - 1]);
+  return memcmp(x, y, k) == 0;
+}
+
 static inline unsigned str_slot(const uint8_t *s, size_t k) {
   /* odd factors: one-byte strings (atoms' names) fall in distinct slots */
   return (unsigned)(k * 11 + (k ? s[0] + 8u * s[k - 1] : 0)) & (STR_SLOTS - 1);
@@ -317,7 +341,7 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
           k <= left - 5) {   /* a short string: met before in this message? */
         const lraw_string *s = c->s[slot = str_slot(p + 5, k)];
         /* a table the collector has blackened needs lua_rawseti's barrier */
-        if ((c->used >> slot & 1) && s->shrlen == k && memcmp(s->contents, p + 5, k) == 0 &&
+        if ((c->used >> slot & 1) && s->shrlen == k && same_bytes(s->contents, p + 5, k) &&
             !(h->marked & LRAW_BLACK)) {
           a[i - 1].v.gc = (void *)s, a[i - 1].tt = LRAW_VSHRSTR;
           p += 5 + k;

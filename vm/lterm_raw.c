@@ -49,9 +49,14 @@ static inline uint8_t *room(lpvm_tbuf *b, size_t n) {
   return b->cap - b->len >= n ? b->data + b->len : lpvm_tbuf_room(b, n);
 }
 
-static inline void wr32(uint8_t *q, uint32_t v) {
+static inline void wr32(uint8_t *q, uint32_t v) {   /* big-endian */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  v = __builtin_bswap32(v);
+  memcpy(q, &v, 4);
+#else
   q[0] = (uint8_t)(v >> 24), q[1] = (uint8_t)(v >> 16), q[2] = (uint8_t)(v >> 8);
   q[3] = (uint8_t)v;
+#endif
 }
 
 /* n bytes from s to d: up to 16 with two (overlapping) loads and stores, without a
