@@ -236,6 +236,7 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
 #define STR_SLOTS 32
 typedef struct strs {
   uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
+  int pids;        /* the state has the pid metatable (once set, for the message) */
   const lraw_string *s[STR_SLOTS];
 } strs;
 
@@ -325,8 +326,11 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
   if (n > 0 && lraw_ok()) {
     h = lraw_table_at(L, -1);
     if (h->alimit == n && !(h->flags & LRAW_BITRAS)) a = h->array;
-    lproc *pr = lproc_of(L);
-    pids = pr && pr->pid_mt;
+    if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
+      lproc *pr = lproc_of(L);
+      c->pids = pr && pr->pid_mt;
+    }
+    pids = c->pids;
   }
   for (uint32_t i = 1; i <= n; i++) {
     unsigned slot = STR_SLOTS;
@@ -351,7 +355,15 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
     }
     const uint8_t *q = plain_scalar(L, p, end);
     if (!(p = q ? q : plain_value(L, p, end, depth + 1, c))) return NULL;
-    lua_rawseti(L, -2, (lua_Integer)i);
+    if (a && !(h->marked & LRAW_BLACK)) {
+      /* the value just pushed copied into its slot (a new table, a string met first):
+      ** lua_rawseti's barrier does nothing for a table that is not black (a
+      ** collection step while the value was made may have blackened this one) */
+      a[i - 1] = ((const lraw_state *)(void *)L)->top[-1];
+      lua_pop(L, 1);
+    } else {
+      lua_rawseti(L, -2, (lua_Integer)i);
+    }
     if (slot < STR_SLOTS && a[i - 1].tt == LRAW_VSHRSTR) {
       c->s[slot] = a[i - 1].v.gc;
       c->used |= UINT32_C(1) << slot;
@@ -439,7 +451,7 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   if (!lua_checkstack(L, (int)n + 3)) return -1;
   int base = lua_gettop(L);
   strs c;
-  c.used = 0;
+  c.used = 0, c.pids = 0;
   if (!tuple) {
     p = plain_value(L, p, end, 0, &c);
   } else {
@@ -458,7 +470,7 @@ const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end
   int base = lua_gettop(L);
   const uint8_t *q = plain_scalar(L, p, end);
   strs c;
-  c.used = 0;
+  c.used = 0, c.pids = 0;
   if (!q && !(q = plain_value(L, p, end, 1, &c))) lua_settop(L, base);
   return q;
 }
