@@ -324,7 +324,7 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
   lraw_table *h = NULL;
   int pids = 0;
   if (n > 0 && lraw_ok()) {
-    h = lraw_table_at(L, -1);
+    h = ((const lraw_state *)(void *)L)->top[-1].v.gc;   /* the table just made */
     if (h->alimit == n && !(h->flags & LRAW_BITRAS)) a = h->array;
     if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
       lproc *pr = lproc_of(L);
