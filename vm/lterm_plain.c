@@ -266,6 +266,8 @@ static inline unsigned str_slot(const uint8_t *s, size_t k) {
 
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
                                   int depth, strs *c);
+static const uint8_t *plain_nested(lua_State *L, const uint8_t *p, const uint8_t *end,
+                                   int depth, strs *c);
 
 /* The element at p written straight into the array slot v of a table
 ** lua_createtable just made, if it is a value that is not collectable (an integer, a
@@ -354,7 +356,7 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
       }
     }
     const uint8_t *q = plain_scalar(L, p, end);
-    if (!(p = q ? q : plain_value(L, p, end, depth + 1, c))) return NULL;
+    if (!(p = q ? q : plain_nested(L, p, end, depth + 1, c))) return NULL;
     if (a && !(h->marked & LRAW_BLACK)) {
       /* the value just pushed copied into its slot (a new table, a string met first):
       ** lua_rawseti's barrier does nothing for a table that is not black (a
@@ -400,8 +402,15 @@ static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *e
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
                                   int depth, strs *c) {
   const uint8_t *q = plain_scalar(L, p, end);
+  return q ? q : plain_nested(L, p, end, depth, c);
+}
+
+/* plain_value past its scalars (whose caller tried plain_scalar already): a
+** container, or NULL. */
+static const uint8_t *plain_nested(lua_State *L, const uint8_t *p, const uint8_t *end,
+                                   int depth, strs *c) {
   size_t left = (size_t)(end - p), k;
-  if (q || left < 2) return q;
+  if (left < 2) return NULL;
   switch (p[0]) {
     case T_SMALL_TUPLE: return plain_seq(L, p + 2, end, p[1], depth, c);
     case T_LIST:
@@ -457,7 +466,7 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   } else {
     for (uint32_t i = 0; i < n && p; i++) {
       const uint8_t *q = plain_scalar(L, p, end);
-      p = q ? q : plain_value(L, p, end, 1, &c);
+      p = q ? q : plain_nested(L, p, end, 1, &c);
     }
   }
   if (p == end) return (int)n;
@@ -471,7 +480,7 @@ const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end
   const uint8_t *q = plain_scalar(L, p, end);
   strs c;
   c.used = 0, c.pids = 0;
-  if (!q && !(q = plain_value(L, p, end, 1, &c))) lua_settop(L, base);
+  if (!q && !(q = plain_nested(L, p, end, 1, &c))) lua_settop(L, base);
   return q;
 }
 
