@@ -193,6 +193,31 @@ test("no finalizer pending: a garbage-heavy owner still gives back a small state
   lpvm.recycle(old)
 end)
 
+-- A body of more than 1 KB in memory that reached the lpvm module (EStone's chain
+-- process): the pool allows for the kept function and the module's garbage
+-- (lproc_pool.c pool_max_bytes), and the state the next process gets is still a new
+-- one in all it can see.
+test("no finalizer pending: a big body that reached lpvm gives its state back", function()
+  local old = lpvm.recycle(0)
+  local fresh = run(fingerprint)
+  lpvm.recycle(1)
+  local function big(parent, a, b, c)
+    local me = lpvm.self()
+    local t = { alpha = a, beta = b, gamma = c, delta = "delta", epsilon = "epsilon" }
+    for i = 1, 3 do
+      if t.alpha == i then t.beta = (t.beta or 0) + i elseif t.gamma == i then
+        t.gamma = tostring(i) .. "zeta" elseif t.delta == "eta" then t.delta = "theta"
+      else t.epsilon = string.format("%d-%s", i, tostring(t.epsilon)) end
+    end
+    lpvm.send(parent, "dirty", me ~= nil and t.epsilon ~= nil)
+  end
+  T.eq(run(big)[1], "dirty")
+  local rec = run(fingerprint)
+  T.eq(rec[2], true, "the big body's state was recycled")
+  for k, v in pairs(fresh[1]) do T.eq(rec[1][k], v, "differs in " .. k) end
+  lpvm.recycle(old)
+end)
+
 -- The quick cleaning leaves the old owner's garbage (a new state's start-up garbage,
 -- ~300 B, for an owner that made nothing more); a process with a heap limit must not
 -- count it against its limit (vm/lproc.c lproc_newstate collects it first).
