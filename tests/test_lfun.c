@@ -223,3 +223,81 @@ Test(lfun, spawn_fast_path_is_lterm_put) {
     lua_close(L);
   }
 }
+
+/* Its decoding side (lfun_push_spawn) takes exactly those terms, each as the general
+** decoder would, declines every other, and raises on a damaged one. */
+static int push_spawn_cf(lua_State *L) {
+  size_t len;
+  const char *t = lua_tolstring(L, 1, &len);
+  int fast = lfun_push_spawn(L, (const uint8_t *)t, len);
+  if (!fast) lua_pushnil(L);
+  lua_pushboolean(L, fast);
+  lua_insert(L, -2);
+  return 2;   /* fast, the function or nil */
+}
+
+static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
+  (void)L;
+  lpvm_tbuf *b = ud;
+  b->data = realloc(b->data, b->len + sz);
+  memcpy(b->data + b->len, p, sz);
+  b->len += sz;
+  return 0;
+}
+
+Test(lfun, spawn_fast_decode) {
+  static const struct { const char *src; int fast; } cases[] = {
+      {"return function() return 7 end", 1},
+      {"return function(p) return type(p) end", 1},
+      {"local g = _G return function() return g end", 1},
+      {"local x = 7 return function() return x end", 0},
+      {"local t = {} return function() return t, print end", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    cr_assert_eq(luaL_dostring(L, cases[i].src), LUA_OK, "%s", lua_tostring(L, -1));
+    lpvm_tbuf b;
+    lpvm_tbuf_init(&b);
+    char err[LTERM_ERRSZ];
+    cr_assert_eq(lterm_put(L, -1, &b, err), 0, "%s", err);
+    lua_pushcfunction(L, push_spawn_cf);
+    lua_pushlstring(L, (const char *)b.data, b.len);
+    cr_assert_eq(lua_pcall(L, 1, 2, 0), LUA_OK, "%s: %s", cases[i].src, lua_tostring(L, -1));
+    cr_assert_eq(lua_toboolean(L, -2), cases[i].fast, "%s", cases[i].src);
+    if (cases[i].fast) {
+      cr_assert(lua_type(L, -1) == LUA_TFUNCTION, "%s: a function", cases[i].src);
+      lua_pushvalue(L, -1);
+      cr_assert_eq(lua_pcall(L, 0, 1, 0), LUA_OK, "%s: %s", cases[i].src, lua_tostring(L, -1));
+      lua_pushvalue(L, -4);   /* the original: the same result */
+      cr_assert_eq(lua_pcall(L, 0, 1, 0), LUA_OK, "%s: %s", cases[i].src, lua_tostring(L, -1));
+      cr_assert(lua_rawequal(L, -1, -2) || (lua_isnil(L, -1) && lua_isnil(L, -2)),
+                "%s: same result", cases[i].src);
+    } else {
+      cr_assert(lua_isnil(L, -1), "%s: nothing pushed", cases[i].src);
+    }
+    lpvm_tbuf_free(&b);
+    lua_close(L);
+  }
+  /* A function of one upvalue with an empty upvalue list: the term's shape is the fast
+  ** one, its count is not. */
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  cr_assert_eq(luaL_dostring(L, "return function() return print end"), LUA_OK);
+  lpvm_tbuf code = {NULL, 0, 0, 0}, t;
+  cr_assert_eq(lua_dump(L, dump_writer, &code, 0), 0);
+  lpvm_tbuf_init(&t);
+  lpvm_put_tuple(&t, 2);
+  lpvm_put_atom(&t, "lpvm_graph");
+  lpvm_put_tuple(&t, 3);
+  lpvm_put_atom(&t, "lpvm_fun");
+  lpvm_put_binary(&t, code.data, code.len);
+  lpvm_put_list(&t, 0);
+  lpvm_put_nil(&t);
+  lua_pushcfunction(L, push_spawn_cf);
+  lua_pushlstring(L, (const char *)t.data, t.len);
+  cr_assert_neq(lua_pcall(L, 1, 2, 0), LUA_OK, "a damaged term raises");
+  free(code.data);
+  lpvm_tbuf_free(&t);
+  lua_close(L);
+}

@@ -306,6 +306,42 @@ int lfun_push_known(lua_State *L, lpvm_tread *r) {
   return 1;
 }
 
+/* The decoding side of lfun_put_spawn: a spawn's term of one function whose only
+** upvalue is '$env' (or none), as it writes them, pushed without the general
+** decoder's set-up, the graph's numbering table (a table and its first slot: 700
+** instructions a spawn) and the probes for names. Returns 1 with the function pushed,
+** or 0, pushing nothing, for any other term (lterm_push_values_ex decodes it then);
+** the function is what push_fun would make of it: loaded, or the recycled state's
+** kept function (lproc_pool_reuse_fn), its upvalue set to the receiver's globals.
+** Only for a trusted term: elsewhere a function term reads as plain data. */
+int lfun_push_spawn(lua_State *L, const uint8_t *term, size_t len) {
+  lpvm_tread r;
+  uint32_t n, nlist = 0;
+  const uint8_t *code;
+  size_t clen;
+  if (lpvm_tread_init(&r, term, len) || lpvm_get_tuple(&r, &n) || n != 2 ||
+      !is_atom(&r, "lpvm_graph") || lpvm_get_tuple(&r, &n) || n != 3 ||
+      !is_atom(&r, "lpvm_fun") || lpvm_get_binary(&r, &code, &clen) || clen < 5 ||
+      memcmp(code, LUA_SIGNATURE, 4) != 0 || code[4] != 0x54)
+    return 0;
+  if (lpvm_get_type(&r) != LPVM_T_NIL &&
+      (lpvm_get_list(&r, &nlist) || nlist != 1 || !is_atom(&r, "$env")))
+    return 0;
+  if (lpvm_get_nil(&r) || r.p != r.end) return 0;
+  if (!lproc_pool_reuse_fn(L, code, clen) &&
+      luaL_loadbufferx(L, (const char *)code, clen, "=message", "b") != LUA_OK)
+    lua_error(L);
+  int f = lua_gettop(L);
+  uint32_t nup = 0;
+  while (nup <= nlist && lua_getupvalue(L, f, (int)nup + 1)) lua_pop(L, 1), nup++;
+  if (nup != nlist) lterm_dec_bad(L);
+  if (nlist) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    lua_setupvalue(L, f, 1);
+  }
+  return 1;
+}
+
 /* The numbering table (on the stack while a graph is decoded: d->refs). */
 void lfun_number(lterm_dec *d, int idx) {
   if (!d->shared) return;
