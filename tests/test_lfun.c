@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <lauxlib.h>
 #include <lualib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -299,5 +300,53 @@ Test(lfun, spawn_fast_decode) {
   cr_assert_neq(lua_pcall(L, 1, 2, 0), LUA_OK, "a damaged term raises");
   free(code.data);
   lpvm_tbuf_free(&t);
+  lua_close(L);
+}
+
+/* The spawning state's cache of the last spawned prototype's dump (lfun.c spawn_cache):
+** functions spawned in turn, closures of one prototype, and a prototype made after the
+** cached one's closures were dropped each get their own bytes and number. */
+static void spawn_bytes(lua_State *L, const char *expr, lpvm_tbuf *a, uint64_t *id) {
+  cr_assert_eq(luaL_dostring(L, expr), LUA_OK, "%s", lua_tostring(L, -1));
+  lpvm_tbuf_init(a);
+  cr_assert_eq(lfun_put_spawn(L, -1, a, id), 1, "%s: fast", expr);
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  char err[LTERM_ERRSZ];
+  cr_assert_eq(lterm_put(L, -1, &b, err), 0, "%s", err);
+  cr_assert(a->len == b.len && memcmp(a->data, b.data, a->len) == 0, "%s: bytes", expr);
+  lpvm_tbuf_free(&b);
+  lua_pop(L, 1);
+}
+
+Test(lfun, spawn_cache) {
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  cr_assert_eq(luaL_dostring(L, "function mk() return function() return 1 end end "
+                                "f = mk() g = function() return 2, 2 end"), LUA_OK);
+  lpvm_tbuf f1, g1, f2, f3, h;
+  uint64_t idf1, idg1, idf2, idf3, idh;
+  spawn_bytes(L, "return f", &f1, &idf1);
+  spawn_bytes(L, "return g", &g1, &idg1);
+  spawn_bytes(L, "return f", &f2, &idf2);
+  spawn_bytes(L, "return mk()", &f3, &idf3);   /* another closure, the same prototype */
+  cr_assert_neq(idf1, idg1, "two functions, two numbers");
+  cr_assert(idf1 == idf2 && idf2 == idf3, "one prototype, one number");
+  /* every closure of both dropped, then many new prototypes: one may take the address */
+  cr_assert_eq(luaL_dostring(L, "f, g, mk = nil collectgarbage() collectgarbage() "
+                                "fs = {} for i = 1, 200 do "
+                                "fs[i] = load('return function() return ' .. i .. ' end')() end"),
+               LUA_OK);
+  for (int i = 1; i <= 200; i += 37) {
+    char expr[64];
+    snprintf(expr, sizeof expr, "return fs[%d]", i);
+    spawn_bytes(L, expr, &h, &idh);
+    cr_assert(idh != idf1 && idh != idg1, "%s: a number of its own", expr);
+    lpvm_tbuf_free(&h);
+  }
+  lpvm_tbuf_free(&f1);
+  lpvm_tbuf_free(&g1);
+  lpvm_tbuf_free(&f2);
+  lpvm_tbuf_free(&f3);
   lua_close(L);
 }
