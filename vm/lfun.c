@@ -43,6 +43,7 @@
 #include "vm/lraw.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
+#include "tasks/term_int.h"
 
 static const char protos_key = 'p';
 static const char codes_key = 'c';
@@ -272,6 +273,15 @@ int lfun_put(lterm_enc *e, int f) {
   return rc;
 }
 
+/* The bytes of lfun_put_spawn's term around the bytecode (tests/test_lfun.c checks
+** they are lterm_put's): {lpvm_graph, {lpvm_fun, <<Bytecode>>, ['$env']}} or with
+** []. SMALL_TUPLE_EXT 104, SMALL_ATOM_UTF8_EXT 119, LIST_EXT 108, NIL_EXT 106. */
+static const uint8_t spawn_head[] = {104, 2, 119, 10, 'l', 'p', 'v', 'm', '_', 'g', 'r', 'a',
+                                     'p', 'h', 104, 3, 119, 8, 'l', 'p', 'v', 'm', '_', 'f',
+                                     'u', 'n'};
+static const uint8_t spawn_env[] = {108, 0, 0, 0, 1, 119, 4, '$', 'e', 'n', 'v', 106};
+static const uint8_t spawn_none[] = {106};
+
 /* spawn's function, when it has no upvalue but the globals (`function() end`, or a
 ** body that only uses globals): the bytes lterm_put would build, without its first
 ** pass (which stops at the function to start again as a graph) and its maps. Returns
@@ -310,14 +320,10 @@ int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *id) {
     }
     code = cached_code(L, &len, id);
   }
-  lpvm_put_tuple(b, 2);
-  lpvm_put_atom(b, "lpvm_graph");
-  lpvm_put_tuple(b, 3);
-  lpvm_put_atom(b, "lpvm_fun");
+  term_put_raw(b, spawn_head, sizeof spawn_head);
   lpvm_put_binary(b, code, len);
-  lpvm_put_list(b, (uint32_t)nup);
-  if (nup) lpvm_put_atom(b, "$env");
-  lpvm_put_nil(b);
+  if (nup) term_put_raw(b, spawn_env, sizeof spawn_env);
+  else term_put_raw(b, spawn_none, sizeof spawn_none);
   lua_pop(L, 1);
   return 1;
 }
@@ -369,18 +375,20 @@ int lfun_push_known(lua_State *L, lpvm_tread *r) {
 ** Only for a trusted term: elsewhere a function term reads as plain data. */
 int lfun_push_spawn(lua_State *L, const uint8_t *term, size_t len) {
   lpvm_tread r;
-  uint32_t n, nlist = 0;
+  uint32_t nlist;
   const uint8_t *code;
-  size_t clen;
-  if (lpvm_tread_init(&r, term, len) || lpvm_get_tuple(&r, &n) || n != 2 ||
-      !is_atom(&r, "lpvm_graph") || lpvm_get_tuple(&r, &n) || n != 3 ||
-      !is_atom(&r, "lpvm_fun") || lpvm_get_binary(&r, &code, &clen) || clen < 5 ||
-      memcmp(code, LUA_SIGNATURE, 4) != 0 || code[4] != 0x54)
+  size_t clen, head = 1 + sizeof spawn_head;   /* the version byte, then spawn_head */
+  if (len <= head || memcmp(term + 1, spawn_head, sizeof spawn_head) != 0 ||
+      lpvm_tread_init(&r, term, len))
     return 0;
-  if (lpvm_get_type(&r) != LPVM_T_NIL &&
-      (lpvm_get_list(&r, &nlist) || nlist != 1 || !is_atom(&r, "$env")))
+  r.p = term + head;
+  if (lpvm_get_binary(&r, &code, &clen) || clen < 5 || memcmp(code, LUA_SIGNATURE, 4) != 0 ||
+      code[4] != 0x54)
     return 0;
-  if (lpvm_get_nil(&r) || r.p != r.end) return 0;
+  size_t rest = (size_t)(r.end - r.p);
+  if (rest == sizeof spawn_env && memcmp(r.p, spawn_env, rest) == 0) nlist = 1;
+  else if (rest == sizeof spawn_none && memcmp(r.p, spawn_none, rest) == 0) nlist = 0;
+  else return 0;
   if (!lproc_pool_reuse_fn(L, code, clen) &&
       luaL_loadbufferx(L, (const char *)code, clen, "=message", "b") != LUA_OK)
     lua_error(L);
