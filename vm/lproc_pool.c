@@ -114,10 +114,31 @@ static int needed_by_finalizers(lua_State *L) {
   return named;
 }
 
+/* A registry that holds nothing but the main thread and the globals at 1 and 2 (a
+** process that loaded no module, made no reference; most short ones), read through
+** vm/lraw.h's mirror: the walk with lua_next (450 instructions) finds nothing to
+** remove then. */
+static int registry_bare(lua_State *L) {
+  if (!lraw_ok()) return 0;
+  const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;
+  const lraw_table *h = g->l_registry.v.gc;
+  unsigned int n = lraw_real_asize(h);
+  if (n < 2) return 0;
+  for (unsigned int i = 2; i < n; i++)
+    if (!lraw_is_nil(&h->array[i])) return 0;
+  if (h->lastfree) {   /* a hash part (emptied ones stay until a rehash) */
+    const lraw_node *node = h->node;
+    for (size_t i = 0, size = (size_t)1 << h->lsizenode; i < size; i++)
+      if (LRAW_NOVARIANT(node[i].tt) != 0) return 0;
+  }
+  return 1;
+}
+
 /* Empty the registry but for the main thread; the first time keep what finalizers
 ** need (returns how many entries), else install a new globals table. */
 static int wipe_registry(lua_State *L, int first) {
   int kept = 0;
+  if (!first && registry_bare(L)) goto globals;
   lua_pushnil(L);
   while (lua_next(L, LUA_REGISTRYINDEX)) {
     int keep = first && needed_by_finalizers(L);
@@ -130,6 +151,7 @@ static int wipe_registry(lua_State *L, int first) {
     lua_rawset(L, LUA_REGISTRYINDEX);
   }
   if (first) return kept;
+globals:
   lua_newtable(L);
   lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   return 0;
