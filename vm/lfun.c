@@ -43,7 +43,6 @@
 #include "vm/lraw.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
-#include "tasks/term_int.h"
 
 static const char protos_key = 'p';
 static const char codes_key = 'c';
@@ -273,9 +272,10 @@ int lfun_put(lterm_enc *e, int f) {
   return rc;
 }
 
-/* The bytes of lfun_put_spawn's term around the bytecode (tests/test_lfun.c checks
-** they are lterm_put's): {lpvm_graph, {lpvm_fun, <<Bytecode>>, ['$env']}} or with
-** []. SMALL_TUPLE_EXT 104, SMALL_ATOM_UTF8_EXT 119, LIST_EXT 108, NIL_EXT 106. */
+/* The bytes of lfun_put_spawn's term around the bytecode, which lfun_push_spawn
+** compares (tests/test_lfun.c checks they are lterm_put's): {lpvm_graph, {lpvm_fun,
+** <<Bytecode>>, ['$env']}} or with []. SMALL_TUPLE_EXT 104, SMALL_ATOM_UTF8_EXT 119,
+** LIST_EXT 108, NIL_EXT 106. */
 static const uint8_t spawn_head[] = {104, 2, 119, 10, 'l', 'p', 'v', 'm', '_', 'g', 'r', 'a',
                                      'p', 'h', 104, 3, 119, 8, 'l', 'p', 'v', 'm', '_', 'f',
                                      'u', 'n'};
@@ -320,10 +320,14 @@ int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *id) {
     }
     code = cached_code(L, &len, id);
   }
-  term_put_raw(b, spawn_head, sizeof spawn_head);
+  lpvm_put_tuple(b, 2);
+  lpvm_put_atom_len(b, "lpvm_graph", 10);
+  lpvm_put_tuple(b, 3);
+  lpvm_put_atom_len(b, "lpvm_fun", 8);
   lpvm_put_binary(b, code, len);
-  if (nup) term_put_raw(b, spawn_env, sizeof spawn_env);
-  else term_put_raw(b, spawn_none, sizeof spawn_none);
+  lpvm_put_list(b, (uint32_t)nup);
+  if (nup) lpvm_put_atom_len(b, "$env", 4);
+  lpvm_put_nil(b);
   lua_pop(L, 1);
   return 1;
 }
