@@ -226,6 +226,10 @@ static inline void lproc_block_free(lproc *p, void *ptr, size_t osize) {
 /* lfun.c: spawn's encoding of a function whose only upvalue is the globals (or none):
 ** 1 if done (as lterm_put would), 0 to leave it to lterm_put */
 int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *code_id);
+/* A spawn's arguments when there are none: the empty tuple lterm_put_values writes. */
+extern const uint8_t lproc_no_args[3];
+/* Push the function of a term lfun_put_spawn wrote (1), else 0 and nothing (lfun.c). */
+int lfun_push_spawn(lua_State *L, const uint8_t *term, size_t len);
 
 /* lproc_pool.c: recycled states */
 int lproc_recycle_set(int n);            /* returns the old bound */
