@@ -80,7 +80,10 @@ static int send_k(lua_State *L, int status, lua_KContext ctx) {
 ** proportion to the receiver's queue (4 per queued message), so a sender that fills a
 ** mailbox faster than it drains gets a smaller share of the CPU and the receiver
 ** catches up. The send itself never waits: once the charge passes a time slice the
-** sender goes to the back of its run queue, as the count hook would send it. */
+** sender goes to the back of its run queue, as the count hook would send it. A send
+** to itself is not charged: the receiver is the sender, and slowing it down lets
+** nobody catch up (EStone's timer micro sends itself 100 messages a loop, and each
+** charge past the slice cost a yield and a step). */
 #define SEND_PUNISH_PER_MSG 4u
 
 static int lmod_send(lua_State *L) {
@@ -95,6 +98,7 @@ static int lmod_send(lua_State *L) {
   lpvm_msg *m = build_msg(L, 2, "send");
   uint32_t queued = 0;
   lpvm_send_msg_queued(&p->task, to, m, &queued);
+  if (to == p->task.id) queued = 0;
   uint64_t charge = (uint64_t)p->punish + (uint64_t)queued * SEND_PUNISH_PER_MSG;
   p->punish = charge > UINT32_MAX ? UINT32_MAX : (uint32_t)charge;
   if (p->punish >= (uint32_t)lproc_cfg.reductions && lua_isyieldable(L)) {
@@ -111,6 +115,9 @@ static int lmod_send(lua_State *L) {
 ** any other number must be >= 0 and is rounded up (a finite timeout too long for the
 ** clock saturates: it is accepted and fires, in theory, at the end of time). */
 int64_t lmod_check_ms(lua_State *L, int arg) {
+  int isint;   /* receive(100): an integer as the float path below would give it */
+  lua_Integer i = lua_tointegerx(L, arg, &isint);
+  if (isint && i >= 0 && i < (INT64_C(1) << 53)) return (int64_t)i;
   lua_Number ms = luaL_checknumber(L, arg);
   luaL_argcheck(L, ms >= 0 && ms == ms, arg, "timeout must be >= 0 or math.huge");
   if (ms == HUGE_VAL) return -1;
@@ -340,12 +347,17 @@ static int recv_loop(lua_State *L, lproc *p) {
 int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
   int64_t ms = lua_isnil(L, 2) ? -1 : (int64_t)lua_tointeger(L, 2);
   /* Signals sent since this step began (a send to self, say) are still in the signal
-  ** queue: before a poll says "timeout", bring them into the mailbox once. A signal
-  ** among them that ends the process (a kill) takes effect when the step ends. */
-  if (ms == 0 && !p->polled) {
+  ** queue: before a poll says "timeout", and before a timer is started for a wait,
+  ** bring them into the mailbox once (a message already sent is then taken with no
+  ** timer and no step). A signal among them that ends the process (a kill) takes
+  ** effect when the step ends. A wait for ever does not look: its yield ends the
+  ** step, which takes them, and the look would cost every blocking receive. */
+  if (ms >= 0 && !p->polled) {
     p->polled = 1;
-    if (lpvm_fetch_signals(&p->task) == 0) return again(L, p);
-    if (lua_isyieldable(L)) {  /* killed: end the step now, the process will not resume */
+    lpvm_msg *last = p->task.mq_last;
+    if (lpvm_fetch_signals(&p->task) == 0) {
+      if (p->task.mq_last != last) return again(L, p);
+    } else if (lua_isyieldable(L)) {  /* killed: end the step now, it will not resume */
       p->wait = LP_RUN;
       if (L != p->L) p->sched_yield = 1;
       return lua_yieldk(L, 0, 0, k);
@@ -396,7 +408,7 @@ int lmod_receive(lua_State *L) {
     ** stack recv_loop keeps (the predicate and the timeout, both nil here) */
     lpvm_msg *m = recv_next(L, p);
     if (m) {
-      lmod_recv_finish(p);   /* an eval taken on the way may have moved the scan */
+      p->scan = NULL;   /* an eval taken on the way may have moved it */
       return take_push(L, p, m);
     }
     lua_settop(L, 2);
@@ -407,6 +419,14 @@ int lmod_receive(lua_State *L) {
   if (t1 == LUA_TNUMBER) {           /* receive(timeout) */
     luaL_argexpected(L, top < 2 || lua_isnil(L, 2), 2, "no value after a timeout");
     ms = lmod_check_ms(L, 1);
+    lmod_drop_owned(p);
+    lmod_recv_finish(p);
+    /* a message already queued is taken as receive() takes it: no timer, no stack */
+    lpvm_msg *m = recv_next(L, p);
+    if (m) {
+      p->scan = NULL;
+      return take_push(L, p, m);
+    }
     lua_settop(L, 0);
     lua_pushnil(L);
   } else {                            /* receive([pred [, timeout]]) */
