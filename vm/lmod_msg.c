@@ -23,6 +23,7 @@
 #include "lpvm/binary.h"
 #include "lpvm/dist.h"
 #include "vm/lproc_int.h"
+#include "vm/lraw.h"
 #include "vm/lterm.h"
 
 /* ---- send ------------------------------------------------------------------------------- */
@@ -88,13 +89,17 @@ static int send_k(lua_State *L, int status, lua_KContext ctx) {
 
 static int lmod_send(lua_State *L) {
   lproc *p = lproc_check(L);
-  int t1 = lua_type(L, 1);
-  if (t1 == LUA_TTABLE) {
-    int n = send_remote_name(L, p);
-    if (n >= 0) return n;
+  const lraw_tvalue *a = lraw_ok() ? lraw_arg(L, 1) : NULL;   /* a pid read in place */
+  lpvm_id to = a && a->tt == LRAW_VLIGHTUD ? (lpvm_id)(uintptr_t)a->v.p : 0;
+  if (!to) {
+    int t1 = lua_type(L, 1);
+    if (t1 == LUA_TTABLE) {
+      int n = send_remote_name(L, p);
+      if (n >= 0) return n;
+    }
+    if (t1 == LUA_TLIGHTUSERDATA) to = (lpvm_id)(uintptr_t)lua_touserdata(L, 1);
+    if (!to) to = check_target(L, 1, "send");   /* a name, or the error */
   }
-  lpvm_id to = t1 == LUA_TLIGHTUSERDATA ? (lpvm_id)(uintptr_t)lua_touserdata(L, 1) : 0;
-  if (!to) to = check_target(L, 1, "send");   /* a name, or the error */
   lpvm_msg *m = build_msg(L, 2, "send");
   uint32_t queued = 0;
   lpvm_send_msg_queued(&p->task, to, m, &queued);
@@ -394,48 +399,50 @@ void lmod_check_wait(lua_State *L, lproc *p, const char *fname) {
   if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
 }
 
+/* receive() and receive(ms): any message. One already queued (a receiver draining a
+** burst) is taken without the stack recv_loop keeps for a wait ([1] the predicate,
+** nil here, [2] the timeout) and without a timer. */
+static int recv_any(lua_State *L, lproc *p, int64_t ms) {
+  lmod_drop_owned(p);
+  lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
+  lpvm_msg *m = recv_next(L, p);
+  if (m) {
+    p->scan = NULL;   /* an eval taken on the way may have moved it */
+    return take_push(L, p, m);
+  }
+  lua_settop(L, 0);
+  lua_pushnil(L);
+  if (ms < 0) lua_pushnil(L);
+  else lua_pushinteger(L, ms);
+  return recv_wait(L, p, recv_k, recv_loop);
+}
+
 /* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
 ** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
 ** programmer's mistake and raises. */
 int lmod_receive(lua_State *L) {
   lproc *p = lproc_check(L);
   lmod_check_wait(L, p, "receive");
-  int top = lua_gettop(L);
-  if (top == 0) {                     /* receive(): the common case, nothing to check */
-    lmod_drop_owned(p);
-    lmod_recv_finish(p);
-    /* a message already queued (a receiver draining a burst) is taken without the
-    ** stack recv_loop keeps (the predicate and the timeout, both nil here) */
-    lpvm_msg *m = recv_next(L, p);
-    if (m) {
-      p->scan = NULL;   /* an eval taken on the way may have moved it */
-      return take_push(L, p, m);
-    }
-    lua_settop(L, 2);
-    return recv_wait(L, p, recv_k, recv_loop);
+  if (lraw_ok()) {   /* receive() and receive(ms) read in place: no lua_gettop, lua_type */
+    const lraw_tvalue *a = lraw_arg(L, 1);
+    if (!a) return recv_any(L, p, -1);
+    if (a->tt == LRAW_VNUMINT && a->v.i >= 0 && a->v.i < (INT64_C(1) << 53) && !lraw_arg(L, 2))
+      return recv_any(L, p, a->v.i);   /* what lmod_check_ms gives for it */
   }
+  int top = lua_gettop(L);
+  if (top == 0) return recv_any(L, p, -1);   /* receive(): nothing to check */
   int t1 = lua_type(L, 1);
   int64_t ms = -1;
   if (t1 == LUA_TNUMBER) {           /* receive(timeout) */
     luaL_argexpected(L, top < 2 || lua_isnil(L, 2), 2, "no value after a timeout");
-    ms = lmod_check_ms(L, 1);
-    lmod_drop_owned(p);
-    lmod_recv_finish(p);
-    /* a message already queued is taken as receive() takes it: no timer, no stack */
-    lpvm_msg *m = recv_next(L, p);
-    if (m) {
-      p->scan = NULL;
-      return take_push(L, p, m);
-    }
-    lua_settop(L, 0);
-    lua_pushnil(L);
-  } else {                            /* receive([pred [, timeout]]) */
-    luaL_argexpected(L, t1 == LUA_TNONE || t1 == LUA_TNIL || t1 == LUA_TFUNCTION, 1,
-                     "function or number");
-    luaL_argexpected(L, top < 3, 3, "no value");
-    if (!lua_isnoneornil(L, 2)) ms = lmod_check_ms(L, 2);
-    lua_settop(L, 1);
+    return recv_any(L, p, lmod_check_ms(L, 1));
   }
+  /* receive([pred [, timeout]]) */
+  luaL_argexpected(L, t1 == LUA_TNONE || t1 == LUA_TNIL || t1 == LUA_TFUNCTION, 1,
+                   "function or number");
+  luaL_argexpected(L, top < 3, 3, "no value");
+  if (!lua_isnoneornil(L, 2)) ms = lmod_check_ms(L, 2);
+  lua_settop(L, 1);
   if (ms < 0) lua_pushnil(L);
   else lua_pushinteger(L, ms);
   lmod_drop_owned(p);
