@@ -11,7 +11,6 @@
 ** stores: what is queued is the difference, so a message costs two read-modify-writes,
 ** not four.
 */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,69 +18,6 @@
 #include "lpvm/binary.h"
 #include "tasks/task_int.h"
 #include "tasks/term_int.h"
-
-/* ---- spare blocks --------------------------------------------------------------------
-** With one worker a burst's receiver frees its messages on the thread that builds the
-** next ones (msg10: the sender fills the mailbox for a slice, the receiver drains it).
-** A thread keeps up to SPARES freed blocks of up to SPARE_MAX bytes for its next
-** messages: a push and a pop instead of jemalloc's free and malloc (~67 instructions a
-** message). A kept block keeps its header, whose `len` then says how many bytes follow
-** it at least; a build takes the last one kept if it is big enough. A thread's blocks
-** are freed when it ends (its key's destructor). Not under AddressSanitizer, which
-** must see every free to find a use after it. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SPARES 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SPARES 0
-#endif
-#endif
-#ifndef SPARES
-#define SPARES 64
-#endif
-#define SPARE_MAX 256
-
-#if SPARES
-typedef struct spares {
-  int n;            /* -1: the thread is ending, keep nothing */
-  int keyed;        /* the destructor is set for this thread */
-  lpvm_msg *v[SPARES];
-} spares;
-
-static _Thread_local spares tl_spares;
-static pthread_key_t spares_key;
-static pthread_once_t spares_once = PTHREAD_ONCE_INIT;
-
-static void spares_free(void *arg) {
-  spares *sp = arg;
-  for (int i = 0; i < sp->n; i++) free(sp->v[i]);
-  sp->n = -1;
-}
-
-static void spares_key_init(void) { pthread_key_create(&spares_key, spares_free); }
-
-static int spare_keep(lpvm_msg *m) {
-  spares *sp = &tl_spares;
-  if (sp->n < 0 || sp->n == SPARES || m->len > SPARE_MAX - sizeof(lpvm_msg)) return 0;
-  if (!sp->keyed) {
-    pthread_once(&spares_once, spares_key_init);
-    if (pthread_setspecific(spares_key, sp) != 0) return 0;
-    sp->keyed = 1;
-  }
-  sp->v[sp->n++] = m;
-  return 1;
-}
-
-/* A block of at least `size` bytes. */
-static void *block_alloc(size_t size) {
-  spares *sp = &tl_spares;
-  if (sp->n > 0 && size <= sizeof(lpvm_msg) + sp->v[sp->n - 1]->len) return sp->v[--sp->n];
-  return malloc(size);
-}
-#else
-static int spare_keep(lpvm_msg *m) { (void)m; return 0; }
-static void *block_alloc(size_t size) { return malloc(size); }
-#endif
 
 static lpvm_msg *msg_init(lpvm_msg *m, size_t len) {
   m->prev = NULL;
@@ -95,7 +31,7 @@ static lpvm_msg *msg_init(lpvm_msg *m, size_t len) {
 
 lpvm_msg *mbox_msg_alloc(size_t len, size_t extra) {
   if (len > UINT32_MAX || extra > SIZE_MAX - sizeof(lpvm_msg) - len) return NULL;
-  lpvm_msg *m = block_alloc(sizeof(lpvm_msg) + len + extra);
+  lpvm_msg *m = malloc(sizeof(lpvm_msg) + len + extra);
   return m ? msg_init(m, len) : NULL;
 }
 
@@ -109,7 +45,7 @@ void lpvm_msg_build(lpvm_tbuf *b, size_t hint) {
   size_t at = sizeof(lpvm_msg);
   b->len = b->cap = 0;
   b->err = 0;
-  b->data = hint <= SIZE_MAX - at - 1 ? block_alloc(at + 1 + hint) : NULL;
+  b->data = hint <= SIZE_MAX - at - 1 ? malloc(at + 1 + hint) : NULL;
   if (!b->data) {
     b->err = LPVM_ENOMEM;   /* cap == len: every put now fails (term_enc.c) */
     return;
@@ -149,9 +85,8 @@ lpvm_id lpvm_msg_from(const lpvm_msg *m) { return m->from; }
 /* Every message ends here (or in mbox_free_all): the one place its shared binaries
 ** (binary.c) are released. */
 void lpvm_msg_free(lpvm_msg *m) {
-  if (!m) return;
-  if (m->flags & LPVM_MSGF_BINS) bin_msg_release(m);
-  if (!spare_keep(m)) free(m);
+  if (m && (m->flags & LPVM_MSGF_BINS)) bin_msg_release(m);
+  free(m);
 }
 
 /* What the sender sees: its own message counts, and another sender's may have been
