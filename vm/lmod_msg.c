@@ -26,6 +26,14 @@
 #include "vm/lraw.h"
 #include "vm/lterm.h"
 
+/* lproc_check, with the allocator's user data (the process) read in place. */
+static inline lproc *proc_check(lua_State *L) {
+  if (!lraw_ok()) return lproc_check(L);
+  lproc *p = ((const lraw_state *)(const void *)L)->l_G->ud;
+  if (!p || !p->L) lproc_not_a_process(L);
+  return p;
+}
+
 /* ---- send ------------------------------------------------------------------------------- */
 
 /* Encode the values from `first` to the top as one message. Raises on a value that
@@ -88,7 +96,7 @@ static int send_k(lua_State *L, int status, lua_KContext ctx) {
 #define SEND_PUNISH_PER_MSG 4u
 
 static int lmod_send(lua_State *L) {
-  lproc *p = lproc_check(L);
+  lproc *p = proc_check(L);
   const lraw_tvalue *a = lraw_ok() ? lraw_arg(L, 1) : NULL;   /* a pid read in place */
   lpvm_id to = a && a->tt == LRAW_VLIGHTUD ? (lpvm_id)(uintptr_t)a->v.p : 0;
   if (!to) {
@@ -399,17 +407,8 @@ void lmod_check_wait(lua_State *L, lproc *p, const char *fname) {
   if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
 }
 
-/* receive() and receive(ms): any message. One already queued (a receiver draining a
-** burst) is taken without the stack recv_loop keeps for a wait ([1] the predicate,
-** nil here, [2] the timeout) and without a timer. */
-static int recv_any(lua_State *L, lproc *p, int64_t ms) {
-  lmod_drop_owned(p);
-  lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
-  lpvm_msg *m = recv_next(L, p);
-  if (m) {
-    p->scan = NULL;   /* an eval taken on the way may have moved it */
-    return take_push(L, p, m);
-  }
+/* receive() or receive(ms) found nothing: wait ([1] no predicate, [2] the timeout). */
+static __attribute__((noinline)) int recv_any_wait(lua_State *L, lproc *p, int64_t ms) {
   lua_settop(L, 0);
   lua_pushnil(L);
   if (ms < 0) lua_pushnil(L);
@@ -417,18 +416,19 @@ static int recv_any(lua_State *L, lproc *p, int64_t ms) {
   return recv_wait(L, p, recv_k, recv_loop);
 }
 
-/* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
-** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
-** programmer's mistake and raises. */
-int lmod_receive(lua_State *L) {
-  lproc *p = lproc_check(L);
-  lmod_check_wait(L, p, "receive");
-  if (lraw_ok()) {   /* receive() and receive(ms) read in place: no lua_gettop, lua_type */
-    const lraw_tvalue *a = lraw_arg(L, 1);
-    if (!a) return recv_any(L, p, -1);
-    if (a->tt == LRAW_VNUMINT && a->v.i >= 0 && a->v.i < (INT64_C(1) << 53) && !lraw_arg(L, 2))
-      return recv_any(L, p, a->v.i);   /* what lmod_check_ms gives for it */
-  }
+/* receive() and receive(ms): any message. One already queued (a receiver draining a
+** burst) is taken without the stack recv_loop keeps for a wait and without a timer. */
+__attribute__((always_inline)) static inline int recv_any(lua_State *L, lproc *p, int64_t ms) {
+  lmod_drop_owned(p);
+  lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
+  lpvm_msg *m = recv_next(L, p);
+  if (!m) return recv_any_wait(L, p, ms);
+  p->scan = NULL;   /* an eval taken on the way may have moved it */
+  return take_push(L, p, m);
+}
+
+/* lmod_receive's arguments through the C API: every form. */
+static __attribute__((noinline)) int receive_args(lua_State *L, lproc *p) {
   int top = lua_gettop(L);
   if (top == 0) return recv_any(L, p, -1);   /* receive(): nothing to check */
   int t1 = lua_type(L, 1);
@@ -448,6 +448,24 @@ int lmod_receive(lua_State *L) {
   lmod_drop_owned(p);
   lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
   return recv_loop(L, p);
+}
+
+/* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
+** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
+** programmer's mistake and raises. receive() and receive(ms) are read in place (no
+** lua_gettop, lua_type), the rest by receive_args. */
+int lmod_receive(lua_State *L) {
+  lproc *p = proc_check(L);
+  lmod_check_wait(L, p, "receive");
+  if (!lraw_ok()) return receive_args(L, p);
+  const lraw_tvalue *a = lraw_arg(L, 1);
+  int64_t ms = -1;
+  if (a) {
+    if (a->tt != LRAW_VNUMINT || a->v.i < 0 || a->v.i >= (INT64_C(1) << 53) || lraw_arg(L, 2))
+      return receive_args(L, p);
+    ms = a->v.i;   /* what lmod_check_ms gives for it */
+  }
+  return recv_any(L, p, ms);
 }
 
 static int ref_loop(lua_State *L, lproc *p);
