@@ -60,6 +60,7 @@ int lproc_setup(const lproc_config *c) {
   lproc_slice_setup(c->reductions);
   if (lproc_cfg.reductions == 0) lproc_cfg.reductions = LPROC_DEFAULT_REDUCTIONS;
   lproc_pool_setup(c->recycle);
+  lproc_maker_setup();
   atomic_store(&boot_ok, 0);
   return 0;
 }
@@ -214,11 +215,25 @@ void lproc_state_init(lua_State *L, int kept) {
   lproc_slice_init(L);
 }
 
-/* A state for p: recycled (already initialised) or new (p->L->init is pending). */
+/* A new state whose allocator's owner is p (a process, or lproc_maker.c's stand-in). */
+lua_State *lproc_state_make(lproc *p) {
+  p->blk_bump = 1;   /* the global state, the first object, starts a block (lproc_block.c) */
+  lua_State *L = lua_newstate(lproc_alloc, p);
+  if (!p->blk) p->blk_bump = 0;
+  if (L) lua_atpanic(L, lproc_panic);
+  return L;
+}
+
+/* A state for p: recycled or made ahead (already initialised), or new (p->L->init is
+** pending). */
 static lua_State *lproc_newstate(lproc *p, int *fresh) {
   lua_State *L = lproc_pool_take(&p->fn_len, &p->fn_id, &p->blk);
-  *fresh = (L == NULL);
   p->recycled = (L != NULL);
+  /* lproc_maker.c: a state made ahead; not for a heap limit, which must see each of
+  ** the new state's allocations as one made here would */
+  if (!L && !p->max_heap && (L = lproc_maker_take(&p->blk, &p->blk_bump)))
+    p->recycled = LPROC_STOCK;
+  *fresh = (L == NULL);
   if (L) {
     lua_setallocf(L, lproc_alloc, p);
     /* A state cleaned without a collection (lproc_pool.c: no finalizer was pending)
@@ -228,11 +243,7 @@ static lua_State *lproc_newstate(lproc *p, int *fresh) {
     p->mem = lproc_state_bytes(L);
     return L;
   }
-  p->blk_bump = 1;   /* the global state, the first object, starts a block (lproc_block.c) */
-  L = lua_newstate(lproc_alloc, p);
-  if (!p->blk) p->blk_bump = 0;
-  if (L) lua_atpanic(L, lproc_panic);
-  return L;
+  return lproc_state_make(p);
 }
 
 /* ---- the trampoline: the body of every spawned process ------------------------------------ */
@@ -731,8 +742,10 @@ static int lproc_handle_info(lpvm_task *t, lpvm_tbuf *map) {
   lpvm_put_atom(map, "mailbox_limit");
   lpvm_put_int(map, (int64_t)p->max_mailbox);
   lpvm_put_atom(map, "recycled");
-  lpvm_put_atom(map, p->recycled ? "true" : "false");
-  return 4 + lcode_info(p, map);
+  lpvm_put_atom(map, p->recycled == 1 ? "true" : "false");
+  lpvm_put_atom(map, "stock");   /* its state was made ahead (lproc_maker.c) */
+  lpvm_put_atom(map, p->recycled == LPROC_STOCK ? "true" : "false");
+  return 5 + lcode_info(p, map);
 }
 
 const lpvm_task_def lproc_def = {
@@ -764,6 +777,7 @@ int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id
 }
 
 void lproc_teardown(void) {
+  lproc_maker_teardown();
   lproc_pool_teardown(lproc_cfg.recycle);
   ltask_teardown();
   lproc_slice_teardown();

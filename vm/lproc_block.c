@@ -28,6 +28,16 @@
 #include "vm/lproc_int.h"
 #include "vm/lproc_small.h"
 
+/* Close a state that has no owner (pooled, in the maker's stock): its allocator needs
+** the block it was made in, which a stand-in owner holds. */
+void lproc_block_close(lua_State *L, char *blk) {
+  lproc owner;
+  memset(&owner, 0, sizeof owner);
+  owner.blk = blk;
+  lua_setallocf(L, lproc_alloc_closing, &owner);
+  lua_close(L);
+}
+
 /* The first allocation of a new state: its global state, at the block's start. */
 void *lproc_block_first(lproc *p, size_t nsize) {
   p->blk_bump = 0;   /* until the block is made */

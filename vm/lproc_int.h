@@ -104,7 +104,8 @@ typedef struct lproc {
   uint8_t failed;           /* it ended by itself: error, exit(reason), max_heap */
   uint8_t clean_watch;      /* clean_cf: its collection runs (the allocator watches) */
   uint8_t clean_new;        /* an object was made while clean_watch was set */
-  uint8_t recycled;         /* its state came from the pool (info's `recycled`) */
+  uint8_t recycled;         /* its state came from the pool (1, info's `recycled`) or
+                            ** the maker's stock (LPROC_STOCK, info's `stock`) */
   /* The spawned function kept in a recycled state (lproc_pool.c): fn_cand is the
   ** stack index, in lproc_main's frame, of the previous owner's function, which the
   ** decoder (lfun.c) takes instead of loading bytecode that dumps the same; fn_kept
@@ -185,6 +186,7 @@ typedef struct lproc_blk_head {   /* 16 bytes: the global state after it is alig
 void *lproc_block_first(lproc *p, size_t nsize);   /* make the block, or NULL */
 void lproc_block_drop(lproc *p);                    /* free the block */
 void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
+void lproc_block_close(lua_State *L, char *blk);     /* close an owner-less state */
 
 /* ptr (not NULL) is one of the block's objects. Without a block this is false too:
 ** no heap object lies below address LPROC_BLOCK. */
@@ -234,6 +236,14 @@ void lproc_pool_teardown(int bound);     /* closes every pooled state; bound for
 lua_State *lproc_pool_take(uint16_t *fn_len, uint64_t *fn_id, char **blk);
 void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the pool's yardstick */
 void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
+/* lproc_maker.c: new states made ahead by a thread of their own. take: a stock state
+** (initialised as lproc_main initialises a new one), its block and whether bumps go on,
+** or NULL (the stock is empty: the maker starts on the first such miss). */
+#define LPROC_STOCK 2
+lua_State *lproc_maker_take(char **blk, uint8_t *bump);
+void lproc_maker_setup(void);            /* lproc_setup: the bound (LPVM_STOCK) */
+void lproc_maker_teardown(void);         /* lproc_teardown: the thread ends, the stock closed */
+lua_State *lproc_state_make(lproc *p);   /* lproc.c: lua_newstate with p as the owner */
 /* Push the function at fn_cand instead of loading `code` if it dumps to the same
 ** bytes and its upvalues are distinct (returns 1), else 0; fn_cand is cleared. */
 int lproc_pool_reuse_fn(lua_State *L, const void *code, size_t len);

@@ -74,14 +74,6 @@ lua_State *lproc_pool_take(uint16_t *fn_len, uint64_t *fn_id, char **blk) {
   return e.L;
 }
 
-/* Close a pooled state: its allocator needs the block it was made in. */
-static void close_pooled(pooled e) {
-  lproc owner;
-  memset(&owner, 0, sizeof owner);
-  owner.blk = e.blk;
-  lua_setallocf(e.L, lproc_alloc_closing, &owner);
-  lua_close(e.L);
-}
 
 /* ---- the cleaning ------------------------------------------------------------------------- */
 
@@ -397,7 +389,10 @@ int lproc_recycle_get(void) { return atomic_load(&pool.bound); }
 int lproc_recycle_set(int n) {
   int old = atomic_exchange(&pool.bound, n < 0 ? 0 : n);
   pthread_mutex_lock(&pool.mu);
-  while (pool.n > n && pool.n > 0) close_pooled(pool.v[--pool.n]);
+  while (pool.n > n && pool.n > 0) {
+    pooled e = pool.v[--pool.n];
+    lproc_block_close(e.L, e.blk);
+  }
   pthread_mutex_unlock(&pool.mu);
   return old;
 }

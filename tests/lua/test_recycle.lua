@@ -47,7 +47,7 @@ local function fingerprint(parent)
   local info = l.info(l.self())
   out.heap_limit = info.heap_limit
   out.big = #string.rep("x", 1 << 20)                -- no heap limit of its predecessor
-  l.send(parent, out, info.recycled, info.memory)
+  l.send(parent, out, info.recycled, info.memory, info.stock)
 end
 
 -- Changes everything a process can change in its state, then ends normally.
@@ -174,6 +174,37 @@ test("no finalizer pending: garbage left behind, and nothing of it shows", funct
     kept_ref = { ran, coroutine.create(print), function() return weak end }
     l.send(parent, "dirty")
   end, "no finalizer pending")
+end)
+
+-- A state made ahead by the maker thread (vm/lproc_maker.c) is a new state: the same
+-- as one made on the spot, which a process with a heap limit always gets (so the
+-- limit sees each allocation). With LPVM_STOCK=0 no process gets one.
+test("a state from the maker's stock is a fresh one", function()
+  local old = lpvm.recycle(0)
+  local spot = run(fingerprint, { max_heap = 64 << 20 })
+  T.eq(spot[2], false, "recycle(0): not recycled")
+  T.eq(spot[4], false, "a heap limit: made on the spot")
+  local off = os.getenv("LPVM_STOCK") == "0"
+  local stock
+  for _ = 1, off and 5 or 200 do   -- the maker starts at the first spawn that finds none
+    local got = run(fingerprint)
+    T.eq(got[2], false, "recycle(0): not recycled")
+    if got[4] then stock = got break end
+    lpvm.sleep(5)
+  end
+  if off then
+    T.eq(stock, nil, "LPVM_STOCK=0: no state from the stock")
+  else
+    T.ok(stock, "a process got a state from the stock")
+    for k, v in pairs(spot[1]) do
+      if k ~= "heap_limit" then T.eq(stock[1][k], v, "stock state differs in " .. k) end
+    end
+    for k in pairs(stock[1]) do T.ok(spot[1][k] ~= nil, "stock state has " .. k) end
+    T.eq(stock[1].heap_limit, 0, "no heap limit")
+    -- the same objects: only the string table's and collector's timing may differ
+    T.ok(math.abs(stock[3] - spot[3]) <= 256, "heap " .. stock[3] .. " vs " .. spot[3])
+  end
+  lpvm.recycle(old)
 end)
 
 test("no finalizer pending: a garbage-heavy owner still gives back a small state", function()

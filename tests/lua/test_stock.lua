@@ -1,0 +1,107 @@
+-- test_stock.lua -- new states made ahead by the maker thread (vm/lproc_maker.c): many
+-- spawners take them while the maker refills (ctest runs this again with 2 workers,
+-- for TSan, and with LPVM_STOCK=0); a heap limit never takes one. That a stock state
+-- is the same as a new one is tests/lua/test_recycle.lua's.
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
+
+local off = os.getenv("LPVM_STOCK") == "0"
+
+-- Spawners each start m children that stay alive (nothing to recycle) until told;
+-- each child says whether its state came from the stock. Returns how many did.
+local function spawn_waiting(k, m)
+  local me = lpvm.self()
+  for s = 1, k do
+    lpvm.spawn(function(parent, m2)
+      local l = require "lpvm"
+      local self, kids = l.self(), {}
+      for i = 1, m2 do
+        kids[i] = l.spawn(function(p)
+          local l2 = require "lpvm"
+          l2.send(p, "up", l2.info(l2.self()).stock)
+          local go = l2.receive()
+          l2.send(p, "bye", go)
+        end, self)
+      end
+      local stock = 0
+      for _ = 1, m2 do
+        local tag, got = l.receive()
+        if tag ~= "up" then l.send(parent, "bad", tag) return end
+        if got then stock = stock + 1 end
+      end
+      for i = 1, m2 do l.send(kids[i], i) end
+      for _ = 1, m2 do
+        local tag = l.receive()
+        if tag ~= "bye" then l.send(parent, "bad", tag) return end
+      end
+      l.send(parent, "done", stock)
+    end, me, m)
+  end
+  local stock = 0
+  for _ = 1, k do
+    local r = T.recv()
+    T.eq(r[1], "done")
+    stock = stock + r[2]
+  end
+  return stock
+end
+
+test("spawners take states from the stock while the maker refills", function()
+  local k, m = 4, T.scaled(1500, 100)
+  local total = 0
+  for _ = 1, 3 do total = total + spawn_waiting(k, m) end
+  if off then T.eq(total, 0, "LPVM_STOCK=0: no state from the stock")
+  else T.ok(total > 0, "some of " .. 3 * k * m .. " processes got a stock state") end
+end)
+
+test("a process with a heap limit makes its own state; its limit counts every byte", function()
+  spawn_waiting(1, 50)   -- the maker runs (unless off)
+  local me = lpvm.self()
+  local pid, ref = lpvm.spawn_monitor({ max_heap = 64 << 20 }, function(p)
+    local l = require "lpvm"
+    local i = l.info(l.self())
+    l.send(p, i.stock, i.recycled, i.heap_limit)
+  end, me)
+  local r = T.recv()
+  T.eq(r[1], false, "not from the stock")
+  T.eq(r[3], 64 << 20, "its limit")
+  T.down(ref)
+  -- a limit below a new state's size: the state cannot be made, as before
+  local _, ref2 = lpvm.spawn_monitor({ max_heap = 2048 }, function() end)
+  local _, why = T.down(ref2)
+  T.eq(why, "max_heap", "exit reason")
+  T.ok(pid)
+end)
+
+test("a stock state's bytes are its process's, as a state made on the spot", function()
+  if off then return end
+  spawn_waiting(1, 50)
+  local old = lpvm.recycle(0)   -- else the next spawn takes the last one's state
+  local me = lpvm.self()
+  local function body(p)
+    local l = require "lpvm"
+    collectgarbage()
+    collectgarbage()
+    local i = l.info(l.self())
+    l.send(p, i.stock, i.memory)
+  end
+  local _, ref = lpvm.spawn_monitor({ max_heap = 64 << 20 }, body, me)
+  local spot = T.recv()
+  T.down(ref)
+  T.eq(spot[1], false, "a heap limit: made on the spot")
+  for _ = 1, 100 do
+    lpvm.spawn(body, me)
+    local r = T.recv()
+    if r[1] then
+      -- the same objects, counted from the first run (the allocator's count, which
+      -- max_heap reads, is where Lua's own count was when the process took the state)
+      T.ok(math.abs(r[2] - spot[2]) <= 256, "memory " .. r[2] .. " vs " .. spot[2])
+      lpvm.recycle(old)
+      return
+    end
+    lpvm.sleep(5)
+  end
+  lpvm.recycle(old)
+  T.ok(false, "no process got a stock state")
+end)
+
+T.run()

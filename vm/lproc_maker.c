@@ -1,0 +1,237 @@
+/*
+** lproc_maker.c -- new Lua states made ahead, off the workers: a VM thread beside the
+** workers and the timer thread (BEAM too runs aux threads beside its schedulers).
+**
+** Why: a spawn that finds no recycled state (create100k: 100,000 processes that all
+** stay alive) spends most of its worker time making the state: lua_newstate (~21,000
+** instructions: 49 fixed strings interned, the registry) and the lazy globals and
+** string stand-in (llibs_install, ~8,700), and the first touches of the new block's
+** pages (docs/performance.md, "Creating processes"). None of it depends on the owner,
+** so this thread makes them ahead, each exactly as vm/lproc.c makes one on the spot
+** (lproc_state_make: lpvm's allocator, the first objects in a block of their own,
+** vm/lproc_block.c; then lproc_state_init), and keeps a small stock; a spawn with no
+** recycled state to take (lproc_pool.c) takes one from it (lproc_maker_take).
+**
+** Rules: the maker never runs a process's code (nothing but lua_newstate and
+** lproc_state_init runs in its states); it works only while the stock is below its
+** low mark (half the bound) and then fills it to the bound, and otherwise waits on a
+** condition variable (no CPU while idle); a spawn that finds the stock empty makes its
+** own state as before, never waits. The thread starts at the first such miss, so a VM
+** that never spawns many processes never has it. A stock state is a new state: its
+** process sees what it would see in one made on the spot (tests/lua/test_recycle.lua),
+** its bytes are counted from the moment a process takes it, and a process with a
+** heap limit (max_heap) makes its own, so the limit sees every allocation as before.
+**
+** Threads and the allocator: a stock state's objects beyond its block come from the
+** maker thread's lists (lproc_small.h) or malloc, and go to the freeing thread's lists
+** or free() later: both hold only malloc'd blocks, so a block made on one thread and
+** freed on another is fine (jemalloc returns it to its arena). Between the maker and
+** its process a state is touched by nobody (mk.mu orders the hand-over).
+**
+** The bound: LPVM_STOCK in the environment (0: no maker; default
+** LPROC_MAKER_DEFAULT), read when the VM starts (lproc_setup). A stock state holds
+** its block (LPROC_BLOCK, 7,168 bytes) and a few hundred bytes beside it: 32 states
+** are about 240 KB. Every stock state is closed when the VM stops (lproc_teardown).
+*/
+#include <lua.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vm/lproc_int.h"
+
+#define LPROC_MAKER_DEFAULT 32
+#define LPROC_MAKER_MAX 1024
+
+/* A state in stock: its block and whether its next objects are still bumped from it. */
+typedef struct made {
+  lua_State *L;
+  char *blk;
+  uint8_t bump;
+} made;
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;   /* the maker waits here: stock at or above low, or a failure */
+  made *v;             /* the stock (mu); v[0..n) */
+  int n;               /* states in stock (mu) */
+  int cap, low;        /* the bound and the low mark (mu; lproc_maker_setup) */
+  int waiting;         /* the maker waits on cv (mu) */
+  int stop;            /* the VM stops: the maker ends (mu) */
+  int started;         /* the thread was started (mu) */
+  pthread_t th;        /* written by the thread that starts it, under mu */
+  _Atomic int avail;   /* n, for the look without the lock (writers hold mu) */
+  _Atomic int on;      /* a miss starts the maker: cap > 0, not started, not stopping */
+  _Atomic int failed;  /* the maker could not make a state: a miss wakes it again */
+} mk = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* ---- making one ----------------------------------------------------------------------- */
+
+/* The first touch of a fresh page costs 10-15 us on the VMs lpvm is measured on
+** (sched/memory.c); populating pages in one call, under 1 us each. The maker's blocks
+** come from its own thread's arena, one after another, mostly at rising addresses: when
+** a new block lies outside the window populated last, the LPROC_MAKER_AHEAD bytes from
+** its page on are populated (best effort: a range that is not all mapped fails, and
+** MADV_POPULATE_WRITE changes no byte). At most one window is resident ahead of use. */
+#define LPROC_MAKER_AHEAD ((uintptr_t)256 << 10)
+static uintptr_t ahead_lo, ahead_hi;   /* the window populated last (the maker thread) */
+
+static void populate_ahead(const char *blk) {
+#ifdef MADV_POPULATE_WRITE
+  uintptr_t b = (uintptr_t)blk, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+  if (b >= ahead_lo && b + LPROC_BLOCK <= ahead_hi) return;
+  if (pg == 0 || (pg & (pg - 1))) return;
+  ahead_lo = b & ~(pg - 1);
+  ahead_hi = ahead_lo + LPROC_MAKER_AHEAD;
+  (void)madvise((void *)ahead_lo, LPROC_MAKER_AHEAD, MADV_POPULATE_WRITE);
+#else
+  (void)blk;
+#endif
+}
+
+static int init_cf(lua_State *L) {
+  lproc_state_init(L, 0);   /* may raise (memory): protected */
+  lproc_pool_fresh(L);
+  return 0;
+}
+
+/* A new state as lproc.c makes one on the spot, then initialised as its first run
+** would (lproc_main); owner is a stand-in for the allocator, which keeps the block. */
+static int make_one(made *m) {
+  lproc owner;
+  memset(&owner, 0, sizeof owner);
+  lua_State *L = lproc_state_make(&owner);
+  if (!L) return 0;
+  if (owner.blk) populate_ahead(owner.blk);
+  lua_pushcfunction(L, init_cf);
+  if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+    lproc_block_close(L, owner.blk);
+    return 0;
+  }
+  lua_settop(L, 0);
+  lua_setallocf(L, lproc_alloc, NULL);   /* nobody's until taken */
+  m->L = L;
+  m->blk = owner.blk;
+  m->bump = owner.blk_bump;
+  return 1;
+}
+
+/* ---- the thread ----------------------------------------------------------------------- */
+
+static void *maker_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&mk.mu);
+  while (!mk.stop) {
+    if (mk.n >= mk.low) {
+      mk.waiting = 1;
+      pthread_cond_wait(&mk.cv, &mk.mu);
+      mk.waiting = 0;
+      continue;
+    }
+    while (!mk.stop && mk.n < mk.cap) {   /* below the low mark: fill to the bound */
+      pthread_mutex_unlock(&mk.mu);
+      made m;
+      int ok = make_one(&m);
+      pthread_mutex_lock(&mk.mu);
+      if (!ok) {   /* out of memory: again after the next take or miss (or the stop) */
+        atomic_store_explicit(&mk.failed, 1, memory_order_relaxed);
+        mk.waiting = 1;
+        pthread_cond_wait(&mk.cv, &mk.mu);
+        mk.waiting = 0;
+        break;
+      }
+      mk.v[mk.n++] = m;
+      atomic_store_explicit(&mk.avail, mk.n, memory_order_relaxed);
+    }
+  }
+  pthread_mutex_unlock(&mk.mu);
+  return NULL;
+}
+
+/* Under mu: start the thread, with every signal blocked (the slice ticks, SIGINT and
+** SIGCHLD are for the workers and the main thread). */
+static void start_locked(void) {
+  atomic_store_explicit(&mk.on, 0, memory_order_relaxed);   /* one try */
+  if (mk.started || mk.stop || mk.cap <= 0) return;
+  if (!mk.v && !(mk.v = malloc((size_t)mk.cap * sizeof *mk.v))) return;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  mk.started = pthread_create(&mk.th, NULL, maker_main, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);   /* no thread: every spawn makes its own */
+}
+
+/* ---- the interface -------------------------------------------------------------------- */
+
+lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
+  if (atomic_load_explicit(&mk.avail, memory_order_relaxed) == 0) {
+    if (atomic_load_explicit(&mk.on, memory_order_relaxed)) {
+      pthread_mutex_lock(&mk.mu);
+      start_locked();
+      pthread_mutex_unlock(&mk.mu);
+    } else if (atomic_load_explicit(&mk.failed, memory_order_relaxed)) {
+      pthread_mutex_lock(&mk.mu);
+      atomic_store_explicit(&mk.failed, 0, memory_order_relaxed);
+      if (mk.waiting) pthread_cond_signal(&mk.cv);
+      pthread_mutex_unlock(&mk.mu);
+    }
+    return NULL;
+  }
+  made m = {NULL, NULL, 0};
+  pthread_mutex_lock(&mk.mu);
+  if (mk.n > 0) {
+    m = mk.v[--mk.n];
+    atomic_store_explicit(&mk.avail, mk.n, memory_order_relaxed);
+    if (mk.n < mk.low && mk.waiting) pthread_cond_signal(&mk.cv);
+  }
+  pthread_mutex_unlock(&mk.mu);
+  if (m.L) {
+    *blk = m.blk;
+    *bump = m.bump;
+  }
+  return m.L;
+}
+
+/* The VM starts (lproc_setup): the bound from LPVM_STOCK. The thread starts later. */
+void lproc_maker_setup(void) {
+  const char *e = getenv("LPVM_STOCK");
+  int cap = LPROC_MAKER_DEFAULT;
+  if (e && *e) {
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (*end == '\0' && v >= 0) cap = v > LPROC_MAKER_MAX ? LPROC_MAKER_MAX : (int)v;
+  }
+  pthread_mutex_lock(&mk.mu);
+  mk.cap = cap;
+  mk.low = (cap + 1) / 2;
+  mk.stop = 0;
+  atomic_store(&mk.failed, 0);
+  atomic_store(&mk.on, cap > 0);
+  pthread_mutex_unlock(&mk.mu);
+}
+
+/* The VM has stopped (lproc_teardown): the thread ends, the stock is closed. */
+void lproc_maker_teardown(void) {
+  pthread_mutex_lock(&mk.mu);
+  atomic_store(&mk.on, 0);
+  mk.stop = 1;
+  int started = mk.started;
+  pthread_cond_signal(&mk.cv);
+  pthread_mutex_unlock(&mk.mu);
+  if (started) pthread_join(mk.th, NULL);
+  pthread_mutex_lock(&mk.mu);
+  while (mk.n > 0) {
+    made m = mk.v[--mk.n];
+    lproc_block_close(m.L, m.blk);
+  }
+  atomic_store(&mk.avail, 0);
+  free(mk.v);
+  mk.v = NULL;
+  mk.started = 0;
+  mk.cap = mk.low = 0;
+  pthread_mutex_unlock(&mk.mu);
+}
