@@ -75,7 +75,7 @@ typedef struct lproc {
   uint8_t wait;             /* LP_* */
   uint8_t timer_set;        /* receive: a timer runs for this receive */
   uint8_t timed_out;
-  uint8_t polled;           /* receive(0): pending signals were drained once */
+  uint8_t polled;           /* receive with a timeout: pending signals drained once */
   uint8_t in_pred;          /* receive: the predicate runs */
   uint8_t in_eval;          /* leval.c: an lpvm.eval request runs */
   uint8_t heap_refused;     /* the allocator refused: max_heap */
