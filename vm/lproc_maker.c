@@ -16,8 +16,8 @@
 ** lproc_state_init runs in its states); it works only while the stock is below its
 ** low mark (half the bound) and then fills it to the bound, and otherwise waits on a
 ** condition variable (no CPU while idle); a spawn that finds the stock empty makes its
-** own state as before, never waits. The thread starts at the first such miss, so a VM
-** that never spawns many processes never has it. A stock state is a new state: its
+** own state as before, never waits. The thread starts once LPROC_MAKER_AFTER spawns
+** have made their own, so a VM that never spawns many processes never has it. A stock state is a new state: its
 ** process sees what it would see in one made on the spot (tests/lua/test_recycle.lua),
 ** its bytes are counted from the moment a process takes it, and a process with a
 ** heap limit (max_heap) makes its own, so the limit sees every allocation as before.
@@ -46,6 +46,9 @@
 
 #define LPROC_MAKER_DEFAULT 32
 #define LPROC_MAKER_MAX 1024
+/* The maker starts once spawns have made this many states of their own: a VM that
+** starts few processes (most programs) never has it, nor its stock. */
+#define LPROC_MAKER_AFTER 32
 
 /* A state in stock: its block and whether its next objects are still bumped from it. */
 typedef struct made {
@@ -65,7 +68,8 @@ static struct {
   int started;         /* the thread was started (mu) */
   pthread_t th;        /* written by the thread that starts it, under mu */
   _Atomic int avail;   /* n, for the look without the lock (writers hold mu) */
-  _Atomic int on;      /* a miss starts the maker: cap > 0, not started, not stopping */
+  _Atomic int on;      /* misses start the maker: cap > 0, not started, not stopping */
+  _Atomic int misses;  /* spawns that made their own state while `on` */
   _Atomic int failed;  /* the maker could not make a state: a miss wakes it again */
 } mk = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -170,6 +174,8 @@ static void start_locked(void) {
 lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
   if (atomic_load_explicit(&mk.avail, memory_order_relaxed) == 0) {
     if (atomic_load_explicit(&mk.on, memory_order_relaxed)) {
+      if (atomic_fetch_add_explicit(&mk.misses, 1, memory_order_relaxed) + 1 < LPROC_MAKER_AFTER)
+        return NULL;
       pthread_mutex_lock(&mk.mu);
       start_locked();
       pthread_mutex_unlock(&mk.mu);
@@ -210,6 +216,7 @@ void lproc_maker_setup(void) {
   mk.low = (cap + 1) / 2;
   mk.stop = 0;
   atomic_store(&mk.failed, 0);
+  atomic_store(&mk.misses, 0);
   atomic_store(&mk.on, cap > 0);
   pthread_mutex_unlock(&mk.mu);
 }
