@@ -212,12 +212,14 @@ void lproc_maker_setup(void) {
     if (*end == '\0' && v >= 0) cap = v > LPROC_MAKER_MAX ? LPROC_MAKER_MAX : (int)v;
   }
   pthread_mutex_lock(&mk.mu);
-  mk.cap = cap;
-  mk.low = (cap + 1) / 2;
+  if (!mk.started && !mk.v) {   /* a second setup without a teardown keeps the bound */
+    mk.cap = cap;
+    mk.low = (cap + 1) / 2;
+  }
   mk.stop = 0;
   atomic_store(&mk.failed, 0);
   atomic_store(&mk.misses, 0);
-  atomic_store(&mk.on, cap > 0);
+  atomic_store(&mk.on, mk.cap > 0 && !mk.started);
   pthread_mutex_unlock(&mk.mu);
 }
 
