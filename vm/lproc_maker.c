@@ -81,7 +81,7 @@ static struct {
 ** a new block lies outside the window populated last, the LPROC_MAKER_AHEAD bytes from
 ** its page on are populated (best effort: a range that is not all mapped fails, and
 ** MADV_POPULATE_WRITE changes no byte). At most one window is resident ahead of use. */
-#define LPROC_MAKER_AHEAD ((uintptr_t)256 << 10)
+#define LPROC_MAKER_AHEAD ((uintptr_t)64 << 10)
 static uintptr_t ahead_lo, ahead_hi;   /* the window populated last (the maker thread) */
 
 static void populate_ahead(const char *blk) {
