@@ -31,7 +31,7 @@
 ** The bound: LPVM_STOCK in the environment (0: no maker; default
 ** LPROC_MAKER_DEFAULT), read when the VM starts (lproc_setup). A stock state holds
 ** its block (LPROC_BLOCK, 7,168 bytes) and a few hundred bytes beside it: 32 states
-** are about 240 KB. Every stock state is closed when the VM stops (lproc_teardown).
+** are 229 KB. Every stock state is closed when the VM stops (lproc_teardown).
 */
 #include <lua.h>
 #include <pthread.h>
