@@ -70,6 +70,7 @@ void ets_fini(void) {
       pthread_rwlock_destroy(&t->lock);
       ets_rwl_free(t->rlock);
       free(t->wc_stripes);
+      free(t->slot_sg);
     }
     free(c);
     atomic_store(&ets_chunks[i], NULL);
@@ -173,29 +174,19 @@ int ets_too_deep(const uint8_t *p, const uint8_t *end) {
   return term_depth(p, end, ETS_MAX_DEPTH + 1) > ETS_MAX_DEPTH;
 }
 
-int ets_term_check(const uint8_t *term, size_t len) {
-  if (term && len >= 3 && term[0] == TERM_VERSION) {   /* a tag and a byte at least */
-    const uint8_t *p = term + 1, *end = term + len;
-    if (p[0] == TAG_SMALL_TUPLE) {
-      unsigned n = p[1];
-      for (p += 2; n > 0 && p; n--) p = ets_flat_scalar(p, end);
-    } else {
-      p = ets_flat_scalar(p, end);
-    }
-    if (p == end) return 0;
-  }
+int ets_term_check_any(const uint8_t *term, size_t len) {
+  if (term && len >= 3 && term[0] == TERM_VERSION && term[1] != TAG_SMALL_TUPLE &&
+      ets_flat_scalar(term + 1, term + len) == term + len)
+    return 0;
   return !term || lpvm_term_check(term, len) ? LPVM_EBADTERM : 0;
 }
 
-int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k) {
-  /* one integer, float or binary (most keys): checked by its tag and length alone */
-  if (key && klen >= 3 && key[0] == TERM_VERSION &&
-      ets_flat_scalar(key + 1, key + klen) == key + klen) {
-    k->p = key + 1;
-    k->end = key + klen;
-    k->h = term_hash(k->p, k->end);
-    return 0;
-  }
+int ets_term_check(const uint8_t *term, size_t len) {
+  const uint8_t *first_end;
+  return ets_term_check_flat(term, len, &first_end);
+}
+
+int ets_key_parse_any(const uint8_t *key, size_t klen, ets_key *k) {
   if (ets_term_check(key, klen)) return LPVM_EBADTERM;
   k->p = key + 1;
   k->end = key + klen;
@@ -231,14 +222,6 @@ int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_l
   return 0;
 }
 
-void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l) {
-  o->len = l->len;
-  o->data[0] = TERM_VERSION;
-  memcpy(o->data + 1, p, l->len - 1);
-  o->key_off = l->key_off;
-  o->key_len = l->key_len;
-}
-
 ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l) {
   ets_obj *o = malloc(sizeof *o + l->len);
   if (!o) return NULL;
@@ -265,6 +248,7 @@ size_t ets_size(const ets_tab *t) {
 size_t ets_mem(const ets_tab *t) {
   size_t n = sizeof *t + (t->buckets ? ((size_t)1 << t->bits) * sizeof(ets_obj *) : 0);
   if (t->nstripes > 1) n += ETS_NSTRIPES * sizeof(ets_stripe);
+  if (t->sg) n += ETS_RGROUPS * sizeof(ets_sgroup);
   for (unsigned i = 0; i < t->nstripes; i++)
     n += atomic_load_explicit(&t->stripes[i].mem, memory_order_relaxed);
   return n;
@@ -306,6 +290,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
   }
   int rc_kind = o->read_concurrency ? 1 : 0;
   if (rc_kind && !t->rlock && !(t->rlock = ets_rwl_new())) return LPVM_ENOMEM;
+  if (rc_kind && wc && !t->slot_sg && !(t->slot_sg = ets_sg_new())) return LPVM_ENOMEM;
   ets_kind_lock(t, rc_kind, 1);
   atomic_store_explicit(&t->rc, rc_kind, memory_order_release);
   t->type = o->type;
@@ -314,6 +299,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
   t->wc = wc;
   t->nstripes = wc ? ETS_NSTRIPES : 1;
   t->stripes = wc ? t->wc_stripes : &t->one;
+  t->sg = rc_kind && wc ? t->slot_sg : NULL;
   for (unsigned k = 0; k < t->nstripes; k++) {
     atomic_store_explicit(&t->stripes[k].count, 0, memory_order_relaxed);
     atomic_store_explicit(&t->stripes[k].mem, 0, memory_order_relaxed);

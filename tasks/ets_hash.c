@@ -112,11 +112,11 @@ static void stripe_range(const ets_tab *t, unsigned s, size_t *lo, size_t *hi) {
 }
 
 static void slock(ets_tab *t, unsigned s) {
-  if (t->nstripes > 1) ets_slock_rdlock(&t->stripes[s].lock);
+  if (t->nstripes > 1) ets_stripe_rdlock(t, &t->stripes[s]);
 }
 
 static void sunlock(ets_tab *t, unsigned s) {
-  if (t->nstripes > 1) ets_slock_unlock(&t->stripes[s].lock);
+  if (t->nstripes > 1) ets_stripe_rdunlock(t, &t->stripes[s]);
 }
 
 static void put_key(lpvm_tbuf *out, const ets_obj *o) {

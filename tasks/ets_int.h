@@ -13,7 +13,9 @@
 **                (resize, delete_all, select_delete, the table's deletion) takes it
 **                exclusively. Both kinds prefer writers, so a stream of readers
 **                cannot starve them.
-**   stripes      write_concurrency hash tables: 64 rwlocks, stripe = the top 6 bits
+**   stripes      write_concurrency hash tables: 64 stripe locks (ets_lock.h; their
+**                readers counted per reader group when read_concurrency is set
+**                too, so readers write no shared line), stripe = the top 6 bits
 **                of the key's hash, and the bucket = the top k bits (k >= 6), so a
 **                bucket belongs to one stripe whatever the table's size.
 **   registry     one rwlock over the slots' ids, names and owners (ets.c); taken
@@ -88,6 +90,11 @@ typedef struct ets_tab {
   _Atomic unsigned nstripes;   /* ETS_NSTRIPES, or 1; read before the lock as a hint */
   ets_stripe one;
   ets_stripe *wc_stripes;   /* made for the slot's first write_concurrency table, kept */
+  /* read_concurrency + write_concurrency: the stripes' readers counted per reader
+  ** group (ets_lock.h), else NULL. Fixed while the table lives; slot_sg is made for
+  ** the slot's first such table and kept. */
+  ets_sgroup *sg;
+  ets_sgroup *slot_sg;
   ets_obj *root;            /* ordered_set: an AVL tree in term order */
 } ets_tab;
 
@@ -102,6 +109,28 @@ static inline void ets_count(ets_tab *t, ets_stripe *s, long dn, long dmem) {
   (void)t;
   atomic_fetch_add_explicit(&s->count, (size_t)dn, memory_order_relaxed);
   atomic_fetch_add_explicit(&s->mem, (size_t)dmem, memory_order_relaxed);
+}
+
+_Static_assert(ETS_NSTRIPES == ETS_SG_STRIPES, "a group counts every stripe");
+
+/* A key's stripe lock, taken under the table lock (write_concurrency tables only):
+** readers count themselves in their group's line when the table has groups (t->sg),
+** else in the stripe's word; writers set the word's bit and wait out either kind. */
+static inline void ets_stripe_rdlock(ets_tab *t, ets_stripe *s) {
+  if (t->sg) ets_sg_rdlock(t->sg, &s->lock, (unsigned)(s - t->stripes));
+  else ets_slock_rdlock(&s->lock);
+}
+static inline void ets_stripe_rdunlock(ets_tab *t, ets_stripe *s) {
+  if (t->sg) ets_sg_rdunlock(t->sg, (unsigned)(s - t->stripes));
+  else ets_slock_unlock(&s->lock);
+}
+static inline void ets_stripe_wrlock(ets_tab *t, ets_stripe *s) {
+  if (t->sg) ets_sg_wrlock(t->sg, &s->lock, (unsigned)(s - t->stripes));
+  else ets_slock_wrlock(&s->lock);
+}
+static inline void ets_stripe_wrunlock(ets_tab *t, ets_stripe *s) {
+  (void)t;
+  ets_slock_unlock(&s->lock);
 }
 
 /* ets.c: the slots, in chunks made once and never freed while the VM runs. A table id
@@ -140,8 +169,9 @@ static inline void ets_kind_unlock(ets_tab *t, int kind) {
 ** access, -1 none (info). On success the table lock is held; ets_leave releases it.
 ** Inline: every operation enters once, and the call cost a tenth of a lookup's own
 ** work. */
-static inline int ets_enter(lpvm_task *self, lpvm_tab tid, int wr, int write,
-                            ets_tab **out) {
+static inline __attribute__((always_inline)) int ets_enter(lpvm_task *self, lpvm_tab tid,
+                                                           int wr, int write,
+                                                           ets_tab **out) {
   if (!(tid & ETS_TID_BIT)) return LPVM_ETS_ENOTAB;
   ets_tab *t = ets_slot_at((uint32_t)tid);
   if (!t) return LPVM_ETS_ENOTAB;
@@ -188,7 +218,13 @@ typedef struct ets_loc {
 } ets_loc;
 int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_loc *l);
 ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l);
-void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l);
+static inline void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l) {
+  o->len = l->len;
+  o->data[0] = TERM_VERSION;
+  memcpy(o->data + 1, p, l->len - 1);
+  o->key_off = l->key_off;
+  o->key_len = l->key_len;
+}
 int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out);
 /* One scalar of the kinds Lua's fast path writes (integers, floats, binaries) at p:
 ** its end, or NULL (anything else, or cut short). */
@@ -210,6 +246,37 @@ static inline const uint8_t *ets_flat_scalar(const uint8_t *p, const uint8_t *en
 /* lpvm_term_check (LPVM_EBADTERM or 0), without its general walk for the shapes most
 ** calls carry: one integer, float or binary, or a small tuple of them. */
 int ets_term_check(const uint8_t *term, size_t len);
+/* The same; when the term is a tuple of such values with at least one, *first_end is
+** where its first element ends (else NULL), so an insert need not look for its key
+** again: ets_obj_locate_flat takes it (or, for any other term or keypos, walks as
+** ets_obj_locate). */
+int ets_term_check_any(const uint8_t *term, size_t len);   /* the rest, out of line */
+static inline int ets_term_check_flat(const uint8_t *term, size_t len,
+                                      const uint8_t **first_end) {
+  *first_end = NULL;
+  if (term && len >= 3 && term[0] == TERM_VERSION && term[1] == TAG_SMALL_TUPLE) {
+    const uint8_t *p = term + 3, *end = term + len;
+    unsigned n = term[2];
+    const uint8_t *first = n > 0 ? (p = ets_flat_scalar(p, end)) : NULL;
+    for (; n > 1 && p; n--) p = ets_flat_scalar(p, end);   /* the other n - 1 */
+    if (p == end) {
+      *first_end = first;
+      return 0;
+    }
+  }
+  return ets_term_check_any(term, len);
+}
+static inline int ets_obj_locate_flat(const ets_tab *t, const uint8_t *p,
+                                      const uint8_t *end, const uint8_t *first_end,
+                                      ets_loc *l) {
+  size_t len = (size_t)(end - p) + 1;
+  if (!first_end || t->keypos != 1 || len > UINT32_MAX) return ets_obj_locate(t, p, end, l);
+  l->len = (uint32_t)len;
+  l->key_off = 3;
+  l->key_len = (uint32_t)(first_end - (p + 2));
+  l->hash = tab_is_hash(t) ? term_hash(p + 2, first_end) : 1;
+  return 0;
+}
 /* Free every object of a detached storage. */
 void ets_free_objs(int type, ets_obj **buckets, unsigned bits, ets_obj *root);
 
@@ -223,8 +290,20 @@ typedef struct ets_key {
   uint64_t h;
 } ets_key;
 
-/* A whole key term (version byte first): checked, located and hashed, or an error. */
-int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k);
+/* A whole key term (version byte first): checked, located and hashed, or an error.
+** One integer, float or binary (most keys) is checked by its tag and length alone,
+** inline; any other term goes to ets_key_parse_any. */
+int ets_key_parse_any(const uint8_t *key, size_t klen, ets_key *k);
+static inline int ets_key_parse(const uint8_t *key, size_t klen, ets_key *k) {
+  if (key && klen >= 3 && key[0] == TERM_VERSION &&
+      ets_flat_scalar(key + 1, key + klen) == key + klen) {
+    k->p = key + 1;
+    k->end = key + klen;
+    k->h = term_hash(k->p, k->end);
+    return 0;
+  }
+  return ets_key_parse_any(key, klen, k);
+}
 
 int ets_store_init(ets_tab *t);                     /* empty storage */
 void ets_store_detach(ets_tab *t, ets_obj ***buckets, unsigned *bits, ets_obj **root);
@@ -234,7 +313,10 @@ static inline ets_stripe *ets_stripe_of(ets_tab *t, uint64_t h) {
 /* The first object with key k (a bag's objects with one key follow each other
 ** through ets_same_next, NULL after the last). */
 static inline ets_obj *ets_find(ets_tab *t, const ets_key *k);
-ets_obj *ets_same_next(ets_tab *t, ets_obj *o);
+ets_obj *ets_bag_next(ets_obj *o);
+static inline ets_obj *ets_same_next(ets_tab *t, ets_obj *o) {
+  return tab_is_bag(t) ? ets_bag_next(o) : NULL;   /* a set's key has one object */
+}
 /* Insert o. set, ordered_set: replaces (*old = the replaced object); bag: refuses an
 ** identical object (*old = o); duplicate_bag: appends. *old = NULL otherwise. */
 void ets_put(ets_tab *t, ets_obj *o, ets_obj **old);

@@ -1,6 +1,6 @@
 /*
 ** ets_lock.c -- the reader-group lock of read_concurrency tables, and the waits of
-** the stripe lock (ets_lock.h).
+** the stripe lock and its per-group readers (ets_lock.h).
 */
 #include <sched.h>
 #include <stdlib.h>
@@ -63,4 +63,31 @@ void ets_rwl_wrunlock(ets_rwl *l) {
 
 void ets_slock_wait(int *spins) {
   if (++*spins > 64) sched_yield();
+}
+
+ets_sgroup *ets_sg_new(void) {
+  ets_sgroup *sg;
+  if (posix_memalign((void **)&sg, 64, ETS_RGROUPS * sizeof *sg)) return NULL;
+  for (int g = 0; g < ETS_RGROUPS; g++)
+    for (int s = 0; s < ETS_SG_STRIPES; s++) atomic_init(&sg[g].readers[s], 0);
+  return sg;
+}
+
+/* The reader counted itself in c and then saw the stripe's writer bit: out of the
+** writer's way until the bit clears, then in again. */
+void ets_sg_rdlock_wait(ets_slock *l, _Atomic uint32_t *c) {
+  int spins = 0;
+  do {
+    atomic_fetch_sub_explicit(c, 1, memory_order_release);
+    while (atomic_load_explicit(&l->w, memory_order_relaxed) & ETS_SLOCK_W)
+      ets_slock_wait(&spins);
+    atomic_fetch_add_explicit(c, 1, memory_order_seq_cst);
+  } while (atomic_load_explicit(&l->w, memory_order_seq_cst) & ETS_SLOCK_W);
+}
+
+void ets_sg_wait_readers(ets_sgroup *sg, unsigned s) {
+  int spins = 0;
+  for (int g = 0; g < ETS_RGROUPS; g++)
+    while (atomic_load_explicit(&sg[g].readers[s], memory_order_seq_cst) != 0)
+      ets_slock_wait(&spins);
 }

@@ -104,9 +104,10 @@ static inline void ets_slock_wrlock(ets_slock *l) {
   int spins = 0;
   for (;;) {   /* claim the writer's bit (one writer at a time)... */
     uint32_t v = atomic_load_explicit(&l->w, memory_order_relaxed);
+    /* seq_cst: the writer's half of the Dekker pair with group readers (below) */
     if (!(v & ETS_SLOCK_W) &&
         atomic_compare_exchange_weak_explicit(&l->w, &v, v | ETS_SLOCK_W,
-                                              memory_order_acquire, memory_order_relaxed))
+                                              memory_order_seq_cst, memory_order_relaxed))
       break;
     if (v & ETS_SLOCK_W) ets_slock_wait(&spins);
   }
@@ -121,6 +122,56 @@ static inline void ets_slock_unlock(ets_slock *l) {
     atomic_store_explicit(&l->w, 0, memory_order_release);
   else
     atomic_fetch_sub_explicit(&l->w, 1, memory_order_release);
+}
+
+/* Stripe readers of read_concurrency tables (read_concurrency + write_concurrency):
+** counted per reader group, not in the stripe's word, so lookups from two workers
+** write no shared line at all (the word is only read, and stays in both caches).
+** Group g's counters are one array of its own, ETS_RGROUPS arrays of 64 x 4 bytes
+** (2 KB a table, made once per slot): a reader adds 1 to [its group][its stripe],
+** then reads the stripe's word (both seq_cst); a writer sets the word's writer bit
+** (seq_cst) and then waits for that stripe's counter to be 0 in every group. One of
+** the two always sees the other (as ets_rwl's groups), so a reader either proceeds
+** with no writer in the stripe or steps back out and waits for the bit to clear;
+** writers keep their preference. */
+#define ETS_SG_STRIPES 64
+
+typedef struct ets_sgroup {
+  _Atomic uint32_t readers[ETS_SG_STRIPES];   /* written by this group's readers */
+} ets_sgroup;
+_Static_assert(sizeof(ets_sgroup) % 64 == 0, "a group's counters share no line");
+
+/* NULL when out of memory; ETS_RGROUPS groups, freed with free(). */
+ets_sgroup *ets_sg_new(void);
+/* ets_lock.c: a reader that met a writer's bit; a writer waiting out the groups. */
+void ets_sg_rdlock_wait(ets_slock *l, _Atomic uint32_t *c);
+void ets_sg_wait_readers(ets_sgroup *sg, unsigned s);
+
+static inline _Atomic uint32_t *ets_sg_counter(ets_sgroup *sg, unsigned s) {
+  int g = ets_rwl_my_group;
+  return &sg[g >= 0 ? g : ets_rwl_group_init()].readers[s];
+}
+
+static inline void ets_sg_rdlock(ets_sgroup *sg, ets_slock *l, unsigned s) {
+  _Atomic uint32_t *c = ets_sg_counter(sg, s);
+  atomic_fetch_add_explicit(c, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&l->w, memory_order_seq_cst) & ETS_SLOCK_W)
+    ets_sg_rdlock_wait(l, c);
+}
+
+static inline void ets_sg_rdunlock(ets_sgroup *sg, unsigned s) {
+  atomic_fetch_sub_explicit(ets_sg_counter(sg, s), 1, memory_order_release);
+}
+
+/* The word's writer bit, then every group's readers of stripe s gone; unlocked with
+** ets_slock_unlock (the word holds the bit alone). */
+static inline void ets_sg_wrlock(ets_sgroup *sg, ets_slock *l, unsigned s) {
+  ets_slock_wrlock(l);
+  uint32_t any = 0;   /* no reader inside (the usual case): one pass, no call */
+#pragma GCC unroll 8
+  for (int g = 0; g < ETS_RGROUPS; g++)
+    any |= atomic_load_explicit(&sg[g].readers[s], memory_order_seq_cst);
+  if (any) ets_sg_wait_readers(sg, s);
 }
 
 #endif

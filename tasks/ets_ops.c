@@ -15,30 +15,44 @@
 
 /* ---- keys, locks and lists --------------------------------------------------------- */
 
-/* Enter the table for a single-key operation: wr 0 read, 1 write. */
-static int key_enter(lpvm_task *self, lpvm_tab tab, int wr, const ets_key *k,
-                     ets_tab **out) {
+/* Enter the table for a single-key operation: wr 0 read, 1 write; *st is the key's
+** stripe when the table has stripes (locked), else NULL. Inline wherever used (a
+** lookup's whole lock work is these two; as calls they cost it ~40 instructions). */
+static inline __attribute__((always_inline)) int key_enter(lpvm_task *self, lpvm_tab tab,
+                                                           int wr, const ets_key *k,
+                                                           ets_tab **out,
+                                                           ets_stripe **st) {
   int rc = ets_enter(self, tab, wr, wr, out);
+  *st = NULL;
   if (rc == 0 && (*out)->nstripes > 1) {
-    ets_stripe *s = ets_stripe_of(*out, k->h);
-    if (wr) ets_slock_wrlock(&s->lock);
-    else ets_slock_rdlock(&s->lock);
+    ets_stripe *s = *st = ets_stripe_of(*out, k->h);
+    if (wr) ets_stripe_wrlock(*out, s);
+    else ets_stripe_rdlock(*out, s);
   }
   return rc;
 }
 
-static void key_leave(ets_tab *t, const ets_key *k) {
-  if (t->nstripes > 1) ets_slock_unlock(&ets_stripe_of(t, k->h)->lock);
+static inline __attribute__((always_inline)) void key_leave(ets_tab *t, int wr,
+                                                            ets_stripe *st) {
+  if (st) {
+    if (wr) ets_stripe_wrunlock(t, st);
+    else ets_stripe_rdunlock(t, st);
+  }
   ets_leave(t);
 }
 
-/* After a write: grow or shrink the buckets if the key's stripe says so. */
-static void maybe_resize(lpvm_task *self, lpvm_tab tab, int wants) {
+/* After a write: grow or shrink the buckets if the key's stripe says so (the test
+** inline: most writes do not). */
+static void resize_now(lpvm_task *self, lpvm_tab tab) {
   ets_tab *t;
-  if (!wants || ets_enter(self, tab, 2, -1, &t)) return;
+  if (ets_enter(self, tab, 2, -1, &t)) return;
   ets_stripe all = {.count = ets_size(t)};
   if (tab_is_hash(t) && ets_wants_resize(t, &all)) ets_resize(t);
   ets_leave(t);
+}
+
+static inline void maybe_resize(lpvm_task *self, lpvm_tab tab, int wants) {
+  if (wants) resize_now(self, tab);
 }
 
 static int wants_resize(ets_tab *t, uint64_t h) {
@@ -140,16 +154,16 @@ static void free_objs(ets_obj **v, uint32_t n, ets_obj **stack) {
 ** is (the key's write lock keeps every reader out): no allocation, nothing to free,
 ** and no change to the table's shape or counts. Else a new object replaces it. */
 static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *p,
-                      const uint8_t *end) {
+                      const uint8_t *end, const uint8_t *first_end) {
   ets_loc l;
-  int rc = ets_obj_locate(t, p, end, &l);
+  int rc = ets_obj_locate_flat(t, p, end, first_end, &l);
   if (rc) {
     ets_leave(t);
     return rc;
   }
   ets_key k = {p + l.key_off - 1, p + l.key_off - 1 + l.key_len, l.hash};
   ets_stripe *st = t->nstripes > 1 ? ets_stripe_of(t, k.h) : NULL;
-  if (st) ets_slock_wrlock(&st->lock);
+  if (st) ets_stripe_wrlock(t, st);
   ets_obj *o = ets_find(t, &k), *old = NULL;
   int wants = 0;
   if (o && o->len == l.len) {
@@ -160,7 +174,7 @@ static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *
   } else {
     rc = LPVM_ENOMEM;
   }
-  if (st) ets_slock_unlock(&st->lock);
+  if (st) ets_stripe_wrunlock(t, st);
   ets_leave(t);
   maybe_resize(self, tab, wants);
   if (old) free(old);
@@ -175,14 +189,16 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
   ets_tab *t;
   ets_obj *stack[OBJS_STACK], **objs = stack;
   uint32_t n = 0;
-  if (ets_term_check(term, len)) return LPVM_EBADTERM;
+  const uint8_t *first_end;
+  if (ets_term_check_flat(term, len, &first_end)) return LPVM_EBADTERM;
   /* (a checked term has a tag after its version byte) */
   long count = term[1] == TAG_SMALL_TUPLE ? 1 : count_objs(term, len);
   if (count < 0) return LPVM_ETS_EOBJECT;
-  int rc = ets_enter(self, tab, count == 1 ? 1 : 2, 1, &t);
+  int rc = count == 1 ? ets_enter(self, tab, 1, 1, &t)   /* each inline, its own way */
+                      : ets_enter(self, tab, 2, 1, &t);
   if (rc) return rc;
   if (count == 1 && !only_new && !tab_is_bag(t))
-    return insert_one(self, tab, t, term + 1, term + len);
+    return insert_one(self, tab, t, term + 1, term + len, first_end);
   rc = build_objs(t, term, len, stack, &objs, &n);
   if (rc) {
     ets_leave(t);
@@ -190,7 +206,7 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
     return rc;
   }
   ets_stripe *st = n == 1 && t->nstripes > 1 ? ets_stripe_of(t, objs[0]->hash) : NULL;
-  if (st) ets_slock_wrlock(&st->lock);
+  if (st) ets_stripe_wrlock(t, st);
   int fresh = 1, wants = 0;
   if (only_new)
     for (uint32_t i = 0; i < n && fresh; i++) {
@@ -204,7 +220,7 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
       wants |= wants_resize(t, objs[i]->hash);
       objs[i] = old;   /* what to free: a replaced object, or one a bag refused */
     }
-  if (st) ets_slock_unlock(&st->lock);
+  if (st) ets_stripe_wrunlock(t, st);
   ets_leave(t);
   maybe_resize(self, tab, wants);
   free_objs(objs, n, stack);   /* replaced objects, refused ones */
@@ -225,14 +241,15 @@ int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
                     lpvm_tbuf *out) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
   uint32_t n = 0;
   ets_obj *first = ets_find(t, &k);
   for (ets_obj *o = first; o; o = ets_same_next(t, o)) n++;
   lpvm_put_list(out, n);
   for (ets_obj *o = first; o; o = ets_same_next(t, o)) put_obj(out, o);
-  key_leave(t, &k);
+  key_leave(t, 0, st);
   lpvm_put_nil(out);
   return out_rc(out, (int)n);
 }
@@ -241,9 +258,10 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                          size_t klen, uint8_t *buf, size_t cap, size_t *len) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   *len = 0;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
   size_t used = 0;
   int n = 0;
   for (ets_obj *o = ets_find(t, &k); o; o = ets_same_next(t, o), n++) {
@@ -252,7 +270,7 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     memcpy(buf + used, o->data + 1, m);
     used += m;
   }
-  key_leave(t, &k);
+  key_leave(t, 0, st);
   *len = used;
   return n;
 }
@@ -260,10 +278,11 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
 int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
   int found = ets_find(t, &k) != NULL;
-  key_leave(t, &k);
+  key_leave(t, 0, st);
   return found;
 }
 
@@ -285,9 +304,10 @@ int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                             size_t klen, uint32_t pos, lpvm_tbuf *out) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   const uint8_t *p, *end;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
   ets_obj *first = ets_find(t, &k);
   uint32_t n = 0;
   rc = first ? 0 : LPVM_ETS_ENOKEY;
@@ -301,7 +321,7 @@ int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     }
     if (tab_is_bag(t)) lpvm_put_nil(out);
   }
-  key_leave(t, &k);
+  key_leave(t, 0, st);
   return out_rc(out, rc);
 }
 
@@ -312,11 +332,12 @@ static int remove_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t 
                       lpvm_tbuf *out) {
   ets_key k;
   ets_tab *t;
+  ets_stripe *st;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 1, &k, &t))) return rc;
+  if (rc || (rc = key_enter(self, tab, 1, &k, &t, &st))) return rc;
   ets_obj *gone = ets_remove_key(t, &k);
   int wants = wants_resize(t, k.h);
-  key_leave(t, &k);
+  key_leave(t, 1, st);
   uint32_t n = 0;
   for (ets_obj *o = gone; o; o = o->link[0]) n++;
   if (out) {
@@ -357,7 +378,8 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
   }
   ets_obj *probe = objs[0];
   ets_key k = {obj_key(probe), obj_key_end(probe), probe->hash};
-  if (t->nstripes > 1) ets_slock_wrlock(&ets_stripe_of(t, k.h)->lock);
+  ets_stripe *st = t->nstripes > 1 ? ets_stripe_of(t, k.h) : NULL;
+  if (st) ets_stripe_wrlock(t, st);
   ets_obj *o = ets_find(t, &k);
   while (o) {   /* every identical object (a duplicate_bag may hold several) */
     ets_obj *nx = ets_same_next(t, o);
@@ -368,7 +390,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
     }
     o = nx;
   }
-  key_leave(t, &k);
+  key_leave(t, 1, st);
   free_objs(objs, n, stack);
   free_chain(gone);
   return 0;
@@ -512,12 +534,12 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
   if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
     ets_key k = {kp, kend, term_hash(kp, kend)};
     ets_stripe *st = ets_stripe_of(t, k.h);
-    if (t->nstripes > 1) ets_slock_rdlock(&st->lock);
+    if (t->nstripes > 1) ets_stripe_rdlock(t, st);
     for (ets_obj *o = ets_find(t, &k), *nx; o; o = nx) {
       nx = ets_same_next(t, o);
       if (sel_one(t, o, &s)) break;
     }
-    if (t->nstripes > 1) ets_slock_unlock(&st->lock);
+    if (t->nstripes > 1) ets_stripe_rdunlock(t, st);
   } else {
     ets_walk(t, sel_one, &s);
   }

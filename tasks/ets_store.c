@@ -27,8 +27,7 @@ void ets_free_objs(int type, ets_obj **buckets, unsigned bits, ets_obj *root) {
   else hash_free(buckets, bits);
 }
 
-ets_obj *ets_same_next(ets_tab *t, ets_obj *o) {
-  if (!tab_is_bag(t)) return NULL;
+ets_obj *ets_bag_next(ets_obj *o) {
   ets_obj *n = o->link[0];
   if (n && n->hash == o->hash &&
       term_cmp(obj_key(n), obj_key_end(n), obj_key(o), obj_key_end(o), 1) == 0)

@@ -76,12 +76,12 @@ static int enter_set(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t k
   if (rc == 0) rc = ets_enter(self, tab, 1, 1, t);
   if (rc) return rc;
   if (tab_is_bag(*t)) { ets_leave(*t); return LPVM_ETS_ETYPE; }
-  if ((*t)->nstripes > 1) ets_slock_wrlock(&ets_stripe_of(*t, k->h)->lock);
+  if ((*t)->nstripes > 1) ets_stripe_wrlock(*t, ets_stripe_of(*t, k->h));
   return 0;
 }
 
 static void leave_set(ets_tab *t, const ets_key *k) {
-  if (t->nstripes > 1) ets_slock_unlock(&ets_stripe_of(t, k->h)->lock);
+  if (t->nstripes > 1) ets_stripe_wrunlock(t, ets_stripe_of(t, k->h));
   ets_leave(t);
 }
 

@@ -280,17 +280,12 @@ int term_cmp(const uint8_t *a, const uint8_t *aend, const uint8_t *b,
 
 /* ---- hashing (consistent with the exact equality) ------------------------------------ */
 
-static inline uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ull;
-  return h ^ (h >> 29);
-}
+_Static_assert(C_NUM == TERM_HASH_NUM, "term_hash inline hashes numbers as hash_at");
 
 static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n) {
   uint64_t x = 1469598103934665603ull;   /* FNV-1a, then mixed in */
   for (size_t i = 0; i < n; i++) x = (x ^ p[i]) * 1099511628211ull;
-  return mix(h, x ^ n);
+  return term_mix(h, x ^ n);
 }
 
 static uint64_t hash_at(const uint8_t *p, const uint8_t *end) {
@@ -300,12 +295,12 @@ static uint64_t hash_at(const uint8_t *p, const uint8_t *end) {
     case C_NUM: {
       num n;
       num_at(p, end, &n);
-      if (n.kind == 0) return mix(h, (uint64_t)n.i);
+      if (n.kind == 0) return term_mix(h, (uint64_t)n.i);
       if (n.kind == 1) return hash_bytes(h + (uint64_t)n.big.neg, n.big.digits, n.big.n);
       if (n.d == 0) n.d = 0;   /* -0.0 == 0.0 */
       uint64_t bits;
       memcpy(&bits, &n.d, sizeof bits);
-      return mix(h + 7, bits);
+      return term_mix(h + 7, bits);
     }
     case C_ATOM: {
       const char *s;
@@ -318,15 +313,15 @@ static uint64_t hash_at(const uint8_t *p, const uint8_t *end) {
       term_ident id;
       const uint8_t *next;
       term_ident_at(p, end, &id, &next);
-      return mix(h, id.id);
+      return term_mix(h, id.id);
     }
     case C_TUPLE: {
       lpvm_tread r = {p, end, 0};
       uint32_t n;
       lpvm_get_tuple(&r, &n);
-      h = mix(h, n);
+      h = term_mix(h, n);
       for (uint32_t i = 0; i < n; i++) {
-        h = mix(h, hash_at(r.p, end));
+        h = term_mix(h, hash_at(r.p, end));
         r.p = skip(r.p, end);
       }
       return h;
@@ -338,18 +333,18 @@ static uint64_t hash_at(const uint8_t *p, const uint8_t *end) {
       for (uint32_t i = 0; i < n; i++) {
         uint64_t hk = hash_at(q, end);
         q = skip(q, end);
-        sum += mix(hk, hash_at(q, end));
+        sum += term_mix(hk, hash_at(q, end));
         q = skip(q, end);
       }
-      return mix(h + n, sum);
+      return term_mix(h + n, sum);
     }
-    case C_NIL: return mix(h, 0);
+    case C_NIL: return term_mix(h, 0);
     case C_LIST: {
       lcur cur = {.end = end};
       lcur_enter(&cur, p);
       const uint8_t *e;
-      while ((e = lcur_next(&cur)) != NULL) h = mix(h, hash_at(e, end));
-      return mix(h, hash_at(cur.p ? cur.p : nil_term, end));
+      while ((e = lcur_next(&cur)) != NULL) h = term_mix(h, hash_at(e, end));
+      return term_mix(h, hash_at(cur.p ? cur.p : nil_term, end));
     }
     default: {
       if (p[0] == TAG_BINARY) return hash_bytes(h, p + 5, term_be32(p + 1));
@@ -359,14 +354,7 @@ static uint64_t hash_at(const uint8_t *p, const uint8_t *end) {
   }
 }
 
-/* The commonest keys, small integers, without the general walk: the very value hash_at
-** gives them (their class, mixed with the integer). */
-uint64_t term_hash(const uint8_t *p, const uint8_t *end) {
-  if (end - p == 2 && p[0] == TAG_SMALL_INT) return mix(C_NUM, p[1]);
-  if (end - p == 5 && p[0] == TAG_INT)
-    return mix(C_NUM, (uint64_t)(int64_t)(int32_t)term_be32(p + 1));
-  return hash_at(p, end);
-}
+uint64_t term_hash_at(const uint8_t *p, const uint8_t *end) { return hash_at(p, end); }
 
 /* Nesting depth of a well-formed term (containers count one level each). */
 int term_depth(const uint8_t *p, const uint8_t *end, int limit) {

@@ -110,7 +110,23 @@ void term_put_raw(lpvm_tbuf *b, const void *p, size_t n);
 ** exact equality whatever the encoding; term_depth stops counting at limit. */
 int term_cmp(const uint8_t *a, const uint8_t *aend, const uint8_t *b,
              const uint8_t *bend, int exact);
-uint64_t term_hash(const uint8_t *p, const uint8_t *end);
+uint64_t term_hash_at(const uint8_t *p, const uint8_t *end);   /* any term */
+/* term_hash's mixing step, and the class numbers hash in (Erlang's order: 1). */
+static inline uint64_t term_mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 29);
+}
+#define TERM_HASH_NUM 1
+/* The commonest keys, small integers, inline without the general walk: the very value
+** term_hash_at gives them (their class, mixed with the integer). */
+static inline uint64_t term_hash(const uint8_t *p, const uint8_t *end) {
+  if (end - p == 2 && p[0] == TAG_SMALL_INT) return term_mix(TERM_HASH_NUM, p[1]);
+  if (end - p == 5 && p[0] == TAG_INT)
+    return term_mix(TERM_HASH_NUM, (uint64_t)(int64_t)(int32_t)term_be32(p + 1));
+  return term_hash_at(p, end);
+}
 int term_depth(const uint8_t *p, const uint8_t *end, int limit);
 
 /* A reader consumed one whole term (or a container's header) ending at next: it was

@@ -349,6 +349,137 @@ Test(ets, stress_set_read_concurrency) { run_stress(LPVM_ETS_SET, 0, 1); }
 Test(ets, stress_set_read_write_concurrency) { run_stress(LPVM_ETS_SET, 1, 1); }
 Test(ets, stress_ordered_set_read_concurrency) { run_stress(LPVM_ETS_ORDERED_SET, 0, 1); }
 
+/* Whole objects: readers look up a few keys while writers insert (in place and as new
+** objects of another size), update all fields at once, delete, insert_new and take the
+** same keys. Every object a reader gets is {K, V, V, V} with its own key: never half
+** written, never a mix of two writes. */
+enum { WHOLE_KEYS = 8 };
+
+static void obj_kvvv(lpvm_tbuf *b, int64_t k, int64_t v) {
+  lpvm_tbuf_reset(b);
+  lpvm_put_tuple(b, 4);
+  lpvm_put_int(b, k);
+  for (int i = 0; i < 3; i++) lpvm_put_int(b, v);
+}
+
+/* One {K, V, V, V} at r: its key is k and its values agree. */
+static void check_whole(lpvm_tread *r, int64_t k) {
+  uint32_t arity;
+  int64_t key, v[3];
+  cr_assert_eq(lpvm_get_tuple(r, &arity), 0);
+  cr_assert_eq(arity, 4);
+  cr_assert_eq(lpvm_get_int(r, &key), 0);
+  cr_assert_eq(key, k);
+  for (int i = 0; i < 3; i++) cr_assert_eq(lpvm_get_int(r, &v[i]), 0);
+  cr_assert(v[0] == v[1] && v[1] == v[2], "a mixed object {%lld, %lld, %lld, %lld}",
+            (long long)k, (long long)v[0], (long long)v[1], (long long)v[2]);
+}
+
+/* A list result of n objects (lookup, take) holding none or one whole {K, V, V, V}. */
+static void check_whole_list(const lpvm_tbuf *out, int n, int64_t k) {
+  cr_assert(n == 0 || n == 1, "%d objects", n);
+  if (n == 0) return;
+  lpvm_tread r;
+  uint32_t len;
+  cr_assert_eq(lpvm_tread_init(&r, out->data, out->len), 0);
+  cr_assert_eq(lpvm_get_list(&r, &len), 0);
+  check_whole(&r, k);
+}
+
+static void *whole_writer(void *arg) {
+  stress *s = arg;
+  lpvm_tbuf b, key, vals, out;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&key);
+  lpvm_tbuf_init(&vals);
+  lpvm_tbuf_init(&out);
+  static const uint32_t pos[3] = {2, 3, 4};
+  for (int i = 0; i < s->rounds; i++) {
+    int64_t k = (i * 7 + s->id) % WHOLE_KEYS;
+    /* small (2 bytes), 32-bit (5) or 64-bit (bigger) values: in place or a new object */
+    int64_t v = i % 3 == 0 ? i % 200 : i % 3 == 1 ? 100000 + i : (INT64_C(1) << 40) + i;
+    int_term(&key, k);
+    switch (i % 5) {
+      case 0: case 1:
+        obj_kvvv(&b, k, v);
+        cr_assert_eq(lpvm_ets_insert(NULL, s->tab, b.data, b.len), 0);
+        break;
+      case 2:
+        lpvm_tbuf_reset(&vals);
+        lpvm_put_list(&vals, 3);
+        for (int j = 0; j < 3; j++) lpvm_put_int(&vals, v);
+        lpvm_put_nil(&vals);
+        cr_assert_geq(lpvm_ets_update_element(NULL, s->tab, key.data, key.len, pos, 3,
+                                              vals.data, vals.len), 0);
+        break;
+      case 3:
+        cr_assert_geq(lpvm_ets_delete_key(NULL, s->tab, key.data, key.len), 0);
+        obj_kvvv(&b, k, v);
+        cr_assert_geq(lpvm_ets_insert_new(NULL, s->tab, b.data, b.len), 0);
+        break;
+      default: {
+        lpvm_tbuf_reset(&out);
+        check_whole_list(&out, lpvm_ets_take(NULL, s->tab, key.data, key.len, &out), k);
+      }
+    }
+  }
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&key);
+  lpvm_tbuf_free(&vals);
+  lpvm_tbuf_free(&out);
+  return NULL;
+}
+
+static void *whole_reader(void *arg) {
+  stress *s = arg;
+  lpvm_tbuf key, out;
+  lpvm_tbuf_init(&key);
+  lpvm_tbuf_init(&out);
+  uint8_t buf[256];
+  while (!atomic_load(s->stop)) {
+    for (int64_t k = 0; k < WHOLE_KEYS; k++) {
+      int_term(&key, k);
+      size_t len;
+      int n = lpvm_ets_lookup_into(NULL, s->tab, key.data, key.len, buf, sizeof buf, &len);
+      cr_assert(n == 0 || n == 1, "lookup_into %d", n);
+      lpvm_tread r = {buf, buf + len, 0};
+      if (n == 1) check_whole(&r, k), s->walked++;
+      lpvm_tbuf_reset(&out);   /* the builder's way too */
+      check_whole_list(&out, lpvm_ets_lookup(NULL, s->tab, key.data, key.len, &out), k);
+    }
+  }
+  lpvm_tbuf_free(&key);
+  lpvm_tbuf_free(&out);
+  return NULL;
+}
+
+static void run_whole(int wc, int rc) {
+  vm_start_n(2, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.access = LPVM_ETS_PUBLIC;
+  o.write_concurrency = wc;
+  o.read_concurrency = rc;
+  lpvm_tab t;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  _Atomic int stop = 0;
+  enum { W = 2, R = 2 };
+  int rounds = (int)test_scaled(40000, 1000);
+  stress s[W + R];
+  pthread_t th[W + R];
+  for (int i = 0; i < W + R; i++) {
+    s[i] = (stress){t, i, rounds, &stop, 0};
+    pthread_create(&th[i], NULL, i < W ? whole_writer : whole_reader, &s[i]);
+  }
+  for (int i = 0; i < W; i++) pthread_join(th[i], NULL);
+  atomic_store(&stop, 1);
+  for (int i = W; i < W + R; i++) pthread_join(th[i], NULL);
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  vm_stop();
+}
+
+Test(ets, stress_whole_objects_read_write_concurrency) { run_whole(1, 1); }
+Test(ets, stress_whole_objects_write_concurrency) { run_whole(1, 0); }
+
 /* Tables made and deleted while other threads use them by id and by name. */
 static void *churn(void *arg) {
   stress *s = arg;
