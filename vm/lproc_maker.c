@@ -12,6 +12,10 @@
 ** vm/lproc_block.c; then lproc_state_init), and keeps a small stock; a spawn with no
 ** recycled state to take (lproc_pool.c) takes one from it (lproc_maker_take).
 **
+** The maker runs at SCHED_IDLE priority: made ahead by an idle core (one worker on a
+** two-core machine), while a worker on every core goes first and its spawns make their
+** own states as before; a take never waits for the maker's lock (trylock).
+**
 ** Rules: the maker never runs a process's code (nothing but lua_newstate and
 ** lproc_state_init runs in its states); it works only while the stock is below its
 ** low mark (half the bound) and then fills it to the bound, and otherwise waits on a
@@ -35,6 +39,7 @@
 */
 #include <lua.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -128,6 +133,12 @@ static int make_one(made *m) {
 
 static void *maker_main(void *arg) {
   (void)arg;
+#ifdef SCHED_IDLE
+  /* Made ahead by an idle core: with a worker on every core the workers go first, and
+  ** spawns make their own states as before (best effort: a failure keeps the policy). */
+  struct sched_param sp = {0};
+  (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+#endif
   pthread_mutex_lock(&mk.mu);
   while (!mk.stop) {
     if (mk.n >= mk.low) {
@@ -179,8 +190,8 @@ lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
       pthread_mutex_lock(&mk.mu);
       start_locked();
       pthread_mutex_unlock(&mk.mu);
-    } else if (atomic_load_explicit(&mk.failed, memory_order_relaxed)) {
-      pthread_mutex_lock(&mk.mu);
+    } else if (atomic_load_explicit(&mk.failed, memory_order_relaxed) &&
+               pthread_mutex_trylock(&mk.mu) == 0) {
       atomic_store_explicit(&mk.failed, 0, memory_order_relaxed);
       if (mk.waiting) pthread_cond_signal(&mk.cv);
       pthread_mutex_unlock(&mk.mu);
@@ -188,7 +199,8 @@ lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
     return NULL;
   }
   made m = {NULL, NULL, 0};
-  pthread_mutex_lock(&mk.mu);
+  /* The maker runs at idle priority and might be preempted holding mu: never wait */
+  if (pthread_mutex_trylock(&mk.mu) != 0) return NULL;
   if (mk.n > 0) {
     m = mk.v[--mk.n];
     atomic_store_explicit(&mk.avail, mk.n, memory_order_relaxed);
