@@ -23,8 +23,13 @@ static inline uint8_t *wr16(uint8_t *q, uint32_t v) {
 }
 
 static inline uint8_t *wr32(uint8_t *q, uint32_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  v = __builtin_bswap32(v);   /* one store */
+  memcpy(q, &v, 4);
+#else
   q[0] = (uint8_t)(v >> 24); q[1] = (uint8_t)(v >> 16);
   q[2] = (uint8_t)(v >> 8); q[3] = (uint8_t)v;
+#endif
   return q + 4;
 }
 
@@ -65,6 +70,8 @@ static inline uint8_t *room(lpvm_tbuf *b, size_t n) {
   if (b->cap - b->len >= n) return b->data + b->len;
   return tbuf_grow(b, n);
 }
+
+uint8_t *lpvm_tbuf_room(lpvm_tbuf *b, size_t n) { return room(b, n); }
 
 void lpvm_tbuf_init(lpvm_tbuf *b) {
   b->data = malloc(TBUF_INITIAL);
@@ -226,11 +233,14 @@ void lpvm_put_pid(lpvm_tbuf *b, lpvm_id id) {
     serial = node_id_serial(id);
   }
   size_t alen = 2 + (size_t)d->len;
-  uint8_t *q = room(b, 1 + alen + 12);
+  /* a node atom of up to 16 bytes (nonode@nohost's 15) copied as 16, no memcpy call;
+  ** the words after it overwrite the rest */
+  uint8_t *q = room(b, 1 + (alen < 16 ? 16 : alen) + 12);
   if (q == NULL) return;
   uint8_t *q0 = q;
   *q++ = lpvm_id_is_port(id) ? TAG_V4_PORT : TAG_NEW_PID;
-  memcpy(q, d->atom, alen);
+  if (alen <= 16) memcpy(q, d->atom, 16);
+  else memcpy(q, d->atom, alen);
   q += alen;
   if (lpvm_id_is_port(id)) {
     q = wr64(q, id & ~LPVM_ID_PORT_BIT);

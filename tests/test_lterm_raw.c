@@ -65,13 +65,27 @@ static const char *const cases[] = {
   "local t = {io.stdout} for i = 1, 150 do t = {i, t, {i}} end return t",
   "local t = {{a = 1}} for i = 1, 150 do t = {i, t, {i}} end return t",
   "return {coroutine.create(print)}",
+  /* pids (pid(n): a light userdata, as lmod.c makes them): this node's copied from
+  ** the message's first, a port's and another node's through lpvm_put_pid */
+  "return {pid(1), pid(2), {pid(3), 'a', {pid(1 << 33 | 4)}}, pid(1)}",
+  "return {pid(math.mininteger | 5), pid(1), pid(math.mininteger | 6), pid(2)}",
+  "return {pid(1), {pid(2), pid(1 << 62 | 7)}}",
+  /* strings of every length around the encoder's word copies (0 to 45 bytes) */
+  "local t, s = {}, 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ' "
+  "for i = 0, 45 do t[#t + 1] = s:sub(1, i) t[#t + 1] = {s:sub(i + 1)} end return t",
 };
+
+static int pid_fn(lua_State *L) {
+  lua_pushlightuserdata(L, (void *)(uintptr_t)(uint64_t)luaL_checkinteger(L, 1));
+  return 1;
+}
 
 /* The term of cases[i] (put: lterm_put, plain: lterm_put_plain), raw or through the
 ** C API: the return code, and the bytes or the error. */
 static char *encode(const char *src, int raw, int plain, int *rc, size_t *len) {
   lua_State *L = luaL_newstate();
   luaL_openlibs(L);
+  lua_register(L, "pid", pid_fn);
   cr_assert_eq(luaL_dostring(L, src), LUA_OK, "%s", lua_tostring(L, -1));
   atomic_store(&lraw_layout, raw ? 1 : -1);
   lpvm_tbuf b;
@@ -141,7 +155,7 @@ Test(lterm_raw, reader_same_values_as_the_c_api) {
     /* lists only (a map's pairs may come back in another order), no big integers (the
     ** general decoder reads them) */
     if (rc == 0 && len >= 3 && !strstr(cases[i], "x =") && !strstr(cases[i], "pack") &&
-        !strstr(cases[i], "<<") && !strstr(cases[i], "nil"))
+        !strstr(cases[i], "<<") && !strstr(cases[i], "nil") && !strstr(cases[i], "pid("))
       for (int raw = 0; raw < 2; raw++)
         for (int gen = 0; gen < 2; gen++) reread(cases[i], (uint8_t *)t, len, raw, gen);
     free(t);

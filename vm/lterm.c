@@ -296,7 +296,7 @@ static int enc_run(lua_State *L, int idx, int n, lpvm_tbuf *b, char *err, int fu
                    lpvm_binrefs *bins) {
   enc e;
   e.L = L, e.b = b, e.err = err, e.depth = 0, e.funs = funs, e.bins = bins;
-  e.shared = 0, e.nrefs = 0, e.noraw = 0;
+  e.shared = 0, e.nrefs = 0, e.noraw = 0, e.pidlen = 0;
   memset(e.onpath, 0, sizeof e.onpath);
   memset(&e.refs, 0, sizeof e.refs);
   memset(&e.cells, 0, sizeof e.cells);
@@ -361,6 +361,8 @@ typedef struct scratch {
   lpvm_tbuf b;
   size_t cap;
   lpvm_binrefs bins;   /* the shared binaries of the message being built */
+  size_t last;         /* the last message of tables built on this thread: its bytes
+                       ** (up to SCRATCH_KEEP), the next one's first size */
 } scratch;
 
 /* The thread's scratch, found with one TLS load: pthread_once + getspecific on every
@@ -466,7 +468,10 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
     return NULL;
   }
   lpvm_tbuf b;
-  lpvm_msg_build(&b, hint);
+  /* a process sends the same shapes again and again: a block as big as the last
+  ** message's is not grown (a 6 KB very_big(15) doubled from 256 bytes five times, a
+  ** realloc and a copy each); a smaller message gives the rest back at the end */
+  lpvm_msg_build(&b, hint > s->last ? hint : s->last);
   if (enc_run(L, idx, n, &b, err, 1, &s->bins) != 0) {   /* err says why */
     s->bins.n = 0;
     free(b.data);
@@ -474,6 +479,7 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
   }
   lpvm_msg *m = lpvm_msg_built(&b, &s->bins);
   if (m) m->flags |= LPVM_MSGF_VALUES;
+  if (m) s->last = m->len < SCRATCH_KEEP ? m->len : SCRATCH_KEEP;
   else snprintf(err, LTERM_ERRSZ, "not enough memory");
   return m;
 }

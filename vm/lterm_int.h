@@ -12,7 +12,8 @@
 #include "lpvm/term.h"
 
 #define LTERM_DEPTH 200   /* nesting limit, both ways */
-#define LTERM_PATH_SLOTS 64   /* lterm.c's cycle check: a power of 2 */
+#define LTERM_PATH_SLOTS 256  /* lterm.c's cycle check: a power of 2, <= 256 */
+#define LTERM_PID_MAX 48  /* lterm_raw.c's copied pid: a node name of up to 33 bytes */
 #define LTERM_RETRY (-2)  /* encoder: a function met outside a graph; start again as one */
 
 /* A pointer -> number map (open addressing, malloc'd: the encoder never allocates in
@@ -38,14 +39,17 @@ typedef struct lterm_enc {
   lterm_map refs;    /* function or shared table -> its number (1..) */
   lterm_map cells;   /* upvalue cell -> (function number << 8 | upvalue index) */
   int noraw;         /* > 0: inside a table lterm_raw.c could not walk off the stack */
+  uint8_t pidlen;    /* > 0: pid[] holds a local pid's bytes as lpvm_put_pid put them
+                     ** (tag, node atom, ID, serial, creation): lterm_raw.c copies them */
+  uint8_t pid[LTERM_PID_MAX];
 } lterm_enc;
 
 int lterm_enc_value(lterm_enc *e, int idx);
 
 /* The cycle check's slot of a table (lterm.c's enc_table, lterm_raw.c's lists). */
 static inline unsigned lterm_path_slot(const void *t) {
-  uintptr_t a = (uintptr_t)t;
-  return (unsigned)(a >> 6 ^ a >> 12) & (LTERM_PATH_SLOTS - 1);
+  uint64_t a = (uint64_t)(uintptr_t)t * UINT64_C(0x9E3779B97F4A7C15);   /* Fibonacci */
+  return (unsigned)(a >> 56) & (LTERM_PATH_SLOTS - 1);
 }
 int lterm_enc_fail(lterm_enc *e, const char *fmt, const char *what);
 

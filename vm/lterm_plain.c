@@ -131,7 +131,12 @@ static const uint8_t *local_node(const uint8_t *a, size_t left, size_t after) {
   size_t k;
   if (left < 2 + after || a[0] != T_SMALL_ATOM_UTF8 || (k = a[1]) > left - 2 - after)
     return NULL;
-  if (k == sizeof nonode - 1 && memcmp(a + 2, nonode, k) == 0) return a + 2 + k;
+  if (k == sizeof nonode - 1) {   /* two overlapping 8-byte words, no call */
+    uint64_t x, y, nx, ny;
+    memcpy(&x, a + 2, 8), memcpy(&y, a + 2 + k - 8, 8);
+    memcpy(&nx, nonode, 8), memcpy(&ny, nonode + k - 8, 8);
+    if (x == nx && y == ny) return a + 2 + k;
+  }
   const char *self = lpvm_node_name();
   if (self && strlen(self) == k && memcmp(a + 2, self, k) == 0) return a + 2 + k;
   return NULL;
@@ -231,8 +236,28 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
 #define STR_SLOTS 32
 typedef struct strs {
   uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
+  int pids;        /* the state has the pid metatable (once set, for the message) */
   const lraw_string *s[STR_SLOTS];
 } strs;
+
+/* The k bytes at x and y are the same: up to 16 compared as two (overlapping) words,
+** without a call to memcmp. */
+static inline int same_bytes(const char *x, const uint8_t *y, size_t k) {
+  if (k >= 8 && k <= 16) {
+    uint64_t a, b, c, d;
+    memcpy(&a, x, 8), memcpy(&b, x + k - 8, 8), memcpy(&c, y, 8), memcpy(&d, y + k - 8, 8);
+    return a == c && b == d;
+  }
+  if (k >= 4 && k < 8) {
+    uint32_t a, b, c, d;
+    memcpy(&a, x, 4), memcpy(&b, x + k - 4, 4), memcpy(&c, y, 4), memcpy(&d, y + k - 4, 4);
+    return a == c && b == d;
+  }
+  if (k < 4)
+    return k == 0 || ((uint8_t)x[0] == y[0] && (uint8_t)x[k / 2] == y[k / 2] &&
+                      (uint8_t)x[k - 1] == y[k - 1]);
+  return memcmp(x, y, k) == 0;
+}
 
 static inline unsigned str_slot(const uint8_t *s, size_t k) {
   /* odd factors: one-byte strings (atoms' names) fall in distinct slots */
@@ -241,6 +266,8 @@ static inline unsigned str_slot(const uint8_t *s, size_t k) {
 
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
                                   int depth, strs *c);
+static const uint8_t *plain_nested(lua_State *L, const uint8_t *p, const uint8_t *end,
+                                   int depth, strs *c);
 
 /* The element at p written straight into the array slot v of a table
 ** lua_createtable just made, if it is a value that is not collectable (an integer, a
@@ -299,10 +326,13 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
   lraw_table *h = NULL;
   int pids = 0;
   if (n > 0 && lraw_ok()) {
-    h = lraw_table_at(L, -1);
+    h = ((const lraw_state *)(void *)L)->top[-1].v.gc;   /* the table just made */
     if (h->alimit == n && !(h->flags & LRAW_BITRAS)) a = h->array;
-    lproc *pr = lproc_of(L);
-    pids = pr && pr->pid_mt;
+    if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
+      lproc *pr = lproc_of(L);
+      c->pids = pr && pr->pid_mt;
+    }
+    pids = c->pids;
   }
   for (uint32_t i = 1; i <= n; i++) {
     unsigned slot = STR_SLOTS;
@@ -317,7 +347,7 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
           k <= left - 5) {   /* a short string: met before in this message? */
         const lraw_string *s = c->s[slot = str_slot(p + 5, k)];
         /* a table the collector has blackened needs lua_rawseti's barrier */
-        if ((c->used >> slot & 1) && s->shrlen == k && memcmp(s->contents, p + 5, k) == 0 &&
+        if ((c->used >> slot & 1) && s->shrlen == k && same_bytes(s->contents, p + 5, k) &&
             !(h->marked & LRAW_BLACK)) {
           a[i - 1].v.gc = (void *)s, a[i - 1].tt = LRAW_VSHRSTR;
           p += 5 + k;
@@ -326,8 +356,16 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
       }
     }
     const uint8_t *q = plain_scalar(L, p, end);
-    if (!(p = q ? q : plain_value(L, p, end, depth + 1, c))) return NULL;
-    lua_rawseti(L, -2, (lua_Integer)i);
+    if (!(p = q ? q : plain_nested(L, p, end, depth + 1, c))) return NULL;
+    if (a && !(h->marked & LRAW_BLACK)) {
+      /* the value just pushed copied into its slot (a new table, a string met first):
+      ** lua_rawseti's barrier does nothing for a table that is not black (a
+      ** collection step while the value was made may have blackened this one) */
+      a[i - 1] = ((const lraw_state *)(void *)L)->top[-1];
+      lua_pop(L, 1);
+    } else {
+      lua_rawseti(L, -2, (lua_Integer)i);
+    }
     if (slot < STR_SLOTS && a[i - 1].tt == LRAW_VSHRSTR) {
       c->s[slot] = a[i - 1].v.gc;
       c->used |= UINT32_C(1) << slot;
@@ -364,8 +402,15 @@ static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *e
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
                                   int depth, strs *c) {
   const uint8_t *q = plain_scalar(L, p, end);
+  return q ? q : plain_nested(L, p, end, depth, c);
+}
+
+/* plain_value past its scalars (whose caller tried plain_scalar already): a
+** container, or NULL. */
+static const uint8_t *plain_nested(lua_State *L, const uint8_t *p, const uint8_t *end,
+                                   int depth, strs *c) {
   size_t left = (size_t)(end - p), k;
-  if (q || left < 2) return q;
+  if (left < 2) return NULL;
   switch (p[0]) {
     case T_SMALL_TUPLE: return plain_seq(L, p + 2, end, p[1], depth, c);
     case T_LIST:
@@ -415,13 +460,13 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   if (!lua_checkstack(L, (int)n + 3)) return -1;
   int base = lua_gettop(L);
   strs c;
-  c.used = 0;
+  c.used = 0, c.pids = 0;
   if (!tuple) {
     p = plain_value(L, p, end, 0, &c);
   } else {
     for (uint32_t i = 0; i < n && p; i++) {
       const uint8_t *q = plain_scalar(L, p, end);
-      p = q ? q : plain_value(L, p, end, 1, &c);
+      p = q ? q : plain_nested(L, p, end, 1, &c);
     }
   }
   if (p == end) return (int)n;
@@ -434,8 +479,8 @@ const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end
   int base = lua_gettop(L);
   const uint8_t *q = plain_scalar(L, p, end);
   strs c;
-  c.used = 0;
-  if (!q && !(q = plain_value(L, p, end, 1, &c))) lua_settop(L, base);
+  c.used = 0, c.pids = 0;
+  if (!q && !(q = plain_nested(L, p, end, 1, &c))) lua_settop(L, base);
   return q;
 }
 

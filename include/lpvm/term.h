@@ -56,6 +56,12 @@ LPVM_API lpvm_msg *lpvm_tbuf_to_msg(lpvm_tbuf *b);
 ** (unless it grew past 64 KiB): a builder reused for every send stops allocating. */
 LPVM_API void lpvm_tbuf_reset(lpvm_tbuf *b);
 
+/* Where the next n bytes go, the buffer grown if it must (NULL after an error, which
+** b->err keeps): for a codec that writes a term's bytes itself, then adds to b->len
+** what it wrote (vm/lterm_raw.c's lists). The lpvm_put_* functions are this and a few
+** stores. */
+LPVM_API uint8_t *lpvm_tbuf_room(lpvm_tbuf *b, size_t n);
+
 /* Each put appends one term (containers: their header; the elements follow). */
 LPVM_API void lpvm_put_atom(lpvm_tbuf *b, const char *name);          /* UTF-8, < 256 chars */
 LPVM_API void lpvm_put_atom_len(lpvm_tbuf *b, const char *name, size_t len);

@@ -124,6 +124,30 @@ test("a binary in a message is shared: the receiver gets the same bytes, no copy
   settle(base)
 end)
 
+test("a table read as a list up to a hole and then as a map keeps its binary once", function()
+  -- vm/lterm_raw.c puts a list's elements as they come; at a non-nil past a nil it
+  -- takes back what it put, and the binaries it recorded, before the map is put
+  local base = baseline()
+  local big = lpvm.binary(string.rep("0123456789abcdef", 512))   -- 8 KiB: shared
+  local me = lpvm.self()
+  local pid = lpvm.spawn(function(parent)
+    local t = lpvm.receive()
+    lpvm.send(parent, lpvm.is_binary(t[1]), #t[1], t[1]:sub(-4), t[2], t[3], t[4] == t[1],
+              lpvm.binary_stats())
+  end, me)
+  lpvm.send(pid, { big, nil, 3, big })
+  local r = T.recv()
+  T.eq(r[1], true)
+  T.eq(r[2], 8192)
+  T.eq(tostring(r[3]), "cdef")
+  T.eq(r[4], nil)
+  T.eq(r[5], 3)
+  T.eq(r[6], true, "the binary met twice is one value")
+  T.eq(r[7], base + 1, "one buffer for every holder")
+  big, r = nil, nil
+  settle(base)
+end)
+
 test("a binary to a dead pid, to a process that dies with it queued, or flushed", function()
   local base = baseline()
   local b = lpvm.binary(string.rep("z", 5000))
