@@ -242,7 +242,7 @@ void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the poo
 void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
 /* lproc_maker.c: new states made ahead by a thread of their own. take: a stock state
 ** (initialised as lproc_main initialises a new one), its block and whether bumps go on,
-** or NULL (the stock is empty: the maker starts on the first such miss). */
+** or NULL (the stock is empty: the maker starts after LPROC_MAKER_AFTER such misses). */
 #define LPROC_STOCK 2
 lua_State *lproc_maker_take(char **blk, uint8_t *bump);
 void lproc_maker_setup(void);            /* lproc_setup: the bound (LPVM_STOCK) */

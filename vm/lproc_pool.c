@@ -86,7 +86,6 @@ lua_State *lproc_pool_take(uint16_t *fn_len, uint64_t *fn_id, char **blk) {
   return e.L;
 }
 
-
 /* ---- the cleaning ------------------------------------------------------------------------- */
 
 /* A C library's finalizer finds its objects' metatable in the registry by name

@@ -186,7 +186,7 @@ test("a state from the maker's stock is a fresh one", function()
   T.eq(spot[4], false, "a heap limit: made on the spot")
   local off = os.getenv("LPVM_STOCK") == "0"
   local stock
-  for _ = 1, off and 5 or 200 do   -- the maker starts at the first spawn that finds none
+  for _ = 1, off and 5 or 200 do   -- the maker starts after 32 spawns found none
     local got = run(fingerprint)
     T.eq(got[2], false, "recycle(0): not recycled")
     if got[4] then stock = got break end
