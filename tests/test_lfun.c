@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <lauxlib.h>
 #include <lualib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -222,4 +223,130 @@ Test(lfun, spawn_fast_path_is_lterm_put) {
     lpvm_tbuf_free(&b);
     lua_close(L);
   }
+}
+
+/* Its decoding side (lfun_push_spawn) takes exactly those terms, each as the general
+** decoder would, declines every other, and raises on a damaged one. */
+static int push_spawn_cf(lua_State *L) {
+  size_t len;
+  const char *t = lua_tolstring(L, 1, &len);
+  int fast = lfun_push_spawn(L, (const uint8_t *)t, len);
+  if (!fast) lua_pushnil(L);
+  lua_pushboolean(L, fast);
+  lua_insert(L, -2);
+  return 2;   /* fast, the function or nil */
+}
+
+static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
+  (void)L;
+  lpvm_tbuf *b = ud;
+  b->data = realloc(b->data, b->len + sz);
+  memcpy(b->data + b->len, p, sz);
+  b->len += sz;
+  return 0;
+}
+
+Test(lfun, spawn_fast_decode) {
+  static const struct { const char *src; int fast; } cases[] = {
+      {"return function() return 7 end", 1},
+      {"return function(p) return type(p) end", 1},
+      {"local g = _G return function() return g end", 1},
+      {"local x = 7 return function() return x end", 0},
+      {"local t = {} return function() return t, print end", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    cr_assert_eq(luaL_dostring(L, cases[i].src), LUA_OK, "%s", lua_tostring(L, -1));
+    lpvm_tbuf b;
+    lpvm_tbuf_init(&b);
+    char err[LTERM_ERRSZ];
+    cr_assert_eq(lterm_put(L, -1, &b, err), 0, "%s", err);
+    lua_pushcfunction(L, push_spawn_cf);
+    lua_pushlstring(L, (const char *)b.data, b.len);
+    cr_assert_eq(lua_pcall(L, 1, 2, 0), LUA_OK, "%s: %s", cases[i].src, lua_tostring(L, -1));
+    cr_assert_eq(lua_toboolean(L, -2), cases[i].fast, "%s", cases[i].src);
+    if (cases[i].fast) {
+      cr_assert(lua_type(L, -1) == LUA_TFUNCTION, "%s: a function", cases[i].src);
+      lua_pushvalue(L, -1);
+      cr_assert_eq(lua_pcall(L, 0, 1, 0), LUA_OK, "%s: %s", cases[i].src, lua_tostring(L, -1));
+      lua_pushvalue(L, -4);   /* the original: the same result */
+      cr_assert_eq(lua_pcall(L, 0, 1, 0), LUA_OK, "%s: %s", cases[i].src, lua_tostring(L, -1));
+      cr_assert(lua_rawequal(L, -1, -2) || (lua_isnil(L, -1) && lua_isnil(L, -2)),
+                "%s: same result", cases[i].src);
+    } else {
+      cr_assert(lua_isnil(L, -1), "%s: nothing pushed", cases[i].src);
+    }
+    lpvm_tbuf_free(&b);
+    lua_close(L);
+  }
+  /* A function of one upvalue with an empty upvalue list: the term's shape is the fast
+  ** one, its count is not. */
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  cr_assert_eq(luaL_dostring(L, "return function() return print end"), LUA_OK);
+  lpvm_tbuf code = {NULL, 0, 0, 0}, t;
+  cr_assert_eq(lua_dump(L, dump_writer, &code, 0), 0);
+  lpvm_tbuf_init(&t);
+  lpvm_put_tuple(&t, 2);
+  lpvm_put_atom(&t, "lpvm_graph");
+  lpvm_put_tuple(&t, 3);
+  lpvm_put_atom(&t, "lpvm_fun");
+  lpvm_put_binary(&t, code.data, code.len);
+  lpvm_put_list(&t, 0);
+  lpvm_put_nil(&t);
+  lua_pushcfunction(L, push_spawn_cf);
+  lua_pushlstring(L, (const char *)t.data, t.len);
+  cr_assert_neq(lua_pcall(L, 1, 2, 0), LUA_OK, "a damaged term raises");
+  free(code.data);
+  lpvm_tbuf_free(&t);
+  lua_close(L);
+}
+
+/* The spawning state's cache of the last spawned prototype's dump (lfun.c spawn_cache):
+** functions spawned in turn, closures of one prototype, and a prototype made after the
+** cached one's closures were dropped each get their own bytes and number. */
+static void spawn_bytes(lua_State *L, const char *expr, lpvm_tbuf *a, uint64_t *id) {
+  cr_assert_eq(luaL_dostring(L, expr), LUA_OK, "%s", lua_tostring(L, -1));
+  lpvm_tbuf_init(a);
+  cr_assert_eq(lfun_put_spawn(L, -1, a, id), 1, "%s: fast", expr);
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  char err[LTERM_ERRSZ];
+  cr_assert_eq(lterm_put(L, -1, &b, err), 0, "%s", err);
+  cr_assert(a->len == b.len && memcmp(a->data, b.data, a->len) == 0, "%s: bytes", expr);
+  lpvm_tbuf_free(&b);
+  lua_pop(L, 1);
+}
+
+Test(lfun, spawn_cache) {
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  cr_assert_eq(luaL_dostring(L, "function mk() return function() return 1 end end "
+                                "f = mk() g = function() return 2, 2 end"), LUA_OK);
+  lpvm_tbuf f1, g1, f2, f3, h;
+  uint64_t idf1, idg1, idf2, idf3, idh;
+  spawn_bytes(L, "return f", &f1, &idf1);
+  spawn_bytes(L, "return g", &g1, &idg1);
+  spawn_bytes(L, "return f", &f2, &idf2);
+  spawn_bytes(L, "return mk()", &f3, &idf3);   /* another closure, the same prototype */
+  cr_assert_neq(idf1, idg1, "two functions, two numbers");
+  cr_assert(idf1 == idf2 && idf2 == idf3, "one prototype, one number");
+  /* every closure of both dropped, then many new prototypes: one may take the address */
+  cr_assert_eq(luaL_dostring(L, "f, g, mk = nil collectgarbage() collectgarbage() "
+                                "fs = {} for i = 1, 200 do "
+                                "fs[i] = load('return function() return ' .. i .. ' end')() end"),
+               LUA_OK);
+  for (int i = 1; i <= 200; i += 37) {
+    char expr[64];
+    snprintf(expr, sizeof expr, "return fs[%d]", i);
+    spawn_bytes(L, expr, &h, &idh);
+    cr_assert(idh != idf1 && idh != idg1, "%s: a number of its own", expr);
+    lpvm_tbuf_free(&h);
+  }
+  lpvm_tbuf_free(&f1);
+  lpvm_tbuf_free(&g1);
+  lpvm_tbuf_free(&f2);
+  lpvm_tbuf_free(&f3);
+  lua_close(L);
 }

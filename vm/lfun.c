@@ -61,19 +61,57 @@ static const void *proto_of(lua_State *L, int f) {
 static _Atomic uint64_t code_ids;
 #define CODE_ID_LEN sizeof(uint64_t)
 
-/* (f) -> its number and bytecode, one string. Raises when out of memory; run
-** protected. */
+/* The last spawned function's dump, in the spawning state: registry[&spawn_key] is a
+** userdata of this record with the closure (its prototype then stays alive: no other
+** can take its address) and the dump string (the bytes `code` points into) as user
+** values. A spawn of the same prototype again (a loop of spawns) reads it without the
+** protected call and the two weak tables' lookups (dump_cf: 930 instructions). It
+** keeps the last spawned closure alive until another is spawned from the state. */
+typedef struct spawn_cache {
+  const void *proto;
+  const char *code;   /* in the user value 2 */
+  size_t len;
+  uint64_t id;
+} spawn_cache;
+static const char spawn_key = 's';
+
+/* The closure at 1, its dump string at -1 (dump_cf): the spawn cache set to them. */
+static void spawn_cache_set(lua_State *L, const void *proto) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &spawn_key) != LUA_TUSERDATA) {
+    lua_pop(L, 1);
+    lua_newuserdatauv(L, sizeof(spawn_cache), 2);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &spawn_key);
+  }
+  spawn_cache *c = lua_touserdata(L, -1);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  lua_pushvalue(L, -2);
+  lua_setiuservalue(L, -2, 2);
+  lua_pop(L, 1);
+  size_t len;
+  const char *s = lua_tolstring(L, -1, &len);
+  c->proto = proto;
+  c->code = s + CODE_ID_LEN;
+  c->len = len - CODE_ID_LEN;
+  memcpy(&c->id, s, CODE_ID_LEN);
+}
+
+/* (f [, spawn]) -> its number and bytecode, one string; with spawn, also the spawn
+** cache's. Raises when out of memory; run protected. */
 static int dump_cf(lua_State *L) {
+  int spawn = lua_toboolean(L, 2);
+  lua_settop(L, 1);
   const void *proto = proto_of(L, 1);
   lmod_weak_table(L, &codes_key, "k");   /* 2 */
   lmod_weak_table(L, &protos_key, "v");  /* 3 */
   if (proto) {
     if (lua_rawgetp(L, 3, proto) == LUA_TFUNCTION && lua_rawget(L, 2) == LUA_TSTRING)
-      return 1;
+      goto done;
     lua_settop(L, 3);
   } else {
     lua_pushvalue(L, 1);
-    if (lua_rawget(L, 2) == LUA_TSTRING) return 1;
+    if (lua_rawget(L, 2) == LUA_TSTRING) goto done;
     lua_pop(L, 1);
   }
   size_t len;
@@ -95,6 +133,8 @@ static int dump_cf(lua_State *L) {
     lua_pushvalue(L, 1);
     lua_rawsetp(L, 3, proto);   /* protos[proto] = f */
   }
+done:
+  if (spawn && proto) spawn_cache_set(L, proto);
   return 1;
 }
 
@@ -232,6 +272,16 @@ int lfun_put(lterm_enc *e, int f) {
   return rc;
 }
 
+/* The bytes of lfun_put_spawn's term around the bytecode, which lfun_push_spawn
+** compares (tests/test_lfun.c checks they are lterm_put's): {lpvm_graph, {lpvm_fun,
+** <<Bytecode>>, ['$env']}} or with []. SMALL_TUPLE_EXT 104, SMALL_ATOM_UTF8_EXT 119,
+** LIST_EXT 108, NIL_EXT 106. */
+static const uint8_t spawn_head[] = {104, 2, 119, 10, 'l', 'p', 'v', 'm', '_', 'g', 'r', 'a',
+                                     'p', 'h', 104, 3, 119, 8, 'l', 'p', 'v', 'm', '_', 'f',
+                                     'u', 'n'};
+static const uint8_t spawn_env[] = {108, 0, 0, 0, 1, 119, 4, '$', 'e', 'n', 'v', 106};
+static const uint8_t spawn_none[] = {106};
+
 /* spawn's function, when it has no upvalue but the globals (`function() end`, or a
 ** body that only uses globals): the bytes lterm_put would build, without its first
 ** pass (which stops at the function to start again as a graph) and its maps. Returns
@@ -249,21 +299,34 @@ int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *id) {
     lua_pop(L, more ? 3 : 2);
     if (!env) return 0;
   }
-  lua_pushcfunction(L, dump_cf);
-  lua_pushvalue(L, f);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-    lua_pop(L, 1);
-    return 0;
-  }
   size_t len;
-  const char *code = cached_code(L, &len, id);
+  const char *code;
+  const void *proto = proto_of(L, f);
+  const spawn_cache *c = NULL;
+  if (proto && lua_rawgetp(L, LUA_REGISTRYINDEX, &spawn_key) == LUA_TUSERDATA)
+    c = lua_touserdata(L, -1);   /* at -1 while its bytes are read */
+  if (c && c->proto == proto) {
+    code = c->code;
+    len = c->len;
+    *id = c->id;
+  } else {
+    if (proto) lua_pop(L, 1);
+    lua_pushcfunction(L, dump_cf);
+    lua_pushvalue(L, f);
+    lua_pushboolean(L, 1);
+    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+      lua_pop(L, 1);
+      return 0;
+    }
+    code = cached_code(L, &len, id);
+  }
   lpvm_put_tuple(b, 2);
-  lpvm_put_atom(b, "lpvm_graph");
+  lpvm_put_atom_len(b, "lpvm_graph", 10);
   lpvm_put_tuple(b, 3);
-  lpvm_put_atom(b, "lpvm_fun");
+  lpvm_put_atom_len(b, "lpvm_fun", 8);
   lpvm_put_binary(b, code, len);
   lpvm_put_list(b, (uint32_t)nup);
-  if (nup) lpvm_put_atom(b, "$env");
+  if (nup) lpvm_put_atom_len(b, "$env", 4);
   lpvm_put_nil(b);
   lua_pop(L, 1);
   return 1;
@@ -303,6 +366,44 @@ int lfun_push_known(lua_State *L, lpvm_tread *r) {
     lua_remove(L, -2);
   }
   *r = probe;
+  return 1;
+}
+
+/* The decoding side of lfun_put_spawn: a spawn's term of one function whose only
+** upvalue is '$env' (or none), as it writes them, pushed without the general
+** decoder's set-up, the graph's numbering table (a table and its first slot: 700
+** instructions a spawn) and the probes for names. Returns 1 with the function pushed,
+** or 0, pushing nothing, for any other term (lterm_push_values_ex decodes it then);
+** the function is what push_fun would make of it: loaded, or the recycled state's
+** kept function (lproc_pool_reuse_fn), its upvalue set to the receiver's globals.
+** Only for a trusted term: elsewhere a function term reads as plain data. */
+int lfun_push_spawn(lua_State *L, const uint8_t *term, size_t len) {
+  lpvm_tread r;
+  uint32_t nlist;
+  const uint8_t *code;
+  size_t clen, head = 1 + sizeof spawn_head;   /* the version byte, then spawn_head */
+  if (len <= head || memcmp(term + 1, spawn_head, sizeof spawn_head) != 0 ||
+      lpvm_tread_init(&r, term, len))
+    return 0;
+  r.p = term + head;
+  if (lpvm_get_binary(&r, &code, &clen) || clen < 5 || memcmp(code, LUA_SIGNATURE, 4) != 0 ||
+      code[4] != 0x54)
+    return 0;
+  size_t rest = (size_t)(r.end - r.p);
+  if (rest == sizeof spawn_env && memcmp(r.p, spawn_env, rest) == 0) nlist = 1;
+  else if (rest == sizeof spawn_none && memcmp(r.p, spawn_none, rest) == 0) nlist = 0;
+  else return 0;
+  if (!lproc_pool_reuse_fn(L, code, clen) &&
+      luaL_loadbufferx(L, (const char *)code, clen, "=message", "b") != LUA_OK)
+    lua_error(L);
+  int f = lua_gettop(L);
+  uint32_t nup = 0;
+  while (nup <= nlist && lua_getupvalue(L, f, (int)nup + 1)) lua_pop(L, 1), nup++;
+  if (nup != nlist) lterm_dec_bad(L);
+  if (nlist) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    lua_setupvalue(L, f, 1);
+  }
   return 1;
 }
 

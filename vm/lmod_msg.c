@@ -23,7 +23,16 @@
 #include "lpvm/binary.h"
 #include "lpvm/dist.h"
 #include "vm/lproc_int.h"
+#include "vm/lraw.h"
 #include "vm/lterm.h"
+
+/* lproc_check, with the allocator's user data (the process) read in place. */
+static inline lproc *proc_check(lua_State *L) {
+  if (!lraw_ok()) return lproc_check(L);
+  lproc *p = ((const lraw_state *)(const void *)L)->l_G->ud;
+  if (!p || !p->L) lproc_not_a_process(L);
+  return p;
+}
 
 /* ---- send ------------------------------------------------------------------------------- */
 
@@ -80,22 +89,30 @@ static int send_k(lua_State *L, int status, lua_KContext ctx) {
 ** proportion to the receiver's queue (4 per queued message), so a sender that fills a
 ** mailbox faster than it drains gets a smaller share of the CPU and the receiver
 ** catches up. The send itself never waits: once the charge passes a time slice the
-** sender goes to the back of its run queue, as the count hook would send it. */
+** sender goes to the back of its run queue, as the count hook would send it. A send
+** to itself is not charged: the receiver is the sender, and slowing it down lets
+** nobody catch up (EStone's timer micro sends itself 100 messages a loop, and each
+** charge past the slice cost a yield and a step). */
 #define SEND_PUNISH_PER_MSG 4u
 
 static int lmod_send(lua_State *L) {
-  lproc *p = lproc_check(L);
-  int t1 = lua_type(L, 1);
-  if (t1 == LUA_TTABLE) {
-    int n = send_remote_name(L, p);
-    if (n >= 0) return n;
+  lproc *p = proc_check(L);
+  const lraw_tvalue *a = lraw_ok() ? lraw_arg(L, 1) : NULL;   /* a pid read in place */
+  lpvm_id to = a && a->tt == LRAW_VLIGHTUD ? (lpvm_id)(uintptr_t)a->v.p : 0;
+  if (lmod_light_is_ref(to)) to = 0;   /* a reference (vm/lmod.c): check_target's error */
+  if (!to) {
+    int t1 = lua_type(L, 1);
+    if (t1 == LUA_TTABLE) {
+      int n = send_remote_name(L, p);
+      if (n >= 0) return n;
+    }
+    if (t1 == LUA_TLIGHTUSERDATA) to = lmod_to_pid(L, 1);   /* 0 for a reference */
+    if (!to) to = check_target(L, 1, "send");   /* a name, or the error */
   }
-  lpvm_id to = t1 == LUA_TLIGHTUSERDATA ? (lpvm_id)(uintptr_t)lua_touserdata(L, 1) : 0;
-  if (lmod_light_is_ref(to)) to = 0;          /* a reference: check_target's error */
-  if (!to) to = check_target(L, 1, "send");   /* a name, or the error */
   lpvm_msg *m = build_msg(L, 2, "send");
   uint32_t queued = 0;
   lpvm_send_msg_queued(&p->task, to, m, &queued);
+  if (to == p->task.id) queued = 0;
   uint64_t charge = (uint64_t)p->punish + (uint64_t)queued * SEND_PUNISH_PER_MSG;
   p->punish = charge > UINT32_MAX ? UINT32_MAX : (uint32_t)charge;
   if (p->punish >= (uint32_t)lproc_cfg.reductions && lua_isyieldable(L)) {
@@ -112,6 +129,9 @@ static int lmod_send(lua_State *L) {
 ** any other number must be >= 0 and is rounded up (a finite timeout too long for the
 ** clock saturates: it is accepted and fires, in theory, at the end of time). */
 int64_t lmod_check_ms(lua_State *L, int arg) {
+  int isint;   /* receive(100): an integer as the float path below would give it */
+  lua_Integer i = lua_tointegerx(L, arg, &isint);
+  if (isint && i >= 0 && i < (INT64_C(1) << 53)) return (int64_t)i;
   lua_Number ms = luaL_checknumber(L, arg);
   luaL_argcheck(L, ms >= 0 && ms == ms, arg, "timeout must be >= 0 or math.huge");
   if (ms == HUGE_VAL) return -1;
@@ -341,12 +361,17 @@ static int recv_loop(lua_State *L, lproc *p) {
 int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
   int64_t ms = lua_isnil(L, 2) ? -1 : (int64_t)lua_tointeger(L, 2);
   /* Signals sent since this step began (a send to self, say) are still in the signal
-  ** queue: before a poll says "timeout", bring them into the mailbox once. A signal
-  ** among them that ends the process (a kill) takes effect when the step ends. */
-  if (ms == 0 && !p->polled) {
+  ** queue: before a poll says "timeout", and before a timer is started for a wait,
+  ** bring them into the mailbox once (a message already sent is then taken with no
+  ** timer and no step). A signal among them that ends the process (a kill) takes
+  ** effect when the step ends. A wait for ever does not look: its yield ends the
+  ** step, which takes them, and the look would cost every blocking receive. */
+  if (ms >= 0 && !p->polled) {
     p->polled = 1;
-    if (lpvm_fetch_signals(&p->task) == 0) return again(L, p);
-    if (lua_isyieldable(L)) {  /* killed: end the step now, the process will not resume */
+    lpvm_msg *last = p->task.mq_last;
+    if (lpvm_fetch_signals(&p->task) == 0) {
+      if (p->task.mq_last != last) return again(L, p);
+    } else if (lua_isyieldable(L)) {  /* killed: end the step now, it will not resume */
       p->wait = LP_RUN;
       if (L != p->L) p->sched_yield = 1;
       return lua_yieldk(L, 0, 0, k);
@@ -383,45 +408,65 @@ void lmod_check_wait(lua_State *L, lproc *p, const char *fname) {
   if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
 }
 
-/* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
-** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
-** programmer's mistake and raises. */
-int lmod_receive(lua_State *L) {
-  lproc *p = lproc_check(L);
-  lmod_check_wait(L, p, "receive");
+/* receive() or receive(ms) found nothing: wait ([1] no predicate, [2] the timeout). */
+static __attribute__((noinline)) int recv_any_wait(lua_State *L, lproc *p, int64_t ms) {
+  lua_settop(L, 0);
+  lua_pushnil(L);
+  if (ms < 0) lua_pushnil(L);
+  else lua_pushinteger(L, ms);
+  return recv_wait(L, p, recv_k, recv_loop);
+}
+
+/* receive() and receive(ms): any message. One already queued (a receiver draining a
+** burst) is taken without the stack recv_loop keeps for a wait and without a timer. */
+__attribute__((always_inline)) static inline int recv_any(lua_State *L, lproc *p, int64_t ms) {
+  lmod_drop_owned(p);
+  lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
+  lpvm_msg *m = recv_next(L, p);
+  if (!m) return recv_any_wait(L, p, ms);
+  p->scan = NULL;   /* an eval taken on the way may have moved it */
+  return take_push(L, p, m);
+}
+
+/* lmod_receive's arguments through the C API: every form. */
+static __attribute__((noinline)) int receive_args(lua_State *L, lproc *p) {
   int top = lua_gettop(L);
-  if (top == 0) {                     /* receive(): the common case, nothing to check */
-    lmod_drop_owned(p);
-    lmod_recv_finish(p);
-    /* a message already queued (a receiver draining a burst) is taken without the
-    ** stack recv_loop keeps (the predicate and the timeout, both nil here) */
-    lpvm_msg *m = recv_next(L, p);
-    if (m) {
-      lmod_recv_finish(p);   /* an eval taken on the way may have moved the scan */
-      return take_push(L, p, m);
-    }
-    lua_settop(L, 2);
-    return recv_wait(L, p, recv_k, recv_loop);
-  }
+  if (top == 0) return recv_any(L, p, -1);   /* receive(): nothing to check */
   int t1 = lua_type(L, 1);
   int64_t ms = -1;
   if (t1 == LUA_TNUMBER) {           /* receive(timeout) */
     luaL_argexpected(L, top < 2 || lua_isnil(L, 2), 2, "no value after a timeout");
-    ms = lmod_check_ms(L, 1);
-    lua_settop(L, 0);
-    lua_pushnil(L);
-  } else {                            /* receive([pred [, timeout]]) */
-    luaL_argexpected(L, t1 == LUA_TNONE || t1 == LUA_TNIL || t1 == LUA_TFUNCTION, 1,
-                     "function or number");
-    luaL_argexpected(L, top < 3, 3, "no value");
-    if (!lua_isnoneornil(L, 2)) ms = lmod_check_ms(L, 2);
-    lua_settop(L, 1);
+    return recv_any(L, p, lmod_check_ms(L, 1));
   }
+  /* receive([pred [, timeout]]) */
+  luaL_argexpected(L, t1 == LUA_TNONE || t1 == LUA_TNIL || t1 == LUA_TFUNCTION, 1,
+                   "function or number");
+  luaL_argexpected(L, top < 3, 3, "no value");
+  if (!lua_isnoneornil(L, 2)) ms = lmod_check_ms(L, 2);
+  lua_settop(L, 1);
   if (ms < 0) lua_pushnil(L);
   else lua_pushinteger(L, ms);
   lmod_drop_owned(p);
   lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
   return recv_loop(L, p);
+}
+
+/* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
+** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
+** programmer's mistake and raises. receive() and receive(ms) are read in place (no
+** lua_gettop, lua_type), the rest by receive_args. */
+int lmod_receive(lua_State *L) {
+  lproc *p = proc_check(L);
+  lmod_check_wait(L, p, "receive");
+  if (!lraw_ok()) return receive_args(L, p);
+  const lraw_tvalue *a = lraw_arg(L, 1);
+  int64_t ms = -1;
+  if (a) {
+    if (a->tt != LRAW_VNUMINT || a->v.i < 0 || a->v.i >= (INT64_C(1) << 53) || lraw_arg(L, 2))
+      return receive_args(L, p);
+    ms = a->v.i;   /* what lmod_check_ms gives for it */
+  }
+  return recv_any(L, p, ms);
 }
 
 static int ref_loop(lua_State *L, lproc *p);

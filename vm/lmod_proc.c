@@ -100,24 +100,25 @@ static int spawn_common(lua_State *L, int link, int monitor) {
     lmod_cstr(L, first, first, "module name");
   }
   char err[LTERM_ERRSZ];
-  lpvm_tbuf up, args;
+  /* no arguments: the empty tuple, not built (cap 0: not ours to free) */
+  lpvm_tbuf up, args = {(uint8_t *)lproc_no_args, sizeof lproc_no_args, 0, 0};
   lpvm_tbuf_init(&up);
-  lpvm_tbuf_init(&args);
+  if (top > first) lpvm_tbuf_init(&args);
   size_t code_len = 0;
   const char *code = "";
   uint64_t code_id = 0;
   if (kind == LUA_TFUNCTION) {   /* the function as a term, upvalues and all */
     if (!lfun_put_spawn(L, first, &up, &code_id) && lterm_put(L, first, &up, err) != 0) {
       lpvm_tbuf_free(&up);
-      lpvm_tbuf_free(&args);
+      if (args.cap) lpvm_tbuf_free(&args);
       return luaL_error(L, "spawn: %s", err);
     }
   } else {
     code = lua_tolstring(L, first, &code_len);
   }
-  if (lterm_put_values(L, first + 1, top - first, &args, err) != 0) {
+  if (top > first && lterm_put_values(L, first + 1, top - first, &args, err) != 0) {
     lpvm_tbuf_free(&up);
-    lpvm_tbuf_free(&args);
+    if (args.cap) lpvm_tbuf_free(&args);
     return luaL_error(L, "spawn: argument %s", err);
   }
   lproc_start *s = NULL;
@@ -126,7 +127,7 @@ static int spawn_common(lua_State *L, int link, int monitor) {
                         &args);
   if (!s) {
     lpvm_tbuf_free(&up);
-    lpvm_tbuf_free(&args);
+    if (args.cap) lpvm_tbuf_free(&args);
     return luaL_error(L, "spawn: not enough memory");
   }
   s->code_id = code_id;
@@ -135,7 +136,7 @@ static int spawn_common(lua_State *L, int link, int monitor) {
   s->creator = p->task.id;
   s->wait_marker = so.monitor;
   lpvm_tbuf_free(&up);
-  lpvm_tbuf_free(&args);
+  if (args.cap) lpvm_tbuf_free(&args);
   lpvm_id id;
   int rc = lproc_spawn(p, s, &so.o, &id);
   if (rc != 0) return lmod_fail(L, rc);

@@ -333,6 +333,10 @@ static int push_module(lua_State *L, lproc_start *s) {
   return lua_gettop(L);
 }
 
+/* A spawn's arguments when there are none: an empty tuple (lterm_put_values). */
+const uint8_t lproc_no_args[3] = {131, 104, 0};
+#define no_args lproc_no_args
+
 /* (fresh [, kept]): kept is the function a recycled state's previous owner ran,
 ** which the decoder takes if this spawn's function dumps the same (lfun.c). A
 ** spawned function (LS_TERM) stays at 1 while it runs (a C temporary of this frame)
@@ -350,8 +354,10 @@ static int lproc_main(lua_State *L) {
     push_func(L, s);
   } else if (s->kind == LS_TERM) {
     p->fn_cand = lua_type(L, 2) == LUA_TFUNCTION ? 2 : LPROC_NO_CAND;
-    int ok = lterm_push_values_ex(L, s->data + s->code_len, s->up_len, trusted) == 1 &&
-             lua_type(L, -1) == LUA_TFUNCTION;
+    const uint8_t *fn = s->data + s->code_len;
+    int ok = (trusted && lfun_push_spawn(L, fn, s->up_len)) ||
+             (lterm_push_values_ex(L, fn, s->up_len, trusted) == 1 &&
+              lua_type(L, -1) == LUA_TFUNCTION);
     if (p->fn_cand) p->fn_len = 0, p->fn_id = 0;   /* not decoded from bytecode: not known */
     p->fn_cand = 0;
     if (!ok) luaL_error(L, "spawn: malformed function");
@@ -365,7 +371,10 @@ static int lproc_main(lua_State *L) {
     lua_pushnil(L);
     lua_replace(L, 1);
   }
-  int n = lterm_push_values_ex(L, s->data + s->code_len + s->up_len, s->args_len, trusted);
+  const uint8_t *args = s->data + s->code_len + s->up_len;
+  int n = s->args_len == sizeof no_args && memcmp(args, no_args, sizeof no_args) == 0
+              ? 0
+              : lterm_push_values_ex(L, args, s->args_len, trusted);
   p->start = NULL;
   free(s);
   lua_callk(L, n, 0, 0, main_k);

@@ -75,7 +75,7 @@ typedef struct lproc {
   uint8_t wait;             /* LP_* */
   uint8_t timer_set;        /* receive: a timer runs for this receive */
   uint8_t timed_out;
-  uint8_t polled;           /* receive(0): pending signals were drained once */
+  uint8_t polled;           /* receive with a timeout: pending signals drained once */
   uint8_t in_pred;          /* receive: the predicate runs */
   uint8_t in_eval;          /* leval.c: an lpvm.eval request runs */
   uint8_t heap_refused;     /* the allocator refused: max_heap */
@@ -224,6 +224,10 @@ static inline void lproc_block_free(lproc *p, void *ptr, size_t osize) {
 /* lfun.c: spawn's encoding of a function whose only upvalue is the globals (or none):
 ** 1 if done (as lterm_put would), 0 to leave it to lterm_put */
 int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *code_id);
+/* A spawn's arguments when there are none: the empty tuple lterm_put_values writes. */
+extern const uint8_t lproc_no_args[3];
+/* Push the function of a term lfun_put_spawn wrote (1), else 0 and nothing (lfun.c). */
+int lfun_push_spawn(lua_State *L, const uint8_t *term, size_t len);
 
 /* lproc_pool.c: recycled states */
 int lproc_recycle_set(int n);            /* returns the old bound */
@@ -236,7 +240,7 @@ void lproc_pool_fresh(lua_State *L);     /* the first new state's bytes: the poo
 void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pooled, or closed */
 /* lproc_maker.c: new states made ahead by a thread of their own. take: a stock state
 ** (initialised as lproc_main initialises a new one), its block and whether bumps go on,
-** or NULL (the stock is empty: the maker starts on the first such miss). */
+** or NULL (the stock is empty: the maker starts after LPROC_MAKER_AFTER such misses). */
 #define LPROC_STOCK 2
 lua_State *lproc_maker_take(char **blk, uint8_t *bump);
 void lproc_maker_setup(void);            /* lproc_setup: the bound (LPVM_STOCK) */

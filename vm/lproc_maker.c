@@ -12,12 +12,16 @@
 ** vm/lproc_block.c; then lproc_state_init), and keeps a small stock; a spawn with no
 ** recycled state to take (lproc_pool.c) takes one from it (lproc_maker_take).
 **
+** The maker runs at SCHED_IDLE priority: made ahead by an idle core (one worker on a
+** two-core machine), while a worker on every core goes first and its spawns make their
+** own states as before; a take never waits for the maker's lock (trylock).
+**
 ** Rules: the maker never runs a process's code (nothing but lua_newstate and
 ** lproc_state_init runs in its states); it works only while the stock is below its
 ** low mark (half the bound) and then fills it to the bound, and otherwise waits on a
 ** condition variable (no CPU while idle); a spawn that finds the stock empty makes its
-** own state as before, never waits. The thread starts at the first such miss, so a VM
-** that never spawns many processes never has it. A stock state is a new state: its
+** own state as before, never waits. The thread starts once LPROC_MAKER_AFTER spawns
+** have made their own, so a VM that never spawns many processes never has it. A stock state is a new state: its
 ** process sees what it would see in one made on the spot (tests/lua/test_recycle.lua),
 ** its bytes are counted from the moment a process takes it, and a process with a
 ** heap limit (max_heap) makes its own, so the limit sees every allocation as before.
@@ -29,12 +33,13 @@
 ** its process a state is touched by nobody (mk.mu orders the hand-over).
 **
 ** The bound: LPVM_STOCK in the environment (0: no maker; default
-** LPROC_MAKER_DEFAULT), read when the VM starts (lproc_setup). A stock state holds
-** its block (LPROC_BLOCK, 7,168 bytes) and a few hundred bytes beside it: 32 states
-** are about 240 KB. Every stock state is closed when the VM stops (lproc_teardown).
+** LPROC_MAKER_DEFAULT), read when the VM starts (lproc_setup). A stock state is its
+** block (LPROC_BLOCK, 7,168 bytes: a new state's ~5,500 bytes of objects all fit):
+** 32 states are 229 KB. Every stock state is closed when the VM stops (lproc_teardown).
 */
 #include <lua.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -46,6 +51,9 @@
 
 #define LPROC_MAKER_DEFAULT 32
 #define LPROC_MAKER_MAX 1024
+/* The maker starts once spawns have made this many states of their own: a VM that
+** starts few processes (most programs) never has it, nor its stock. */
+#define LPROC_MAKER_AFTER 32
 
 /* A state in stock: its block and whether its next objects are still bumped from it. */
 typedef struct made {
@@ -65,7 +73,8 @@ static struct {
   int started;         /* the thread was started (mu) */
   pthread_t th;        /* written by the thread that starts it, under mu */
   _Atomic int avail;   /* n, for the look without the lock (writers hold mu) */
-  _Atomic int on;      /* a miss starts the maker: cap > 0, not started, not stopping */
+  _Atomic int on;      /* misses start the maker: cap > 0, not started, not stopping */
+  _Atomic int misses;  /* spawns that made their own state while `on` */
   _Atomic int failed;  /* the maker could not make a state: a miss wakes it again */
 } mk = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -77,7 +86,7 @@ static struct {
 ** a new block lies outside the window populated last, the LPROC_MAKER_AHEAD bytes from
 ** its page on are populated (best effort: a range that is not all mapped fails, and
 ** MADV_POPULATE_WRITE changes no byte). At most one window is resident ahead of use. */
-#define LPROC_MAKER_AHEAD ((uintptr_t)256 << 10)
+#define LPROC_MAKER_AHEAD ((uintptr_t)64 << 10)
 static uintptr_t ahead_lo, ahead_hi;   /* the window populated last (the maker thread) */
 
 static void populate_ahead(const char *blk) {
@@ -124,6 +133,12 @@ static int make_one(made *m) {
 
 static void *maker_main(void *arg) {
   (void)arg;
+#ifdef SCHED_IDLE
+  /* Made ahead by an idle core: with a worker on every core the workers go first, and
+  ** spawns make their own states as before (best effort: a failure keeps the policy). */
+  struct sched_param sp = {0};
+  (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+#endif
   pthread_mutex_lock(&mk.mu);
   while (!mk.stop) {
     if (mk.n >= mk.low) {
@@ -170,11 +185,13 @@ static void start_locked(void) {
 lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
   if (atomic_load_explicit(&mk.avail, memory_order_relaxed) == 0) {
     if (atomic_load_explicit(&mk.on, memory_order_relaxed)) {
+      if (atomic_fetch_add_explicit(&mk.misses, 1, memory_order_relaxed) + 1 < LPROC_MAKER_AFTER)
+        return NULL;
       pthread_mutex_lock(&mk.mu);
       start_locked();
       pthread_mutex_unlock(&mk.mu);
-    } else if (atomic_load_explicit(&mk.failed, memory_order_relaxed)) {
-      pthread_mutex_lock(&mk.mu);
+    } else if (atomic_load_explicit(&mk.failed, memory_order_relaxed) &&
+               pthread_mutex_trylock(&mk.mu) == 0) {
       atomic_store_explicit(&mk.failed, 0, memory_order_relaxed);
       if (mk.waiting) pthread_cond_signal(&mk.cv);
       pthread_mutex_unlock(&mk.mu);
@@ -182,7 +199,8 @@ lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
     return NULL;
   }
   made m = {NULL, NULL, 0};
-  pthread_mutex_lock(&mk.mu);
+  /* The maker runs at idle priority and might be preempted holding mu: never wait */
+  if (pthread_mutex_trylock(&mk.mu) != 0) return NULL;
   if (mk.n > 0) {
     m = mk.v[--mk.n];
     atomic_store_explicit(&mk.avail, mk.n, memory_order_relaxed);
@@ -206,11 +224,14 @@ void lproc_maker_setup(void) {
     if (*end == '\0' && v >= 0) cap = v > LPROC_MAKER_MAX ? LPROC_MAKER_MAX : (int)v;
   }
   pthread_mutex_lock(&mk.mu);
-  mk.cap = cap;
-  mk.low = (cap + 1) / 2;
+  if (!mk.started && !mk.v) {   /* a second setup without a teardown keeps the bound */
+    mk.cap = cap;
+    mk.low = (cap + 1) / 2;
+  }
   mk.stop = 0;
   atomic_store(&mk.failed, 0);
-  atomic_store(&mk.on, cap > 0);
+  atomic_store(&mk.misses, 0);
+  atomic_store(&mk.on, mk.cap > 0 && !mk.started);
   pthread_mutex_unlock(&mk.mu);
 }
 

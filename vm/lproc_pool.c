@@ -45,13 +45,25 @@ static struct {
 /* A cleaned state goes back to the pool only if it holds at most this many bytes more
 ** than a new one (fresh_bytes, measured on the first new state): a process that grew
 ** its registry, string table or call-info list gives back a state that stays bigger,
-** and a leftover of its previous owner would show there too. */
+** and a leftover of its previous owner would show there too. A state cleaned without
+** a collection (clean_quick) holds its old owners' garbage besides, which the next
+** owner's collections free: it may hold LPROC_POOL_GARBAGE more before one runs. A
+** process that reaches the lpvm module makes about 1.5 KB of it (the module, its
+** metatable, the functions it looked up); with the 1 KB bound every such exit paid a
+** full collection (18,000 instructions at 7-14 KB) and lost its kept function. The
+** kept function's prototype is allowed for too, by its bytecode's length (fn_len, 0
+** when not known): in memory a prototype takes 1.5-3 times its dump (an EStone
+** chain's body, 1.4 KB, was never kept under the 1 KB bound: its state was closed
+** and the next spawn made a new one). */
 #define LPROC_POOL_SLACK 1024
+#define LPROC_POOL_GARBAGE 8192
+#define LPROC_POOL_FN_MAX 16384
 static _Atomic size_t fresh_bytes;
 
-static size_t pool_max_bytes(void) {
+static size_t pool_max_bytes(int collected, size_t fn_len) {
   size_t f = atomic_load_explicit(&fresh_bytes, memory_order_relaxed);
-  return f ? f + LPROC_POOL_SLACK : 0;
+  size_t fn = 4 * fn_len < LPROC_POOL_FN_MAX ? 4 * fn_len : LPROC_POOL_FN_MAX;
+  return f ? f + (collected ? LPROC_POOL_SLACK : LPROC_POOL_GARBAGE) + fn : 0;
 }
 
 void lproc_pool_fresh(lua_State *L) {
@@ -74,7 +86,6 @@ lua_State *lproc_pool_take(uint16_t *fn_len, uint64_t *fn_id, char **blk) {
   return e.L;
 }
 
-
 /* ---- the cleaning ------------------------------------------------------------------------- */
 
 /* A C library's finalizer finds its objects' metatable in the registry by name
@@ -94,10 +105,31 @@ static int needed_by_finalizers(lua_State *L) {
   return named;
 }
 
+/* A registry that holds nothing but the main thread and the globals at 1 and 2 (a
+** process that loaded no module, made no reference; most short ones), read through
+** vm/lraw.h's mirror: the walk with lua_next (450 instructions) finds nothing to
+** remove then. */
+static int registry_bare(lua_State *L) {
+  if (!lraw_ok()) return 0;
+  const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;
+  const lraw_table *h = g->l_registry.v.gc;
+  unsigned int n = lraw_real_asize(h);
+  if (n < 2) return 0;
+  for (unsigned int i = 2; i < n; i++)
+    if (!lraw_is_nil(&h->array[i])) return 0;
+  if (h->lastfree) {   /* a hash part (emptied ones stay until a rehash) */
+    const lraw_node *node = h->node;
+    for (size_t i = 0, size = (size_t)1 << h->lsizenode; i < size; i++)
+      if (LRAW_NOVARIANT(node[i].tt) != 0) return 0;
+  }
+  return 1;
+}
+
 /* Empty the registry but for the main thread; the first time keep what finalizers
 ** need (returns how many entries), else install a new globals table. */
 static int wipe_registry(lua_State *L, int first) {
   int kept = 0;
+  if (!first && registry_bare(L)) goto globals;
   lua_pushnil(L);
   while (lua_next(L, LUA_REGISTRYINDEX)) {
     int keep = first && needed_by_finalizers(L);
@@ -110,6 +142,7 @@ static int wipe_registry(lua_State *L, int first) {
     lua_rawset(L, LUA_REGISTRYINDEX);
   }
   if (first) return kept;
+globals:
   lua_newtable(L);
   lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   return 0;
@@ -231,8 +264,10 @@ static int clean_cf(lua_State *L) {
   lproc *p = lproc_of(L);
   lua_settop(L, 1);   /* the kept function, or nil */
   p->clean_new = 0;
+  int collected = 1;
   if (lraw_ok() && !lraw_finalizers_pending(L)) {   /* vm/lraw.h: the collector's lists */
     clean_quick(L);
+    collected = 0;
   } else {
     lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
     if (!detach_upvalues(L, 1)) return 0;
@@ -252,13 +287,14 @@ static int clean_cf(lua_State *L) {
   }
   /* Each collection halves a string table that is less than a quarter full: a
   ** process that made many strings needs one or two more to give a small state. */
-  for (int i = 0; i < 2 && !p->clean_new && lproc_state_bytes(L) > pool_max_bytes(); i++)
-    watched_collect(p, L);
+  size_t fn_len = lua_type(L, 1) == LUA_TFUNCTION ? p->fn_len : 0;
+  for (int i = 0; i < 2 && !p->clean_new && p->mem > pool_max_bytes(collected, fn_len); i++)
+    watched_collect(p, L), collected = 1;
   if (p->clean_new) return 0;
   drop_upvalues(L, 1);
   lproc_state_init(L, 2);
   lua_settop(L, 1);
-  lua_pushboolean(L, 1);
+  lua_pushinteger(L, 1 + collected);   /* true; 2: the state was collected */
   return 1;
 }
 
@@ -267,7 +303,9 @@ static int collect_cf(lua_State *L) {
   return 0;
 }
 
-/* Give the state to the pool if there is room and it cleans; else close it. */
+/* Give the state to the pool if there is room and it cleans; else close it. The
+** state's bytes are p->mem, the allocator's count, which matches Lua's
+** (lproc_state_bytes: two lua_gc calls, ~110 instructions) while p owns it. */
 void lproc_pool_release(lproc *p) {
   lua_State *L = p->L;
   p->L = NULL;
@@ -297,15 +335,19 @@ void lproc_pool_release(lproc *p) {
     lua_pushcfunction(L, clean_cf);
     if (kept) lua_pushvalue(L, 1);
     int clean = lua_pcall(L, kept, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+    int collected = lua_tointeger(L, -1) == 2;
     lua_settop(L, kept);
-    if (clean && kept && lproc_state_bytes(L) > pool_max_bytes()) {
+    size_t fn_len = kept ? p->fn_len : 0;
+    if (clean && kept && p->mem > pool_max_bytes(collected, fn_len)) {
       lua_settop(L, 0);   /* a big function: the state without it may fit */
       lua_pushcfunction(L, collect_cf);
       clean = lua_pcall(L, 0, 0, 0) == LUA_OK && !p->clean_new;
+      collected = 1;
+      fn_len = 0;
       lua_settop(L, 0);
     }
 
-    if (clean && !p->heap_refused && lproc_state_bytes(L) <= pool_max_bytes()) {
+    if (clean && !p->heap_refused && p->mem <= pool_max_bytes(collected, fn_len)) {
       lua_setallocf(L, lproc_alloc, NULL);
       pthread_mutex_lock(&pool.mu);
       if (pool.n < atomic_load(&pool.bound)) {

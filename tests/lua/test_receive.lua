@@ -190,15 +190,59 @@ test("receive(0) sees messages sent to self after earlier receives", function()
   T.eq(select(2, lpvm.receive(0)), "timeout")
 end)
 
-test("a kill that arrives during receive(0) ends the process", function()
-  local pid, ref = lpvm.spawn_monitor(function()
-    local me = lpvm.self()
-    lpvm.send(me, "x")
-    lpvm.exit(me, "kill")
-    while true do lpvm.receive(0) end
-  end)
-  local _, reason = T.down(ref)
-  T.eq(reason, "killed")
+test("a kill that arrives during receive(0) or a receive with a timeout ends the process", function()
+  -- receive(0) polls the signal queue; receive(ms) brings it in before a timer starts
+  for _, ms in ipairs({ 0, 100000 }) do
+    local _, ref = lpvm.spawn_monitor(function(t)
+      local me = lpvm.self()
+      lpvm.send(me, "x")
+      lpvm.exit(me, "kill")
+      while true do lpvm.receive(t) end   -- never past the first wait: killed
+    end, ms)
+    local _, reason = T.down(ref)
+    T.eq(reason, "killed", "receive(" .. ms .. ")")
+  end
+end)
+
+test("receive with a timeout takes messages sent to itself in the same step, in order", function()
+  T.flush()
+  local me = lpvm.self()
+  -- more sends than one slice's punishment would allow a sender to another process
+  for round = 1, 3 do
+    for i = 1, 500 do lpvm.send(me, round, i) end
+    for i = 1, 500 do T.eqv(table.pack(lpvm.receive(100000)), table.pack(round, i)) end
+  end
+  -- the same through every form that starts a timer
+  lpvm.send(me, "p")
+  T.eqv(table.pack(lpvm.receive(function(x) return x == "p" end, 100000)), table.pack("p"))
+  lpvm.send(me, "n")
+  T.eqv(table.pack(lpvm.receive(nil, 100000)), table.pack("n"))
+  T.no_msg(0)
+end)
+
+test("a receive with a timeout finds a message sent to itself behind a rejected one", function()
+  T.flush()
+  local me = lpvm.self()
+  lpvm.send(me, "skip")
+  lpvm.spawn(function(p) lpvm.send(p, "other") end, me)
+  lpvm.send(me, "take")
+  T.eqv(table.pack(lpvm.receive(function(x) return x == "take" end, T.WAIT)), table.pack("take"))
+  T.eq(lpvm.receive(T.WAIT), "skip")
+  T.eq(lpvm.receive(T.WAIT), "other")
+end)
+
+test("timeouts as integers, floats and numeric strings take a queued message alike", function()
+  local me = lpvm.self()
+  for _, ms in ipairs({ 1, 0.5, 2.0, 2 ^ 53, 2 ^ 62, math.maxinteger, math.huge }) do
+    lpvm.send(me, ms)
+    T.eq(lpvm.receive(ms), ms, "timeout " .. tostring(ms))
+  end
+  lpvm.send(me, "s")
+  T.eq(lpvm.receive(nil, "10"), "s", "a timeout after a predicate may be a numeric string")
+  T.raises(function() lpvm.receive(-1) end, "bad argument #1")
+  T.raises(function() lpvm.receive(math.mininteger) end, "bad argument #1")
+  T.raises(function() lpvm.receive("soon") end, "bad argument #1")
+  T.no_msg(0)
 end)
 
 test("every documented form of receive does what the docs say", function()

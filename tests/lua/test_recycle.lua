@@ -186,7 +186,7 @@ test("a state from the maker's stock is a fresh one", function()
   T.eq(spot[4], false, "a heap limit: made on the spot")
   local off = os.getenv("LPVM_STOCK") == "0"
   local stock
-  for _ = 1, off and 5 or 200 do   -- the maker starts at the first spawn that finds none
+  for _ = 1, off and 5 or 200 do   -- the maker starts after 32 spawns found none
     local got = run(fingerprint)
     T.eq(got[2], false, "recycle(0): not recycled")
     if got[4] then stock = got break end
@@ -224,12 +224,40 @@ test("no finalizer pending: a garbage-heavy owner still gives back a small state
   lpvm.recycle(old)
 end)
 
--- The quick cleaning leaves the old owner's garbage (a new state's start-up garbage,
--- ~300 B, for an owner that made nothing more); a process with a heap limit must not
--- count it against its limit (vm/lproc.c lproc_newstate collects it first).
+-- A body of more than 1 KB in memory that reached the lpvm module (EStone's chain
+-- process): the pool allows for the kept function and the module's garbage
+-- (lproc_pool.c pool_max_bytes), and the state the next process gets is still a new
+-- one in all it can see.
+test("no finalizer pending: a big body that reached lpvm gives its state back", function()
+  local old = lpvm.recycle(0)
+  local fresh = run(fingerprint)
+  lpvm.recycle(1)
+  local function big(parent, a, b, c)
+    local me = lpvm.self()
+    local t = { alpha = a, beta = b, gamma = c, delta = "delta", epsilon = "epsilon" }
+    for i = 1, 3 do
+      if t.alpha == i then t.beta = (t.beta or 0) + i elseif t.gamma == i then
+        t.gamma = tostring(i) .. "zeta" elseif t.delta == "eta" then t.delta = "theta"
+      else t.epsilon = string.format("%d-%s", i, tostring(t.epsilon)) end
+    end
+    lpvm.send(parent, "dirty", me ~= nil and t.epsilon ~= nil)
+  end
+  T.eq(run(big)[1], "dirty")
+  local rec = run(fingerprint)
+  T.eq(rec[2], true, "the big body's state was recycled")
+  for k, v in pairs(fresh[1]) do T.eq(rec[1][k], v, "differs in " .. k) end
+  lpvm.recycle(old)
+end)
+
+-- The quick cleaning leaves the old owner's garbage (up to the pool's 8 KB allowance);
+-- a process with a heap limit must not count it against its limit (vm/lproc.c
+-- lproc_newstate collects it first).
 test("no finalizer pending: a process with max_heap does not pay its predecessor's garbage", function()
   local old = lpvm.recycle()
-  local function owner() end   -- a new state's start-up garbage, under the pool's slack
+  local function owner()   -- about 1.5 KB of garbage, under the pool's allowance
+    local t = {}
+    for i = 1, 20 do t[i] = { i } end
+  end
   local function probe(parent)
     local heap = collectgarbage("count") * 1024   -- before it makes anything
     local l = require "lpvm"
