@@ -32,6 +32,15 @@
 ** freed on another is fine (jemalloc returns it to its arena). Between the maker and
 ** its process a state is touched by nobody (mk.mu orders the hand-over).
 **
+** Off by default (LPROC_MAKER_DEFAULT 0; LPVM_STOCK=32 turns it on). Measured quietly
+** (docs/performance.md, "States made ahead"), the stock takes create100k with one worker
+** from 2.4 to 1.5 s, but a ring of 10,000 stock processes hops 40-80% slower (500 ->
+** 700-900 ns) with the same instructions and the same simulated cache misses per hop
+** (cg_hop.sh): where the states lie in memory, not what runs, costs it. Taken newest
+** first the stock was worst; oldest first (a ring buffer, v[head] on) recovers part of
+** it. Until a stock state's hops cost what a spot-made one's do, the ring (every
+** message-bound program) wins over the creation of processes that stay alive.
+**
 ** The bound: LPVM_STOCK in the environment (0: no maker; default
 ** LPROC_MAKER_DEFAULT), read when the VM starts (lproc_setup). A stock state is its
 ** block (LPROC_BLOCK, 7,168 bytes: a new state's ~5,500 bytes of objects all fit):
@@ -49,7 +58,7 @@
 
 #include "vm/lproc_int.h"
 
-#define LPROC_MAKER_DEFAULT 32
+#define LPROC_MAKER_DEFAULT 0   /* off unless asked for: see "Off by default" above */
 #define LPROC_MAKER_MAX 1024
 /* The maker starts once spawns have made this many states of their own: a VM that
 ** starts few processes (most programs) never has it, nor its stock. */
@@ -67,6 +76,7 @@ static struct {
   pthread_cond_t cv;   /* the maker waits here: stock at or above low, or a failure */
   made *v;             /* the stock (mu); v[0..n) */
   int n;               /* states in stock (mu) */
+  int head;            /* the oldest: v[head], then on round (mu) */
   int cap, low;        /* the bound and the low mark (mu; lproc_maker_setup) */
   int waiting;         /* the maker waits on cv (mu) */
   int stop;            /* the VM stops: the maker ends (mu) */
@@ -159,7 +169,7 @@ static void *maker_main(void *arg) {
         mk.waiting = 0;
         break;
       }
-      mk.v[mk.n++] = m;
+      mk.v[(mk.head + mk.n++) % mk.cap] = m;   /* oldest first out: see the FIFO note */
       atomic_store_explicit(&mk.avail, mk.n, memory_order_relaxed);
     }
   }
@@ -202,7 +212,9 @@ lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
   /* The maker runs at idle priority and might be preempted holding mu: never wait */
   if (pthread_mutex_trylock(&mk.mu) != 0) return NULL;
   if (mk.n > 0) {
-    m = mk.v[--mk.n];
+    m = mk.v[mk.head];
+    mk.head = (mk.head + 1) % mk.cap;
+    mk.n--;
     atomic_store_explicit(&mk.avail, mk.n, memory_order_relaxed);
     if (mk.n < mk.low && mk.waiting) pthread_cond_signal(&mk.cv);
   }
@@ -246,13 +258,15 @@ void lproc_maker_teardown(void) {
   if (started) pthread_join(mk.th, NULL);
   pthread_mutex_lock(&mk.mu);
   while (mk.n > 0) {
-    made m = mk.v[--mk.n];
+    made m = mk.v[mk.head];
+    mk.head = (mk.head + 1) % mk.cap;
+    mk.n--;
     lproc_block_close(m.L, m.blk);
   }
   atomic_store(&mk.avail, 0);
   free(mk.v);
   mk.v = NULL;
   mk.started = 0;
-  mk.cap = mk.low = 0;
+  mk.cap = mk.low = mk.head = 0;
   pthread_mutex_unlock(&mk.mu);
 }

@@ -1,10 +1,11 @@
 -- test_stock.lua -- new states made ahead by the maker thread (vm/lproc_maker.c): many
--- spawners take them while the maker refills (ctest runs this again with 2 workers,
--- for TSan, and with LPVM_STOCK=0); a heap limit never takes one. That a stock state
--- is the same as a new one is tests/lua/test_recycle.lua's.
+-- spawners take them while the maker refills. ctest runs this with the maker on
+-- (LPVM_STOCK=32; again with 2 workers, for TSan) and off (the default: no process
+-- gets one); a heap limit never takes one. That a stock state is the same as a new
+-- one is tests/lua/test_recycle.lua's.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
 
-local off = os.getenv("LPVM_STOCK") == "0"
+local off = (tonumber(os.getenv("LPVM_STOCK")) or 0) == 0
 
 -- Spawners each start m children that stay alive (nothing to recycle) until told;
 -- each child says whether its state came from the stock. Returns how many did.
