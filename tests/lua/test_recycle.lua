@@ -274,8 +274,17 @@ test("no finalizer pending: a process with max_heap does not pay its predecessor
   local limited = after_owner({ max_heap = 4 << 20 })
   T.eq(plain[2], true, "recycled")
   T.eq(limited[2], true, "recycled")
-  T.ok(limited[1] + 128 <= plain[1],
-       "with max_heap " .. limited[1] .. " B, without " .. plain[1] .. " B (the garbage counted)")
+  -- The quick cleaning reads Lua's finalizer lists in place (vm/lraw.h): with the
+  -- mirror refused (LPVM_NO_LRAW) every state is collected, no owner's garbage is left
+  -- for anyone, and both processes start the same.
+  local off = os.getenv("LPVM_NO_LRAW")
+  if off and off ~= "" and off ~= "0" then
+    T.ok(math.abs(limited[1] - plain[1]) <= 128,
+         "no garbage left: with max_heap " .. limited[1] .. " B, without " .. plain[1] .. " B")
+  else
+    T.ok(limited[1] + 128 <= plain[1],
+         "with max_heap " .. limited[1] .. " B, without " .. plain[1] .. " B (the garbage counted)")
+  end
   lpvm.recycle(old)
 end)
 
