@@ -26,14 +26,6 @@
 #include "vm/lraw.h"
 #include "vm/lterm.h"
 
-/* lproc_check, with the allocator's user data (the process) read in place. */
-static inline lproc *proc_check(lua_State *L) {
-  if (!lraw_ok()) return lproc_check(L);
-  lproc *p = ((const lraw_state *)(const void *)L)->l_G->ud;
-  if (!p || !p->L) lproc_not_a_process(L);
-  return p;
-}
-
 /* ---- send ------------------------------------------------------------------------------- */
 
 /* Encode the values from `first` to the top as one message. Raises on a value that
@@ -96,7 +88,7 @@ static int send_k(lua_State *L, int status, lua_KContext ctx) {
 #define SEND_PUNISH_PER_MSG 4u
 
 static int lmod_send(lua_State *L) {
-  lproc *p = proc_check(L);
+  lproc *p = lproc_check(L);
   const lraw_tvalue *a = lraw_ok() ? lraw_arg(L, 1) : NULL;   /* a pid read in place */
   lpvm_id to = a && a->tt == LRAW_VLIGHTUD ? (lpvm_id)(uintptr_t)a->v.p : 0;
   if (lmod_light_is_ref(to)) to = 0;   /* a reference (vm/lmod.c): check_target's error */
@@ -456,7 +448,7 @@ static __attribute__((noinline)) int receive_args(lua_State *L, lproc *p) {
 ** programmer's mistake and raises. receive() and receive(ms) are read in place (no
 ** lua_gettop, lua_type), the rest by receive_args. */
 int lmod_receive(lua_State *L) {
-  lproc *p = proc_check(L);
+  lproc *p = lproc_check(L);
   lmod_check_wait(L, p, "receive");
   if (!lraw_ok()) return receive_args(L, p);
   const lraw_tvalue *a = lraw_arg(L, 1);

@@ -13,6 +13,7 @@
 #include "lpvm/task.h"
 #include "lpvm/term.h"
 #include "vm/lproc.h"
+#include "vm/lraw.h"
 
 /* What a process waits for while its main thread is suspended. */
 enum {
@@ -149,9 +150,11 @@ static inline lproc *lproc_of(lua_State *L) {
 _Noreturn void lproc_not_a_process(lua_State *L);
 
 /* The process that owns L; raises if L is not a process's. Inline: every lpvm call
-** starts with it (twice a message hop). */
+** starts with it (twice a message hop), so the allocator's user data is read in place
+** (vm/lraw.h) when the mirror is trusted, lua_getallocf's call otherwise. */
 static inline lproc *lproc_check(lua_State *L) {
-  lproc *p = lproc_of(L);
+  lproc *p = lraw_ok() ? (lproc *)((const lraw_state *)(const void *)L)->l_G->ud
+                       : lproc_of(L);
   if (!p || !p->L) lproc_not_a_process(L);
   return p;
 }
