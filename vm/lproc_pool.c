@@ -66,9 +66,21 @@ static size_t pool_max_bytes(int collected, size_t fn_len) {
   return f ? f + (collected ? LPROC_POOL_SLACK : LPROC_POOL_GARBAGE) + fn : 0;
 }
 
+/* A new state's collector mode and parameters, read in place (vm/lraw.h's tail: the
+** check saw lua_gc set these bytes), packed; 0: not known yet. clean_bare compares. */
+static _Atomic uint64_t fresh_gc;
+
+static uint64_t gc_params(const lraw_global *g) {
+  return (uint64_t)1 << 56 | (uint64_t)g->gckind << 48 | (uint64_t)g->gcstp << 40 |
+         (uint64_t)g->gcpause << 32 | (uint64_t)g->gcstepmul << 24 |
+         (uint64_t)g->gcstepsize << 16 | (uint64_t)g->genminormul << 8 | g->genmajormul;
+}
+
 void lproc_pool_fresh(lua_State *L) {
   if (!atomic_load_explicit(&fresh_bytes, memory_order_relaxed))
     atomic_store_explicit(&fresh_bytes, lproc_state_bytes(L), memory_order_relaxed);
+  if (!atomic_load_explicit(&fresh_gc, memory_order_relaxed) && lraw_tail_ok())
+    atomic_store_explicit(&fresh_gc, gc_params(lraw_g(L)), memory_order_relaxed);
 }
 
 void lproc_pool_setup(int bound) { atomic_store(&pool.bound, bound); }
@@ -157,6 +169,12 @@ static int clean_cf(lua_State *L);
 static void clear_type_metatables(lua_State *L) {
   int strings = lua_type(L, KEPT + 1) != LUA_TTABLE;
   lua_settop(L, KEPT + 1);
+  if (lraw_tail_ok()) {   /* vm/lraw.h: the global state's mt[], most often all NULL */
+    const lraw_global *g = lraw_g(L);
+    int any = 0;
+    for (int i = 0; i < LUA_NUMTYPES; i++) any |= g->mt[i] && (i != LUA_TSTRING || strings);
+    if (!any) return;
+  }
   lua_pushnil(L);
   lua_pushboolean(L, 0);
   lua_pushlightuserdata(L, NULL);
@@ -260,12 +278,26 @@ static void clean_quick(lua_State *L) {
   reset_gc_params(L);
 }
 
+/* The old owner changed nothing a new state has (a process that ran a function of its
+** arguments and ended, spawn_exit's): no finalizer pending, a bare registry (the main
+** thread and the globals), the globals table empty with its lazy metatable and the
+** string stand-in in place (llibs_in_place), no other basic type's metatable, the
+** collector as a new state's. All read in place (vm/lraw.h), nothing is made again:
+** the state is a new one but for its garbage, as after clean_quick. */
+static int clean_bare(lua_State *L) {
+  uint64_t gc = atomic_load_explicit(&fresh_gc, memory_order_relaxed);
+  return gc && lraw_tail_ok() && !lraw_finalizers_pending(L) && gc_params(lraw_g(L)) == gc &&
+         registry_bare(L) && llibs_in_place(L);
+}
+
 static int clean_cf(lua_State *L) {
   lproc *p = lproc_of(L);
   lua_settop(L, 1);   /* the kept function, or nil */
   p->clean_new = 0;
-  int collected = 1;
-  if (lraw_ok() && !lraw_finalizers_pending(L)) {   /* vm/lraw.h: the collector's lists */
+  int collected = 1, bare = clean_bare(L);
+  if (bare) {
+    collected = 0;
+  } else if (lraw_ok() && !lraw_finalizers_pending(L)) {   /* vm/lraw.h: the collector's lists */
     clean_quick(L);
     collected = 0;
   } else {
@@ -292,7 +324,7 @@ static int clean_cf(lua_State *L) {
     watched_collect(p, L), collected = 1;
   if (p->clean_new) return 0;
   drop_upvalues(L, 1);
-  lproc_state_init(L, 2);
+  lproc_state_init(L, bare ? LLIBS_IN_PLACE : 2);
   lua_settop(L, 1);
   lua_pushinteger(L, 1 + collected);   /* true; 2: the state was collected */
   return 1;
