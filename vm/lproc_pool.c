@@ -364,12 +364,23 @@ void lproc_pool_release(lproc *p) {
     lua_settop(L, 1);
   }
   if (room && (kept || lua_resetthread(L) == LUA_OK)) {
-    lua_pushcfunction(L, clean_cf);
-    if (kept) lua_pushvalue(L, 1);
-    int clean = lua_pcall(L, kept, 1, 0) == LUA_OK && lua_toboolean(L, -1);
-    int collected = lua_tointeger(L, -1) == 2;
-    lua_settop(L, kept);
     size_t fn_len = kept ? p->fn_len : 0;
+    int clean, collected = 0;
+    if (clean_bare(L) && p->mem <= pool_max_bytes(0, fn_len)) {
+      /* clean_cf's bare case, unprotected (a protected call is 250 instructions): no
+      ** collection, and nothing here allocates or raises */
+      lua_settop(L, kept);
+      drop_upvalues(L, 1);
+      lproc_state_init(L, LLIBS_IN_PLACE);
+      lua_settop(L, kept);
+      clean = 1;
+    } else {
+      lua_pushcfunction(L, clean_cf);
+      if (kept) lua_pushvalue(L, 1);
+      clean = lua_pcall(L, kept, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+      collected = lua_tointeger(L, -1) == 2;
+      lua_settop(L, kept);
+    }
     if (clean && kept && p->mem > pool_max_bytes(collected, fn_len)) {
       lua_settop(L, 0);   /* a big function: the state without it may fit */
       lua_pushcfunction(L, collect_cf);
