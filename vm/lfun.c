@@ -301,7 +301,11 @@ int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *id) {
   }
   size_t len;
   const char *code;
-  const void *proto = proto_of(L, f);
+  const void *proto = NULL;   /* proto_of, the function's type known (checked above) */
+  if (lraw_ok()) {
+    const lraw_lclosure *h = lua_topointer(L, f);
+    proto = h && h->tt == (LRAW_VLCL & 0x3F) ? h->proto : NULL;
+  }
   const spawn_cache *c = NULL;
   if (proto && lua_rawgetp(L, LUA_REGISTRYINDEX, &spawn_key) == LUA_TUSERDATA)
     c = lua_touserdata(L, -1);   /* at -1 while its bytes are read */

@@ -375,8 +375,10 @@ int llibs_in_place(lua_State *L) {
   lproc *p = lproc_of(L);
   if (!p || p->libs_exposed || !lraw_tail_ok()) return 0;
   const lraw_global *g = lraw_g(L);
-  for (int i = 0; i < LUA_NUMTYPES; i++)
-    if (i != LUA_TSTRING && g->mt[i]) return 0;
+  const lraw_table *const *mt = g->mt;   /* table and userdata: always NULL */
+  if (mt[LUA_TNIL] || mt[LUA_TBOOLEAN] || mt[LUA_TLIGHTUSERDATA] || mt[LUA_TNUMBER] ||
+      mt[LUA_TFUNCTION] || mt[LUA_TTHREAD] || mt[LUA_TTABLE] || mt[LUA_TUSERDATA])
+    return 0;
   const lraw_table *G = raw_globals(g);
   return G && !G->lastfree && lraw_real_asize(G) == 0 &&
          raw_has_index(g, G->metatable, globals_index) &&

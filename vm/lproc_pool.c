@@ -40,7 +40,8 @@ static struct {
   pooled *v;
   int n, cap;
   _Atomic int bound;
-} pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+  _Atomic int avail;   /* n, for a look without the lock (written under mu) */
+} pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0};
 
 /* A cleaned state goes back to the pool only if it holds at most this many bytes more
 ** than a new one (fresh_bytes, measured on the first new state): a process that grew
@@ -89,8 +90,10 @@ lua_State *lproc_pool_take(uint16_t *fn_len, uint64_t *fn_id, char **blk) {
   pooled e = {NULL, NULL, 0, 0};
   *fn_len = 0;
   if (atomic_load_explicit(&pool.bound, memory_order_relaxed) == 0) return NULL;
+  if (atomic_load_explicit(&pool.avail, memory_order_relaxed) == 0) return NULL;
   pthread_mutex_lock(&pool.mu);
   if (pool.n > 0) e = pool.v[--pool.n];
+  atomic_store_explicit(&pool.avail, pool.n, memory_order_relaxed);
   pthread_mutex_unlock(&pool.mu);
   *fn_len = e.fn_len;
   *fn_id = e.fn_id;
@@ -345,36 +348,38 @@ void lproc_pool_release(lproc *p) {
   p->max_heap = 0;
   p->closing = 1;
   p->slices = 0;
-  lproc_slice_closing(L);   /* finalizers are bounded by the hook */
-  int bound = atomic_load(&pool.bound);
-  int room = 0;
-  if (bound > 0) {
-    pthread_mutex_lock(&pool.mu);
-    room = pool.n < bound;
-    pthread_mutex_unlock(&pool.mu);
-  }
+  /* Room, looked at without the lock: the push below looks again under it (a state
+  ** cleaned for a pool that filled meanwhile is closed). */
+  int room = atomic_load_explicit(&pool.avail, memory_order_relaxed) <
+             atomic_load_explicit(&pool.bound, memory_order_relaxed);
   /* A body that returned left its function (lproc_main): kept at 1 for the next spawn
   ** of the same function (lproc_pool_reuse_fn). A thread that ended normally has no
   ** frames, open upvalues or pending to-be-closed variables: nothing to reset. */
-  int kept = room && p->fn_kept && lua_status(L) == LUA_OK && lua_gettop(L) >= 1 &&
+  int top = lua_gettop(L);
+  int kept = room && p->fn_kept && lua_status(L) == LUA_OK && top >= 1 &&
              lua_type(L, -1) == LUA_TFUNCTION && !lua_iscfunction(L, -1);
   p->fn_kept = 0;
-  if (kept) {
+  if (kept && top > 1) {
     lua_insert(L, 1);
     lua_settop(L, 1);
   }
+  /* Finalizers and __close handlers are bounded by the closing hook: armed before any
+  ** of them can run (resetthread, the cleaning, lua_close); the bare cleaning runs
+  ** no Lua code and sets the new owner's hook itself. */
+  int closing = !kept;
+  if (closing) lproc_slice_closing(L);
   if (room && (kept || lua_resetthread(L) == LUA_OK)) {
     size_t fn_len = kept ? p->fn_len : 0;
     int clean, collected = 0;
     if (clean_bare(L) && p->mem <= pool_max_bytes(0, fn_len)) {
       /* clean_cf's bare case, unprotected (a protected call is 250 instructions): no
-      ** collection, and nothing here allocates or raises */
-      lua_settop(L, kept);
+      ** collection, and nothing here allocates or raises; the stack holds the kept
+      ** function or nothing, and nothing here leaves more */
       drop_upvalues(L, 1);
       lproc_state_init(L, LLIBS_IN_PLACE);
-      lua_settop(L, kept);
       clean = 1;
     } else {
+      if (!closing) lproc_slice_closing(L), closing = 1;
       lua_pushcfunction(L, clean_cf);
       if (kept) lua_pushvalue(L, 1);
       clean = lua_pcall(L, kept, 1, 0) == LUA_OK && lua_toboolean(L, -1);
@@ -402,6 +407,7 @@ void lproc_pool_release(lproc *p) {
         if (pool.n < pool.cap) {
           int fn = kept && lua_gettop(L) == 1;
           pool.v[pool.n++] = (pooled){L, p->blk, fn ? p->fn_id : 0, fn ? p->fn_len : 0};
+          atomic_store_explicit(&pool.avail, pool.n, memory_order_relaxed);
           p->blk = NULL;
           L = NULL;
         }
@@ -410,6 +416,7 @@ void lproc_pool_release(lproc *p) {
       if (!L) return;
     }
   }
+  if (!closing) lproc_slice_closing(L);
   lua_setallocf(L, lproc_alloc_closing, p);
   lua_close(L);
 }
@@ -478,6 +485,7 @@ int lproc_recycle_set(int n) {
     pooled e = pool.v[--pool.n];
     lproc_block_close(e.L, e.blk);
   }
+  atomic_store_explicit(&pool.avail, pool.n, memory_order_relaxed);
   pthread_mutex_unlock(&pool.mu);
   return old;
 }
