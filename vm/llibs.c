@@ -323,7 +323,9 @@ static const lraw_table *raw_globals(const lraw_global *g) {
 ** functions, so kept they hold nothing of the owner. Returns 1 if the stand-in is
 ** kept: the string type's metatable must stay. With vm/lraw.h's tail trusted, "still
 ** where it was put" is read in place (the two __index lookups through the API were
-** about 400 of this function's 770 instructions). */
+** about 400 of this function's 770 instructions), and the stand-in's place holds
+** true instead of the table (it stays string's metatable; pushing it took a string
+** and a lua_getmetatable, 240 more): either way a true value means kept. */
 int llibs_take(lua_State *L) {
   lproc *p = lproc_of(L);
   int keep = p && !p->libs_exposed;
@@ -340,13 +342,7 @@ int llibs_take(lua_State *L) {
     } else {
       lua_pushnil(L);
     }
-    if (ks) {
-      lua_pushliteral(L, "");
-      lua_getmetatable(L, top + 2);
-      lua_replace(L, top + 2);
-    } else {
-      lua_pushnil(L);
-    }
+    lua_pushboolean(L, ks);   /* it stays where it is: its place says so */
     return ks;
   }
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* top + 1 */
@@ -400,7 +396,7 @@ void llibs_install(lua_State *L, int kept) {
   }
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
-  if (kept && lua_type(L, kept + 1) == LUA_TTABLE) return;   /* still string's */
+  if (kept && lua_toboolean(L, kept + 1)) return;   /* the stand-in is still string's */
   lua_pushliteral(L, "");
   lua_createtable(L, 0, 9);
   luaL_setfuncs(L, string_stub, 0);

@@ -170,7 +170,7 @@ static int clean_cf(lua_State *L);
 ** (the kept function or nil, llibs_take's two values) stay. */
 #define KEPT 2
 static void clear_type_metatables(lua_State *L) {
-  int strings = lua_type(L, KEPT + 1) != LUA_TTABLE;
+  int strings = !lua_toboolean(L, KEPT + 1);   /* llibs_take: the stand-in stays */
   lua_settop(L, KEPT + 1);
   if (lraw_tail_ok()) {   /* vm/lraw.h: the global state's mt[], most often all NULL */
     const lraw_global *g = lraw_g(L);
