@@ -160,7 +160,9 @@ static inline lproc *lproc_check(lua_State *L) {
 }
 
 int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
-/* lazy libraries, hook, module preload; kept: llibs_install's (0 for a new state) */
+/* lazy libraries, hook, module preload; kept: llibs_install's (0 for a new state).
+** With LLIBS_IN_PLACE it must neither allocate nor raise: lproc_pool.c's bare cleaning
+** calls it outside a protected call. */
 void lproc_state_init(lua_State *L, int kept);
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */
 void *lproc_alloc_closing(void *ud, void *ptr, size_t osize, size_t nsize);   /* lua_close */
