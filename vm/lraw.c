@@ -12,6 +12,7 @@
 ** which tests use to compare the two and a user to rule the mirror out.
 */
 #include <lauxlib.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,13 @@
 _Atomic int lraw_layout = 0;
 
 static const char long_s[] = "a string longer than forty bytes, so a long one";
+
+/* The check state's allocator's data: one block watched (news_ok). */
+typedef struct check_ud {
+  void *watch;         /* the block whose free or resize is checked, or NULL */
+  size_t watch_size;   /* the size Lua must give when it frees or resizes it */
+  int bad;             /* it gave another */
+} check_ud;
 
 /* ---- values and tables ------------------------------------------------------------------ */
 
@@ -144,6 +152,58 @@ static int writes_ok(lua_State *L) {
   return ok;
 }
 
+/* The state's bytes by the API, and the global state's own count (totalbytes plus the
+** collector's debt, where lraw_new_array counts an array). */
+static size_t api_bytes(lua_State *L) {
+  return (size_t)lua_gc(L, LUA_GCCOUNT) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB);
+}
+
+static int counted(lua_State *L) {
+  const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;
+  return (size_t)(g->totalbytes + g->GCdebt) == api_bytes(L);
+}
+
+/* lraw_new_array's table against lua_createtable(L, 3, 0)'s: the same bytes counted,
+** the same empty slots, the same fields; written slots read back; a fourth element
+** makes Lua resize the array (check_alloc sees it freed with the size given here); the
+** collector frees both. */
+static int news_ok(lua_State *L, check_ud *u) {
+  lua_gc(L, LUA_GCSTOP);
+  size_t at = api_bytes(L);
+  lua_createtable(L, 3, 0);
+  size_t api = api_bytes(L) - at;
+  const lraw_table *h = lraw_table_at(L, -1);
+  int ok = counted(L) && h->alimit == 3 && h->array[0].tt == LRAW_VEMPTY &&
+           h->array[2].tt == LRAW_VEMPTY;
+  lua_createtable(L, 0, 0);
+  h = lraw_table_at(L, -1);
+  ok = ok && h->array == NULL && h->alimit == 0 && h->lastfree == NULL &&
+       !(h->flags & LRAW_BITRAS);
+  lua_pop(L, 1);
+  at = api_bytes(L);
+  lraw_tvalue *a = lraw_new_array(L, 3);
+  h = lraw_table_at(L, -1);
+  ok = ok && api_bytes(L) - at == api && counted(L) && h->array == a && h->alimit == 3 &&
+       !(h->flags & LRAW_BITRAS) && lraw_real_asize(h) == 3 && h->lastfree == NULL &&
+       lua_rawlen(L, -1) == 0 && lua_rawgeti(L, -1, 3) == LUA_TNIL;
+  lua_pop(L, 1);   /* the nil */
+  if (ok) {
+    u->watch = a, u->watch_size = 3 * sizeof *a;
+    for (int i = 0; i < 3; i++) a[i].v.i = 10 + i, a[i].tt = LRAW_VNUMINT;
+    ok = lua_rawlen(L, -1) == 3;
+    lua_pushinteger(L, 13), lua_rawseti(L, -2, 4);
+    for (int i = 1; i <= 4; i++) {
+      ok = ok && lua_rawgeti(L, -1, i) == LUA_TNUMBER && lua_tointeger(L, -1) == 9 + i;
+      lua_pop(L, 1);
+    }
+    ok = ok && u->watch == NULL && !u->bad && counted(L);
+  }
+  lua_pop(L, 2);
+  lua_gc(L, LUA_GCRESTART);
+  lua_gc(L, LUA_GCCOLLECT);
+  return ok && counted(L) && !u->bad;
+}
+
 /* ---- frames and closures ---------------------------------------------------------------- */
 
 /* Called with (42, a table, a full userdata) and upvalues (7, the same table). */
@@ -236,7 +296,11 @@ static int collector_ok(lua_State *L, int *ran) {
 /* ---- the check -------------------------------------------------------------------------- */
 
 static void *check_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud, (void)osize;
+  check_ud *u = ud;
+  if (ptr && ptr == u->watch) {   /* news_ok's array: freed or resized from its size */
+    u->bad |= osize != u->watch_size;
+    u->watch = NULL;
+  }
   if (nsize == 0) {
     free(ptr);
     return NULL;
@@ -246,14 +310,16 @@ static void *check_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 
 static int check_cf(lua_State *L) {
   int *ran = lua_touserdata(L, 1);
+  check_ud *u = lua_touserdata(L, 2);
   lua_settop(L, 0);
-  lua_pushboolean(L, arrays_ok(L) && hashes_ok(L) && writes_ok(L) && frames_ok(L) &&
-                         closures_ok(L) && collector_ok(L, ran));
+  lua_pushboolean(L, arrays_ok(L) && hashes_ok(L) && writes_ok(L) && news_ok(L, u) &&
+                         frames_ok(L) && closures_ok(L) && collector_ok(L, ran));
   return 1;
 }
 
 static void check_once(void) {
-  int ok = 0, token = 0, ran = 0;
+  int ok = 0, ran = 0;
+  check_ud token = {NULL, 0, 0};
   lua_State *L = NULL;
   const char *off = getenv("LPVM_NO_LRAW");   /* to compare both ways, or rule it out */
   if (!(off && *off && strcmp(off, "0") != 0) && LUA_VERSION_NUM == 504 && sizeof(lraw_tvalue) == 16 &&
@@ -264,7 +330,8 @@ static void check_once(void) {
     ok = g && g->frealloc == check_alloc && g->ud == &token;
     lua_pushcfunction(L, check_cf);
     lua_pushlightuserdata(L, &ran);
-    ok = ok && lua_pcall(L, 1, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+    lua_pushlightuserdata(L, &token);
+    ok = ok && lua_pcall(L, 2, 1, 0) == LUA_OK && lua_toboolean(L, -1);
     lua_close(L);
   }
   atomic_store(&lraw_layout, ok ? 1 : -1);
@@ -274,4 +341,29 @@ int lraw_check(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, check_once);
   return atomic_load(&lraw_layout);
+}
+
+/* ---- making ------------------------------------------------------------------------------ */
+
+lraw_tvalue *lraw_new_array(lua_State *L, unsigned n) {
+  lraw_state *s = (lraw_state *)(void *)L;
+  if (n - 1 >= LRAW_NEWMAX) {   /* 0, or too big for this short way */
+    lua_createtable(L, (int)(n > INT_MAX ? INT_MAX : n), 0);
+    return ((lraw_table *)s->top[-1].v.gc)->array;
+  }
+  lua_createtable(L, 0, 0);   /* its collector step (if any) taken here */
+  lraw_table *h = s->top[-1].v.gc;
+  lraw_global *g = s->l_G;
+  size_t size = (size_t)n * sizeof(lraw_tvalue);
+  lraw_tvalue *a = g->frealloc(g->ud, NULL, 0, size);   /* as luaM_reallocvector asks */
+  if (!a) {   /* Lua's own way: an emergency collection, a retry, an error */
+    lua_pop(L, 1);
+    lua_createtable(L, (int)n, 0);
+    return ((lraw_table *)s->top[-1].v.gc)->array;
+  }
+  g->GCdebt += (ptrdiff_t)size;   /* luaM_realloc_'s count */
+  for (unsigned i = 0; i < n; i++) a[i].tt = LRAW_VEMPTY;
+  h->array = a;
+  h->alimit = n;   /* the real size: the flag LRAW_BITRAS is clear in a new table */
+  return a;
 }

@@ -57,7 +57,8 @@ typedef struct lraw_tvalue {
 enum {
   LRAW_VFALSE = 0x01, LRAW_VTRUE = 0x11, LRAW_VLIGHTUD = 0x02, LRAW_VNUMINT = 0x03,
   LRAW_VNUMFLT = 0x13, LRAW_VSHRSTR = 0x44, LRAW_VLNGSTR = 0x54, LRAW_VTABLE = 0x45,
-  LRAW_VLCL = 0x46, LRAW_VUSERDATA = 0x47, LRAW_VCCL = 0x66
+  LRAW_VLCL = 0x46, LRAW_VUSERDATA = 0x47, LRAW_VCCL = 0x66,
+  LRAW_VEMPTY = 0x10   /* an empty slot, as a new array's are (nil's variant 1) */
 };
 #define LRAW_NOVARIANT(tt) ((tt) & 0x0F)   /* 0: nil, empty or an absent key */
 static inline int lraw_is_nil(const lraw_tvalue *v) { return LRAW_NOVARIANT(v->tt) == 0; }
@@ -198,6 +199,19 @@ static inline const void *lraw_proto(lua_State *L, int idx) {
   const lraw_lclosure *h = lua_topointer(L, idx);
   return h && h->tt == (LRAW_VLCL & 0x3F) ? h->proto : NULL;
 }
+
+/* ---- making (the layout trusted) -------------------------------------------------------- */
+
+/* Push a new table whose array part is n empty slots, as lua_createtable(L, n, 0)
+** would, and return that array (NULL for 0); the caller may write the slots
+** by the rules above. lua_createtable sizes the array with luaH_resize, ~180
+** instructions a table (a new hash part made, exchanged with the old, reinserted and
+** freed, every slot cleared) for a table that has no hash part: here the table is made
+** empty and its array allocated through the state's allocator and counted in the
+** collector's debt, as Lua's own allocation counts it. Memory refused, 0 or more than
+** LRAW_NEWMAX slots: lua_createtable's way (its emergency collection, its error). */
+#define LRAW_NEWMAX (1u << 24)
+lraw_tvalue *lraw_new_array(lua_State *L, unsigned n);
 
 /* Does the state hold an object whose finalizer has not run (alive with one, or dead
 ** and waiting for it)? */
