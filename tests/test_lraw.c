@@ -112,16 +112,23 @@ static int new_big(lua_State *L) {
   return 1;
 }
 
-Test(lraw, new_arrays_as_lua_makes_them) {
-  cr_assert(lraw_ok());
-  sized z = {0, 0, 0};
-  lua_State *L = lua_newstate(sized_alloc, &z);
-  lua_gc(L, LUA_GCINC, 100, 400, 0);   /* a collector stepping all along */
-  lua_createtable(L, 64, 0);           /* lists kept, some of them */
+/* Lists made by lraw_new_array in a state whose collector runs along (mode 0: the
+** default pace, 1: incremental at pause 100, 2: generational), filled in place,
+** grown by Lua, kept or dropped: Lua's count of bytes stays the allocator's, every
+** block is freed with its size. Returns how many were made the short way (first on
+** the collector's list). */
+static int new_arrays_in(sized *z, int mode) {
+  lua_State *L = lua_newstate(sized_alloc, z);
+  const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;
+  if (mode == 1) lua_gc(L, LUA_GCINC, 100, 400, 0);
+  if (mode == 2) lua_gc(L, LUA_GCGEN, 0, 0);
+  int here = 0;
+  lua_createtable(L, 64, 0);   /* lists kept, some of them */
   for (int round = 0; round < 4000; round++) {
     unsigned n = (unsigned)(round % 41);
     lraw_tvalue *a = lraw_new_array(L, n);
     lraw_table *h = lraw_table_at(L, -1);
+    here += g->allgc == h && n > 0;
     cr_assert_eq(a, h->array);
     cr_assert_eq(h->alimit, n);
     cr_assert_eq(lua_rawlen(L, -1), 0, "new slots are empty");
@@ -137,18 +144,28 @@ Test(lraw, new_arrays_as_lua_makes_them) {
     if (round % 3 == 0) lua_rawseti(L, 1, round % 64 + 1);
     else lua_pop(L, 1);
   }
-  cr_assert_eq(lua_bytes(L), z.live, "Lua's count is the allocator's");
+  cr_assert_eq(lua_bytes(L), z->live, "Lua's count is the allocator's (mode %d)", mode);
   lua_gc(L, LUA_GCCOLLECT);
-  cr_assert_eq(lua_bytes(L), z.live);
+  cr_assert_eq(lua_bytes(L), z->live);
   /* memory refused: lua_createtable's error, and the counts still agree */
-  z.limit = z.live + 4096;
+  z->limit = z->live + 4096;
   lua_pushcfunction(L, new_big);
   lua_pushinteger(L, 1000);
   cr_assert_eq(lua_pcall(L, 1, 1, 0), LUA_ERRMEM);
   lua_pop(L, 1);
-  cr_assert_eq(lua_bytes(L), z.live);
-  z.limit = 0;
+  cr_assert_eq(lua_bytes(L), z->live);
+  z->limit = 0;
   lua_close(L);
-  cr_assert_eq(z.wrong, 0, "a block freed or resized with another size");
-  cr_assert_eq(z.live, 0);
+  cr_assert_eq(z->wrong, 0, "a block freed or resized with another size (mode %d)", mode);
+  cr_assert_eq(z->live, 0);
+  return here;
+}
+
+Test(lraw, new_arrays_as_lua_makes_them) {
+  cr_assert(lraw_ok());
+  for (int mode = 0; mode < 3; mode++) {
+    sized z = {0, 0, 0};
+    int here = new_arrays_in(&z, mode);
+    cr_assert_gt(here, 1000, "the short way taken %d times of 3,900 (mode %d)", here, mode);
+  }
 }

@@ -23,12 +23,15 @@ _Atomic int lraw_layout = 0;
 
 static const char long_s[] = "a string longer than forty bytes, so a long one";
 
-/* The check state's allocator's data: one block watched (news_ok). */
+/* The check state's allocator's data: two blocks watched (news_ok). */
 typedef struct check_ud {
-  void *watch;         /* the block whose free or resize is checked, or NULL */
-  size_t watch_size;   /* the size Lua must give when it frees or resizes it */
-  int bad;             /* it gave another */
+  void *watch[2];         /* blocks whose free or resize is checked, or NULL */
+  size_t watch_size[2];   /* the size Lua must give when it frees or resizes each */
+  int bad;                /* it gave another */
 } check_ud;
+
+/* lraw_new_array's template: see there. */
+static _Atomic(void *) dummy_node;
 
 /* ---- values and tables ------------------------------------------------------------------ */
 
@@ -164,10 +167,14 @@ static int counted(lua_State *L) {
 }
 
 /* lraw_new_array's table against lua_createtable(L, 3, 0)'s: the same bytes counted,
-** the same empty slots, the same fields; written slots read back; a fourth element
-** makes Lua resize the array (check_alloc sees it freed with the size given here); the
-** collector frees both. */
+** the same empty slots, the same fields. Made the short way (the collector's debt
+** below 0 after a full collection): the same header as a table lua_createtable makes
+** next, first on the collector's list. Written slots read back; a fourth element
+** makes Lua resize the array, and the collector frees the table (check_alloc sees
+** both freed with the sizes given here). The short way not taken here (a debt of
+** another sign): it stays off, the rest of the mirror does not depend on it. */
 static int news_ok(lua_State *L, check_ud *u) {
+  const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;
   lua_gc(L, LUA_GCSTOP);
   size_t at = api_bytes(L);
   lua_createtable(L, 3, 0);
@@ -178,17 +185,32 @@ static int news_ok(lua_State *L, check_ud *u) {
   lua_createtable(L, 0, 0);
   h = lraw_table_at(L, -1);
   ok = ok && h->array == NULL && h->alimit == 0 && h->lastfree == NULL &&
-       !(h->flags & LRAW_BITRAS);
-  lua_pop(L, 1);
+       h->lsizenode == 0 && h->metatable == NULL && h->flags == LRAW_FLAGS_NEW &&
+       h->tt == (LRAW_VTABLE & 0x3F) && h->node != NULL && g->allgc == h;
+  if (ok) atomic_store(&dummy_node, h->node);
+  lua_pop(L, 2);
+  lua_gc(L, LUA_GCRESTART);
+  lua_gc(L, LUA_GCCOLLECT);   /* the debt now below 0: the short way */
+  lua_gc(L, LUA_GCSTOP);
+  const void *head = g->allgc;
   at = api_bytes(L);
   lraw_tvalue *a = lraw_new_array(L, 3);
   h = lraw_table_at(L, -1);
+  int here = g->allgc == h && h->next == head;   /* made the short way */
   ok = ok && api_bytes(L) - at == api && counted(L) && h->array == a && h->alimit == 3 &&
        !(h->flags & LRAW_BITRAS) && lraw_real_asize(h) == 3 && h->lastfree == NULL &&
-       lua_rawlen(L, -1) == 0 && lua_rawgeti(L, -1, 3) == LUA_TNIL;
+       a[0].tt == LRAW_VEMPTY && a[2].tt == LRAW_VEMPTY && lua_rawlen(L, -1) == 0 &&
+       lua_rawgeti(L, -1, 3) == LUA_TNIL;
   lua_pop(L, 1);   /* the nil */
+  lua_createtable(L, 0, 0);   /* the API's table, made next */
+  const lraw_table *k = lraw_table_at(L, -1);
+  ok = ok && (!here || (h->tt == k->tt && h->marked == k->marked && h->flags == k->flags &&
+                        h->lsizenode == k->lsizenode && h->node == k->node &&
+                        h->metatable == NULL && k->next == h));
+  lua_pop(L, 1);
   if (ok) {
-    u->watch = a, u->watch_size = 3 * sizeof *a;
+    u->watch[0] = a, u->watch_size[0] = 3 * sizeof *a;
+    u->watch[1] = (void *)h, u->watch_size[1] = here ? sizeof *h : u->watch_size[1];
     for (int i = 0; i < 3; i++) a[i].v.i = 10 + i, a[i].tt = LRAW_VNUMINT;
     ok = lua_rawlen(L, -1) == 3;
     lua_pushinteger(L, 13), lua_rawseti(L, -2, 4);
@@ -196,12 +218,17 @@ static int news_ok(lua_State *L, check_ud *u) {
       ok = ok && lua_rawgeti(L, -1, i) == LUA_TNUMBER && lua_tointeger(L, -1) == 9 + i;
       lua_pop(L, 1);
     }
-    ok = ok && u->watch == NULL && !u->bad && counted(L);
+    lua_createtable(L, 0, 1);   /* a metatable set through the API */
+    lua_setmetatable(L, -2);
+    ok = ok && u->watch[0] == NULL && !u->bad && counted(L) && h->metatable != NULL;
   }
-  lua_pop(L, 2);
+  lua_pop(L, 1);
   lua_gc(L, LUA_GCRESTART);
   lua_gc(L, LUA_GCCOLLECT);
-  return ok && counted(L) && !u->bad;
+  ok = ok && counted(L) && !u->bad && (!here || u->watch[1] == NULL);   /* collected */
+  u->watch[1] = NULL;
+  if (!here) atomic_store(&dummy_node, NULL);
+  return ok;
 }
 
 /* ---- frames and closures ---------------------------------------------------------------- */
@@ -297,10 +324,11 @@ static int collector_ok(lua_State *L, int *ran) {
 
 static void *check_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   check_ud *u = ud;
-  if (ptr && ptr == u->watch) {   /* news_ok's array: freed or resized from its size */
-    u->bad |= osize != u->watch_size;
-    u->watch = NULL;
-  }
+  for (int i = 0; ptr && i < 2; i++)
+    if (ptr == u->watch[i]) {   /* news_ok's: freed or resized from its size */
+      u->bad |= osize != u->watch_size[i];
+      u->watch[i] = NULL;
+    }
   if (nsize == 0) {
     free(ptr);
     return NULL;
@@ -319,7 +347,7 @@ static int check_cf(lua_State *L) {
 
 static void check_once(void) {
   int ok = 0, ran = 0;
-  check_ud token = {NULL, 0, 0};
+  check_ud token = {{NULL, NULL}, {0, 0}, 0};
   lua_State *L = NULL;
   const char *off = getenv("LPVM_NO_LRAW");   /* to compare both ways, or rule it out */
   if (!(off && *off && strcmp(off, "0") != 0) && LUA_VERSION_NUM == 504 && sizeof(lraw_tvalue) == 16 &&
@@ -345,17 +373,59 @@ int lraw_check(void) {
 
 /* ---- making ------------------------------------------------------------------------------ */
 
+/* dummy_node: the node part of a table without one, liblua's one static dummy node,
+** the same for every state, learnt by the check (news_ok) from a table lua_createtable
+** made. Until a thread sees it (an atomic: NULL then) lraw_new_array takes Lua's way. */
+
+/* The table and its array made here, when the collector's debt stays <= 0 with
+** both (lua_createtable then would make the table and, in luaC_checkGC, do nothing
+** more): luaC_newobj's and luaH_new's stores, one call to the allocator each, the
+** debt counted as luaM_malloc_ counts it. NULL (nothing made, nothing counted):
+** Lua's way. */
+static lraw_tvalue *new_here(lraw_state *s, unsigned n) {
+  lraw_global *g = s->l_G;
+  size_t size = (size_t)n * sizeof(lraw_tvalue);
+  void *node = atomic_load_explicit(&dummy_node, memory_order_relaxed);
+  if (!node || g->GCdebt + (ptrdiff_t)(sizeof(lraw_table) + size) > 0) return NULL;
+  lraw_table *h = g->frealloc(g->ud, NULL, LUA_TTABLE, sizeof *h);   /* luaM_newobject */
+  if (!h) return NULL;
+  lraw_tvalue *a = g->frealloc(g->ud, NULL, 0, size);   /* luaM_reallocvector */
+  if (!a) {
+    g->frealloc(g->ud, h, sizeof *h, 0);
+    return NULL;
+  }
+  g->GCdebt += (ptrdiff_t)(sizeof *h + size);
+  h->marked = g->currentwhite & LRAW_WHITES;   /* luaC_newobj: white, linked first */
+  h->tt = LRAW_VTABLE & 0x3F;
+  h->next = (void *)g->allgc;
+  g->allgc = h;
+  h->flags = LRAW_FLAGS_NEW;   /* luaH_new: no metamethods, the dummy node */
+  h->lsizenode = 0;
+  h->node = node;
+  h->lastfree = NULL;
+  h->metatable = NULL;
+  for (unsigned i = 0; i < n; i++) a[i].tt = LRAW_VEMPTY;
+  h->array = a;
+  h->alimit = n;
+  lraw_tvalue *top = s->top;   /* pushed: the caller has the room, as for any push */
+  top->v.gc = h, top->tt = LRAW_VTABLE;
+  s->top = top + 1;
+  return a;
+}
+
 lraw_tvalue *lraw_new_array(lua_State *L, unsigned n) {
   lraw_state *s = (lraw_state *)(void *)L;
   if (n - 1 >= LRAW_NEWMAX) {   /* 0, or too big for this short way */
     lua_createtable(L, (int)(n > INT_MAX ? INT_MAX : n), 0);
     return ((lraw_table *)s->top[-1].v.gc)->array;
   }
-  lua_createtable(L, 0, 0);   /* its collector step (if any) taken here */
+  lraw_tvalue *a = new_here(s, n);
+  if (a) return a;
+  lua_createtable(L, 0, 0);   /* its collector step taken here */
   lraw_table *h = s->top[-1].v.gc;
   lraw_global *g = s->l_G;
   size_t size = (size_t)n * sizeof(lraw_tvalue);
-  lraw_tvalue *a = g->frealloc(g->ud, NULL, 0, size);   /* as luaM_reallocvector asks */
+  a = g->frealloc(g->ud, NULL, 0, size);   /* as luaM_reallocvector asks */
   if (!a) {   /* Lua's own way: an emergency collection, a retry, an error */
     lua_pop(L, 1);
     lua_createtable(L, (int)n, 0);

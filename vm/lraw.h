@@ -76,6 +76,8 @@ typedef struct lraw_table {
 } lraw_table;
 
 #define LRAW_BITRAS 0x80   /* Table.flags: alimit is not the array's size */
+#define LRAW_FLAGS_NEW 0x3F   /* Table.flags of a new table: no metamethod looked for */
+#define LRAW_WHITES 0x18   /* an object's marked: lgc.h's two white bits */
 #define LRAW_BLACK 0x20    /* an object's marked: lgc.h's BLACKBIT */
 #define LRAW_SHORTMAX 40   /* LUAI_MAXSHORTLEN: longer strings are not interned */
 
