@@ -1,5 +1,6 @@
 /*
-** lraw.c -- the check that lraw.h's mirror reads this Lua right.
+** lraw.c -- the check that lraw.h's mirror reads this Lua right, and its one maker of
+** Lua objects, lraw_new_array (a message's lists: lterm_plain.c).
 **
 ** Once per VM (pthread_once; the first lraw_ok() of any thread runs it), on a state
 ** of its own made with an allocator of its own, so no process's code or finalizer

@@ -30,7 +30,9 @@
 ** collectable values), or a collectable one while the table is not black (a white
 ** or gray table is traversed again, so lua_rawseti's barrier would do nothing
 ** either); never call into Lua between taking a pointer into a table or the stack
-** and its last use, unless that call cannot resize or move it.
+** and its last use, unless that call cannot resize or move it. The one maker is
+** lraw_new_array (lraw.c): a table as lua_createtable makes one, made with the same
+** stores when no collector step would follow (the check compares the two).
 */
 #ifndef LPVM_LRAW_H
 #define LPVM_LRAW_H
