@@ -1,6 +1,5 @@
 /*
-** lraw.c -- the check that lraw.h's mirror reads this Lua right, and its one maker of
-** Lua objects, lraw_new_array (a message's lists: lterm_plain.c).
+** lraw.c -- the check that lraw.h's mirror reads this Lua right.
 **
 ** Once per VM (pthread_once; the first lraw_ok() of any thread runs it), on a state
 ** of its own made with an allocator of its own, so no process's code or finalizer
@@ -13,7 +12,6 @@
 ** which tests use to compare the two and a user to rule the mirror out.
 */
 #include <lauxlib.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +21,6 @@
 _Atomic int lraw_layout = 0;
 
 static const char long_s[] = "a string longer than forty bytes, so a long one";
-
-/* The check state's allocator's data: two blocks watched (news_ok). */
-typedef struct check_ud {
-  void *watch[2];         /* blocks whose free or resize is checked, or NULL */
-  size_t watch_size[2];   /* the size Lua must give when it frees or resizes each */
-  int bad;                /* it gave another */
-} check_ud;
-
-/* lraw_new_array's template: see there. */
-static _Atomic(void *) dummy_node;
 
 /* ---- values and tables ------------------------------------------------------------------ */
 
@@ -93,7 +81,7 @@ static int arrays_ok(lua_State *L) {
        lraw_real_asize(g) == 8 && lraw_is_nil(&g->array[7]) &&
        g->array[4].tt == LRAW_VNUMINT && g->array[4].v.i == 5;
   lua_settop(L, t - 1);
-  return ok;
+  return ok && lraw_new_check();   /* lraw_new.c's tables, on a state of its own */
 }
 
 /* A hash part of 4 nodes holding two values: exactly those two, by their keys; a
@@ -153,82 +141,6 @@ static int writes_ok(lua_State *L) {
          strcmp(lua_tolstring(L, -1, &n), "ab") == 0 && n == 2;
   }
   lua_pop(L, 7);
-  return ok;
-}
-
-/* The state's bytes by the API, and the global state's own count (totalbytes plus the
-** collector's debt, where lraw_new_array counts an array). */
-static size_t api_bytes(lua_State *L) {
-  return (size_t)lua_gc(L, LUA_GCCOUNT) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB);
-}
-
-static int counted(lua_State *L) {
-  const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;
-  return (size_t)(g->totalbytes + g->GCdebt) == api_bytes(L);
-}
-
-/* lraw_new_array's table against lua_createtable(L, 3, 0)'s: the same bytes counted,
-** the same empty slots, the same fields. Made the short way (the collector's debt
-** below 0 after a full collection): the same header as a table lua_createtable makes
-** next, first on the collector's list. Written slots read back; a fourth element
-** makes Lua resize the array, and the collector frees the table (check_alloc sees
-** both freed with the sizes given here). The short way not taken here (a debt of
-** another sign): it stays off, the rest of the mirror does not depend on it. */
-static int news_ok(lua_State *L, check_ud *u) {
-  const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;
-  lua_gc(L, LUA_GCSTOP);
-  size_t at = api_bytes(L);
-  lua_createtable(L, 3, 0);
-  size_t api = api_bytes(L) - at;
-  const lraw_table *h = lraw_table_at(L, -1);
-  int ok = counted(L) && h->alimit == 3 && h->array[0].tt == LRAW_VEMPTY &&
-           h->array[2].tt == LRAW_VEMPTY;
-  lua_createtable(L, 0, 0);
-  h = lraw_table_at(L, -1);
-  ok = ok && h->array == NULL && h->alimit == 0 && h->lastfree == NULL &&
-       h->lsizenode == 0 && h->metatable == NULL && h->flags == LRAW_FLAGS_NEW &&
-       h->tt == (LRAW_VTABLE & 0x3F) && h->node != NULL && g->allgc == h;
-  if (ok) atomic_store(&dummy_node, h->node);
-  lua_pop(L, 2);
-  lua_gc(L, LUA_GCRESTART);
-  lua_gc(L, LUA_GCCOLLECT);   /* the debt now below 0: the short way */
-  lua_gc(L, LUA_GCSTOP);
-  const void *head = g->allgc;
-  at = api_bytes(L);
-  lraw_tvalue *a = lraw_new_array(L, 3);
-  h = lraw_table_at(L, -1);
-  int here = g->allgc == h && h->next == head;   /* made the short way */
-  ok = ok && api_bytes(L) - at == api && counted(L) && h->array == a && h->alimit == 3 &&
-       !(h->flags & LRAW_BITRAS) && lraw_real_asize(h) == 3 && h->lastfree == NULL &&
-       a[0].tt == LRAW_VEMPTY && a[2].tt == LRAW_VEMPTY && lua_rawlen(L, -1) == 0 &&
-       lua_rawgeti(L, -1, 3) == LUA_TNIL;
-  lua_pop(L, 1);   /* the nil */
-  lua_createtable(L, 0, 0);   /* the API's table, made next */
-  const lraw_table *k = lraw_table_at(L, -1);
-  ok = ok && (!here || (h->tt == k->tt && h->marked == k->marked && h->flags == k->flags &&
-                        h->lsizenode == k->lsizenode && h->node == k->node &&
-                        h->metatable == NULL && k->next == h));
-  lua_pop(L, 1);
-  if (ok) {
-    u->watch[0] = a, u->watch_size[0] = 3 * sizeof *a;
-    u->watch[1] = (void *)h, u->watch_size[1] = here ? sizeof *h : u->watch_size[1];
-    for (int i = 0; i < 3; i++) a[i].v.i = 10 + i, a[i].tt = LRAW_VNUMINT;
-    ok = lua_rawlen(L, -1) == 3;
-    lua_pushinteger(L, 13), lua_rawseti(L, -2, 4);
-    for (int i = 1; i <= 4; i++) {
-      ok = ok && lua_rawgeti(L, -1, i) == LUA_TNUMBER && lua_tointeger(L, -1) == 9 + i;
-      lua_pop(L, 1);
-    }
-    lua_createtable(L, 0, 1);   /* a metatable set through the API */
-    lua_setmetatable(L, -2);
-    ok = ok && u->watch[0] == NULL && !u->bad && counted(L) && h->metatable != NULL;
-  }
-  lua_pop(L, 1);
-  lua_gc(L, LUA_GCRESTART);
-  lua_gc(L, LUA_GCCOLLECT);
-  ok = ok && counted(L) && !u->bad && (!here || u->watch[1] == NULL);   /* collected */
-  u->watch[1] = NULL;
-  if (!here) atomic_store(&dummy_node, NULL);
   return ok;
 }
 
@@ -324,12 +236,7 @@ static int collector_ok(lua_State *L, int *ran) {
 /* ---- the check -------------------------------------------------------------------------- */
 
 static void *check_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  check_ud *u = ud;
-  for (int i = 0; ptr && i < 2; i++)
-    if (ptr == u->watch[i]) {   /* news_ok's: freed or resized from its size */
-      u->bad |= osize != u->watch_size[i];
-      u->watch[i] = NULL;
-    }
+  (void)ud, (void)osize;
   if (nsize == 0) {
     free(ptr);
     return NULL;
@@ -339,16 +246,14 @@ static void *check_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 
 static int check_cf(lua_State *L) {
   int *ran = lua_touserdata(L, 1);
-  check_ud *u = lua_touserdata(L, 2);
   lua_settop(L, 0);
-  lua_pushboolean(L, arrays_ok(L) && hashes_ok(L) && writes_ok(L) && news_ok(L, u) &&
-                         frames_ok(L) && closures_ok(L) && collector_ok(L, ran));
+  lua_pushboolean(L, arrays_ok(L) && hashes_ok(L) && writes_ok(L) && frames_ok(L) &&
+                         closures_ok(L) && collector_ok(L, ran));
   return 1;
 }
 
 static void check_once(void) {
-  int ok = 0, ran = 0;
-  check_ud token = {{NULL, NULL}, {0, 0}, 0};
+  int ok = 0, token = 0, ran = 0;
   lua_State *L = NULL;
   const char *off = getenv("LPVM_NO_LRAW");   /* to compare both ways, or rule it out */
   if (!(off && *off && strcmp(off, "0") != 0) && LUA_VERSION_NUM == 504 && sizeof(lraw_tvalue) == 16 &&
@@ -359,8 +264,7 @@ static void check_once(void) {
     ok = g && g->frealloc == check_alloc && g->ud == &token;
     lua_pushcfunction(L, check_cf);
     lua_pushlightuserdata(L, &ran);
-    lua_pushlightuserdata(L, &token);
-    ok = ok && lua_pcall(L, 2, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+    ok = ok && lua_pcall(L, 1, 1, 0) == LUA_OK && lua_toboolean(L, -1);
     lua_close(L);
   }
   atomic_store(&lraw_layout, ok ? 1 : -1);
@@ -370,71 +274,4 @@ int lraw_check(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, check_once);
   return atomic_load(&lraw_layout);
-}
-
-/* ---- making ------------------------------------------------------------------------------ */
-
-/* dummy_node: the node part of a table without one, liblua's one static dummy node,
-** the same for every state, learnt by the check (news_ok) from a table lua_createtable
-** made. Until a thread sees it (an atomic: NULL then) lraw_new_array takes Lua's way. */
-
-/* The table and its array made here, when the collector's debt stays <= 0 with
-** both (lua_createtable then would make the table and, in luaC_checkGC, do nothing
-** more): luaC_newobj's and luaH_new's stores, one call to the allocator each, the
-** debt counted as luaM_malloc_ counts it. NULL (nothing made, nothing counted):
-** Lua's way. */
-static lraw_tvalue *new_here(lraw_state *s, unsigned n) {
-  lraw_global *g = s->l_G;
-  size_t size = (size_t)n * sizeof(lraw_tvalue);
-  void *node = atomic_load_explicit(&dummy_node, memory_order_relaxed);
-  if (!node || g->GCdebt + (ptrdiff_t)(sizeof(lraw_table) + size) > 0) return NULL;
-  lraw_table *h = g->frealloc(g->ud, NULL, LUA_TTABLE, sizeof *h);   /* luaM_newobject */
-  if (!h) return NULL;
-  lraw_tvalue *a = g->frealloc(g->ud, NULL, 0, size);   /* luaM_reallocvector */
-  if (!a) {
-    g->frealloc(g->ud, h, sizeof *h, 0);
-    return NULL;
-  }
-  g->GCdebt += (ptrdiff_t)(sizeof *h + size);
-  h->marked = g->currentwhite & LRAW_WHITES;   /* luaC_newobj: white, linked first */
-  h->tt = LRAW_VTABLE & 0x3F;
-  h->next = (void *)g->allgc;
-  g->allgc = h;
-  h->flags = LRAW_FLAGS_NEW;   /* luaH_new: no metamethods, the dummy node */
-  h->lsizenode = 0;
-  h->node = node;
-  h->lastfree = NULL;
-  h->metatable = NULL;
-  for (unsigned i = 0; i < n; i++) a[i].tt = LRAW_VEMPTY;
-  h->array = a;
-  h->alimit = n;
-  lraw_tvalue *top = s->top;   /* pushed: the caller has the room, as for any push */
-  top->v.gc = h, top->tt = LRAW_VTABLE;
-  s->top = top + 1;
-  return a;
-}
-
-lraw_tvalue *lraw_new_array(lua_State *L, unsigned n) {
-  lraw_state *s = (lraw_state *)(void *)L;
-  if (n - 1 >= LRAW_NEWMAX) {   /* 0, or too big for this short way */
-    lua_createtable(L, (int)(n > INT_MAX ? INT_MAX : n), 0);
-    return ((lraw_table *)s->top[-1].v.gc)->array;
-  }
-  lraw_tvalue *a = new_here(s, n);
-  if (a) return a;
-  lua_createtable(L, 0, 0);   /* its collector step taken here */
-  lraw_table *h = s->top[-1].v.gc;
-  lraw_global *g = s->l_G;
-  size_t size = (size_t)n * sizeof(lraw_tvalue);
-  a = g->frealloc(g->ud, NULL, 0, size);   /* as luaM_reallocvector asks */
-  if (!a) {   /* Lua's own way: an emergency collection, a retry, an error */
-    lua_pop(L, 1);
-    lua_createtable(L, (int)n, 0);
-    return ((lraw_table *)s->top[-1].v.gc)->array;
-  }
-  g->GCdebt += (ptrdiff_t)size;   /* luaM_realloc_'s count */
-  for (unsigned i = 0; i < n; i++) a[i].tt = LRAW_VEMPTY;
-  h->array = a;
-  h->alimit = n;   /* the real size: the flag LRAW_BITRAS is clear in a new table */
-  return a;
 }

@@ -30,9 +30,7 @@
 ** collectable values), or a collectable one while the table is not black (a white
 ** or gray table is traversed again, so lua_rawseti's barrier would do nothing
 ** either); never call into Lua between taking a pointer into a table or the stack
-** and its last use, unless that call cannot resize or move it. The one maker is
-** lraw_new_array (lraw.c): a table as lua_createtable makes one, made with the same
-** stores when no collector step would follow (the check compares the two).
+** and its last use, unless that call cannot resize or move it.
 */
 #ifndef LPVM_LRAW_H
 #define LPVM_LRAW_H
@@ -59,8 +57,7 @@ typedef struct lraw_tvalue {
 enum {
   LRAW_VFALSE = 0x01, LRAW_VTRUE = 0x11, LRAW_VLIGHTUD = 0x02, LRAW_VNUMINT = 0x03,
   LRAW_VNUMFLT = 0x13, LRAW_VSHRSTR = 0x44, LRAW_VLNGSTR = 0x54, LRAW_VTABLE = 0x45,
-  LRAW_VLCL = 0x46, LRAW_VUSERDATA = 0x47, LRAW_VCCL = 0x66,
-  LRAW_VEMPTY = 0x10   /* an empty slot, as a new array's are (nil's variant 1) */
+  LRAW_VLCL = 0x46, LRAW_VUSERDATA = 0x47, LRAW_VCCL = 0x66
 };
 #define LRAW_NOVARIANT(tt) ((tt) & 0x0F)   /* 0: nil, empty or an absent key */
 static inline int lraw_is_nil(const lraw_tvalue *v) { return LRAW_NOVARIANT(v->tt) == 0; }
@@ -78,6 +75,7 @@ typedef struct lraw_table {
 } lraw_table;
 
 #define LRAW_BITRAS 0x80   /* Table.flags: alimit is not the array's size */
+#define LRAW_VEMPTY 0x10   /* an empty slot, as a new array's are (nil's variant 1) */
 #define LRAW_FLAGS_NEW 0x3F   /* Table.flags of a new table: no metamethod looked for */
 #define LRAW_WHITES 0x18   /* an object's marked: lgc.h's two white bits */
 #define LRAW_BLACK 0x20    /* an object's marked: lgc.h's BLACKBIT */
@@ -184,6 +182,19 @@ static inline lraw_table *lraw_table_at(lua_State *L, int idx) {
   return (lraw_table *)lua_topointer(L, idx);
 }
 
+/* ---- making (vm/lraw_new.c) ------------------------------------------------------------- */
+
+/* Push a new table whose array part is n empty slots, as lua_createtable(L, n, 0)
+** would (the caller has room on the stack, as for any push), and return that array
+** (NULL for 0); the caller may write the slots by the rules above. The one maker of
+** Lua objects here: the check (lraw_new_check) compares its tables with
+** lua_createtable's. Memory refused, 0 or more than LRAW_NEWMAX slots:
+** lua_createtable's way (its emergency collection, its error). */
+#define LRAW_NEWMAX (1u << 24)
+lraw_tvalue *lraw_new_array(lua_State *L, unsigned n);
+/* Part of lraw_check: 1 if lraw_new_array's tables are lua_createtable's. */
+int lraw_new_check(void);
+
 /* Argument i (>= 1) of the running C function, or NULL when it has fewer. */
 static inline const lraw_tvalue *lraw_arg(lua_State *L, int i) {
   const lraw_state *s = (const lraw_state *)(void *)L;
@@ -203,19 +214,6 @@ static inline const void *lraw_proto(lua_State *L, int idx) {
   const lraw_lclosure *h = lua_topointer(L, idx);
   return h && h->tt == (LRAW_VLCL & 0x3F) ? h->proto : NULL;
 }
-
-/* ---- making (the layout trusted) -------------------------------------------------------- */
-
-/* Push a new table whose array part is n empty slots, as lua_createtable(L, n, 0)
-** would, and return that array (NULL for 0); the caller may write the slots
-** by the rules above. lua_createtable sizes the array with luaH_resize, ~180
-** instructions a table (a new hash part made, exchanged with the old, reinserted and
-** freed, every slot cleared) for a table that has no hash part: here the table is made
-** empty and its array allocated through the state's allocator and counted in the
-** collector's debt, as Lua's own allocation counts it. Memory refused, 0 or more than
-** LRAW_NEWMAX slots: lua_createtable's way (its emergency collection, its error). */
-#define LRAW_NEWMAX (1u << 24)
-lraw_tvalue *lraw_new_array(lua_State *L, unsigned n);
 
 /* Does the state hold an object whose finalizer has not run (alive with one, or dead
 ** and waiting for it)? */
