@@ -8,7 +8,8 @@
 ** with the old, reinserted and freed, every slot cleared) for a table that never has a
 ** hash part. Here the table is made with luaC_newobj's and luaH_new's own stores and
 ** its array allocated next to it, each one call to the state's allocator, the bytes
-** counted in the collector's debt as luaM_malloc_ counts them: ~110 instructions.
+** counted in the collector's debt as luaM_malloc_ counts them: ~150 instructions,
+** the two allocations included.
 ** Only while that debt stays <= 0 with both blocks: lua_createtable's luaC_checkGC
 ** would then do nothing either (99% of a very_big(15) receiver's tables). Otherwise
 ** lua_createtable(L, 0, 0) makes the table and takes its collector step, and only the
