@@ -162,12 +162,139 @@ static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
   return q + 4 * (size_t)nw;
 }
 
+/* The short strings a message's lists already hold, by their length and end bytes:
+** one met again is written from here into its slot (vm/lraw.h), without
+** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
+** of the message being read, which the stack reaches until the end (each pair of a
+** map empties the cache: see plain_map): the collector keeps them. Per
+** message, on the C stack (a finalizer run by an allocation may read a message of
+** its own). */
+#define STR_SLOTS 32
+typedef struct strs {
+  uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
+  int pids;        /* the state has the pid metatable (once set, for the message) */
+  lproc *proc;     /* the state's process when the mirror is trusted (strc), else NULL */
+  const lraw_string *s[STR_SLOTS];
+} strs;
+
+/* The k bytes at x and y are the same: up to 16 compared as two (overlapping) words,
+** without a call to memcmp. */
+static inline int same_bytes(const char *x, const uint8_t *y, size_t k) {
+  if (k >= 8 && k <= 16) {
+    uint64_t a, b, c, d;
+    memcpy(&a, x, 8), memcpy(&b, x + k - 8, 8), memcpy(&c, y, 8), memcpy(&d, y + k - 8, 8);
+    return a == c && b == d;
+  }
+  if (k >= 4 && k < 8) {
+    uint32_t a, b, c, d;
+    memcpy(&a, x, 4), memcpy(&b, x + k - 4, 4), memcpy(&c, y, 4), memcpy(&d, y + k - 4, 4);
+    return a == c && b == d;
+  }
+  if (k < 4)
+    return k == 0 || ((uint8_t)x[0] == y[0] && (uint8_t)x[k / 2] == y[k / 2] &&
+                      (uint8_t)x[k - 1] == y[k - 1]);
+  return memcmp(x, y, k) == 0;
+}
+
+static inline unsigned str_slot(const uint8_t *s, size_t k) {
+  /* odd factors: one-byte strings (atoms' names) fall in distinct slots */
+  return (unsigned)(k * 11 + (k ? s[0] + 8u * s[k - 1] : 0)) & (STR_SLOTS - 1);
+}
+
+
+/* ---- short strings met again, across messages ------------------------------------------ */
+
+/* A process that is sent the same short strings again and again (a burst of "hi", a
+** server's "call" and its request names, a reply's tag) paid lua_pushlstring's hashing
+** and string-table lookup for each: ~190 of msg10's ~1,650 instructions a message. A
+** string the process decoded twice in a row into the same slot (its address, which
+** interning makes the same for the same bytes while it lives, compared) is kept in
+** that slot, anchored as a user value of a userdata the registry holds
+** (registry[&strc_key]); met again, its bytes are compared and the string is written
+** to the stack in place (vm/lraw.h), as lua_pushlstring would have found it. The
+** userdata (lproc.strc) is made at the process's second short string, so a process
+** that gets one message pays nothing; a recycled state's registry is wiped and its
+** next process starts without one. */
+#define STRC_SLOTS 8
+typedef struct strcache {
+  const void *seen[STRC_SLOTS];          /* the last string pushed there: compared only */
+  const lraw_string *s[STRC_SLOTS];      /* kept: the userdata's user value slot + 1 */
+} strcache;
+
+static const char strc_key = 0;
+
+static inline unsigned strc_slot(const uint8_t *s, size_t k) {   /* k >= 1 */
+  return (unsigned)(k * 5 + s[0] + 3u * s[k - 1]) & (STRC_SLOTS - 1);
+}
+
+/* lua_pushlstring has just pushed a short string (slot's): note it, keep it if it was
+** the slot's last one, make the cache at the process's second string. */
+static __attribute__((noinline)) void strc_miss(lua_State *L, lproc *p, unsigned slot) {
+  const lraw_string *ts = ((const lraw_state *)(void *)L)->top[-1].v.gc;
+  strcache *sc = p->strc;
+  if ((uintptr_t)sc <= 1) {
+    if (!sc || !lua_checkstack(L, 2)) {
+      p->strc = (void *)1;
+      return;
+    }
+    sc = lua_newuserdatauv(L, sizeof *sc, STRC_SLOTS);
+    memset(sc, 0, sizeof *sc);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &strc_key);
+    p->strc = sc;
+  }
+  if (sc->seen[slot] != ts) {
+    sc->seen[slot] = ts;
+    return;
+  }
+  if (!lua_checkstack(L, 2) || lua_rawgetp(L, LUA_REGISTRYINDEX, &strc_key) != LUA_TUSERDATA ||
+      lua_touserdata(L, -1) != (void *)sc) {   /* the registry was emptied under it */
+    lua_pop(L, 1);
+    p->strc = (void *)1;
+    return;
+  }
+  lua_pushvalue(L, -2);
+  lua_setiuservalue(L, -2, (int)slot + 1);
+  lua_pop(L, 1);
+  sc->s[slot] = ts;
+}
+
+/* Push the k bytes at s as a string: a short one kept by the process's cache is
+** written in place. Room on the stack as for plain_scalar. */
+static inline __attribute__((always_inline)) void
+push_str(lua_State *L, const uint8_t *s, size_t k, strs *c) {
+  lproc *p = c->proc;
+  if (p && k - 1 < LRAW_SHORTMAX) {
+    unsigned slot = strc_slot(s, k);
+    const strcache *sc = p->strc;
+    if ((uintptr_t)sc > 1) {
+      const lraw_string *t = sc->s[slot];
+      if (t && t->shrlen == k && same_bytes(t->contents, s, k)) {
+        lraw_state *st = (lraw_state *)(void *)L;
+        st->top->v.gc = (void *)t;
+        st->top->tt = LRAW_VSHRSTR;
+        st->top++;
+        return;
+      }
+    }
+    lua_pushlstring(L, (const char *)s, k);
+    strc_miss(L, p, slot);
+    return;
+  }
+  lua_pushlstring(L, (const char *)s, k);
+}
+
+/* The per-message state: c->proc set when the mirror is trusted. */
+static inline void strs_init(lua_State *L, strs *c) {
+  c->used = 0, c->pids = 0;
+  c->proc = lraw_ok() ? (lproc *)((const lraw_state *)(const void *)L)->l_G->ud : NULL;
+}
+
 /* Push the value at p if it is a scalar (or []), inline in every loop: past it, or
 ** NULL for anything else (nothing pushed), which plain_value then reads. The stack
 ** has room for three more values: a pid's first push makes the state's pid
 ** metatable (lmod.c) with two more. */
 static inline __attribute__((always_inline)) const uint8_t *
-plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
+plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
   size_t left = (size_t)(end - p), k;
   if (left < 2) {   /* only [] is a single byte */
     if (left == 0 || p[0] != T_NIL) return NULL;
@@ -182,7 +309,7 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
       return p + 5;
     case T_BINARY:
       if (left < 5 || (k = be32(p + 1)) > left - 5) return NULL;
-      lua_pushlstring(L, (const char *)p + 5, k);
+      push_str(L, p + 5, k, c);
       return p + 5 + k;
     case T_SMALL_ATOM_UTF8:
       if ((k = p[1]) > left - 2) return NULL;
@@ -190,7 +317,7 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
       if (k == 3 && memcmp(p, "nil", 3) == 0) lua_pushnil(L);
       else if (k == 4 && memcmp(p, "true", 4) == 0) lua_pushboolean(L, 1);
       else if (k == 5 && memcmp(p, "false", 5) == 0) lua_pushboolean(L, 0);
-      else lua_pushlstring(L, (const char *)p, k);
+      else push_str(L, p, k, c);
       return p + k;
     case T_NEW_PID: {
       const uint8_t *q = local_pid(p, left);
@@ -224,44 +351,6 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
     }
     default: return NULL;
   }
-}
-
-/* The short strings a message's lists already hold, by their length and end bytes:
-** one met again is written from here into its slot (vm/lraw.h), without
-** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
-** of the message being read, which the stack reaches until the end (each pair of a
-** map empties the cache: see plain_map): the collector keeps them. Per
-** message, on the C stack (a finalizer run by an allocation may read a message of
-** its own). */
-#define STR_SLOTS 32
-typedef struct strs {
-  uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
-  int pids;        /* the state has the pid metatable (once set, for the message) */
-  const lraw_string *s[STR_SLOTS];
-} strs;
-
-/* The k bytes at x and y are the same: up to 16 compared as two (overlapping) words,
-** without a call to memcmp. */
-static inline int same_bytes(const char *x, const uint8_t *y, size_t k) {
-  if (k >= 8 && k <= 16) {
-    uint64_t a, b, c, d;
-    memcpy(&a, x, 8), memcpy(&b, x + k - 8, 8), memcpy(&c, y, 8), memcpy(&d, y + k - 8, 8);
-    return a == c && b == d;
-  }
-  if (k >= 4 && k < 8) {
-    uint32_t a, b, c, d;
-    memcpy(&a, x, 4), memcpy(&b, x + k - 4, 4), memcpy(&c, y, 4), memcpy(&d, y + k - 4, 4);
-    return a == c && b == d;
-  }
-  if (k < 4)
-    return k == 0 || ((uint8_t)x[0] == y[0] && (uint8_t)x[k / 2] == y[k / 2] &&
-                      (uint8_t)x[k - 1] == y[k - 1]);
-  return memcmp(x, y, k) == 0;
-}
-
-static inline unsigned str_slot(const uint8_t *s, size_t k) {
-  /* odd factors: one-byte strings (atoms' names) fall in distinct slots */
-  return (unsigned)(k * 11 + (k ? s[0] + 8u * s[k - 1] : 0)) & (STR_SLOTS - 1);
 }
 
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
@@ -355,7 +444,7 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
         }
       }
     }
-    const uint8_t *q = plain_scalar(L, p, end);
+    const uint8_t *q = plain_scalar(L, p, end, c);
     if (!(p = q ? q : plain_nested(L, p, end, depth + 1, c))) return NULL;
     if (a && !(h->marked & LRAW_BLACK)) {
       /* the value just pushed copied into its slot (a new table, a string met first):
@@ -401,7 +490,7 @@ static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *e
 ** (the caller drops what was pushed). Room on the stack as for plain_scalar. */
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
                                   int depth, strs *c) {
-  const uint8_t *q = plain_scalar(L, p, end);
+  const uint8_t *q = plain_scalar(L, p, end, c);
   return q ? q : plain_nested(L, p, end, depth, c);
 }
 
@@ -460,12 +549,12 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   if (!lua_checkstack(L, (int)n + 3)) return -1;
   int base = lua_gettop(L);
   strs c;
-  c.used = 0, c.pids = 0;
+  strs_init(L, &c);
   if (!tuple) {
     p = plain_value(L, p, end, 0, &c);
   } else {
     for (uint32_t i = 0; i < n && p; i++) {
-      const uint8_t *q = plain_scalar(L, p, end);
+      const uint8_t *q = plain_scalar(L, p, end, &c);
       p = q ? q : plain_nested(L, p, end, 1, &c);
     }
   }
@@ -477,9 +566,9 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
 const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end) {
   if (!lua_checkstack(L, 4)) return NULL;
   int base = lua_gettop(L);
-  const uint8_t *q = plain_scalar(L, p, end);
   strs c;
-  c.used = 0, c.pids = 0;
+  strs_init(L, &c);
+  const uint8_t *q = plain_scalar(L, p, end, &c);
   if (!q && !(q = plain_nested(L, p, end, 1, &c))) lua_settop(L, base);
   return q;
 }

@@ -226,6 +226,38 @@ test("tables arrive alike by the short and the general paths", function()
   end
 end)
 
+-- A process keeps the short strings it is sent again and again (vm/lterm_plain.c's
+-- cache, anchored in its state): each must arrive as the interned string (a table key
+-- finds it), with the right bytes when strings share a length and their end bytes
+-- (one slot), across collections that free every other copy, at the 40-byte limit of
+-- short strings and past it.
+test("short strings met again arrive as themselves", function()
+  local me = lpvm.self()
+  local function make(i)   -- a fresh string each call, never a constant
+    local k = i % 43       -- lengths 0..42 (short strings end at 40)
+    if k == 0 then return "" end
+    return ("a"):rep(k // 2) .. string.char(65 + i % 7) .. ("z"):rep(k - k // 2 - 1)
+  end
+  local want = {}
+  for i = 1, 300 do want[i] = make(i) end
+  for round = 1, 4 do
+    for rep = 1, 3 do      -- three times in a row: kept from the second
+      for i = 1, #want do lpvm.send(me, make(i), { make(i), i }) end
+      for i = 1, #want do
+        local s, t = lpvm.receive()
+        local key = { [want[i]] = i }
+        T.eq(s, want[i], "round " .. round .. " rep " .. rep .. " string " .. i)
+        T.eq(key[s], i, "interned: string " .. i)
+        T.eq(t[1], want[i], "in a list: string " .. i)
+        T.eq(key[t[1]], i, "interned in a list: string " .. i)
+      end
+      collectgarbage("collect")
+    end
+    lpvm.send(echo, me, "x", "y", "x")   -- the same through another process
+    T.eqv(T.recv(), table.pack("x", "y", "x"))
+  end
+end)
+
 test("nesting: too deep is an error, a cycle deep down is one too", function()
   local t = {}
   for _ = 1, 250 do t = { t } end
