@@ -20,6 +20,13 @@
 #include "vm/lterm_int.h"
 #include "vm/lraw.h"
 
+/* The external format's tags these paths write and read (tasks/term_int.h has them all). */
+enum {
+  T_NEW_FLOAT = 70, T_NEW_PID = 88, T_SMALL_INT = 97, T_INT = 98, T_SMALL_TUPLE = 104,
+  T_NIL = 106, T_STRING = 107, T_LIST = 108, T_BINARY = 109, T_MAP = 116,
+  T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90, T_SMALL_BIG = 110
+};
+
 /* A scalar (nil, a boolean, a number, a string, a pid, a reference) of type t (lua_type's): t and
 ** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
 ** a binary or a foreign term: the encoder's general path). */
@@ -72,15 +79,103 @@ void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) 
   put_scalar(L, idx, t, ref, b);
 }
 
+/* lterm_msg_plain (below) read in place (vm/lraw.h) for the commonest values: up to
+** LTERM_PLAIN_MAX nil, booleans, numbers and strings (msg10's burst, EStone timer's
+** "hi_dude", a reply's tag and integers) are sized from their tags and lengths and
+** written straight into a block lpvm_msg_new made, without lua_type, lua_tolstring,
+** lua_tointeger and the builder's calls and checks (~110 of msg10's ~1,500
+** instructions a message). 1 if it took them all (*m the message, or NULL out of
+** memory), 0 at the first other value (nothing made: lterm_msg_plain's way). */
+static void wr32be(uint8_t *q, uint32_t v) {
+  v = __builtin_bswap32(v);
+  memcpy(q, &v, 4);
+}
+
+static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
+  const lraw_tvalue *v = ((const lraw_state *)(void *)L)->ci->func + idx;
+  size_t sz = 1 + (n != 1 ? 2 : 0), len;
+  for (int i = 0; i < n; i++) {
+    switch (v[i].tt) {
+      case LRAW_VSHRSTR: case LRAW_VLNGSTR:
+        lraw_str(&v[i], &len);
+        if (len > UINT32_MAX) return 0;
+        sz += 5 + len;
+        break;
+      case LRAW_VNUMINT: sz += 11; break;   /* SMALL_BIG of 8 bytes at most */
+      case LRAW_VNUMFLT: sz += 9; break;
+      case LRAW_VTRUE: case LRAW_VFALSE: sz += 7; break;
+      default:
+        if (!lraw_is_nil(&v[i])) return 0;
+        sz += 5;
+    }
+  }
+  lpvm_msg *m = lpvm_msg_new(sz);
+  *out = m;
+  if (!m) return 1;
+  uint8_t *d = (uint8_t *)(m + 1), *q = d;   /* the payload follows the header */
+  *q++ = 131;
+  if (n != 1) *q++ = T_SMALL_TUPLE, *q++ = (uint8_t)n;
+  for (int i = 0; i < n; i++) {
+    switch (v[i].tt) {
+      case LRAW_VSHRSTR: case LRAW_VLNGSTR: {
+        const char *str = lraw_str(&v[i], &len);
+        *q = T_BINARY;
+        wr32be(q + 1, (uint32_t)len);
+        memcpy(q + 5, str, len);
+        q += 5 + len;
+        break;
+      }
+      case LRAW_VNUMINT: {   /* as lpvm_put_int: the smallest form */
+        lua_Integer x = v[i].v.i;
+        if (x >= 0 && x <= 255) {
+          q[0] = T_SMALL_INT, q[1] = (uint8_t)x, q += 2;
+        } else if (x >= INT32_MIN && x <= INT32_MAX) {
+          q[0] = T_INT, wr32be(q + 1, (uint32_t)x), q += 5;
+        } else {   /* a little-endian magnitude and a sign byte */
+          uint64_t mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+          uint8_t k = 0;
+          q[0] = T_SMALL_BIG, q[2] = x < 0;
+          for (; mag != 0; mag >>= 8) q[3 + k++] = (uint8_t)mag;
+          q[1] = k;
+          q += 3 + k;
+        }
+        break;
+      }
+      case LRAW_VNUMFLT: {
+        uint64_t bits;
+        memcpy(&bits, &v[i].v.n, sizeof bits);
+        q[0] = T_NEW_FLOAT;
+        wr32be(q + 1, (uint32_t)(bits >> 32)), wr32be(q + 5, (uint32_t)bits);
+        q += 9;
+        break;
+      }
+      case LRAW_VTRUE: memcpy(q, "\x77\x04" "true", 6), q += 6; break;
+      case LRAW_VFALSE: memcpy(q, "\x77\x05" "false", 7), q += 7; break;
+      default: memcpy(q, "\x77\x03" "nil", 5), q += 5; break;
+    }
+  }
+  m->len = (uint32_t)(q - d);
+  return 1;
+}
+
 /* The common message: up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers,
 ** strings, pids, references), each put as it is, sized exactly (a pid or a
 ** reference: a node name of up to 48 bytes; a longer one grows the block), without
 ** the encoder's bookkeeping for tables and functions (~250 of a ring hop's ~2,800
 ** instructions). The bytes are the same as lterm_enc_value's. If a value is not a
 ** scalar nothing is built: NULL, and *hint is a first guess of the message's size
-** for the general encoder (256 bytes a table, a function or another userdata), from
-** the same look at the values. */
+** for the general encoder (64 bytes a table, 256 a function or another userdata),
+** from the same look at the values. A table's guess is small: lterm_msg starts from
+** the thread's last message of tables when that was bigger, and a block left with
+** more than 256 bytes spare is reallocated to its size (tasks/mailbox.c), which cost
+** EStone generic's call (a request {"abc"}, ~120 bytes in all) ~740 instructions in
+** jemalloc when a table guessed 256. */
 lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
+  lpvm_msg *m;
+  if (lraw_ok() && plain_raw(L, idx, n, &m)) {
+    *hint = 0;
+    return m;
+  }
   int ty[LTERM_PLAIN_MAX];
   uint64_t refs[LTERM_PLAIN_MAX];   /* a reference's id; a string's length */
   const char *strs[LTERM_PLAIN_MAX];
@@ -92,7 +187,7 @@ lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
       strs[i] = lua_tolstring(L, idx + i, &len);
       ty[i] = LUA_TSTRING, refs[i] = len, sz += 5 + len;
     } else if ((ty[i] = scalar_typed(L, idx + i, t, &one, &refs[i])) < 0) {
-      other += 256;
+      other += t == LUA_TTABLE ? 64 : 256;
     } else {
       sz += one;
     }
@@ -111,12 +206,6 @@ lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
 
 /* ---- reading ---------------------------------------------------------------------- */
 
-/* The external format's tags this reader takes (tasks/term_int.h has them all). */
-enum {
-  T_NEW_FLOAT = 70, T_NEW_PID = 88, T_SMALL_INT = 97, T_INT = 98, T_SMALL_TUPLE = 104,
-  T_NIL = 106, T_STRING = 107, T_LIST = 108, T_BINARY = 109, T_MAP = 116,
-  T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90
-};
 
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
