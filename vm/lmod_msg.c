@@ -443,6 +443,24 @@ static __attribute__((noinline)) int receive_args(lua_State *L, lproc *p) {
   return recv_loop(L, p);
 }
 
+/* receive(pred) and receive(pred, ms) (EStone generic's call waits so) read in place:
+** the stack is already recv_loop's ([1] the predicate, [2] the timeout, an integer
+** as lmod_check_ms gives it, or nil pushed), without receive_args' checks through
+** the C API (~150 instructions a call). The other forms go to receive_args. */
+static __attribute__((noinline)) int receive_fn(lua_State *L, lproc *p, const lraw_tvalue *a) {
+  if (LRAW_NOVARIANT(a->tt) != LUA_TFUNCTION) return receive_args(L, p);   /* any variant */
+  const lraw_tvalue *b = lraw_arg(L, 2);
+  if (!b) {
+    lua_pushnil(L);   /* for ever */
+  } else if (b->tt != LRAW_VNUMINT || b->v.i < 0 || b->v.i >= (INT64_C(1) << 53) ||
+             lraw_arg(L, 3)) {
+    return receive_args(L, p);
+  }
+  lmod_drop_owned(p);
+  lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
+  return recv_loop(L, p);
+}
+
 /* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
 ** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
 ** programmer's mistake and raises. receive() and receive(ms) are read in place (no
@@ -455,7 +473,7 @@ int lmod_receive(lua_State *L) {
   int64_t ms = -1;
   if (a) {
     if (a->tt != LRAW_VNUMINT || a->v.i < 0 || a->v.i >= (INT64_C(1) << 53) || lraw_arg(L, 2))
-      return receive_args(L, p);
+      return receive_fn(L, p, a);
     ms = a->v.i;   /* what lmod_check_ms gives for it */
   }
   return recv_any(L, p, ms);
