@@ -12,6 +12,7 @@
 ** either way: only the reading is shortened.
 */
 #include <lauxlib.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lpvm/dist.h"
@@ -79,82 +80,163 @@ void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) 
   put_scalar(L, idx, t, ref, b);
 }
 
-/* lterm_msg_plain (below) read in place (vm/lraw.h) for the commonest values: up to
-** LTERM_PLAIN_MAX nil, booleans, numbers and strings (msg10's burst, EStone timer's
-** "hi_dude", a reply's tag and integers) are sized from their tags and lengths and
-** written straight into a block lpvm_msg_new made, without lua_type, lua_tolstring,
-** lua_tointeger and the builder's calls and checks (~110 of msg10's ~1,500
-** instructions a message). 1 if it took them all (*m the message, or NULL out of
-** memory), 0 at the first other value (nothing made: lterm_msg_plain's way). */
-static void wr32be(uint8_t *q, uint32_t v) {
+/* lterm_msg_plain (below) read in place (vm/lraw.h) for the commonest values:
+** up to LTERM_PLAIN_MAX nil, booleans, numbers, strings, pids and references, and
+** lists of such values (a table whose array part holds them from 1 to its first nil
+** and whose hash part is empty: EStone generic's request {"abc"}), sized from their
+** tags and lengths and written straight into a block lpvm_msg_new made, without
+** lua_type, lua_tolstring, lua_tointeger and the builder's calls and checks (~110 of
+** msg10's ~1,500 instructions a message), and for a list without the general
+** encoder's set-up (its cycle bookkeeping, a scratch, a second look at the values:
+** ~1,400 of generic's call). The bytes are the general encoder's (vm/lterm_raw.c's
+** walk writes such a list alike). 1 if it took them all (*m the message, or NULL out
+** of memory), 0 at the first other value (nothing made: lterm_msg_plain's way). */
+static inline void wr32be(uint8_t *q, uint32_t v) {
   v = __builtin_bswap32(v);
   memcpy(q, &v, 4);
 }
 
+/* The bytes a scalar takes at most (a pid or a reference: a node name of up to 48
+** bytes, a longer one grows the block), or 0 for another value. */
+static inline size_t raw_scalar_size(const lraw_tvalue *v) {
+  size_t len;
+  switch (v->tt) {
+    case LRAW_VSHRSTR: case LRAW_VLNGSTR:
+      lraw_str(v, &len);
+      return len > UINT32_MAX - 5 ? 0 : 5 + len;
+    case LRAW_VNUMINT: return 11;   /* SMALL_BIG of 8 bytes at most */
+    case LRAW_VNUMFLT: return 9;
+    case LRAW_VTRUE: case LRAW_VFALSE: return 7;
+    case LRAW_VLIGHTUD: return 72;
+    default: return lraw_is_nil(v) ? 5 : 0;
+  }
+}
+
+/* A list table's elements (its array part's up to the first nil): their count in
+** *k; what they and the list's framing take, or 0 if h is not such a list. */
+static size_t raw_list_size(const lraw_table *h, unsigned int *k) {
+  if (h->lastfree) return 0;   /* a hash part: the general encoder */
+  unsigned int asize = lraw_real_asize(h), i = 0;
+  const lraw_tvalue *a = h->array;
+  size_t sz = 6, one;          /* LIST_EXT's 5 bytes and the [] tail */
+  for (; i < asize && !lraw_is_nil(&a[i]); i++) {
+    if (!(one = raw_scalar_size(&a[i]))) return 0;
+    sz += one;
+  }
+  for (unsigned int j = i + 1; j < asize; j++)   /* a hole: a map */
+    if (!lraw_is_nil(&a[j])) return 0;
+  *k = i;
+  return sz;
+}
+
+/* The block being written: its start (the header) and size; the bytes go through a
+** pointer kept apart, so they stay in registers (only a pid's put sees the block). */
+typedef struct rawblk {
+  uint8_t *data;
+  size_t cap, all;   /* all: the whole estimate */
+  int err;
+} rawblk;
+
+/* A pid or a reference put at q by lmod_put_light, which grows the block for a node
+** name past 48 bytes (another node's); room for the whole estimate (more than what
+** is left of it) is then made again, so the direct writes after it still fit. */
+static __attribute__((noinline)) uint8_t *raw_put_light(rawblk *r, uint8_t *q, uint64_t id) {
+  lpvm_tbuf b = {r->data, (size_t)(q - r->data), r->cap, 0};
+  size_t at = b.len;
+  lmod_put_light(&b, id);
+  if (!b.err && b.len - at > 72) lpvm_tbuf_room(&b, r->all);
+  r->data = b.data, r->cap = b.cap;
+  if (b.err) {   /* out of memory: nothing more is written */
+    r->err = b.err;
+    return b.data + at;
+  }
+  return b.data + b.len;
+}
+
+/* Put the scalar v (raw_scalar_size's) at q, the room is there (raw_put_light for a
+** pid): past it. */
+static inline __attribute__((always_inline)) uint8_t *
+raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
+  size_t len;
+  switch (v->tt) {
+    case LRAW_VSHRSTR: case LRAW_VLNGSTR: {
+      const char *str = lraw_str(v, &len);
+      *q = T_BINARY;
+      wr32be(q + 1, (uint32_t)len);
+      memcpy(q + 5, str, len);
+      return q + 5 + len;
+    }
+    case LRAW_VNUMINT: {   /* as lpvm_put_int: the smallest form */
+      lua_Integer x = v->v.i;
+      if (x >= 0 && x <= 255) {
+        q[0] = T_SMALL_INT, q[1] = (uint8_t)x;
+        return q + 2;
+      }
+      if (x >= INT32_MIN && x <= INT32_MAX) {
+        q[0] = T_INT, wr32be(q + 1, (uint32_t)x);
+        return q + 5;
+      }
+      uint64_t mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;   /* little-endian */
+      uint8_t k = 0;
+      q[0] = T_SMALL_BIG, q[2] = x < 0;
+      for (; mag != 0; mag >>= 8) q[3 + k++] = (uint8_t)mag;
+      q[1] = k;
+      return q + 3 + k;
+    }
+    case LRAW_VNUMFLT: {
+      uint64_t bits;
+      memcpy(&bits, &v->v.n, sizeof bits);
+      q[0] = T_NEW_FLOAT;
+      wr32be(q + 1, (uint32_t)(bits >> 32)), wr32be(q + 5, (uint32_t)bits);
+      return q + 9;
+    }
+    case LRAW_VTRUE: memcpy(q, "\x77\x04" "true", 6); return q + 6;
+    case LRAW_VFALSE: memcpy(q, "\x77\x05" "false", 7); return q + 7;
+    case LRAW_VLIGHTUD: return raw_put_light(r, q, (uint64_t)(uintptr_t)v->v.p);
+    default: memcpy(q, "\x77\x03" "nil", 5); return q + 5;
+  }
+}
+
 static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
   const lraw_tvalue *v = ((const lraw_state *)(void *)L)->ci->func + idx;
-  size_t sz = 1 + (n != 1 ? 2 : 0), len;
+  size_t sz = 1 + (n != 1 ? 2 : 0), one;
+  unsigned int k;
   for (int i = 0; i < n; i++) {
-    switch (v[i].tt) {
-      case LRAW_VSHRSTR: case LRAW_VLNGSTR:
-        lraw_str(&v[i], &len);
-        if (len > UINT32_MAX) return 0;
-        sz += 5 + len;
-        break;
-      case LRAW_VNUMINT: sz += 11; break;   /* SMALL_BIG of 8 bytes at most */
-      case LRAW_VNUMFLT: sz += 9; break;
-      case LRAW_VTRUE: case LRAW_VFALSE: sz += 7; break;
-      default:
-        if (!lraw_is_nil(&v[i])) return 0;
-        sz += 5;
-    }
+    one = v[i].tt == LRAW_VTABLE ? raw_list_size(v[i].v.gc, &k) : raw_scalar_size(&v[i]);
+    if (!one) return 0;
+    sz += one;
   }
   lpvm_msg *m = lpvm_msg_new(sz);
   *out = m;
   if (!m) return 1;
-  uint8_t *d = (uint8_t *)(m + 1), *q = d;   /* the payload follows the header */
+  /* the block as a builder's (lpvm_msg_build): a pid's put may grow it */
+  rawblk r = {(uint8_t *)m, sizeof(lpvm_msg) + sz, sz, 0};
+  uint8_t *q = r.data + sizeof(lpvm_msg);
   *q++ = 131;
   if (n != 1) *q++ = T_SMALL_TUPLE, *q++ = (uint8_t)n;
-  for (int i = 0; i < n; i++) {
-    switch (v[i].tt) {
-      case LRAW_VSHRSTR: case LRAW_VLNGSTR: {
-        const char *str = lraw_str(&v[i], &len);
-        *q = T_BINARY;
-        wr32be(q + 1, (uint32_t)len);
-        memcpy(q + 5, str, len);
-        q += 5 + len;
-        break;
-      }
-      case LRAW_VNUMINT: {   /* as lpvm_put_int: the smallest form */
-        lua_Integer x = v[i].v.i;
-        if (x >= 0 && x <= 255) {
-          q[0] = T_SMALL_INT, q[1] = (uint8_t)x, q += 2;
-        } else if (x >= INT32_MIN && x <= INT32_MAX) {
-          q[0] = T_INT, wr32be(q + 1, (uint32_t)x), q += 5;
-        } else {   /* a little-endian magnitude and a sign byte */
-          uint64_t mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
-          uint8_t k = 0;
-          q[0] = T_SMALL_BIG, q[2] = x < 0;
-          for (; mag != 0; mag >>= 8) q[3 + k++] = (uint8_t)mag;
-          q[1] = k;
-          q += 3 + k;
-        }
-        break;
-      }
-      case LRAW_VNUMFLT: {
-        uint64_t bits;
-        memcpy(&bits, &v[i].v.n, sizeof bits);
-        q[0] = T_NEW_FLOAT;
-        wr32be(q + 1, (uint32_t)(bits >> 32)), wr32be(q + 5, (uint32_t)bits);
-        q += 9;
-        break;
-      }
-      case LRAW_VTRUE: memcpy(q, "\x77\x04" "true", 6), q += 6; break;
-      case LRAW_VFALSE: memcpy(q, "\x77\x05" "false", 7), q += 7; break;
-      default: memcpy(q, "\x77\x03" "nil", 5), q += 5; break;
+  for (int i = 0; i < n && !r.err; i++) {
+    if (v[i].tt != LRAW_VTABLE) {
+      q = raw_put(&r, q, &v[i]);
+      continue;
     }
+    const lraw_table *h = v[i].v.gc;
+    const lraw_tvalue *a = h->array;
+    raw_list_size(h, &k);
+    if (k > 0) {
+      q[0] = T_LIST, wr32be(q + 1, k);
+      q += 5;
+      for (unsigned int j = 0; j < k && !r.err; j++) q = raw_put(&r, q, &a[j]);
+    }
+    *q++ = T_NIL;
   }
-  m->len = (uint32_t)(q - d);
+  if (r.err) {   /* a pid's growth failed */
+    free(r.data);
+    *out = NULL;
+    return 1;
+  }
+  m = (lpvm_msg *)(void *)r.data;
+  m->len = (uint32_t)(q - r.data - sizeof(lpvm_msg));
+  *out = m;
   return 1;
 }
 
