@@ -454,6 +454,12 @@ push_str(lua_State *L, const uint8_t *s, size_t k, strs *c) {
   lua_pushlstring(L, (const char *)s, k);
 }
 
+/* lua_gettop read in place (the mirror trusted). */
+static inline int lraw_top(lua_State *L) {
+  const lraw_state *st = (const lraw_state *)(void *)L;
+  return (int)(st->top - (st->ci->func + 1));
+}
+
 /* The per-message state: c->proc set when the mirror is trusted. */
 static inline void strs_init(lua_State *L, strs *c) {
   c->used = 0, c->pids = 0;
@@ -718,11 +724,12 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
     tuple = 1;   /* what is left are values of a tuple (none, for a lone reference) */
   }
   if (!lua_checkstack(L, (int)n + 3)) return -1;
-  int base = lua_gettop(L);
   strs c;
   strs_init(L, &c);
+  int base = c.proc ? lraw_top(L) : lua_gettop(L);
   if (!tuple) {
-    p = plain_value(L, p, end, 0, &c);
+    const uint8_t *q = plain_scalar(L, p, end, &c);
+    p = q ? q : plain_nested(L, p, end, 0, &c);
   } else {
     for (uint32_t i = 0; i < n && p; i++) {
       const uint8_t *q = plain_scalar(L, p, end, &c);
