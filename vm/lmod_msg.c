@@ -23,6 +23,7 @@
 #include "lpvm/binary.h"
 #include "lpvm/dist.h"
 #include "vm/lproc_int.h"
+#include "vm/lproc_small.h"
 #include "vm/lraw.h"
 #include "vm/lterm.h"
 
@@ -258,13 +259,21 @@ void lmod_recv_finish(lproc *p) {
   p->wait = LP_RUN;
 }
 
+/* A message taken and read: one without shared binaries is only its block
+** (lpvm_msg_init), which goes to this thread's free lists of small blocks
+** (vm/lproc_small.h) for the next message or Lua object of its size. */
+static inline void msg_done(lpvm_msg *m) {
+  if (m->flags & LPVM_MSGF_BINS) lpvm_msg_free(m);
+  else lproc_small_free(m, sizeof(lpvm_msg) + m->len);
+}
+
 /* Take m out of the mailbox and push its values. */
 static int take_push(lua_State *L, lproc *p, lpvm_msg *m) {
   lmod_mbox_take(p, m);
   p->owned = m;   /* a failed decode (out of memory) must not leak it */
   int n = lterm_push_msg(L, m);
   p->owned = NULL;
-  lpvm_msg_free(m);
+  msg_done(m);
   return n;
 }
 
@@ -293,7 +302,7 @@ static int pred_done(lua_State *L, lproc *p, int status) {
   p->cur = NULL;
   if (ok) {
     lmod_mbox_take(p, m);
-    lpvm_msg_free(m);
+    msg_done(m);
     lmod_recv_finish(p);
     return n;
   }

@@ -17,6 +17,7 @@
 
 #include "lpvm/dist.h"
 #include "vm/lproc_int.h"
+#include "vm/lproc_small.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 #include "vm/lraw.h"
@@ -206,7 +207,9 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
     if (!one) return 0;
     sz += one;
   }
-  lpvm_msg *m = lpvm_msg_new(sz);
+  /* a small block from the thread's free lists (vm/lproc_small.h), where the
+  ** receiver's take puts it back (vm/lmod_msg.c): malloc and free cost ~70 */
+  lpvm_msg *m = lpvm_msg_init(lproc_small_alloc(sizeof(lpvm_msg) + sz), sz);
   *out = m;
   if (!m) return 1;
   /* the block as a builder's (lpvm_msg_build): a pid's put may grow it */
