@@ -277,6 +277,12 @@ static int take_push(lua_State *L, lproc *p, lpvm_msg *m) {
   return n;
 }
 
+/* Slot i of receive's stack (see recv_loop) is nil, read in place when it can be. */
+static inline int slot_nil(lua_State *L, int i) {
+  const lraw_tvalue *v = lraw_ok() ? lraw_arg(L, i) : NULL;
+  return v ? lraw_is_nil(v) : lua_isnil(L, i);
+}
+
 static int recv_loop(lua_State *L, lproc *p);
 static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *));
 
@@ -347,7 +353,7 @@ static int recv_loop(lua_State *L, lproc *p) {
   for (;;) {
     lpvm_msg *m = recv_next(L, p);
     if (!m) return recv_wait(L, p, recv_k, recv_loop);
-    if (lua_isnil(L, 1)) {
+    if (slot_nil(L, 1)) {
       lmod_recv_finish(p);
       return take_push(L, p, m);
     }
@@ -368,7 +374,11 @@ static int recv_loop(lua_State *L, lproc *p) {
 ** for receive(0), time out (-1, nothing pushed), or wait for more with continuation
 ** k; `again` rescans (what it returns is returned). */
 int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
-  int64_t ms = lua_isnil(L, 2) ? -1 : (int64_t)lua_tointeger(L, 2);
+  const lraw_tvalue *t = lraw_ok() ? lraw_arg(L, 2) : NULL;   /* the timeout in place */
+  int64_t ms = t && t->tt == LRAW_VNUMINT ? t->v.i
+               : t && lraw_is_nil(t)     ? -1
+               : lua_isnil(L, 2)         ? -1
+                                         : (int64_t)lua_tointeger(L, 2);
   /* Signals sent since this step began (a send to self, say) are still in the signal
   ** queue: before a poll says "timeout", and before a timer is started for a wait,
   ** bring them into the mailbox once (a message already sent is then taken with no
