@@ -388,7 +388,9 @@ static inline unsigned str_slot(const uint8_t *s, size_t k) {
 ** to the stack in place (vm/lraw.h), as lua_pushlstring would have found it. The
 ** userdata (lproc.strc) is made at the process's second short string, so a process
 ** that gets one message pays nothing; a recycled state's registry is wiped and its
-** next process starts without one. */
+** next process starts without one. (Lua code that removes registry[&strc_key]
+** through the debug library takes the anchor away under the cache: like much else
+** that library can do, it breaks the state.) */
 #define STRC_SLOTS 8
 typedef struct strcache {
   const void *seen[STRC_SLOTS];          /* the last string pushed there: compared only */
