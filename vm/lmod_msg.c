@@ -93,6 +93,11 @@ static int lmod_send(lua_State *L) {
   const lraw_tvalue *a = lraw_ok() ? lraw_arg(L, 1) : NULL;   /* a pid read in place */
   lpvm_id to = a && a->tt == LRAW_VLIGHTUD ? (lpvm_id)(uintptr_t)a->v.p : 0;
   if (lmod_light_is_ref(to)) to = 0;   /* a reference (vm/lmod.c): check_target's error */
+  if (!to && a && a->tt == LRAW_VSHRSTR) {   /* a registered name, read in place */
+    size_t len;
+    const char *name = lraw_str(a, &len);
+    if (strlen(name) == len) to = lpvm_whereis(name);   /* (a NUL: never registered) */
+  }
   if (!to) {
     int t1 = lua_type(L, 1);
     if (t1 == LUA_TTABLE) {
@@ -301,8 +306,16 @@ static int pred_done(lua_State *L, lproc *p, int status) {
     lmod_recv_finish(p);
     return lua_error(L);
   }
-  int ok = lua_toboolean(L, -1);
-  lua_pop(L, 1);
+  int ok;
+  if (lraw_ok()) {   /* the predicate's result read and popped in place */
+    lraw_state *st = (lraw_state *)(void *)L;
+    const lraw_tvalue *r = st->top - 1;
+    ok = !lraw_is_nil(r) && r->tt != LRAW_VFALSE;
+    st->top--;
+  } else {
+    ok = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
   lpvm_msg *m = p->cur;
   int n = p->ncur;
   p->cur = NULL;
@@ -360,8 +373,17 @@ static int recv_loop(lua_State *L, lproc *p) {
     int base = lua_gettop(L);
     int n = lterm_push_msg(L, m);
     luaL_checkstack(L, n + 1, "too many values in a message");
-    lua_pushvalue(L, 1);
-    for (int i = 1; i <= n; i++) lua_pushvalue(L, base + i);
+    if (lraw_ok()) {   /* the predicate and the values copied in place */
+      lraw_state *st = (lraw_state *)(void *)L;
+      const lraw_tvalue *f = st->ci->func;
+      lraw_tvalue *t = st->top;
+      t[0] = f[1];
+      for (int i = 1; i <= n; i++) t[i] = f[base + i];
+      st->top = t + n + 1;
+    } else {
+      lua_pushvalue(L, 1);
+      for (int i = 1; i <= n; i++) lua_pushvalue(L, base + i);
+    }
     p->in_pred = 1;
     p->cur = m;
     p->ncur = n;
