@@ -266,10 +266,15 @@ void lmod_recv_finish(lproc *p) {
 
 /* A message taken and read: one without shared binaries is only its block
 ** (lpvm_msg_init), which goes to this thread's free lists of small blocks
-** (vm/lproc_small.h) for the next message or Lua object of its size. */
+** (vm/lproc_small.h) for the next message or Lua object of its size: a list's block
+** must fit every request of its class. One the in-place writer made to its term's
+** size (LPVM_MSGF_SMALL) goes back to the class it came from; any other holds its
+** header and term at least (one made elsewhere may be malloc's exact size), rounded
+** down to the lists' 8 bytes. */
 static inline void msg_done(lpvm_msg *m) {
+  size_t sz = sizeof(lpvm_msg) + m->len;
   if (m->flags & LPVM_MSGF_BINS) lpvm_msg_free(m);
-  else lproc_small_free(m, sizeof(lpvm_msg) + m->len);
+  else lproc_small_free(m, (m->flags & LPVM_MSGF_SMALL) ? sz : sz & ~(size_t)7);
 }
 
 /* Take m out of the mailbox and push its values. */

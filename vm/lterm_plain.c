@@ -97,17 +97,25 @@ static inline void wr32be(uint8_t *q, uint32_t v) {
   memcpy(q, &v, 4);
 }
 
-/* The bytes a scalar takes at most (a pid or a reference: a node name of up to 48
-** bytes, a longer one grows the block), or 0 for another value. */
+/* The bytes a scalar takes: exactly, but a pid or a reference at most (a node name
+** of up to 48 bytes, a longer one grows the block); 0 for another value. (Exact, the
+** block goes back to the free list it came from: see vm/lmod_msg.c's msg_done.) */
 static inline size_t raw_scalar_size(const lraw_tvalue *v) {
   size_t len;
   switch (v->tt) {
     case LRAW_VSHRSTR: case LRAW_VLNGSTR:
       lraw_str(v, &len);
       return len > UINT32_MAX - 5 ? 0 : 5 + len;
-    case LRAW_VNUMINT: return 11;   /* SMALL_BIG of 8 bytes at most */
+    case LRAW_VNUMINT: {   /* as raw_put writes it */
+      lua_Integer x = v->v.i;
+      if (x >= 0 && x <= 255) return 2;
+      if (x >= INT32_MIN && x <= INT32_MAX) return 5;
+      uint64_t mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+      return 3 + (size_t)((64 - __builtin_clzll(mag) + 7) / 8);   /* mag > 2^31 */
+    }
     case LRAW_VNUMFLT: return 9;
-    case LRAW_VTRUE: case LRAW_VFALSE: return 7;
+    case LRAW_VTRUE: return 6;
+    case LRAW_VFALSE: return 7;
     case LRAW_VLIGHTUD: return 72;
     default: return lraw_is_nil(v) ? 5 : 0;
   }
@@ -237,8 +245,10 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
     *out = NULL;
     return 1;
   }
+  int exact = r.data == (uint8_t *)m && (size_t)(q - r.data) == sizeof(lpvm_msg) + sz;
   m = (lpvm_msg *)(void *)r.data;
   m->len = (uint32_t)(q - r.data - sizeof(lpvm_msg));
+  if (exact) m->flags |= LPVM_MSGF_SMALL;   /* its block: lproc_small_size of it */
   *out = m;
   return 1;
 }
