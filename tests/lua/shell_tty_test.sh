@@ -10,6 +10,7 @@ TMP=$(mktemp -d)
 n_start=0
 T="tmux -L lpvm_tty_test_$$_0"
 trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+trap 'exit 1' INT TERM   # a stopped run (ctest interrupted) still ends its tmux server
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $1"; }

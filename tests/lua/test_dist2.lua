@@ -33,7 +33,14 @@ local function start_b(name, flag)
   local argv = {exe, HERE .. "dist_node.lua", name, cookie, me}
   if flag then table.insert(argv, 2, flag) end
   local port = assert(lpvm.open_port(argv, {stderr = "stdout"}))
-  local r = T.recv_match(function(t) return t == "hello_b" end, 20000)
+  -- (90 s: a loaded machine; no hello ends the run with status 1 at once, as an error
+  -- outside a test left the distribution's tasks keeping the VM alive until ctest's
+  -- timeout)
+  local r = table.pack(lpvm.receive(function(t) return t == "hello_b" end, 90000))
+  if r[1] ~= "hello_b" then
+    io.stderr:write("test_dist2: node " .. name .. " did not say hello within 90 s\n")
+    lpvm.halt(1)
+  end
   return port, r[2], r[3], r[4]
 end
 

@@ -19,12 +19,14 @@ local function fd_count()
 end
 
 -- Each port test checks that it leaves no descriptor behind (ports close
--- asynchronously when their owner dies: give them a moment).
+-- asynchronously when their owner dies: give them a moment). At most as many as
+-- before, not exactly: one an earlier test left closing may go meanwhile (a loaded
+-- machine: "12 before, 11 after").
 local function port_test(name, fn)
   test(name, function()
     local before = fd_count()
     fn()
-    local after = T.wait_until(function() return fd_count() == before end, 5000)
+    local after = T.wait_until(function() return fd_count() <= before end, math.max(30000, T.WAIT))
     if not after then os.execute("ls -l /proc/" .. vm_pid .. "/fd") end
     T.ok(after, "descriptors leaked: " .. before .. " before, " .. fd_count() .. " after")
   end)
