@@ -57,6 +57,8 @@ typedef struct worker {
                                   ** owner or an idle worker (exchange) */
   _Atomic int sleeping;           /* under mu: set by the owner, cleared by the owner
                                   ** or by the one waker that signals it */
+  _Atomic int resting;            /* owner: it sleeps with no watch timeout (every
+                                  ** other worker sleeps too: the idle VM); stats read */
   _Atomic int polling;            /* under mu, by the owner: it sleeps in the poll,
                                   ** so a waker ends the poll's wait, not the cv's */
   _Atomic int preempt;            /* raised by any queuer of a higher priority,
@@ -436,6 +438,7 @@ static int sleep_until_kicked(worker *w, int polls) {
   while (!w->kick && !atomic_load(&S.stop) && !atomic_load(&w->bitmap) && !timed_out &&
          !got) {
     bump(&w->sleeps);
+    if (!watch) atomic_store(&w->resting, 1);   /* after the bump: stats see both */
     if (polls) {
       int ms = -1;
       if (watch) {
@@ -455,6 +458,7 @@ static int sleep_until_kicked(worker *w, int polls) {
     }
   }
   if (watch) atomic_fetch_sub(&S.watchers, 1);
+  atomic_store(&w->resting, 0);
   w->kick = 0;
   if (atomic_load(&w->sleeping)) {  /* woke on its own: nobody cleared it */
     atomic_store(&w->sleeping, 0);
@@ -637,5 +641,6 @@ void sched_fill_stats(lpvm_vmstats *out) {
     o->cache_hits = atomic_load_explicit(&w->cache_hits, memory_order_relaxed);
     o->sleeps = atomic_load_explicit(&w->sleeps, memory_order_relaxed);
     o->queue_len = atomic_load_explicit(&w->qlen, memory_order_relaxed);
+    o->resting = (uint32_t)atomic_load(&w->resting);
   }
 }

@@ -294,12 +294,30 @@ Test(core, send_after_delivers_and_cancel_stops_it) {
 
 /* ---- the idle VM sleeps ------------------------------------------------------------------ */
 
+/* Every worker rests (sleeps with no watch timeout: lpvm_worker_stats.resting), within
+** ms milliseconds. */
+static int wait_resting(long ms) {
+  for (long i = 0; i <= ms; i++) {
+    lpvm_vmstats st;
+    cr_assert_eq(lpvm_stats(&st), 0);
+    int all = st.workers > 0;
+    for (int w = 0; w < st.workers; w++) all = all && st.worker[w].resting;
+    if (all) return 1;
+    sleep_ms(1);
+  }
+  return 0;
+}
+
+/* Once the VM is idle every worker rests, and then none wakes. Waited for, not assumed
+** after a fixed sleep: a loaded machine may not yet have run a worker's last spin, or a
+** watcher's 2 ms timeout, 100 ms after the last task ended (it then slept once more
+** between the two looks, and this test failed). */
 Test(core, idle_workers_sleep_without_wakeups) {
   vm_start_n(2, 1);
   lpvm_id c = coll_spawn();
   lpvm_kill(NULL, c);
-  cr_assert(wait_no_tasks(5000));
-  sleep_ms(100);
+  cr_assert(wait_no_tasks(60000));
+  cr_assert(wait_resting(60000), "the idle VM's workers did not all rest in 60 s");
   lpvm_vmstats a, b;
   lpvm_stats(&a);
   sleep_ms(300);
@@ -307,6 +325,7 @@ Test(core, idle_workers_sleep_without_wakeups) {
   for (int i = 0; i < a.workers; i++) {
     cr_assert_eq(a.worker[i].sleeps, b.worker[i].sleeps, "worker %d woke while idle", i);
     cr_assert_eq(a.worker[i].runs, b.worker[i].runs);
+    cr_assert_eq(b.worker[i].resting, 1, "worker %d no longer rests", i);
   }
   cr_assert_geq(b.tasks_spawned, 1);
   vm_stop();

@@ -566,6 +566,12 @@ static int lmod_recycle(lua_State *L) {
   return 1;
 }
 
+/* stock() -> states the maker has made ahead and no spawn has taken yet (0: off) */
+static int lmod_stock(lua_State *L) {
+  lua_pushinteger(L, lproc_maker_stock());
+  return 1;
+}
+
 /* ---- C task types --------------------------------------------------------------------------- */
 
 /* spawn_task(type, [arg]) -> pid: init gets a lpvm_task_arg with arg as a term. */
@@ -628,6 +634,7 @@ const lmod_fn lmod_proc_fns[] = {
     {"processes", lmod_processes},
     {"halt", lmod_halt},
     {"recycle", lmod_recycle},
+    {"stock", lmod_stock},
     {"spawn_task", lmod_spawn_task},
     {"load_tasks", lmod_load_tasks},
     {NULL, NULL}};

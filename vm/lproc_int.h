@@ -252,6 +252,7 @@ void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pool
 ** or NULL (the stock is empty: the maker starts after LPROC_MAKER_AFTER such misses). */
 #define LPROC_STOCK 2
 lua_State *lproc_maker_take(char **blk, uint8_t *bump);
+int lproc_maker_stock(void);             /* states in the stock now (lpvm.stock) */
 void lproc_maker_setup(void);            /* lproc_setup: the bound (LPVM_STOCK) */
 void lproc_maker_teardown(void);         /* lproc_teardown: the thread ends, the stock closed */
 lua_State *lproc_state_make(lproc *p);   /* lproc.c: lua_newstate with p as the owner */

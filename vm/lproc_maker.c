@@ -226,6 +226,10 @@ lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
   return m.L;
 }
 
+/* States in the stock now (lpvm.stock): a look without the lock, for a program or a
+** test that must wait until the maker, at idle priority, has made one. */
+int lproc_maker_stock(void) { return atomic_load_explicit(&mk.avail, memory_order_relaxed); }
+
 /* The VM starts (lproc_setup): the bound from LPVM_STOCK. The thread starts later. */
 void lproc_maker_setup(void) {
   const char *e = getenv("LPVM_STOCK");

@@ -83,6 +83,8 @@ typedef struct lpvm_worker_stats {
   uint64_t cache_hits;    /* steps that ran a task from the worker cache */
   uint64_t sleeps;        /* times the worker went to sleep */
   uint32_t queue_len;     /* tasks in its run queue now */
+  uint32_t resting;       /* 1: asleep now until given work or kicked (no watch
+                          ** timeout): every worker of an idle VM rests */
 } lpvm_worker_stats;
 
 typedef struct lpvm_vmstats {
