@@ -228,7 +228,10 @@ static int collector_ok(lua_State *L, int *ran) {
   ok = ok && (lraw_table_at(L, mt)->marked & LRAW_BLACK);
   lua_newtable(L);
   ok = ok && !(lraw_table_at(L, -1)->marked & LRAW_BLACK);
-  lua_gc(L, LUA_GCINC, 0, 0, 0);
+  lua_gc(L, LUA_GCINC, 0, 0, 11);   /* lraw_gc_stepsize: the byte after the step multiplier */
+  ok = ok && lraw_gc_stepsize(L) == 11 && g->gckind == 0;
+  lua_gc(L, LUA_GCINC, 0, 0, 13);
+  ok = ok && lraw_gc_stepsize(L) == 13;
   lua_settop(L, mt - 1);
   return ok;
 }
