@@ -8,6 +8,12 @@
 -- the harness drops leftover messages and turns trap_exit off, so one test's
 -- processes cannot disturb the next. The last line printed is "N passed, M failed";
 -- the VM then halts with status 1 if anything failed, 0 otherwise.
+--
+-- Tests run on a loaded 2-core machine with 2 workers (CI, other builds beside): a
+-- child may have run, or died, before the next line of its parent. Watch a child
+-- from its spawn (spawn_monitor, spawn_link), wait for the event itself (a "ready"
+-- message, T.wait_until on its status) rather than a sleep, give every wait a
+-- generous bound (T.WAIT or more), and assert no upper bound on a time.
 local T = {}
 local tests = {}
 local only = os.getenv("LPVM_TEST_ONLY")   -- run just the tests whose name has this

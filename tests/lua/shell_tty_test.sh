@@ -75,18 +75,24 @@ keys C-u 'zebra_long_name = 1' Enter
 type_ 'zebra_l' Tab
 wait_for "Tab completes a global defined in the shell" "> zebra_long_name"
 keys C-u 'p = lpvm.spawn(function() lpvm.receive() end)' Enter
-type_ 'while true do end' Enter
-sleep 0.5
+# Ctrl-C goes once the code runs: each line prints a word first (joined at run time,
+# so the echo of the typed line does not show it); a fixed sleep let a loaded machine
+# send Ctrl-C before the shell had read the line
+type_ 'print("loop" .. "ing") while true do end' Enter
+wait_for "the loop runs" "looping"
+sleep 0.2
 keys C-c
 wait_for "Ctrl-C interrupts a running loop" "interrupted!"
 type_ 'x + 1' Enter
 wait_for "the shell goes on after the interrupt" "41"
-type_ 'lpvm.receive()' Enter
-sleep 0.3
+type_ 'print("recei" .. "ving") lpvm.receive()' Enter
+wait_for "the receive runs" "receiving"
+sleep 0.2
 keys C-c
 wait_for "Ctrl-C interrupts a blocked receive" "in function 'lpvm.receive'"
-type_ 'lpvm.sleep(math.huge)' Enter
-sleep 0.3
+type_ 'print("slee" .. "ping") lpvm.sleep(math.huge)' Enter
+wait_for "the sleep runs" "sleeping"
+sleep 0.2
 keys C-c
 wait_for "Ctrl-C interrupts a sleep" "in function 'lpvm.sleep'"
 type_ '"alive: " .. tostring(lpvm.is_alive(p))' Enter

@@ -294,8 +294,12 @@ test("reload while many processes call M.f: old or new, never an error, then new
   local n = T.scaled(1000, 50)
   local me = lpvm.self()
   local refs = {}
+  -- The callers run one priority below this process (21, the default is 20): each
+  -- time it is woken it gets a worker within a slice instead of waiting behind a round
+  -- of n busy callers (~1 ms each), which made the spawns alone take ~25 s. They still
+  -- call M.f while the load happens (they have the workers whenever this one waits).
   for i = 1, n do
-    local pid, ref = lpvm.spawn_monitor(function()
+    local pid, ref = lpvm.spawn_monitor({ priority = 21 }, function()
       local M = require(name)
       local seen_new = false
       lpvm.send(me, "up")
@@ -338,8 +342,10 @@ test("concurrent loads and purges while processes run the module (stress)", func
   local me = lpvm.self()
   local n = T.scaled(100, 20)
   local workers = {}
+  -- one priority below this process and the loaders, as in the test above: purges and
+  -- loads are not queued behind a round of n busy workers
   for i = 1, n do
-    workers[i] = lpvm.spawn(function()
+    workers[i] = lpvm.spawn({ priority = 21 }, function()
       local M = require(name)
       for k = 1, 1e9 do
         local v = M.f()

@@ -251,7 +251,11 @@ test("deferred replies: noreply now, gen_server.reply later", function()
       lpvm.send(parent, "got", k, g.call(p, { "defer" }))
     end, pid, me, i)
   end
-  lpvm.sleep(50)
+  -- the release must come after the three defers: wait until the server holds them
+  -- (a sleep of 50 ms let a loaded machine release first and leave a caller waiting)
+  local sys = require "sys"
+  T.ok(T.wait_until(function() return #sys.get_state(pid).pending == 3 end, T.WAIT * 2),
+       "three deferred callers")
   T.eq(gs.call(pid, { "release", "now" }), "released")
   local seen = {}
   for _ = 1, 3 do

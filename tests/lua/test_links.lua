@@ -22,12 +22,13 @@ end
 test("an abnormal exit propagates along a link", function()
   local me = lpvm.self()
   -- middle links to a crasher; the watcher monitors middle
-  local middle = lpvm.spawn(function(p)
+  -- spawn_monitor: a monitor made after spawn said noproc when middle had already
+  -- died of the link (a loaded machine, two workers)
+  local _, ref = lpvm.spawn_monitor(function(p)
     local c = lpvm.spawn_link(function() lpvm.sleep(10); error("crash!") end)
     lpvm.send(p, "linked", c)
     lpvm.receive()   -- dies of the link before this returns
   end, me)
-  local ref = lpvm.monitor(middle)
   T.recv_match(function(t) return t == "linked" end)
   local _, reason = T.down(ref)
   T.ok(T.mentions(reason, "crash!"), "middle died with the crasher's reason: " .. T.show(reason))
@@ -35,12 +36,15 @@ end)
 
 test("a normal exit does not propagate along a link", function()
   local me = lpvm.self()
-  local middle = lpvm.spawn(function(p)
-    lpvm.spawn_link(function() end)   -- ends normally at once
-    lpvm.sleep(30)
+  -- middle waits for the child's DOWN, which leaves the child after its exit signal
+  -- (signals from one process to another keep their order), instead of a sleep; and
+  -- is watched from its spawn (a monitor made later said noproc if it had ended)
+  local _, ref = lpvm.spawn_monitor(function(p)
+    local c = lpvm.spawn_link(function() end)   -- ends normally at once
+    local cref = lpvm.monitor(c)
+    lpvm.receive(function(tag, r) return tag == "DOWN" and r == cref end)
     lpvm.send(p, "survived")
   end, me)
-  local ref = lpvm.monitor(middle)
   T.eq(T.recv_match(function(t) return t == "survived" end)[1], "survived")
   local _, reason = T.down(ref)
   T.eq(reason, "normal")

@@ -288,8 +288,13 @@ end)
 
 test("delchannel wakes the main script blocked in receive", function()
   local c = chan()
+  -- deleted once this process waits in receive (after a sleep of 30 ms only, a loaded
+  -- machine deleted it first: "channel does not exist"); given up after 60 s
   luaproc.newproc(string.format([[
-    lpvm.sleep(30)
+    local t0 = lpvm.now()
+    while lpvm.info(lpvm.whereis("lptest")).status ~= "waiting" and lpvm.now() - t0 < 60000 do
+      lpvm.sleep(1)
+    end
     luaproc.delchannel(%q)
   ]], c))
   local ok, err = luaproc.receive(c)

@@ -538,8 +538,9 @@ port_test("tcp_accept: timeout, a pending request, and delivery to another pid",
   lpvm.port_close(c)
   -- acceptors that do not own the listener hear when it closes
   local waiter = lpvm.spawn(function() lpvm.send(me, "acc", lpvm.tcp_accept(l)) end)
-  T.ok(waiter)
-  lpvm.sleep(20)
+  -- closed once the acceptor waits in tcp_accept (a sleep of 20 ms was no proof)
+  T.ok(T.wait_until(function() return lpvm.info(waiter).status == "waiting" end, T.WAIT * 2),
+       "the acceptor waits")
   lpvm.port_close(l)
   T.eqv(T.recv_match(function(tag) return tag == "acc" end), table.pack("acc", nil, "closed"))
 end)

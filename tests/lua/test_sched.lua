@@ -219,7 +219,9 @@ test("info shows the mailbox length and a waiting status", function()
     lpvm.receive(function(v) return v == "never" end)
   end)
   for k = 1, 5 do lpvm.send(pid, k) end
-  lpvm.sleep(20)
+  -- until it has looked at them and waits (after a sleep of 20 ms a loaded machine
+  -- had not run it yet: "runnable")
+  T.wait_until(function() return lpvm.info(pid).status == "waiting" end, math.max(30000, T.WAIT))
   local i = lpvm.info(pid)
   T.eq(i.message_queue_len, 5)
   T.eq(i.status, "waiting")
@@ -245,7 +247,8 @@ test("info reductions grow with work", function()
     for i = 1, 1e6 do x = x + i end
     lpvm.receive()
   end)
-  lpvm.sleep(50)
+  -- until the work is done and it waits (a sleep of 50 ms could end before it ran)
+  T.wait_until(function() return lpvm.info(pid).status == "waiting" end, math.max(30000, T.WAIT))
   local a = lpvm.info(pid).reductions
   T.ok(a > 0, "reductions " .. a)
   lpvm.exit(pid, "kill")
