@@ -212,4 +212,9 @@ static inline int lraw_gc_stepsize(lua_State *L) {
   return ((const lraw_state *)(void *)L)->l_G->gcstepsize;
 }
 
+/* Is the collector in generational mode (lgc.h's KGC_GEN)? */
+static inline int lraw_gc_generational(lua_State *L) {
+  return ((const lraw_state *)(void *)L)->l_G->gckind == 1;
+}
+
 #endif
