@@ -76,3 +76,96 @@ Test(lraw, prototypes_and_finalizers) {
   cr_assert_not(lraw_finalizers_pending(L), "its finalizer ran");
   lua_close(L);
 }
+
+/* An allocator that keeps each block's size before it, so that every free and resize
+** is checked against the size Lua gives, counts the bytes alive, and refuses past a
+** limit. */
+typedef struct sized {
+  size_t live, limit;
+  int wrong;   /* a free or resize whose old size was not the block's */
+} sized;
+
+static void *sized_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  sized *z = ud;
+  size_t *h = ptr ? (size_t *)ptr - 2 : NULL;
+  if (h && h[0] != osize) z->wrong++;
+  if (nsize == 0) {
+    if (h) z->live -= h[0];
+    free(h);
+    return NULL;
+  }
+  size_t old = h ? h[0] : 0;
+  if (z->limit && z->live - old + nsize > z->limit) return NULL;
+  size_t *q = realloc(h, nsize + 2 * sizeof(size_t));
+  if (!q) return NULL;
+  z->live += nsize - old;
+  q[0] = nsize;
+  return q + 2;
+}
+
+static size_t lua_bytes(lua_State *L) {
+  return (size_t)lua_gc(L, LUA_GCCOUNT) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB);
+}
+
+static int new_big(lua_State *L) {
+  lraw_new_array(L, (unsigned)lua_tointeger(L, 1));
+  return 1;
+}
+
+/* Lists made by lraw_new_array in a state whose collector runs along (mode 0: the
+** default pace, 1: incremental at pause 100, 2: generational), filled in place,
+** grown by Lua, kept or dropped: Lua's count of bytes stays the allocator's, every
+** block is freed with its size. Returns how many were made the short way (first on
+** the collector's list). */
+static int new_arrays_in(sized *z, int mode) {
+  lua_State *L = lua_newstate(sized_alloc, z);
+  const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;
+  if (mode == 1) lua_gc(L, LUA_GCINC, 100, 400, 0);
+  if (mode == 2) lua_gc(L, LUA_GCGEN, 0, 0);
+  int here = 0;
+  lua_createtable(L, 64, 0);   /* lists kept, some of them */
+  for (int round = 0; round < 4000; round++) {
+    unsigned n = (unsigned)(round % 41);
+    lraw_tvalue *a = lraw_new_array(L, n);
+    lraw_table *h = lraw_table_at(L, -1);
+    here += g->allgc == h && n > 0;
+    cr_assert_eq(a, h->array);
+    cr_assert_eq(h->alimit, n);
+    cr_assert_eq(lua_rawlen(L, -1), 0, "new slots are empty");
+    for (unsigned i = 0; i < n; i++) a[i].v.i = (lua_Integer)i * 7, a[i].tt = LRAW_VNUMINT;
+    cr_assert_eq(lua_rawlen(L, -1), n);
+    lua_pushliteral(L, "past the array");   /* a resize of the array by Lua */
+    lua_rawseti(L, -2, (lua_Integer)n + 1);
+    for (unsigned i = 1; i <= n; i++) {
+      cr_assert_eq(lua_rawgeti(L, -1, i), LUA_TNUMBER);
+      cr_assert_eq(lua_tointeger(L, -1), (lua_Integer)(i - 1) * 7);
+      lua_pop(L, 1);
+    }
+    if (round % 3 == 0) lua_rawseti(L, 1, round % 64 + 1);
+    else lua_pop(L, 1);
+  }
+  cr_assert_eq(lua_bytes(L), z->live, "Lua's count is the allocator's (mode %d)", mode);
+  lua_gc(L, LUA_GCCOLLECT);
+  cr_assert_eq(lua_bytes(L), z->live);
+  /* memory refused: lua_createtable's error, and the counts still agree */
+  z->limit = z->live + 4096;
+  lua_pushcfunction(L, new_big);
+  lua_pushinteger(L, 1000);
+  cr_assert_eq(lua_pcall(L, 1, 1, 0), LUA_ERRMEM);
+  lua_pop(L, 1);
+  cr_assert_eq(lua_bytes(L), z->live);
+  z->limit = 0;
+  lua_close(L);
+  cr_assert_eq(z->wrong, 0, "a block freed or resized with another size (mode %d)", mode);
+  cr_assert_eq(z->live, 0);
+  return here;
+}
+
+Test(lraw, new_arrays_as_lua_makes_them) {
+  cr_assert(lraw_ok());
+  for (int mode = 0; mode < 3; mode++) {
+    sized z = {0, 0, 0};
+    int here = new_arrays_in(&z, mode);
+    cr_assert_gt(here, 1000, "the short way taken %d times of 3,900 (mode %d)", here, mode);
+  }
+}

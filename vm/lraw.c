@@ -81,7 +81,7 @@ static int arrays_ok(lua_State *L) {
        lraw_real_asize(g) == 8 && lraw_is_nil(&g->array[7]) &&
        g->array[4].tt == LRAW_VNUMINT && g->array[4].v.i == 5;
   lua_settop(L, t - 1);
-  return ok;
+  return ok && lraw_new_check();   /* lraw_new.c's tables, on a state of its own */
 }
 
 /* A hash part of 4 nodes holding two values: exactly those two, by their keys; a

@@ -75,6 +75,9 @@ typedef struct lraw_table {
 } lraw_table;
 
 #define LRAW_BITRAS 0x80   /* Table.flags: alimit is not the array's size */
+#define LRAW_VEMPTY 0x10   /* an empty slot, as a new array's are (nil's variant 1) */
+#define LRAW_FLAGS_NEW 0x3F   /* Table.flags of a new table: no metamethod looked for */
+#define LRAW_WHITES 0x18   /* an object's marked: lgc.h's two white bits */
 #define LRAW_BLACK 0x20    /* an object's marked: lgc.h's BLACKBIT */
 #define LRAW_SHORTMAX 40   /* LUAI_MAXSHORTLEN: longer strings are not interned */
 
@@ -178,6 +181,19 @@ static inline const char *lraw_str(const lraw_tvalue *v, size_t *len) {
 static inline lraw_table *lraw_table_at(lua_State *L, int idx) {
   return (lraw_table *)lua_topointer(L, idx);
 }
+
+/* ---- making (vm/lraw_new.c) ------------------------------------------------------------- */
+
+/* Push a new table whose array part is n empty slots, as lua_createtable(L, n, 0)
+** would (the caller has room on the stack, as for any push), and return that array
+** (NULL for 0); the caller may write the slots by the rules above. The one maker of
+** Lua objects here: the check (lraw_new_check) compares its tables with
+** lua_createtable's. Memory refused, 0 or more than LRAW_NEWMAX slots:
+** lua_createtable's way (its emergency collection, its error). */
+#define LRAW_NEWMAX (1u << 24)
+lraw_tvalue *lraw_new_array(lua_State *L, unsigned n);
+/* Part of lraw_check: 1 if lraw_new_array's tables are lua_createtable's. */
+int lraw_new_check(void);
 
 /* Argument i (>= 1) of the running C function, or NULL when it has fewer. */
 static inline const lraw_tvalue *lraw_arg(lua_State *L, int i) {

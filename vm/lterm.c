@@ -470,8 +470,14 @@ lpvm_msg *lterm_msg(lua_State *L, int idx, int n, char *err) {
   lpvm_tbuf b;
   /* a process sends the same shapes again and again: a block as big as the last
   ** message's is not grown (a 6 KB very_big(15) doubled from 256 bytes five times, a
-  ** realloc and a copy each); a smaller message gives the rest back at the end */
-  lpvm_msg_build(&b, hint > s->last ? hint : s->last);
+  ** realloc and a copy each); a smaller message gives the rest back at the end. The
+  ** hint guesses a table's bytes (up to 256): within 256 a value of the last message
+  ** it is taken for the last message's shape again ({self(), true} fits in 60 bytes,
+  ** and a block of a 256-byte guess, ~340, was given back by a realloc every
+  ** message); past it (a long string more) the hint is the size */
+  size_t want = hint;
+  if (s->last && hint <= s->last + 256 * (size_t)n + 3) want = s->last;
+  lpvm_msg_build(&b, want);
   if (enc_run(L, idx, n, &b, err, 1, &s->bins) != 0) {   /* err says why */
     s->bins.n = 0;
     free(b.data);

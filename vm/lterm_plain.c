@@ -321,13 +321,14 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
   /* every element takes a byte at least: a bigger count is malformed, and is not
   ** allowed to size a table */
   if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !lua_checkstack(L, 4)) return NULL;
-  lua_createtable(L, (int)n, 0);
   lraw_tvalue *a = NULL;   /* the array part, when written directly */
   lraw_table *h = NULL;
   int pids = 0;
-  if (n > 0 && lraw_ok()) {
+  if (n == 0 || !lraw_ok()) {
+    lua_createtable(L, (int)n, 0);
+  } else {
+    a = lraw_new_array(L, n);   /* lua_createtable(L, n, 0)'s table, made for less */
     h = ((const lraw_state *)(void *)L)->top[-1].v.gc;   /* the table just made */
-    if (h->alimit == n && !(h->flags & LRAW_BITRAS)) a = h->array;
     if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
       lproc *pr = lproc_of(L);
       c->pids = pr && pr->pid_mt;

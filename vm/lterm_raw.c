@@ -44,13 +44,25 @@ static int walk_sub(lterm_enc *e, const lraw_table *sub) {
   return rc;
 }
 
-/* The bytes of the scalars below are written here, one bounds check each
-** (lpvm_tbuf_room grows the buffer), the same bytes as the lpvm_put_* functions'. */
-static inline uint8_t *room(lpvm_tbuf *b, size_t n) {
-  return b->cap - b->len >= n ? b->data + b->len : lpvm_tbuf_room(b, n);
-}
+/* The list's bytes are written through a cursor held in locals (w: the next byte,
+** lim: the room's end): a byte stored through b->data may alias b's own fields, so
+** with b->len as the cursor the compiler reloaded b->data, b->len and b->cap after
+** every store. b->len is set from w (SYNC) before anything else puts into b or takes
+** back what was put, and w is read again after (LOAD). NEED(n) makes room for n bytes
+** (lpvm_tbuf_room grows the buffer); after an error (b->err says which) the walk
+** returns 0, and what encloses it finds no room either. */
+#define SYNC() (b->len = (size_t)(w - b->data))
+#define LOAD() (w = b->data + b->len, lim = b->data + b->cap)
+#define NEED(n)                                              \
+  do {                                                       \
+    if ((size_t)(lim - w) < (size_t)(n)) {                   \
+      SYNC();                                                \
+      if (!lpvm_tbuf_room(b, (size_t)(n))) return 0;         \
+      LOAD();                                                \
+    }                                                        \
+  } while (0)
 
-static inline void wr32(uint8_t *q, uint32_t v) {   /* big-endian */
+static inline uint8_t *wr32(uint8_t *q, uint32_t v) {   /* big-endian */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   v = __builtin_bswap32(v);
   memcpy(q, &v, 4);
@@ -58,6 +70,7 @@ static inline void wr32(uint8_t *q, uint32_t v) {   /* big-endian */
   q[0] = (uint8_t)(v >> 24), q[1] = (uint8_t)(v >> 16), q[2] = (uint8_t)(v >> 8);
   q[3] = (uint8_t)v;
 #endif
+  return q + 4;
 }
 
 /* n bytes from s to d: up to 16 with two (overlapping) loads and stores, without a
@@ -78,59 +91,18 @@ static inline void copy_bytes(uint8_t *d, const char *s, size_t n) {
   }
 }
 
-/* BINARY_EXT: tag, length, bytes (lpvm_put_binary). */
-static inline void put_string(lpvm_tbuf *b, const char *s, size_t len) {
-  if (len > UINT32_MAX) { lpvm_put_binary(b, s, len); return; }   /* its error */
-  uint8_t *q = room(b, 5 + len);
-  if (!q) return;
-  q[0] = 109;
-  wr32(q + 1, (uint32_t)len);
-  copy_bytes(q + 5, s, len);
-  b->len += 5 + len;
-}
-
-/* A pid: this node's are copied from the message's first one (e->pid: tag, node atom,
-** ID, serial, creation) with their own ID and serial; the first, a port, another
-** node's, or a node name too long for e->pid go through lpvm_put_pid. */
-static inline void put_pid(lterm_enc *e, lpvm_tbuf *b, lpvm_id id) {
-  size_t n = e->pidlen;
-  if (n && !(id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT))) {
-    uint8_t *q = room(b, LTERM_PID_MAX);   /* the whole copy fits: n <= LTERM_PID_MAX */
-    if (!q) return;
-    memcpy(q, e->pid, LTERM_PID_MAX);
-    wr32(q + n - 12, (uint32_t)id);
-    wr32(q + n - 8, (uint32_t)(id >> 32));
-    b->len += n;
-    return;
-  }
+/* A pid the slow way (the message's first, a port, another node's, a node name too
+** long for e->pid): lpvm_put_pid, whose bytes are kept in e->pid for the next ones
+** when it is this node's. */
+static void put_pid_slow(lterm_enc *e, lpvm_tbuf *b, lpvm_id id) {
   size_t at = b->len;
   lpvm_put_pid(b, id);
-  n = b->len - at;
+  size_t n = b->len - at;
   if (!b->err && !(id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) && n >= 16 &&
       n <= LTERM_PID_MAX) {
     memcpy(e->pid, b->data + at, n);
     e->pidlen = (uint8_t)n;
   }
-}
-
-/* An integer: SMALL_INTEGER_EXT inline, the wider forms by lpvm_put_int. */
-static inline void put_int(lpvm_tbuf *b, int64_t v) {
-  uint8_t *q;
-  if (v < 0 || v > 255) {
-    lpvm_put_int(b, v);
-  } else if ((q = room(b, 2))) {
-    q[0] = 97, q[1] = (uint8_t)v;
-    b->len += 2;
-  }
-}
-
-/* An atom of up to 5 bytes (true, false): SMALL_ATOM_UTF8_EXT. */
-static inline void put_atom(lpvm_tbuf *b, const char *name, size_t len) {
-  uint8_t *q = room(b, 7);
-  if (!q) return;
-  q[0] = 119, q[1] = (uint8_t)len;
-  memcpy(q + 2, name, 5);   /* "true" has its NUL: 5 bytes read either way */
-  b->len += 2 + len;
 }
 
 /* What was put since mark goes (and the shared binaries recorded since): 1. */
@@ -147,7 +119,10 @@ static int unput(lterm_enc *e, size_t mark, uint32_t nbins) {
 ** the whole table the C API's way (e->noraw: without trying this again inside it,
 ** so a deep message is never walked more than twice). The elements are put as they
 ** come, up to the first nil, and the list's count is patched in after; a non-nil
-** past that nil (a hole: not a list) rewinds them. */
+** past that nil (a hole: not a list) rewinds them. Scalars are written here with the
+** lpvm_put_* functions' bytes: an integer of one byte, a string, true, false, a float
+** and a local pid (copied from the message's first one, e->pid: tag, node atom,
+** creation, with its own ID and serial words). */
 static int walk(lterm_enc *e, const lraw_table *h, int t) {
   if (h->lastfree) {   /* a hash part: a list only if every node is empty */
     const lraw_node *nd = h->node;
@@ -159,36 +134,91 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
   lpvm_tbuf *b = e->b;
   size_t mark = b->len;
   uint32_t nbins = e->bins ? e->bins->n : 0;   /* a rewind drops the binaries put since */
+  uint8_t *w, *lim;
+  LOAD();
   if (asize > 0 && LRAW_NOVARIANT(a[0].tt) != 0) {   /* else [] : the tail alone */
-    uint8_t *q = room(b, 5);
-    if (!q) return 0;   /* b->err says why */
-    q[0] = 108;   /* LIST_EXT; the count when known */
-    b->len += 5;
+    NEED(5);
+    w[0] = 108;   /* LIST_EXT; the count when known */
+    w += 5;
   }
   for (; k < asize; k++) {
     const lraw_tvalue *v = &a[k];
-    size_t len;
     switch (v->tt) {
-      case LRAW_VNUMINT: put_int(b, v->v.i); break;
-      case LRAW_VNUMFLT: lpvm_put_float(b, v->v.n); break;
-      case LRAW_VSHRSTR: case LRAW_VLNGSTR: {
+      case LRAW_VNUMINT: {
+        lua_Integer x = v->v.i;
+        if (x >= 0 && x <= 255) {   /* SMALL_INTEGER_EXT */
+          NEED(2);
+          w[0] = 97, w[1] = (uint8_t)x;
+          w += 2;
+        } else {
+          SYNC();
+          lpvm_put_int(b, x);
+          LOAD();
+        }
+        break;
+      }
+      case LRAW_VNUMFLT: {   /* NEW_FLOAT_EXT */
+        uint64_t bits;
+        memcpy(&bits, &v->v.n, 8);
+        NEED(9);
+        w[0] = 70;
+        wr32(wr32(w + 1, (uint32_t)(bits >> 32)), (uint32_t)bits);
+        w += 9;
+        break;
+      }
+      case LRAW_VSHRSTR: case LRAW_VLNGSTR: {   /* BINARY_EXT */
+        size_t len;
         const char *s = lraw_str(v, &len);
-        put_string(b, s, len);
+        if (len > UINT32_MAX) {   /* lpvm_put_binary's error */
+          SYNC();
+          lpvm_put_binary(b, s, len);
+          return 0;
+        }
+        NEED(5 + len);
+        w[0] = 109;
+        wr32(w + 1, (uint32_t)len);
+        copy_bytes(w + 5, s, len);
+        w += 5 + len;
         break;
       }
       case LRAW_VLIGHTUD: {   /* a pid, or a reference with its tag (vm/lmod.c) */
         uint64_t id = (uint64_t)(uintptr_t)v->v.p;
+        size_t n = e->pidlen;
+        if (n && !(id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT))) {   /* not a reference */
+          NEED(LTERM_PID_MAX);   /* the whole copy fits: n <= LTERM_PID_MAX */
+          memcpy(w, e->pid, LTERM_PID_MAX);
+          wr32(wr32(w + n - 12, (uint32_t)id), (uint32_t)(id >> 32));
+          w += n;
+          break;
+        }
+        SYNC();
         if (lmod_light_is_ref(id)) lpvm_put_ref(b, id & ~LPVM_ID_REF_TAG);
-        else put_pid(e, b, (lpvm_id)id);
+        else put_pid_slow(e, b, (lpvm_id)id);
+        LOAD();
         break;
       }
-      case LRAW_VTRUE: put_atom(b, "true", 4); break;
-      case LRAW_VFALSE: put_atom(b, "false", 5); break;
-      case LRAW_VTABLE:
-        if (!e->noraw && walk_sub(e, v->v.gc) == 0) break;
+      case LRAW_VTRUE:   /* SMALL_ATOM_UTF8_EXT */
+        NEED(7);
+        w[0] = 119, w[1] = 4;
+        memcpy(w + 2, "true", 5);   /* 5 bytes, its NUL the next byte's room */
+        w += 6;
+        break;
+      case LRAW_VFALSE:
+        NEED(7);
+        w[0] = 119, w[1] = 5;
+        memcpy(w + 2, "false", 5);
+        w += 7;
+        break;
+      case LRAW_VTABLE: {
+        SYNC();
+        int put = !e->noraw && walk_sub(e, v->v.gc) == 0;
+        LOAD();   /* the buffer may have moved, even when what was put went again */
+        if (put) break;
+      }
         __attribute__((fallthrough));   /* on the stack, the C API's way */
       default: {   /* a table, a userdata, a function: the general encoder */
         if (LRAW_NOVARIANT(v->tt) == 0) goto ended;   /* nil: the list ends at k */
+        SYNC();
         if (!t) return unput(e, mark, nbins);
         lua_State *L = e->L;
         int sub = v->tt == LRAW_VTABLE;
@@ -202,17 +232,27 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
         ** finalizer that changed this table: if its array moved or changed size,
         ** what was put goes, and the caller encodes the table the C API's way. */
         if (h->array != a || lraw_real_asize(h) != asize) return unput(e, mark, nbins);
+        LOAD();
         break;
       }
     }
   }
 ended:
   for (unsigned int j = k + 1; j < asize; j++)   /* a[k] is nil: past it, all nil? */
-    if (LRAW_NOVARIANT(a[j].tt) != 0) return unput(e, mark, nbins);
-  if (k > 0 && !b->err) wr32(b->data + mark + 1, k);
-  lpvm_put_nil(b);
+    if (LRAW_NOVARIANT(a[j].tt) != 0) {
+      SYNC();
+      return unput(e, mark, nbins);
+    }
+  NEED(1);
+  if (k > 0) wr32(b->data + mark + 1, k);
+  *w++ = 106;   /* NIL_EXT: the list's tail, or [] */
+  SYNC();
   return 0;
 }
+
+#undef SYNC
+#undef LOAD
+#undef NEED
 
 int lterm_raw_list(lterm_enc *e, int t, const void *self) {
   return walk(e, self, lua_absindex(e->L, t));   /* 0 means "off the stack" there */
