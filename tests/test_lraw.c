@@ -24,6 +24,28 @@ static lua_State *state(const char *src) {
 Test(lraw, trusted_on_this_lua) {
   cr_assert_eq(lraw_check(), 1, "lraw.h's mirror was refused by " LUA_RELEASE);
   cr_assert(lraw_ok());
+  cr_assert(lraw_tail_ok(), "lraw.h's tail (mt, tmname, GC parameters) refused by " LUA_RELEASE);
+}
+
+/* The tail: a metatable's light C function found at "__index" by the interned name. */
+static int tail_fn(lua_State *L) { return lua_gettop(L); }
+
+Test(lraw, tail_metatables_and_index) {
+  cr_assert(lraw_tail_ok());
+  lua_State *L = luaL_newstate();
+  const lraw_global *g = lraw_g(L);
+  lua_createtable(L, 0, 9);
+  for (int i = 0; i < 8; i++) lua_pushinteger(L, i), lua_setfield(L, -2, i % 2 ? "__add" : "__x");
+  lua_pushcfunction(L, tail_fn), lua_setfield(L, -2, "__index");
+  lua_pushliteral(L, "");
+  lua_pushvalue(L, -2);
+  lua_setmetatable(L, -2);
+  cr_assert_eq(g->mt[LUA_TSTRING], lraw_table_at(L, 1));
+  const lraw_tvalue *v = lraw_get_shrstr(g->mt[LUA_TSTRING], g->tmname[0]);
+  cr_assert(v && v->tt == LRAW_VLCF && v->v.f == tail_fn);
+  lua_pushnil(L), lua_setfield(L, 1, "__index");
+  cr_assert_null(lraw_get_shrstr(g->mt[LUA_TSTRING], g->tmname[0]), "a nil value reads as absent");
+  lua_close(L);
 }
 
 Test(lraw, tables_as_the_api_sees_them) {

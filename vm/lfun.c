@@ -301,7 +301,11 @@ int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *id) {
   }
   size_t len;
   const char *code;
-  const void *proto = proto_of(L, f);
+  const void *proto = NULL;   /* proto_of, the function's type known (checked above) */
+  if (lraw_ok()) {
+    const lraw_lclosure *h = lua_topointer(L, f);
+    proto = h && h->tt == (LRAW_VLCL & 0x3F) ? h->proto : NULL;
+  }
   const spawn_cache *c = NULL;
   if (proto && lua_rawgetp(L, LUA_REGISTRYINDEX, &spawn_key) == LUA_TUSERDATA)
     c = lua_touserdata(L, -1);   /* at -1 while its bytes are read */
@@ -320,14 +324,25 @@ int lfun_put_spawn(lua_State *L, int f, lpvm_tbuf *b, uint64_t *id) {
     }
     code = cached_code(L, &len, id);
   }
-  lpvm_put_tuple(b, 2);
-  lpvm_put_atom_len(b, "lpvm_graph", 10);
-  lpvm_put_tuple(b, 3);
-  lpvm_put_atom_len(b, "lpvm_fun", 8);
-  lpvm_put_binary(b, code, len);
-  lpvm_put_list(b, (uint32_t)nup);
-  if (nup) lpvm_put_atom_len(b, "$env", 4);
-  lpvm_put_nil(b);
+  /* The constant bytes written as they are, with the binary's (BINARY_EXT 109, a
+  ** 32-bit length), in one reservation: the puts cost 340 instructions a spawn. */
+  const uint8_t *tail = nup ? spawn_env : spawn_none;
+  size_t ntail = nup ? sizeof spawn_env : sizeof spawn_none;
+  size_t n = sizeof spawn_head + 5 + len + ntail;
+  uint8_t *q = len > UINT32_MAX ? NULL
+               : b->cap - b->len >= n ? b->data + b->len : lpvm_tbuf_room(b, n);
+  if (q) {
+    memcpy(q, spawn_head, sizeof spawn_head);
+    q += sizeof spawn_head;
+    *q++ = 109;
+    *q++ = (uint8_t)(len >> 24), *q++ = (uint8_t)(len >> 16);
+    *q++ = (uint8_t)(len >> 8), *q++ = (uint8_t)len;
+    memcpy(q, code, len);
+    memcpy(q + len, tail, ntail);
+    b->len += n;
+  } else if (len > UINT32_MAX) {
+    lpvm_put_binary(b, code, len);   /* records the error, as lterm_put would */
+  }
   lua_pop(L, 1);
   return 1;
 }

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "vm/lproc_int.h"
+#include "vm/lraw.h"
 
 typedef struct lib {
   const char *name;
@@ -298,6 +299,21 @@ static int has_index(lua_State *L, int t, lua_CFunction f) {
   return ok;
 }
 
+/* The same read in place (vm/lraw.h, its tail trusted): metatable mt's __index is the
+** light C function f. */
+static int raw_has_index(const lraw_global *g, const lraw_table *mt, lua_CFunction f) {
+  const lraw_tvalue *v = mt ? lraw_get_shrstr(mt, g->tmname[0]) : NULL;
+  return v && v->tt == LRAW_VLCF && v->v.f == f;
+}
+
+/* The globals table as the registry holds it (vm/lraw.h), or NULL. */
+static const lraw_table *raw_globals(const lraw_global *g) {
+  const lraw_table *reg = g->l_registry.v.gc;
+  if (g->l_registry.tt != LRAW_VTABLE || lraw_real_asize(reg) < LUA_RIDX_GLOBALS) return NULL;
+  const lraw_tvalue *v = &reg->array[LUA_RIDX_GLOBALS - 1];
+  return v->tt == LRAW_VTABLE ? v->v.gc : NULL;
+}
+
 /* The cleaning of a finished state, before its registry is wiped: push the lazy
 ** globals' metatable and the string stand-in (string's metatable) if the owner left
 ** them as llibs_install made them, each else nil. Untouched means that no Lua code
@@ -305,11 +321,30 @@ static int has_index(lua_State *L, int t, lua_CFunction f) {
 ** it was put (setmetatable(_G, x) needs no getmetatable; the string library
 ** replaces the stand-in when first used). Neither refers to anything but C
 ** functions, so kept they hold nothing of the owner. Returns 1 if the stand-in is
-** kept: the string type's metatable must stay. */
+** kept: the string type's metatable must stay. With vm/lraw.h's tail trusted, "still
+** where it was put" is read in place (the two __index lookups through the API were
+** about 400 of this function's 770 instructions), and the stand-in's place holds
+** true instead of the table (it stays string's metatable; pushing it took a string
+** and a lua_getmetatable, 240 more): either way a true value means kept. */
 int llibs_take(lua_State *L) {
   lproc *p = lproc_of(L);
   int keep = p && !p->libs_exposed;
   int top = lua_gettop(L);
+  if (keep && lraw_tail_ok()) {
+    const lraw_global *g = lraw_g(L);
+    const lraw_table *G = raw_globals(g);
+    int kg = G && raw_has_index(g, G->metatable, globals_index);
+    int ks = raw_has_index(g, g->mt[LUA_TSTRING], string_index);
+    if (kg) {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+      lua_getmetatable(L, top + 1);
+      lua_replace(L, top + 1);
+    } else {
+      lua_pushnil(L);
+    }
+    lua_pushboolean(L, ks);   /* it stays where it is: its place says so */
+    return ks;
+  }
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* top + 1 */
   if (keep && lua_getmetatable(L, top + 1) && has_index(L, top + 2, globals_index)) {
     lua_replace(L, top + 1);
@@ -327,10 +362,30 @@ int llibs_take(lua_State *L) {
   return lua_type(L, top + 2) == LUA_TTABLE;
 }
 
+/* The cleaning's shortcut (lproc_pool.c clean_bare), read in place (vm/lraw.h's tail):
+** the owner left both lazy tables where llibs_install put them, nothing exposed them,
+** no basic type but strings has a metatable, and the globals table is empty (no array,
+** no hash part: as a new one). Then nothing of llibs_install's is to be made again:
+** llibs_install(L, LLIBS_IN_PLACE) only sets the warning function. */
+int llibs_in_place(lua_State *L) {
+  lproc *p = lproc_of(L);
+  if (!p || p->libs_exposed || !lraw_tail_ok()) return 0;
+  const lraw_global *g = lraw_g(L);
+  const lraw_table *const *mt = g->mt;   /* table and userdata: always NULL */
+  if (mt[LUA_TNIL] || mt[LUA_TBOOLEAN] || mt[LUA_TLIGHTUSERDATA] || mt[LUA_TNUMBER] ||
+      mt[LUA_TFUNCTION] || mt[LUA_TTHREAD] || mt[LUA_TTABLE] || mt[LUA_TUSERDATA])
+    return 0;
+  const lraw_table *G = raw_globals(g);
+  return G && !G->lastfree && lraw_real_asize(G) == 0 &&
+         raw_has_index(g, G->metatable, globals_index) &&
+         raw_has_index(g, g->mt[LUA_TSTRING], string_index);
+}
+
 /* Lazy globals and the string stand-in. kept: the stack index of llibs_take's two
 ** values (the globals' metatable, the stand-in; either nil), or 0 for a new state. */
 void llibs_install(lua_State *L, int kept) {
   lua_setwarnf(L, lproc_cfg.warnings ? warn_on : warn_off, L);
+  if (kept == LLIBS_IN_PLACE) return;   /* llibs_in_place: both where they were */
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   if (kept && lua_type(L, kept) == LUA_TTABLE) {
     lua_pushvalue(L, kept);
@@ -341,7 +396,7 @@ void llibs_install(lua_State *L, int kept) {
   }
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
-  if (kept && lua_type(L, kept + 1) == LUA_TTABLE) return;   /* still string's */
+  if (kept && lua_toboolean(L, kept + 1)) return;   /* the stand-in is still string's */
   lua_pushliteral(L, "");
   lua_createtable(L, 0, 9);
   luaL_setfuncs(L, string_stub, 0);

@@ -223,7 +223,9 @@ void lproc_gc_default(lua_State *L) {
 }
 
 void lproc_state_init(lua_State *L, int kept) {
-  lproc_gc_default(L);
+  /* a bare state's collector is a new one's already (lproc_pool.c clean_bare compares
+  ** every parameter and the mode): nothing to set, and nothing that could collect */
+  if (kept != LLIBS_IN_PLACE) lproc_gc_default(L);
   memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
   llibs_install(L, kept);
   lproc_slice_init(L);

@@ -160,7 +160,9 @@ static inline lproc *lproc_check(lua_State *L) {
 }
 
 int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id *id);
-/* lazy libraries, hook, module preload; kept: llibs_install's (0 for a new state) */
+/* lazy libraries, hook, module preload; kept: llibs_install's (0 for a new state).
+** With LLIBS_IN_PLACE it must neither allocate nor raise: lproc_pool.c's bare cleaning
+** calls it outside a protected call. */
 void lproc_state_init(lua_State *L, int kept);
 /* The collector's mode and parameters a process starts with (and a recycled state is
 ** given back): generational, minor multiplier LPROC_GC_MINOR, major LPROC_GC_MAJOR. */
@@ -292,9 +294,12 @@ void ldl_unlock(void);
 void ldl_wrap_package(lua_State *L);     /* loadlib, the C searchers, CLIBS' __gc */
 
 /* llibs.c */
-/* Lazy globals and string metatable; kept: llibs_take's two values' index, or 0. */
+/* Lazy globals and string metatable; kept: llibs_take's two values' index, or 0, or
+** LLIBS_IN_PLACE (llibs_in_place said both are where they were: the warnings only). */
+#define LLIBS_IN_PLACE (-1)
 void llibs_install(lua_State *L, int kept);
 int llibs_take(lua_State *L);            /* the cleaning: push what may be kept */
+int llibs_in_place(lua_State *L);        /* the cleaning's shortcut (vm/lraw.h) */
 void llibs_set_script_dir(const char *dir); /* the boot script's folder, NULL = none */
 
 /* lmod.c: the module table, and pids and references as Lua values. */

@@ -40,7 +40,8 @@ static struct {
   pooled *v;
   int n, cap;
   _Atomic int bound;
-} pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+  _Atomic int avail;   /* n, for a look without the lock (written under mu) */
+} pool = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0};
 
 /* A cleaned state goes back to the pool only if it holds at most this many bytes more
 ** than a new one (fresh_bytes, measured on the first new state): a process that grew
@@ -66,9 +67,21 @@ static size_t pool_max_bytes(int collected, size_t fn_len) {
   return f ? f + (collected ? LPROC_POOL_SLACK : LPROC_POOL_GARBAGE) + fn : 0;
 }
 
+/* A new state's collector mode and parameters, read in place (vm/lraw.h's tail: the
+** check saw lua_gc set these bytes), packed; 0: not known yet. clean_bare compares. */
+static _Atomic uint64_t fresh_gc;
+
+static uint64_t gc_params(const lraw_global *g) {
+  return (uint64_t)1 << 56 | (uint64_t)g->gckind << 48 | (uint64_t)g->gcstp << 40 |
+         (uint64_t)g->gcpause << 32 | (uint64_t)g->gcstepmul << 24 |
+         (uint64_t)g->gcstepsize << 16 | (uint64_t)g->genminormul << 8 | g->genmajormul;
+}
+
 void lproc_pool_fresh(lua_State *L) {
   if (!atomic_load_explicit(&fresh_bytes, memory_order_relaxed))
     atomic_store_explicit(&fresh_bytes, lproc_state_bytes(L), memory_order_relaxed);
+  if (!atomic_load_explicit(&fresh_gc, memory_order_relaxed) && lraw_tail_ok())
+    atomic_store_explicit(&fresh_gc, gc_params(lraw_g(L)), memory_order_relaxed);
 }
 
 void lproc_pool_setup(int bound) { atomic_store(&pool.bound, bound); }
@@ -77,8 +90,10 @@ lua_State *lproc_pool_take(uint16_t *fn_len, uint64_t *fn_id, char **blk) {
   pooled e = {NULL, NULL, 0, 0};
   *fn_len = 0;
   if (atomic_load_explicit(&pool.bound, memory_order_relaxed) == 0) return NULL;
+  if (atomic_load_explicit(&pool.avail, memory_order_relaxed) == 0) return NULL;
   pthread_mutex_lock(&pool.mu);
   if (pool.n > 0) e = pool.v[--pool.n];
+  atomic_store_explicit(&pool.avail, pool.n, memory_order_relaxed);
   pthread_mutex_unlock(&pool.mu);
   *fn_len = e.fn_len;
   *fn_id = e.fn_id;
@@ -155,8 +170,14 @@ static int clean_cf(lua_State *L);
 ** (the kept function or nil, llibs_take's two values) stay. */
 #define KEPT 2
 static void clear_type_metatables(lua_State *L) {
-  int strings = lua_type(L, KEPT + 1) != LUA_TTABLE;
+  int strings = !lua_toboolean(L, KEPT + 1);   /* llibs_take: the stand-in stays */
   lua_settop(L, KEPT + 1);
+  if (lraw_tail_ok()) {   /* vm/lraw.h: the global state's mt[], most often all NULL */
+    const lraw_global *g = lraw_g(L);
+    int any = 0;
+    for (int i = 0; i < LUA_NUMTYPES; i++) any |= g->mt[i] && (i != LUA_TSTRING || strings);
+    if (!any) return;
+  }
   lua_pushnil(L);
   lua_pushboolean(L, 0);
   lua_pushlightuserdata(L, NULL);
@@ -272,12 +293,26 @@ static void clean_quick(lproc *p, lua_State *L) {
   reset_gc_params(p, L);
 }
 
+/* The old owner changed nothing a new state has (a process that ran a function of its
+** arguments and ended, spawn_exit's): no finalizer pending, a bare registry (the main
+** thread and the globals), the globals table empty with its lazy metatable and the
+** string stand-in in place (llibs_in_place), no other basic type's metatable, the
+** collector as a new state's. All read in place (vm/lraw.h), nothing is made again:
+** the state is a new one but for its garbage, as after clean_quick. */
+static int clean_bare(lua_State *L) {
+  uint64_t gc = atomic_load_explicit(&fresh_gc, memory_order_relaxed);
+  return gc && lraw_tail_ok() && !lraw_finalizers_pending(L) && gc_params(lraw_g(L)) == gc &&
+         registry_bare(L) && llibs_in_place(L);
+}
+
 static int clean_cf(lua_State *L) {
   lproc *p = lproc_of(L);
   lua_settop(L, 1);   /* the kept function, or nil */
   p->clean_new = 0;
-  int collected = 1;
-  if (lraw_ok() && !lraw_finalizers_pending(L)) {   /* vm/lraw.h: the collector's lists */
+  int collected = 1, bare = clean_bare(L);
+  if (bare) {
+    collected = 0;
+  } else if (lraw_ok() && !lraw_finalizers_pending(L)) {   /* vm/lraw.h: the collector's lists */
     clean_quick(p, L);
     collected = 0;
   } else {
@@ -304,7 +339,7 @@ static int clean_cf(lua_State *L) {
     watched_collect(p, L), collected = 1;
   if (p->clean_new) return 0;
   drop_upvalues(L, 1);
-  lproc_state_init(L, 2);
+  lproc_state_init(L, bare ? LLIBS_IN_PLACE : 2);
   lua_settop(L, 1);
   lua_pushinteger(L, 1 + collected);   /* true; 2: the state was collected */
   return 1;
@@ -325,31 +360,44 @@ void lproc_pool_release(lproc *p) {
   p->max_heap = 0;
   p->closing = 1;
   p->slices = 0;
-  lproc_slice_closing(L);   /* finalizers are bounded by the hook */
-  int bound = atomic_load(&pool.bound);
-  int room = 0;
-  if (bound > 0) {
-    pthread_mutex_lock(&pool.mu);
-    room = pool.n < bound;
-    pthread_mutex_unlock(&pool.mu);
-  }
+  /* Room, looked at without the lock: the push below looks again under it (a state
+  ** cleaned for a pool that filled meanwhile is closed). */
+  int room = atomic_load_explicit(&pool.avail, memory_order_relaxed) <
+             atomic_load_explicit(&pool.bound, memory_order_relaxed);
   /* A body that returned left its function (lproc_main): kept at 1 for the next spawn
   ** of the same function (lproc_pool_reuse_fn). A thread that ended normally has no
   ** frames, open upvalues or pending to-be-closed variables: nothing to reset. */
-  int kept = room && p->fn_kept && lua_status(L) == LUA_OK && lua_gettop(L) >= 1 &&
+  int top = lua_gettop(L);
+  int kept = room && p->fn_kept && lua_status(L) == LUA_OK && top >= 1 &&
              lua_type(L, -1) == LUA_TFUNCTION && !lua_iscfunction(L, -1);
   p->fn_kept = 0;
-  if (kept) {
+  if (kept && top > 1) {
     lua_insert(L, 1);
     lua_settop(L, 1);
   }
+  /* Finalizers and __close handlers are bounded by the closing hook: armed before any
+  ** of them can run (resetthread, the cleaning, lua_close); the bare cleaning runs
+  ** no Lua code and sets the new owner's hook itself. */
+  int closing = !kept;
+  if (closing) lproc_slice_closing(L);
   if (room && (kept || lua_resetthread(L) == LUA_OK)) {
-    lua_pushcfunction(L, clean_cf);
-    if (kept) lua_pushvalue(L, 1);
-    int clean = lua_pcall(L, kept, 1, 0) == LUA_OK && lua_toboolean(L, -1);
-    int collected = lua_tointeger(L, -1) == 2;
-    lua_settop(L, kept);
     size_t fn_len = kept ? p->fn_len : 0;
+    int clean, collected = 0;
+    if (clean_bare(L) && p->mem <= pool_max_bytes(0, fn_len)) {
+      /* clean_cf's bare case, unprotected (a protected call is 250 instructions): no
+      ** collection, and nothing here allocates or raises; the stack holds the kept
+      ** function or nothing, and nothing here leaves more */
+      drop_upvalues(L, 1);
+      lproc_state_init(L, LLIBS_IN_PLACE);
+      clean = 1;
+    } else {
+      if (!closing) lproc_slice_closing(L), closing = 1;
+      lua_pushcfunction(L, clean_cf);
+      if (kept) lua_pushvalue(L, 1);
+      clean = lua_pcall(L, kept, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+      collected = lua_tointeger(L, -1) == 2;
+      lua_settop(L, kept);
+    }
     if (clean && kept && p->mem > pool_max_bytes(collected, fn_len)) {
       lua_settop(L, 0);   /* a big function: the state without it may fit */
       lua_pushcfunction(L, collect_cf);
@@ -371,6 +419,7 @@ void lproc_pool_release(lproc *p) {
         if (pool.n < pool.cap) {
           int fn = kept && lua_gettop(L) == 1;
           pool.v[pool.n++] = (pooled){L, p->blk, fn ? p->fn_id : 0, fn ? p->fn_len : 0};
+          atomic_store_explicit(&pool.avail, pool.n, memory_order_relaxed);
           p->blk = NULL;
           L = NULL;
         }
@@ -379,6 +428,7 @@ void lproc_pool_release(lproc *p) {
       if (!L) return;
     }
   }
+  if (!closing) lproc_slice_closing(L);
   lua_setallocf(L, lproc_alloc_closing, p);
   lua_close(L);
 }
@@ -447,6 +497,7 @@ int lproc_recycle_set(int n) {
     pooled e = pool.v[--pool.n];
     lproc_block_close(e.L, e.blk);
   }
+  atomic_store_explicit(&pool.avail, pool.n, memory_order_relaxed);
   pthread_mutex_unlock(&pool.mu);
   return old;
 }

@@ -19,6 +19,7 @@
 #include "vm/lraw.h"
 
 _Atomic int lraw_layout = 0;
+_Atomic int lraw_tail = 0;
 
 static const char long_s[] = "a string longer than forty bytes, so a long one";
 
@@ -236,6 +237,61 @@ static int collector_ok(lua_State *L, int *ran) {
   return ok;
 }
 
+/* ---- the global state's tail, and the collector's parameters --------------------------- */
+
+static int tail_panic(lua_State *L) {
+  (void)L;
+  return 0;
+}
+
+/* The main thread, the panic function, the metamethods' names (first and last), the
+** basic types' metatables as lua_setmetatable sets them, and the collector's mode and
+** parameters as lua_gc sets them (Lua 5.4 keeps pause and multipliers divided by 4). */
+static int tail_check(lua_State *L) {
+  const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;
+  lua_CFunction old = lua_atpanic(L, tail_panic);
+  int ok = g->mainthread == (const void *)L && g->panic == tail_panic;
+  lua_atpanic(L, old);
+  lua_pushliteral(L, "__index");
+  lua_pushliteral(L, "__close");
+  ok = ok && g->tmname[0] == lua_topointer(L, -2) && g->tmname[24] == lua_topointer(L, -1);
+  lua_pop(L, 2);
+  /* a light C function at "__index" of a small table, found by lraw_get_shrstr */
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, 1), lua_setfield(L, -2, "__name");
+  lua_pushcfunction(L, tail_panic), lua_setfield(L, -2, "__index");
+  lua_pushinteger(L, 2), lua_setfield(L, -2, "__call");
+  const lraw_tvalue *v = ok ? lraw_get_shrstr(lraw_table_at(L, -1), g->tmname[0]) : NULL;
+  ok = ok && v && v->tt == LRAW_VLCF && v->v.f == tail_panic &&
+       !lraw_get_shrstr(lraw_table_at(L, -1), g->tmname[1]);   /* "__newindex" */
+  lua_pop(L, 1);
+  for (int i = 0; i < LUA_NUMTYPES; i++) ok = ok && g->mt[i] == NULL;
+  lua_pushboolean(L, 1);
+  lua_newtable(L);
+  const void *t = lua_topointer(L, -1);
+  lua_setmetatable(L, -2);
+  lua_pushinteger(L, 0);
+  lua_newtable(L);
+  const void *u = lua_topointer(L, -1);
+  lua_setmetatable(L, -2);
+  ok = ok && g->mt[LUA_TBOOLEAN] == t && g->mt[LUA_TNUMBER] == u && g->mt[LUA_TSTRING] == NULL;
+  lua_pushnil(L), lua_setmetatable(L, -2);
+  lua_pushnil(L), lua_setmetatable(L, -3);
+  lua_pop(L, 2);
+  ok = ok && g->mt[LUA_TBOOLEAN] == NULL && g->mt[LUA_TNUMBER] == NULL;
+  lua_gc(L, LUA_GCGEN, 20, 100);
+  ok = ok && g->gckind == 1 && g->genminormul == 20 && g->genmajormul == 25;
+  lua_gc(L, LUA_GCINC, 120, 300, 11);
+  ok = ok && g->gckind == 0 && g->gcpause == 30 && g->gcstepmul == 75 && g->gcstepsize == 11;
+  lua_gc(L, LUA_GCINC, 200, 100, 13);
+  ok = ok && g->gcpause == 50 && g->gcstepmul == 25 && g->gcstepsize == 13;
+  unsigned char running = g->gcstp;
+  lua_gc(L, LUA_GCSTOP);
+  ok = ok && g->gcstp != running;
+  lua_gc(L, LUA_GCRESTART);
+  return ok && g->gcstp == running;
+}
+
 /* ---- the check -------------------------------------------------------------------------- */
 
 static void *check_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
@@ -250,13 +306,15 @@ static void *check_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 static int check_cf(lua_State *L) {
   int *ran = lua_touserdata(L, 1);
   lua_settop(L, 0);
-  lua_pushboolean(L, arrays_ok(L) && hashes_ok(L) && writes_ok(L) && frames_ok(L) &&
-                         closures_ok(L) && collector_ok(L, ran));
-  return 1;
+  int ok = arrays_ok(L) && hashes_ok(L) && writes_ok(L) && frames_ok(L) &&
+           closures_ok(L) && collector_ok(L, ran);
+  lua_pushboolean(L, ok);
+  lua_pushboolean(L, ok && tail_check(L));
+  return 2;
 }
 
 static void check_once(void) {
-  int ok = 0, token = 0, ran = 0;
+  int ok = 0, tail = 0, token = 0, ran = 0;
   lua_State *L = NULL;
   const char *off = getenv("LPVM_NO_LRAW");   /* to compare both ways, or rule it out */
   if (!(off && *off && strcmp(off, "0") != 0) && LUA_VERSION_NUM == 504 && sizeof(lraw_tvalue) == 16 &&
@@ -267,9 +325,11 @@ static void check_once(void) {
     ok = g && g->frealloc == check_alloc && g->ud == &token;
     lua_pushcfunction(L, check_cf);
     lua_pushlightuserdata(L, &ran);
-    ok = ok && lua_pcall(L, 1, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+    ok = ok && lua_pcall(L, 1, 2, 0) == LUA_OK && lua_toboolean(L, -2);
+    tail = ok && lua_toboolean(L, -1);
     lua_close(L);
   }
+  atomic_store(&lraw_tail, tail ? 1 : -1);
   atomic_store(&lraw_layout, ok ? 1 : -1);
 }
 

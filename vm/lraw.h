@@ -45,6 +45,7 @@ typedef union lraw_value {
   void *p;        /* a light userdata */
   lua_Integer i;
   lua_Number n;
+  lua_CFunction f;   /* a light C function */
 } lraw_value;
 
 typedef struct lraw_tvalue {
@@ -57,7 +58,7 @@ typedef struct lraw_tvalue {
 enum {
   LRAW_VFALSE = 0x01, LRAW_VTRUE = 0x11, LRAW_VLIGHTUD = 0x02, LRAW_VNUMINT = 0x03,
   LRAW_VNUMFLT = 0x13, LRAW_VSHRSTR = 0x44, LRAW_VLNGSTR = 0x54, LRAW_VTABLE = 0x45,
-  LRAW_VLCL = 0x46, LRAW_VUSERDATA = 0x47, LRAW_VCCL = 0x66
+  LRAW_VLCL = 0x46, LRAW_VUSERDATA = 0x47, LRAW_VCCL = 0x66, LRAW_VLCF = 0x16
 };
 #define LRAW_NOVARIANT(tt) ((tt) & 0x0F)   /* 0: nil, empty or an absent key */
 static inline int lraw_is_nil(const lraw_tvalue *v) { return LRAW_NOVARIANT(v->tt) == 0; }
@@ -144,11 +145,22 @@ typedef struct lraw_global {
   const void *gray, *grayagain, *weak, *ephemeron, *allweak;
   const void *tobefnz;  /* objects found dead, their finalizer not yet run */
   const void *fixedgc;
+  /* The tail (lraw_tail_ok: checked apart, so a Lua that differs only here keeps the
+  ** rest): the generational lists, the main thread, the metamethods' names, the basic
+  ** types' metatables. */
+  const void *survival, *old1, *reallyold, *firstold1, *finobjsur, *finobjold1, *finobjrel;
+  const void *twups;
+  lua_CFunction panic;
+  const void *mainthread;
+  const void *memerrmsg;
+  const lraw_string *tmname[25];   /* ltm.h's TM_N names: "__index" first */
+  const lraw_table *mt[LUA_NUMTYPES];
 } lraw_global;
 
 /* ---- trust ------------------------------------------------------------------------------ */
 
 extern _Atomic int lraw_layout;   /* 0 not checked, 1 trusted, -1 refused */
+extern _Atomic int lraw_tail;     /* the global state's tail: 1 trusted (set by the check) */
 
 /* The check (once per VM, any thread; later callers wait for the first): 1 or -1. */
 int lraw_check(void);
@@ -157,6 +169,11 @@ int lraw_check(void);
 static inline int lraw_ok(void) {
   int l = atomic_load_explicit(&lraw_layout, memory_order_relaxed);
   return l == 1 || (l == 0 && lraw_check() == 1);
+}
+
+/* May the global state's tail (mt, tmname, mainthread) be read too? */
+static inline int lraw_tail_ok(void) {
+  return lraw_ok() && atomic_load_explicit(&lraw_tail, memory_order_relaxed) == 1;
 }
 
 /* ---- reading (the layout trusted) ------------------------------------------------------- */
@@ -231,6 +248,27 @@ static inline int lraw_gc_stepsize(lua_State *L) {
 /* Is the collector in generational mode (lgc.h's KGC_GEN)? */
 static inline int lraw_gc_generational(lua_State *L) {
   return ((const lraw_state *)(void *)L)->l_G->gckind == 1;
+}
+
+/* The global state of L. */
+static inline const lraw_global *lraw_g(lua_State *L) {
+  return ((const lraw_state *)(void *)L)->l_G;
+}
+
+/* The value at short-string key k (interned: one object per content) in table h, or
+** NULL when absent or nil: its main position (the string's hash) and the collision
+** chain from there, as ltable.c looks (a wrong guess only misses: keys are compared). */
+static inline const lraw_tvalue *lraw_get_shrstr(const lraw_table *h, const lraw_string *k) {
+  if (!h->lastfree) return NULL;
+  size_t size = (size_t)1 << h->lsizenode;
+  const lraw_node *n = (const lraw_node *)h->node + (k->hash & (size - 1));
+  for (size_t steps = 0; steps < size; steps++) {
+    if (n->key_tt == LRAW_VSHRSTR && n->key.gc == k)
+      return lraw_is_nil((const lraw_tvalue *)n) ? NULL : (const lraw_tvalue *)n;
+    if (n->next == 0) break;
+    n += n->next;
+  }
+  return NULL;
 }
 
 #endif

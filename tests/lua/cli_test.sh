@@ -77,9 +77,12 @@ fi
 # with the status halt asked for. Those 30 s are the VM's own limit (vm/main.c): the
 # run starts here, in the background with its own files, and is checked at the end,
 # so the other checks run meanwhile (lua_cli took 40 s of which 30 were this wait).
+# The halt comes once the thread says it opens the FIFO, and 500 ms later: a halt
+# 50 ms after the spawn could come, on a loaded machine, before the thread ran at all.
 mkfifo "$TMP/fifo"
-"$LPVM" -e "lpvm.spawn({ thread = true }, function() io.open('$TMP/fifo') end)
-            lpvm.sleep(50) lpvm.halt(4)" >"$TMP/stuck.out" 2>"$TMP/stuck.err" </dev/null &
+"$LPVM" -e "local me = lpvm.self()
+            lpvm.spawn({ thread = true }, function() lpvm.send(me, 'opening') io.open('$TMP/fifo') end)
+            lpvm.receive() lpvm.sleep(500) lpvm.halt(4)" >"$TMP/stuck.out" 2>"$TMP/stuck.err" </dev/null &
 stuck=$!
 
 # ---- running code --------------------------------------------------------------

@@ -176,6 +176,31 @@ test("no finalizer pending: garbage left behind, and nothing of it shows", funct
   end, "no finalizer pending")
 end)
 
+-- An owner that touched no library and read no global leaves a bare registry and the
+-- lazy tables in place: the cleaning reads that in place and makes nothing again
+-- (lproc_pool.c clean_bare, llibs.c llibs_in_place), keeping the globals table only
+-- if it is empty as a new one (no array, no hash part). Owners that end normally,
+-- write globals, or write and clear one: the next state is a fresh one.
+test("a bare owner: the globals table kept only when empty", function()
+  local owners = {
+    { "computes", function(n) local t = {} for i = 1, n do t[i] = i * i end return #t end, 100 },
+    { "writes a global", function() leaked = "secret" end },
+    { "writes and clears a global", function() leaked = "secret" leaked = nil end },
+    { "writes globals into the array part", function() _ENV[1] = "one" _ENV[2] = "two" end },
+  }
+  local old = lpvm.recycle(0)
+  local fresh = run(fingerprint)
+  lpvm.recycle(1)
+  for _, o in ipairs(owners) do
+    local _, ref = lpvm.spawn_monitor(o[2], o[3])
+    T.down(ref)
+    local rec = run(fingerprint)
+    T.eq(rec[2], true, o[1] .. ": recycled")
+    for k, v in pairs(fresh[1]) do T.eq(rec[1][k], v, o[1] .. ": differs in " .. k) end
+  end
+  lpvm.recycle(old)
+end)
+
 -- A state made ahead by the maker thread (vm/lproc_maker.c) is a new state: the same
 -- as one made on the spot, which a process with a heap limit always gets (so the
 -- limit sees each allocation). With LPVM_STOCK=0 no process gets one.
