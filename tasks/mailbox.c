@@ -37,6 +37,10 @@ lpvm_msg *mbox_msg_alloc(size_t len, size_t extra) {
 
 lpvm_msg *lpvm_msg_new(size_t len) { return mbox_msg_alloc(len, 0); }
 
+lpvm_msg *lpvm_msg_init(void *block, size_t len) {
+  return block && len <= UINT32_MAX ? msg_init(block, len) : NULL;
+}
+
 /* Built in place: the builder's buffer is the whole block, header first, so a put that
 ** grows it reallocates header and term together, and nothing is copied at the end.
 ** A message of shared binaries is copied once more (lpvm_msg_new_term appends their
@@ -82,8 +86,9 @@ lpvm_msg *lpvm_msg_built(lpvm_tbuf *b, lpvm_binrefs *refs) {
 uint8_t *lpvm_msg_data(lpvm_msg *m) { return (uint8_t *)(m + 1); }
 size_t lpvm_msg_len(const lpvm_msg *m) { return m->len; }
 lpvm_id lpvm_msg_from(const lpvm_msg *m) { return m->from; }
-/* Every message ends here (or in mbox_free_all): the one place its shared binaries
-** (binary.c) are released. */
+/* Every message with shared binaries ends here (or in mbox_free_all): the one place
+** they (binary.c) are released. One without is only its block, which a taker may
+** keep instead (lpvm_msg_init; vm/lmod_msg.c keeps it in its thread's small lists). */
 void lpvm_msg_free(lpvm_msg *m) {
   if (m && (m->flags & LPVM_MSGF_BINS)) bin_msg_release(m);
   free(m);

@@ -23,6 +23,7 @@
 #include "lpvm/binary.h"
 #include "lpvm/dist.h"
 #include "vm/lproc_int.h"
+#include "vm/lproc_small.h"
 #include "vm/lraw.h"
 #include "vm/lterm.h"
 
@@ -92,6 +93,11 @@ static int lmod_send(lua_State *L) {
   const lraw_tvalue *a = lraw_ok() ? lraw_arg(L, 1) : NULL;   /* a pid read in place */
   lpvm_id to = a && a->tt == LRAW_VLIGHTUD ? (lpvm_id)(uintptr_t)a->v.p : 0;
   if (lmod_light_is_ref(to)) to = 0;   /* a reference (vm/lmod.c): check_target's error */
+  if (!to && a && a->tt == LRAW_VSHRSTR) {   /* a registered name, read in place */
+    size_t len;
+    const char *name = lraw_str(a, &len);
+    if (strlen(name) == len) to = lpvm_whereis(name);   /* (a NUL: never registered) */
+  }
   if (!to) {
     int t1 = lua_type(L, 1);
     if (t1 == LUA_TTABLE) {
@@ -101,7 +107,15 @@ static int lmod_send(lua_State *L) {
     if (t1 == LUA_TLIGHTUSERDATA) to = lmod_to_pid(L, 1);   /* 0 for a reference */
     if (!to) to = check_target(L, 1, "send");   /* a name, or the error */
   }
-  lpvm_msg *m = build_msg(L, 2, "send");
+  lpvm_msg *m;
+  if (a) {   /* the mirror trusted: the values' count read in place */
+    const lraw_state *st = (const lraw_state *)(void *)L;
+    char err[LTERM_ERRSZ];
+    if (!(m = lterm_msg(L, 2, (int)(st->top - (st->ci->func + 2)), err)))
+      luaL_error(L, "send: %s", err);
+  } else {
+    m = build_msg(L, 2, "send");
+  }
   uint32_t queued = 0;
   lpvm_send_msg_queued(&p->task, to, m, &queued);
   if (to == p->task.id) queued = 0;
@@ -250,14 +264,33 @@ void lmod_recv_finish(lproc *p) {
   p->wait = LP_RUN;
 }
 
+/* A message taken and read: one without shared binaries is only its block
+** (lpvm_msg_init), which goes to this thread's free lists of small blocks
+** (vm/lproc_small.h) for the next message or Lua object of its size: a list's block
+** must fit every request of its class. One the in-place writer made to its term's
+** size (LPVM_MSGF_SMALL) goes back to the class it came from; any other holds its
+** header and term at least (one made elsewhere may be malloc's exact size), rounded
+** down to the lists' 8 bytes. */
+static inline void msg_done(lpvm_msg *m) {
+  size_t sz = sizeof(lpvm_msg) + m->len;
+  if (m->flags & LPVM_MSGF_BINS) lpvm_msg_free(m);
+  else lproc_small_free(m, (m->flags & LPVM_MSGF_SMALL) ? sz : sz & ~(size_t)7);
+}
+
 /* Take m out of the mailbox and push its values. */
 static int take_push(lua_State *L, lproc *p, lpvm_msg *m) {
   lmod_mbox_take(p, m);
   p->owned = m;   /* a failed decode (out of memory) must not leak it */
   int n = lterm_push_msg(L, m);
   p->owned = NULL;
-  lpvm_msg_free(m);
+  msg_done(m);
   return n;
+}
+
+/* Slot i of receive's stack (see recv_loop) is nil, read in place when it can be. */
+static inline int slot_nil(lua_State *L, int i) {
+  const lraw_tvalue *v = lraw_ok() ? lraw_arg(L, i) : NULL;
+  return v ? lraw_is_nil(v) : lua_isnil(L, i);
 }
 
 static int recv_loop(lua_State *L, lproc *p);
@@ -278,14 +311,22 @@ static int pred_done(lua_State *L, lproc *p, int status) {
     lmod_recv_finish(p);
     return lua_error(L);
   }
-  int ok = lua_toboolean(L, -1);
-  lua_pop(L, 1);
+  int ok;
+  if (lraw_ok()) {   /* the predicate's result read and popped in place */
+    lraw_state *st = (lraw_state *)(void *)L;
+    const lraw_tvalue *r = st->top - 1;
+    ok = !lraw_is_nil(r) && r->tt != LRAW_VFALSE;
+    st->top--;
+  } else {
+    ok = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
   lpvm_msg *m = p->cur;
   int n = p->ncur;
   p->cur = NULL;
   if (ok) {
     lmod_mbox_take(p, m);
-    lpvm_msg_free(m);
+    msg_done(m);
     lmod_recv_finish(p);
     return n;
   }
@@ -330,15 +371,24 @@ static int recv_loop(lua_State *L, lproc *p) {
   for (;;) {
     lpvm_msg *m = recv_next(L, p);
     if (!m) return recv_wait(L, p, recv_k, recv_loop);
-    if (lua_isnil(L, 1)) {
+    if (slot_nil(L, 1)) {
       lmod_recv_finish(p);
       return take_push(L, p, m);
     }
     int base = lua_gettop(L);
     int n = lterm_push_msg(L, m);
     luaL_checkstack(L, n + 1, "too many values in a message");
-    lua_pushvalue(L, 1);
-    for (int i = 1; i <= n; i++) lua_pushvalue(L, base + i);
+    if (lraw_ok()) {   /* the predicate and the values copied in place */
+      lraw_state *st = (lraw_state *)(void *)L;
+      const lraw_tvalue *f = st->ci->func;
+      lraw_tvalue *t = st->top;
+      t[0] = f[1];
+      for (int i = 1; i <= n; i++) t[i] = f[base + i];
+      st->top = t + n + 1;
+    } else {
+      lua_pushvalue(L, 1);
+      for (int i = 1; i <= n; i++) lua_pushvalue(L, base + i);
+    }
     p->in_pred = 1;
     p->cur = m;
     p->ncur = n;
@@ -351,7 +401,11 @@ static int recv_loop(lua_State *L, lproc *p) {
 ** for receive(0), time out (-1, nothing pushed), or wait for more with continuation
 ** k; `again` rescans (what it returns is returned). */
 int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
-  int64_t ms = lua_isnil(L, 2) ? -1 : (int64_t)lua_tointeger(L, 2);
+  const lraw_tvalue *t = lraw_ok() ? lraw_arg(L, 2) : NULL;   /* the timeout in place */
+  int64_t ms = t && t->tt == LRAW_VNUMINT ? t->v.i
+               : t && lraw_is_nil(t)     ? -1
+               : lua_isnil(L, 2)         ? -1
+                                         : (int64_t)lua_tointeger(L, 2);
   /* Signals sent since this step began (a send to self, say) are still in the signal
   ** queue: before a poll says "timeout", and before a timer is started for a wait,
   ** bring them into the mailbox once (a message already sent is then taken with no
@@ -443,6 +497,24 @@ static __attribute__((noinline)) int receive_args(lua_State *L, lproc *p) {
   return recv_loop(L, p);
 }
 
+/* receive(pred) and receive(pred, ms) (EStone generic's call waits so) read in place:
+** the stack is already recv_loop's ([1] the predicate, [2] the timeout, an integer
+** as lmod_check_ms gives it, or nil pushed), without receive_args' checks through
+** the C API (~150 instructions a call). The other forms go to receive_args. */
+static __attribute__((noinline)) int receive_fn(lua_State *L, lproc *p, const lraw_tvalue *a) {
+  if (LRAW_NOVARIANT(a->tt) != LUA_TFUNCTION) return receive_args(L, p);   /* any variant */
+  const lraw_tvalue *b = lraw_arg(L, 2);
+  if (!b) {
+    lua_pushnil(L);   /* for ever */
+  } else if (b->tt != LRAW_VNUMINT || b->v.i < 0 || b->v.i >= (INT64_C(1) << 53) ||
+             lraw_arg(L, 3)) {
+    return receive_args(L, p);
+  }
+  lmod_drop_owned(p);
+  lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
+  return recv_loop(L, p);
+}
+
 /* receive([timeout]), receive(pred [, timeout]); a nil predicate means any message
 ** (so receive(nil, 100) waits 100 ms), a nil timeout for ever. Anything else is a
 ** programmer's mistake and raises. receive() and receive(ms) are read in place (no
@@ -455,7 +527,7 @@ int lmod_receive(lua_State *L) {
   int64_t ms = -1;
   if (a) {
     if (a->tt != LRAW_VNUMINT || a->v.i < 0 || a->v.i >= (INT64_C(1) << 53) || lraw_arg(L, 2))
-      return receive_args(L, p);
+      return receive_fn(L, p, a);
     ms = a->v.i;   /* what lmod_check_ms gives for it */
   }
   return recv_any(L, p, ms);

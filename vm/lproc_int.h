@@ -125,6 +125,10 @@ typedef struct lproc {
   uint64_t fn_id;           /* the kept function's bytecode number (lfun.c's dump cache)
                             ** until the decoder sees this process's, as fn_len (0: none);
                             ** here, not beside fn_len: the record stays in 448 bytes */
+  void *strc;               /* lterm_plain.c: the short strings its messages bring again
+                            ** (a userdata of its state, anchored in the registry; 1: one
+                            ** string decoded, none made yet); written by the worker
+                            ** running p */
 } lproc;
 
 /* The hop's lines: the task's hot part starts on line 1 and lproc's ends within

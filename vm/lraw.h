@@ -29,8 +29,12 @@
 ** collectable (integers, floats, booleans, nil: Lua's write barrier is for
 ** collectable values), or a collectable one while the table is not black (a white
 ** or gray table is traversed again, so lua_rawseti's barrier would do nothing
-** either); never call into Lua between taking a pointer into a table or the stack
-** and its last use, unless that call cannot resize or move it.
+** either); and onto the stack's top, in room lua_checkstack made, a short string
+** that something else keeps alive (vm/lterm_plain.c's kept strings) or a copy of a
+** value on the stack already (receive's predicate call): the stack needs no barrier,
+** a thread is traversed again at the end of every cycle; never call
+** into Lua between taking a pointer into a table or the stack and its last use,
+** unless that call cannot resize or move it.
 */
 #ifndef LPVM_LRAW_H
 #define LPVM_LRAW_H

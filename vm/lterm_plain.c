@@ -12,13 +12,22 @@
 ** either way: only the reading is shortened.
 */
 #include <lauxlib.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lpvm/dist.h"
 #include "vm/lproc_int.h"
+#include "vm/lproc_small.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 #include "vm/lraw.h"
+
+/* The external format's tags these paths write and read (tasks/term_int.h has them all). */
+enum {
+  T_NEW_FLOAT = 70, T_NEW_PID = 88, T_SMALL_INT = 97, T_INT = 98, T_SMALL_TUPLE = 104,
+  T_NIL = 106, T_STRING = 107, T_LIST = 108, T_BINARY = 109, T_MAP = 116,
+  T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90, T_SMALL_BIG = 110
+};
 
 /* A scalar (nil, a boolean, a number, a string, a pid, a reference) of type t (lua_type's): t and
 ** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
@@ -72,15 +81,196 @@ void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) 
   put_scalar(L, idx, t, ref, b);
 }
 
+/* lterm_msg_plain (below) read in place (vm/lraw.h) for the commonest values:
+** up to LTERM_PLAIN_MAX nil, booleans, numbers, strings, pids and references, and
+** lists of such values (a table whose array part holds them from 1 to its first nil
+** and whose hash part is empty: EStone generic's request {"abc"}), sized from their
+** tags and lengths and written straight into a block lpvm_msg_new made, without
+** lua_type, lua_tolstring, lua_tointeger and the builder's calls and checks (~110 of
+** msg10's ~1,500 instructions a message), and for a list without the general
+** encoder's set-up (its cycle bookkeeping, a scratch, a second look at the values:
+** ~1,400 of generic's call). The bytes are the general encoder's (vm/lterm_raw.c's
+** walk writes such a list alike). 1 if it took them all (*m the message, or NULL out
+** of memory), 0 at the first other value (nothing made: lterm_msg_plain's way). */
+static inline void wr32be(uint8_t *q, uint32_t v) {
+  v = __builtin_bswap32(v);
+  memcpy(q, &v, 4);
+}
+
+/* The bytes a scalar takes: exactly, but a pid or a reference at most (a node name
+** of up to 48 bytes, a longer one grows the block); 0 for another value. (Exact, the
+** block goes back to the free list it came from: see vm/lmod_msg.c's msg_done.) */
+static inline size_t raw_scalar_size(const lraw_tvalue *v) {
+  size_t len;
+  switch (v->tt) {
+    case LRAW_VSHRSTR: case LRAW_VLNGSTR:
+      lraw_str(v, &len);
+      return len > UINT32_MAX - 5 ? 0 : 5 + len;
+    case LRAW_VNUMINT: {   /* as raw_put writes it */
+      lua_Integer x = v->v.i;
+      if (x >= 0 && x <= 255) return 2;
+      if (x >= INT32_MIN && x <= INT32_MAX) return 5;
+      uint64_t mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+      return 3 + (size_t)((64 - __builtin_clzll(mag) + 7) / 8);   /* mag > 2^31 */
+    }
+    case LRAW_VNUMFLT: return 9;
+    case LRAW_VTRUE: return 6;
+    case LRAW_VFALSE: return 7;
+    case LRAW_VLIGHTUD: return 72;
+    default: return lraw_is_nil(v) ? 5 : 0;
+  }
+}
+
+/* A list table's elements (its array part's up to the first nil): their count in
+** *k; what they and the list's framing take, or 0 if h is not such a list. */
+static size_t raw_list_size(const lraw_table *h, unsigned int *k) {
+  if (h->lastfree) return 0;   /* a hash part: the general encoder */
+  unsigned int asize = lraw_real_asize(h), i = 0;
+  const lraw_tvalue *a = h->array;
+  size_t sz = 6, one;          /* LIST_EXT's 5 bytes and the [] tail */
+  for (; i < asize && !lraw_is_nil(&a[i]); i++) {
+    if (!(one = raw_scalar_size(&a[i]))) return 0;
+    sz += one;
+  }
+  for (unsigned int j = i + 1; j < asize; j++)   /* a hole: a map */
+    if (!lraw_is_nil(&a[j])) return 0;
+  *k = i;
+  return sz;
+}
+
+/* The block being written: its start (the header) and size; the bytes go through a
+** pointer kept apart, so they stay in registers (only a pid's put sees the block). */
+typedef struct rawblk {
+  uint8_t *data;
+  size_t cap, all;   /* all: the whole estimate */
+  int err;
+} rawblk;
+
+/* A pid or a reference put at q by lmod_put_light, which grows the block for a node
+** name past 48 bytes (another node's); room for the whole estimate (more than what
+** is left of it) is then made again, so the direct writes after it still fit. */
+static __attribute__((noinline)) uint8_t *raw_put_light(rawblk *r, uint8_t *q, uint64_t id) {
+  lpvm_tbuf b = {r->data, (size_t)(q - r->data), r->cap, 0};
+  size_t at = b.len;
+  lmod_put_light(&b, id);
+  if (!b.err && b.len - at > 72) lpvm_tbuf_room(&b, r->all);
+  r->data = b.data, r->cap = b.cap;
+  if (b.err) {   /* out of memory: nothing more is written */
+    r->err = b.err;
+    return b.data + at;
+  }
+  return b.data + b.len;
+}
+
+/* Put the scalar v (raw_scalar_size's) at q, the room is there (raw_put_light for a
+** pid): past it. */
+static inline __attribute__((always_inline)) uint8_t *
+raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
+  size_t len;
+  switch (v->tt) {
+    case LRAW_VSHRSTR: case LRAW_VLNGSTR: {
+      const char *str = lraw_str(v, &len);
+      *q = T_BINARY;
+      wr32be(q + 1, (uint32_t)len);
+      memcpy(q + 5, str, len);
+      return q + 5 + len;
+    }
+    case LRAW_VNUMINT: {   /* as lpvm_put_int: the smallest form */
+      lua_Integer x = v->v.i;
+      if (x >= 0 && x <= 255) {
+        q[0] = T_SMALL_INT, q[1] = (uint8_t)x;
+        return q + 2;
+      }
+      if (x >= INT32_MIN && x <= INT32_MAX) {
+        q[0] = T_INT, wr32be(q + 1, (uint32_t)x);
+        return q + 5;
+      }
+      uint64_t mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;   /* little-endian */
+      uint8_t k = 0;
+      q[0] = T_SMALL_BIG, q[2] = x < 0;
+      for (; mag != 0; mag >>= 8) q[3 + k++] = (uint8_t)mag;
+      q[1] = k;
+      return q + 3 + k;
+    }
+    case LRAW_VNUMFLT: {
+      uint64_t bits;
+      memcpy(&bits, &v->v.n, sizeof bits);
+      q[0] = T_NEW_FLOAT;
+      wr32be(q + 1, (uint32_t)(bits >> 32)), wr32be(q + 5, (uint32_t)bits);
+      return q + 9;
+    }
+    case LRAW_VTRUE: memcpy(q, "\x77\x04" "true", 6); return q + 6;
+    case LRAW_VFALSE: memcpy(q, "\x77\x05" "false", 7); return q + 7;
+    case LRAW_VLIGHTUD: return raw_put_light(r, q, (uint64_t)(uintptr_t)v->v.p);
+    default: memcpy(q, "\x77\x03" "nil", 5); return q + 5;
+  }
+}
+
+static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
+  const lraw_tvalue *v = ((const lraw_state *)(void *)L)->ci->func + idx;
+  size_t sz = 1 + (n != 1 ? 2 : 0), one;
+  unsigned int k;
+  for (int i = 0; i < n; i++) {
+    one = v[i].tt == LRAW_VTABLE ? raw_list_size(v[i].v.gc, &k) : raw_scalar_size(&v[i]);
+    if (!one) return 0;
+    sz += one;
+  }
+  /* a small block from the thread's free lists (vm/lproc_small.h), where the
+  ** receiver's take puts it back (vm/lmod_msg.c): malloc and free cost ~70 */
+  lpvm_msg *m = lpvm_msg_init(lproc_small_alloc(sizeof(lpvm_msg) + sz), sz);
+  *out = m;
+  if (!m) return 1;
+  /* the block as a builder's (lpvm_msg_build): a pid's put may grow it */
+  rawblk r = {(uint8_t *)m, sizeof(lpvm_msg) + sz, sz, 0};
+  uint8_t *q = r.data + sizeof(lpvm_msg);
+  *q++ = 131;
+  if (n != 1) *q++ = T_SMALL_TUPLE, *q++ = (uint8_t)n;
+  for (int i = 0; i < n && !r.err; i++) {
+    if (v[i].tt != LRAW_VTABLE) {
+      q = raw_put(&r, q, &v[i]);
+      continue;
+    }
+    const lraw_table *h = v[i].v.gc;
+    const lraw_tvalue *a = h->array;
+    raw_list_size(h, &k);
+    if (k > 0) {
+      q[0] = T_LIST, wr32be(q + 1, k);
+      q += 5;
+      for (unsigned int j = 0; j < k && !r.err; j++) q = raw_put(&r, q, &a[j]);
+    }
+    *q++ = T_NIL;
+  }
+  if (r.err) {   /* a pid's growth failed */
+    free(r.data);
+    *out = NULL;
+    return 1;
+  }
+  int exact = r.data == (uint8_t *)m && (size_t)(q - r.data) == sizeof(lpvm_msg) + sz;
+  m = (lpvm_msg *)(void *)r.data;
+  m->len = (uint32_t)(q - r.data - sizeof(lpvm_msg));
+  if (exact) m->flags |= LPVM_MSGF_SMALL;   /* its block: lproc_small_size of it */
+  *out = m;
+  return 1;
+}
+
 /* The common message: up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers,
 ** strings, pids, references), each put as it is, sized exactly (a pid or a
 ** reference: a node name of up to 48 bytes; a longer one grows the block), without
 ** the encoder's bookkeeping for tables and functions (~250 of a ring hop's ~2,800
 ** instructions). The bytes are the same as lterm_enc_value's. If a value is not a
 ** scalar nothing is built: NULL, and *hint is a first guess of the message's size
-** for the general encoder (256 bytes a table, a function or another userdata), from
-** the same look at the values. */
+** for the general encoder (64 bytes a table, 256 a function or another userdata),
+** from the same look at the values. A table's guess is small: lterm_msg starts from
+** the thread's last message of tables when that was bigger, and a block left with
+** more than 256 bytes spare is reallocated to its size (tasks/mailbox.c), which cost
+** EStone generic's call (a request {"abc"}, ~120 bytes in all) ~740 instructions in
+** jemalloc when a table guessed 256. */
 lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
+  lpvm_msg *m;
+  if (lraw_ok() && plain_raw(L, idx, n, &m)) {
+    *hint = 0;
+    return m;
+  }
   int ty[LTERM_PLAIN_MAX];
   uint64_t refs[LTERM_PLAIN_MAX];   /* a reference's id; a string's length */
   const char *strs[LTERM_PLAIN_MAX];
@@ -92,7 +282,7 @@ lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
       strs[i] = lua_tolstring(L, idx + i, &len);
       ty[i] = LUA_TSTRING, refs[i] = len, sz += 5 + len;
     } else if ((ty[i] = scalar_typed(L, idx + i, t, &one, &refs[i])) < 0) {
-      other += 256;
+      other += t == LUA_TTABLE ? 64 : 256;
     } else {
       sz += one;
     }
@@ -111,12 +301,6 @@ lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
 
 /* ---- reading ---------------------------------------------------------------------- */
 
-/* The external format's tags this reader takes (tasks/term_int.h has them all). */
-enum {
-  T_NEW_FLOAT = 70, T_NEW_PID = 88, T_SMALL_INT = 97, T_INT = 98, T_SMALL_TUPLE = 104,
-  T_NIL = 106, T_STRING = 107, T_LIST = 108, T_BINARY = 109, T_MAP = 116,
-  T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90
-};
 
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -162,12 +346,147 @@ static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
   return q + 4 * (size_t)nw;
 }
 
+/* The short strings a message's lists already hold, by their length and end bytes:
+** one met again is written from here into its slot (vm/lraw.h), without
+** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
+** of the message being read, which the stack reaches until the end (each pair of a
+** map empties the cache: see plain_map): the collector keeps them. Per
+** message, on the C stack (a finalizer run by an allocation may read a message of
+** its own). */
+#define STR_SLOTS 32
+typedef struct strs {
+  uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
+  int pids;        /* the state has the pid metatable (once set, for the message) */
+  lproc *proc;     /* the state's process when the mirror is trusted (strc), else NULL */
+  const lraw_string *s[STR_SLOTS];
+} strs;
+
+/* The k bytes at x and y are the same: up to 16 compared as two (overlapping) words,
+** without a call to memcmp. */
+static inline int same_bytes(const char *x, const uint8_t *y, size_t k) {
+  if (k >= 8 && k <= 16) {
+    uint64_t a, b, c, d;
+    memcpy(&a, x, 8), memcpy(&b, x + k - 8, 8), memcpy(&c, y, 8), memcpy(&d, y + k - 8, 8);
+    return a == c && b == d;
+  }
+  if (k >= 4 && k < 8) {
+    uint32_t a, b, c, d;
+    memcpy(&a, x, 4), memcpy(&b, x + k - 4, 4), memcpy(&c, y, 4), memcpy(&d, y + k - 4, 4);
+    return a == c && b == d;
+  }
+  if (k < 4)
+    return k == 0 || ((uint8_t)x[0] == y[0] && (uint8_t)x[k / 2] == y[k / 2] &&
+                      (uint8_t)x[k - 1] == y[k - 1]);
+  return memcmp(x, y, k) == 0;
+}
+
+static inline unsigned str_slot(const uint8_t *s, size_t k) {
+  /* odd factors: one-byte strings (atoms' names) fall in distinct slots */
+  return (unsigned)(k * 11 + (k ? s[0] + 8u * s[k - 1] : 0)) & (STR_SLOTS - 1);
+}
+
+
+/* ---- short strings met again, across messages ------------------------------------------ */
+
+/* A process that is sent the same short strings again and again (a burst of "hi", a
+** server's "call" and its request names, a reply's tag) paid lua_pushlstring's hashing
+** and string-table lookup for each: ~190 of msg10's ~1,650 instructions a message. A
+** string the process decoded twice in a row into the same slot (its address, which
+** interning makes the same for the same bytes while it lives, compared) is kept in
+** that slot, anchored as a user value of a userdata the registry holds
+** (registry[&strc_key]); met again, its bytes are compared and the string is written
+** to the stack in place (vm/lraw.h), as lua_pushlstring would have found it. The
+** userdata (lproc.strc) is made at the process's second short string, so a process
+** that gets one message pays nothing; a recycled state's registry is wiped and its
+** next process starts without one. (Lua code that removes registry[&strc_key]
+** through the debug library takes the anchor away under the cache: like much else
+** that library can do, it breaks the state.) */
+#define STRC_SLOTS 8
+typedef struct strcache {
+  const void *seen[STRC_SLOTS];          /* the last string pushed there: compared only */
+  const lraw_string *s[STRC_SLOTS];      /* kept: the userdata's user value slot + 1 */
+} strcache;
+
+static const char strc_key = 0;
+
+static inline unsigned strc_slot(const uint8_t *s, size_t k) {   /* k >= 1 */
+  return (unsigned)(k * 5 + s[0] + 3u * s[k - 1]) & (STRC_SLOTS - 1);
+}
+
+/* lua_pushlstring has just pushed a short string (slot's): note it, keep it if it was
+** the slot's last one, make the cache at the process's second string. */
+static __attribute__((noinline)) void strc_miss(lua_State *L, lproc *p, unsigned slot) {
+  const lraw_string *ts = ((const lraw_state *)(void *)L)->top[-1].v.gc;
+  strcache *sc = p->strc;
+  if ((uintptr_t)sc <= 1) {
+    if (!sc || !lua_checkstack(L, 2)) {
+      p->strc = (void *)1;
+      return;
+    }
+    sc = lua_newuserdatauv(L, sizeof *sc, STRC_SLOTS);
+    memset(sc, 0, sizeof *sc);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &strc_key);
+    p->strc = sc;
+  }
+  if (sc->seen[slot] != ts) {
+    sc->seen[slot] = ts;
+    return;
+  }
+  if (!lua_checkstack(L, 2) || lua_rawgetp(L, LUA_REGISTRYINDEX, &strc_key) != LUA_TUSERDATA ||
+      lua_touserdata(L, -1) != (void *)sc) {   /* the registry was emptied under it */
+    lua_pop(L, 1);
+    p->strc = (void *)1;
+    return;
+  }
+  lua_pushvalue(L, -2);
+  lua_setiuservalue(L, -2, (int)slot + 1);
+  lua_pop(L, 1);
+  sc->s[slot] = ts;
+}
+
+/* Push the k bytes at s as a string: a short one kept by the process's cache is
+** written in place. Room on the stack as for plain_scalar. */
+static inline __attribute__((always_inline)) void
+push_str(lua_State *L, const uint8_t *s, size_t k, strs *c) {
+  lproc *p = c->proc;
+  if (p && k - 1 < LRAW_SHORTMAX) {
+    unsigned slot = strc_slot(s, k);
+    const strcache *sc = p->strc;
+    if ((uintptr_t)sc > 1) {
+      const lraw_string *t = sc->s[slot];
+      if (t && t->shrlen == k && same_bytes(t->contents, s, k)) {
+        lraw_state *st = (lraw_state *)(void *)L;
+        st->top->v.gc = (void *)t;
+        st->top->tt = LRAW_VSHRSTR;
+        st->top++;
+        return;
+      }
+    }
+    lua_pushlstring(L, (const char *)s, k);
+    strc_miss(L, p, slot);
+    return;
+  }
+  lua_pushlstring(L, (const char *)s, k);
+}
+
+/* lua_gettop read in place (the mirror trusted). */
+static inline int lraw_top(lua_State *L) {
+  const lraw_state *st = (const lraw_state *)(void *)L;
+  return (int)(st->top - (st->ci->func + 1));
+}
+
+/* The per-message state: c->proc set when the mirror is trusted. */
+static inline void strs_init(lua_State *L, strs *c) {
+  c->used = 0, c->pids = 0;
+  c->proc = lraw_ok() ? (lproc *)((const lraw_state *)(const void *)L)->l_G->ud : NULL;
+}
+
 /* Push the value at p if it is a scalar (or []), inline in every loop: past it, or
 ** NULL for anything else (nothing pushed), which plain_value then reads. The stack
 ** has room for three more values: a pid's first push makes the state's pid
 ** metatable (lmod.c) with two more. */
 static inline __attribute__((always_inline)) const uint8_t *
-plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
+plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
   size_t left = (size_t)(end - p), k;
   if (left < 2) {   /* only [] is a single byte */
     if (left == 0 || p[0] != T_NIL) return NULL;
@@ -182,7 +501,7 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
       return p + 5;
     case T_BINARY:
       if (left < 5 || (k = be32(p + 1)) > left - 5) return NULL;
-      lua_pushlstring(L, (const char *)p + 5, k);
+      push_str(L, p + 5, k, c);
       return p + 5 + k;
     case T_SMALL_ATOM_UTF8:
       if ((k = p[1]) > left - 2) return NULL;
@@ -190,7 +509,7 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
       if (k == 3 && memcmp(p, "nil", 3) == 0) lua_pushnil(L);
       else if (k == 4 && memcmp(p, "true", 4) == 0) lua_pushboolean(L, 1);
       else if (k == 5 && memcmp(p, "false", 5) == 0) lua_pushboolean(L, 0);
-      else lua_pushlstring(L, (const char *)p, k);
+      else push_str(L, p, k, c);
       return p + k;
     case T_NEW_PID: {
       const uint8_t *q = local_pid(p, left);
@@ -224,44 +543,6 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end) {
     }
     default: return NULL;
   }
-}
-
-/* The short strings a message's lists already hold, by their length and end bytes:
-** one met again is written from here into its slot (vm/lraw.h), without
-** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
-** of the message being read, which the stack reaches until the end (each pair of a
-** map empties the cache: see plain_map): the collector keeps them. Per
-** message, on the C stack (a finalizer run by an allocation may read a message of
-** its own). */
-#define STR_SLOTS 32
-typedef struct strs {
-  uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
-  int pids;        /* the state has the pid metatable (once set, for the message) */
-  const lraw_string *s[STR_SLOTS];
-} strs;
-
-/* The k bytes at x and y are the same: up to 16 compared as two (overlapping) words,
-** without a call to memcmp. */
-static inline int same_bytes(const char *x, const uint8_t *y, size_t k) {
-  if (k >= 8 && k <= 16) {
-    uint64_t a, b, c, d;
-    memcpy(&a, x, 8), memcpy(&b, x + k - 8, 8), memcpy(&c, y, 8), memcpy(&d, y + k - 8, 8);
-    return a == c && b == d;
-  }
-  if (k >= 4 && k < 8) {
-    uint32_t a, b, c, d;
-    memcpy(&a, x, 4), memcpy(&b, x + k - 4, 4), memcpy(&c, y, 4), memcpy(&d, y + k - 4, 4);
-    return a == c && b == d;
-  }
-  if (k < 4)
-    return k == 0 || ((uint8_t)x[0] == y[0] && (uint8_t)x[k / 2] == y[k / 2] &&
-                      (uint8_t)x[k - 1] == y[k - 1]);
-  return memcmp(x, y, k) == 0;
-}
-
-static inline unsigned str_slot(const uint8_t *s, size_t k) {
-  /* odd factors: one-byte strings (atoms' names) fall in distinct slots */
-  return (unsigned)(k * 11 + (k ? s[0] + 8u * s[k - 1] : 0)) & (STR_SLOTS - 1);
 }
 
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
@@ -356,7 +637,7 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
         }
       }
     }
-    const uint8_t *q = plain_scalar(L, p, end);
+    const uint8_t *q = plain_scalar(L, p, end, c);
     if (!(p = q ? q : plain_nested(L, p, end, depth + 1, c))) return NULL;
     if (a && !(h->marked & LRAW_BLACK)) {
       /* the value just pushed copied into its slot (a new table, a string met first):
@@ -402,7 +683,7 @@ static const uint8_t *plain_map(lua_State *L, const uint8_t *p, const uint8_t *e
 ** (the caller drops what was pushed). Room on the stack as for plain_scalar. */
 static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t *end,
                                   int depth, strs *c) {
-  const uint8_t *q = plain_scalar(L, p, end);
+  const uint8_t *q = plain_scalar(L, p, end, c);
   return q ? q : plain_nested(L, p, end, depth, c);
 }
 
@@ -459,14 +740,15 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
     tuple = 1;   /* what is left are values of a tuple (none, for a lone reference) */
   }
   if (!lua_checkstack(L, (int)n + 3)) return -1;
-  int base = lua_gettop(L);
   strs c;
-  c.used = 0, c.pids = 0;
+  strs_init(L, &c);
+  int base = c.proc ? lraw_top(L) : lua_gettop(L);
   if (!tuple) {
-    p = plain_value(L, p, end, 0, &c);
+    const uint8_t *q = plain_scalar(L, p, end, &c);
+    p = q ? q : plain_nested(L, p, end, 0, &c);
   } else {
     for (uint32_t i = 0; i < n && p; i++) {
-      const uint8_t *q = plain_scalar(L, p, end);
+      const uint8_t *q = plain_scalar(L, p, end, &c);
       p = q ? q : plain_nested(L, p, end, 1, &c);
     }
   }
@@ -478,9 +760,9 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
 const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end) {
   if (!lua_checkstack(L, 4)) return NULL;
   int base = lua_gettop(L);
-  const uint8_t *q = plain_scalar(L, p, end);
   strs c;
-  c.used = 0, c.pids = 0;
+  strs_init(L, &c);
+  const uint8_t *q = plain_scalar(L, p, end, &c);
   if (!q && !(q = plain_nested(L, p, end, 1, &c))) lua_settop(L, base);
   return q;
 }

@@ -41,6 +41,10 @@ extern "C" {
 ** (lpvm_unwatch); on the reply: it did, the caller drops its half without sending a
 ** DEMONITOR (lpvm_demonitor_quiet) */
 #define LPVM_MSGF_UNWATCH 4u
+/* lpvm_sig.flags: the message's block holds its header and term rounded up to 8 bytes
+** (vm/lterm_plain.c's, from vm/lproc_small.h's free lists), so its taker may put it
+** back in the list of that size (vm/lmod_msg.c) */
+#define LPVM_MSGF_SMALL 8u
 #define LPVM_BIN_MAX 0xFFFFFFFFu   /* BINARY_EXT's 32-bit length */
 
 typedef struct lpvm_bin lpvm_bin;

@@ -256,6 +256,12 @@ LPVM_API int lpvm_fetch_signals(lpvm_task *self);
 /* ---- messages ------------------------------------------------------------------ */
 
 LPVM_API lpvm_msg *lpvm_msg_new(size_t len);        /* uninitialised payload of len bytes */
+/* A message in a block the caller took from malloc (or a free list of malloc's
+** blocks), of at least sizeof(lpvm_msg) + len bytes: the header set up as
+** lpvm_msg_new's. Freed as any message; a message without shared binaries
+** (LPVM_MSGF_BINS) is just its block, which its taker may also keep for reuse (a
+** block of sizeof(lpvm_msg) + len bytes at least). */
+LPVM_API lpvm_msg *lpvm_msg_init(void *block, size_t len);
 LPVM_API uint8_t *lpvm_msg_data(lpvm_msg *m);
 LPVM_API size_t lpvm_msg_len(const lpvm_msg *m);
 LPVM_API lpvm_id lpvm_msg_from(const lpvm_msg *m);  /* sender, 0 from outside any task */

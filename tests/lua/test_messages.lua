@@ -163,7 +163,7 @@ test("a few scalars and the same values beside a table arrive alike", function()
   for i, vals in ipairs(sets) do
     local n = (i == 2) and 8 or #vals   -- set 2 starts with nil: # does not count it
     lpvm.send(me, table.unpack(vals, 1, n))
-    lpvm.send(me, {}, table.unpack(vals, 1, n))  -- a table first: the general encoder
+    lpvm.send(me, { general = 1 }, table.unpack(vals, 1, n))  -- a map first: the general encoder
     lpvm.send(me, lpvm.binary("b"), table.unpack(vals, 1, n))   -- the general decoder
     local a = table.pack(lpvm.receive())
     for _, how in ipairs({ "with a table", "with a binary" }) do
@@ -224,6 +224,71 @@ test("tables arrive alike by the short and the general paths", function()
     T.ok(lpvm.is_binary(b[2]), "case " .. i .. ": the binary")
     T.eqv(c, table.pack(t, print), "case " .. i .. ", graph")
   end
+end)
+
+-- A process keeps the short strings it is sent again and again (vm/lterm_plain.c's
+-- cache, anchored in its state): each must arrive as the interned string (a table key
+-- finds it), with the right bytes when strings share a length and their end bytes
+-- (one slot), across collections that free every other copy, at the 40-byte limit of
+-- short strings and past it.
+test("short strings met again arrive as themselves", function()
+  local me = lpvm.self()
+  local function make(i)   -- a fresh string each call, never a constant
+    local k = i % 43       -- lengths 0..42 (short strings end at 40)
+    if k == 0 then return "" end
+    return ("a"):rep(k // 2) .. string.char(65 + i % 7) .. ("z"):rep(k - k // 2 - 1)
+  end
+  local want = {}
+  for i = 1, 300 do want[i] = make(i) end
+  for round = 1, 4 do
+    for rep = 1, 3 do      -- three times in a row: kept from the second
+      for i = 1, #want do lpvm.send(me, make(i), { make(i), i }) end
+      for i = 1, #want do
+        local s, t = lpvm.receive()
+        local key = { [want[i]] = i }
+        T.eq(s, want[i], "round " .. round .. " rep " .. rep .. " string " .. i)
+        T.eq(key[s], i, "interned: string " .. i)
+        T.eq(t[1], want[i], "in a list: string " .. i)
+        T.eq(key[t[1]], i, "interned in a list: string " .. i)
+      end
+      collectgarbage("collect")
+    end
+    lpvm.send(echo, me, "x", "y", "x")   -- the same through another process
+    T.eqv(T.recv(), table.pack("x", "y", "x"))
+  end
+end)
+
+-- A message of scalars and lists of scalars (a table whose array part holds them up to
+-- its first nil, with no hash part) is written in place (vm/lterm_plain.c, plain_raw);
+-- beside a map it goes through the general encoder, beside a binary the general
+-- decoder reads it. All three must arrive alike.
+test("lists of scalars arrive alike by the in-place and the general paths", function()
+  local me = lpvm.self()
+  local ref = lpvm.make_ref()
+  local sets = {
+    { me, 7, "call", { "abc" } },
+    { { 1, 2.5, true, false, "s", me, ref, -1, 256, 1 << 40, math.mininteger } },
+    { {}, { "" }, {}, { ("x"):rep(300) } },
+    { { nil, 2 } },                      -- a hole: a map
+    { { 1, 2, 3, nil }, "tail" },
+    { { 1, { 2 } }, 3 },                 -- a nested table: the general encoder
+  }
+  local emptied = { 1, 2, x = 3 }
+  emptied.x = nil                       -- a hash part, empty: the general encoder
+  sets[#sets + 1] = { emptied, emptied }
+  for i, vals in ipairs(sets) do
+    local n = #vals
+    lpvm.send(me, table.unpack(vals, 1, n))
+    lpvm.send(me, { general = 1 }, table.unpack(vals, 1, n))
+    lpvm.send(me, lpvm.binary("b"), table.unpack(vals, 1, n))
+    local a = table.pack(lpvm.receive())
+    T.eqv(a, table.pack(table.unpack(vals, 1, n)), "set " .. i .. " in place")
+    for _, how in ipairs({ "general encoder", "general decoder" }) do
+      local b = table.pack(lpvm.receive())
+      T.eqv(table.pack(table.unpack(b, 2, b.n)), a, "set " .. i .. ", " .. how)
+    end
+  end
+  T.eq(select(2, lpvm.receive(0)), "timeout")
 end)
 
 test("nesting: too deep is an error, a cycle deep down is one too", function()

@@ -33,6 +33,46 @@ test("a name is released when its process ends", function()
   lpvm.unregister("names_short")
 end)
 
+-- Each thread remembers its last lookup while no name changes (tasks/names.c): a
+-- name that moves, goes and comes back must be followed at once by sends and whereis,
+-- another name looked up between them must not be confused with it.
+test("sends by name follow the name as it moves and goes", function()
+  local me = lpvm.self()
+  local function echo(tag)
+    return lpvm.spawn(function()
+      while true do
+        local v = lpvm.receive()
+        if v == "stop" then return end
+        lpvm.send(me, tag, v)
+      end
+    end)
+  end
+  local a, b = echo("a"), echo("b")
+  lpvm.register("names_moving", a)
+  lpvm.register("names_other", b)
+  for round = 1, 3 do
+    lpvm.send("names_moving", round)
+    T.eqv(T.recv(), table.pack("a", round))
+    lpvm.send("names_other", round)
+    T.eqv(T.recv(), table.pack("b", round))
+    T.ok(lpvm.whereis("names_moving") == a)
+  end
+  lpvm.unregister("names_moving")
+  T.eq(lpvm.whereis("names_moving"), nil)
+  T.raises(function() lpvm.send("names_moving", "gone") end, "no process registered")
+  lpvm.unregister("names_other")
+  lpvm.register("names_moving", b)   -- the same name, another process
+  lpvm.send("names_moving", "moved")
+  T.eqv(T.recv(), table.pack("b", "moved"))
+  local ref = lpvm.monitor(b)
+  lpvm.send("names_moving", "stop")   -- its process ends: the name goes with it
+  T.down(ref)
+  T.ok(T.wait_until(function() return lpvm.whereis("names_moving") == nil end, 5000),
+       "name gone after the process ended")
+  T.raises(function() lpvm.send("names_moving", "gone") end, "no process registered")
+  lpvm.send(a, "stop")
+end)
+
 test("whereis of an unknown name is nil", function()
   T.eq(lpvm.whereis("names_nobody_here"), nil)
 end)
