@@ -209,7 +209,23 @@ int lproc_is_interrupt_msg(lpvm_msg *m) {
 
 /* ---- a new state ------------------------------------------------------------------------- */
 
+/* Every process's collector starts generational, a minor collection each time the heap
+** has grown by half since the last (docs/performance.md, "The collector's mode and
+** pace"): most of what a process allocates (a message's tables, an ETS tuple, a
+** decoded term) is garbage before the next collection, which a minor one frees
+** without going over what stays; the whole heap is traversed again only when it has
+** doubled since the last major collection (Lua's major multiplier, 100). Entering the
+** mode collects the state once: a new state does it here, before its libraries make
+** anything; a recycled one is only given the parameters again (lproc_pool.c), unless
+** its owner had switched to incremental. */
+void lproc_gc_default(lua_State *L) {
+  lua_gc(L, LUA_GCGEN, LPROC_GC_MINOR, LPROC_GC_MAJOR);
+}
+
 void lproc_state_init(lua_State *L, int kept) {
+  /* a bare state's collector is a new one's already (lproc_pool.c clean_bare compares
+  ** every parameter and the mode): nothing to set, and nothing that could collect */
+  if (kept != LLIBS_IN_PLACE) lproc_gc_default(L);
   memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
   llibs_install(L, kept);
   lproc_slice_init(L);

@@ -168,6 +168,11 @@ int lproc_spawn(lproc *parent, lproc_start *s, const lpvm_spawn_opts *o, lpvm_id
 ** With LLIBS_IN_PLACE it must neither allocate nor raise: lproc_pool.c's bare cleaning
 ** calls it outside a protected call. */
 void lproc_state_init(lua_State *L, int kept);
+/* The collector's mode and parameters a process starts with (and a recycled state is
+** given back): generational, minor multiplier LPROC_GC_MINOR, major LPROC_GC_MAJOR. */
+#define LPROC_GC_MINOR 50
+#define LPROC_GC_MAJOR 100
+void lproc_gc_default(lua_State *L);
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */
 void *lproc_alloc_closing(void *ud, void *ptr, size_t osize, size_t nsize);   /* lua_close */
 size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */

@@ -246,9 +246,21 @@ static int detach_upvalues(lua_State *L, int f) {
   return 1;
 }
 
-/* Lua 5.4's defaults (LUAI_GCPAUSE, LUAI_GCMUL, LUAI_GCSTEPSIZE): what a new state has. */
-static void reset_gc_params(lua_State *L) {
-  lua_gc(L, LUA_GCINC, 200, 100, 13);   /* also leaves generational mode */
+/* The collector as a new state has it: generational with lpvm's multipliers
+** (lproc_gc_default), and the incremental parameters a later collectgarbage
+** ("incremental") uses at Lua 5.4's defaults (LUAI_GCPAUSE, LUAI_GCMUL,
+** LUAI_GCSTEPSIZE). The pause and step multiplier are set without changing the mode
+** (LUA_GCSETPAUSE, LUA_GCSETSTEPMUL); the step size only with LUA_GCINC, which leaves
+** generational mode, so only a state whose step size differs (read in place, vm/lraw.h)
+** or whose owner switched to incremental enters generational mode again: a full
+** collection, which runs pending finalizers, so it is watched (clean_new). */
+static void reset_gc_params(lproc *p, lua_State *L) {
+  lua_gc(L, LUA_GCSETPAUSE, 200);
+  lua_gc(L, LUA_GCSETSTEPMUL, 100);
+  p->clean_watch = 1;
+  if (!lraw_ok() || lraw_gc_stepsize(L) != 13) lua_gc(L, LUA_GCINC, 0, 0, 13);
+  lproc_gc_default(L);
+  p->clean_watch = 0;
   /* RESTART zeroes the GC debt, which would start a collection at the next
   ** allocation: only a stopped collector gets it. */
   if (!lua_gc(L, LUA_GCISRUNNING, 0)) lua_gc(L, LUA_GCRESTART, 0);
@@ -274,11 +286,11 @@ static void watched_collect(lproc *p, lua_State *L) {
 ** run again, so one wipe does, and its garbage, which nothing reaches, is left to
 ** the next owner's collections like a new state's start-up garbage (unless the state
 ** is too big: below). Its upvalues need no detaching: no finalizer will see them. */
-static void clean_quick(lua_State *L) {
+static void clean_quick(lproc *p, lua_State *L) {
   llibs_take(L);                 /* 2, 3: what of llibs_install may stay */
   clear_type_metatables(L);
   wipe_registry(L, 0);
-  reset_gc_params(L);
+  reset_gc_params(p, L);
 }
 
 /* The old owner changed nothing a new state has (a process that ran a function of its
@@ -301,7 +313,7 @@ static int clean_cf(lua_State *L) {
   if (bare) {
     collected = 0;
   } else if (lraw_ok() && !lraw_finalizers_pending(L)) {   /* vm/lraw.h: the collector's lists */
-    clean_quick(L);
+    clean_quick(p, L);
     collected = 0;
   } else {
     lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
@@ -309,7 +321,7 @@ static int clean_cf(lua_State *L) {
     llibs_take(L);
     clear_type_metatables(L);
     int kept = wipe_registry(L, 1);
-    reset_gc_params(L);
+    reset_gc_params(p, L);
     watched_collect(p, L);         /* old owner's finalizers run now... */
     if (p->libs_exposed) {         /* ...one of which may have reached them */
       lua_settop(L, 1);
@@ -317,7 +329,7 @@ static int clean_cf(lua_State *L) {
     }
     clear_type_metatables(L);      /* ...and whatever they stored goes too */
     wipe_registry(L, 0);
-    reset_gc_params(L);            /* a finalizer may have stopped or tuned it */
+    reset_gc_params(p, L);         /* a finalizer may have stopped or tuned it */
     if (kept && !p->clean_new) watched_collect(p, L);   /* what the first wipe kept */
   }
   /* Each collection halves a string table that is less than a quarter full: a

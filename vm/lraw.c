@@ -226,10 +226,13 @@ static int collector_ok(lua_State *L, int *ran) {
   ok = ok && *ran == 2 && !lraw_finalizers_pending(L);
   lua_gc(L, LUA_GCGEN, 0, 0);
   lua_gc(L, LUA_GCCOLLECT);
-  ok = ok && (lraw_table_at(L, mt)->marked & LRAW_BLACK);
+  ok = ok && (lraw_table_at(L, mt)->marked & LRAW_BLACK) && lraw_gc_generational(L);
   lua_newtable(L);
   ok = ok && !(lraw_table_at(L, -1)->marked & LRAW_BLACK);
-  lua_gc(L, LUA_GCINC, 0, 0, 0);
+  lua_gc(L, LUA_GCINC, 0, 0, 11);   /* lraw_gc_stepsize: the byte after the step multiplier */
+  ok = ok && lraw_gc_stepsize(L) == 11 && !lraw_gc_generational(L);
+  lua_gc(L, LUA_GCINC, 0, 0, 13);
+  ok = ok && lraw_gc_stepsize(L) == 13;
   lua_settop(L, mt - 1);
   return ok;
 }

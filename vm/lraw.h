@@ -243,6 +243,17 @@ static inline int lraw_finalizers_pending(lua_State *L) {
   return g->finobj != NULL || g->tobefnz != NULL;
 }
 
+/* The incremental collector's step size (lgc.c's gcstepsize, a log2 of bytes): Lua's
+** API sets it only with the mode (LUA_GCINC), and reads it never. */
+static inline int lraw_gc_stepsize(lua_State *L) {
+  return ((const lraw_state *)(void *)L)->l_G->gcstepsize;
+}
+
+/* Is the collector in generational mode (lgc.h's KGC_GEN)? */
+static inline int lraw_gc_generational(lua_State *L) {
+  return ((const lraw_state *)(void *)L)->l_G->gckind == 1;
+}
+
 /* The global state of L. */
 static inline const lraw_global *lraw_g(lua_State *L) {
   return ((const lraw_state *)(void *)L)->l_G;
