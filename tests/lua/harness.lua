@@ -25,8 +25,10 @@ end
 -- Stress sizes shrink under sanitizers (LPVM_STRESS_SCALE, e.g. 0.1).
 local scale = tonumber(os.getenv("LPVM_STRESS_SCALE") or "") or 1
 -- How long a test waits for an expected message by default: sanitizer builds run
--- many times slower, so they wait longer (a wait only ends early on success).
-local WAIT = scale < 1 and 60000 or 5000
+-- many times slower, so they wait longer (a wait only ends early on success). 5 s
+-- was too short on a loaded 2-core machine (a 20,000-round loop in test_alloc missed
+-- it at load 20); a passing test never waits it out, a failing one fails later.
+local WAIT = scale < 1 and 60000 or 30000
 T.WAIT = WAIT
 -- "address" or "thread" in a sanitizer build, else nil: their allocators keep freed
 -- memory aside (ASan's quarantine), so a test of RSS growth means nothing there.
