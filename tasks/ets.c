@@ -313,6 +313,7 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
     t->heir_data = heir_data;
     t->heir_len = o->heir_data_len;
     atomic_store_explicit(&t->owner, owner, memory_order_relaxed);
+    atomic_store_explicit(&t->fastkey, rc_kind && wc && tab_is_hash(t), memory_order_release);
     atomic_store_explicit(&t->tid, tid_of(slot, t->gen), memory_order_relaxed);
     if (t->named) name_add(t, slot);
   }
@@ -371,6 +372,7 @@ static void tab_kill(ets_tab *t, dead_store *d) {
   t->named = 0;
   atomic_store_explicit(&t->tid, 0, memory_order_relaxed);
   atomic_store_explicit(&t->owner, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->fastkey, 0, memory_order_relaxed);
   d->type = t->type;
   ets_store_detach(t, &d->b, &d->bits, &d->root);
   d->heir_data = t->heir_data;

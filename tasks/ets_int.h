@@ -95,6 +95,11 @@ typedef struct ets_tab {
   ** the slot's first such table and kept. */
   ets_sgroup *sg;
   ets_sgroup *slot_sg;
+  /* 1 while a read_concurrency + write_concurrency hash table lives in the slot, so
+  ** its single-key operations may enter by the key's stripe alone (ets_fast_enter).
+  ** Written with the table lock held exclusively (after rlock, slot_sg and wc_stripes
+  ** exist, which is what its release publishes); read before any lock, as a hint. */
+  _Atomic int fastkey;
   ets_obj *root;            /* ordered_set: an AVL tree in term order */
 } ets_tab;
 
@@ -153,9 +158,14 @@ static inline int ets_tab_kind(ets_tab *t) {
   return atomic_load_explicit(&t->rc, memory_order_acquire);
 }
 
+void ets_fast_drain(ets_tab *t);   /* ets_store.c: wait out stripe-only entrants */
+
 static inline void ets_kind_lock(ets_tab *t, int kind, int excl) {
-  if (kind) excl ? ets_rwl_wrlock(t->rlock) : ets_rwl_rdlock(t->rlock);
-  else if (excl) pthread_rwlock_wrlock(&t->lock);
+  if (kind && !excl) ets_rwl_rdlock(t->rlock);
+  else if (kind) {
+    ets_rwl_wrlock(t->rlock);   /* (fastkey is stable under it) */
+    if (atomic_load_explicit(&t->fastkey, memory_order_relaxed)) ets_fast_drain(t);
+  } else if (excl) pthread_rwlock_wrlock(&t->lock);
   else pthread_rwlock_rdlock(&t->lock);
 }
 
@@ -203,6 +213,71 @@ static inline __attribute__((always_inline)) int ets_enter(lpvm_task *self, lpvm
 }
 
 static inline void ets_leave(ets_tab *t) { ets_kind_unlock(t, ets_tab_kind(t)); }
+
+/* Single-key operations on read_concurrency + write_concurrency hash tables (fastkey)
+** enter by the key's stripe alone, without the table lock: a reader adds itself to
+** its group's counter for the stripe (ets_lock.h) and reads the stripe's word, a
+** writer claims the word's writer bit (from 0: no other writer) and waits out the
+** stripe's group readers, and either then reads the table lock's state (seq_cst
+** throughout). Whoever takes the table lock exclusively sets that state first and
+** then waits for every stripe's counters and bit (ets_fast_drain): a Dekker pair, so
+** an entrant either sees the whole-table writer and steps back, or is waited for.
+** Two atomic operations a lookup and one an insert or counter step, against four and
+** three through ets_enter plus the stripe, and no shared line written by readers.
+** The id is checked after entering (a stale id touched only a counter or a bit of
+** the slot's, which outlive every table in it, and undoes that). Anything unusual (a
+** stale id, another kind of table, a writer at the stripe or the table, an access
+** the caller lacks) steps back and returns 0: the caller takes ets_enter's way, which
+** waits, re-checks and reports. 1: entered; ets_fast_leave(t, wr, *st) leaves. */
+static inline __attribute__((always_inline)) int ets_fast_enter(lpvm_task *self,
+                                                                lpvm_tab tid, int wr,
+                                                                uint64_t h, ets_tab **out,
+                                                                ets_stripe **st) {
+  if (!(tid & ETS_TID_BIT)) return 0;
+  ets_tab *t = ets_slot_at((uint32_t)tid);
+  if (!t || !atomic_load_explicit(&t->fastkey, memory_order_acquire)) return 0;
+  unsigned s = (unsigned)(h >> (64 - ETS_STRIPE_BITS));
+  ets_stripe *sp = &t->wc_stripes[s];
+  _Atomic uint32_t *c = NULL;
+  if (wr) {
+    uint32_t v = 0;
+    if (!atomic_compare_exchange_strong_explicit(&sp->lock.w, &v, ETS_SLOCK_W,
+                                                 memory_order_seq_cst, memory_order_relaxed))
+      return 0;
+  } else {
+    c = ets_sg_counter(t->slot_sg, s);
+    atomic_fetch_add_explicit(c, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&sp->lock.w, memory_order_seq_cst) & ETS_SLOCK_W) goto back;
+  }
+  if (atomic_load_explicit(&t->rlock->state, memory_order_seq_cst) != ETS_RWL_FREE ||
+      atomic_load_explicit(&t->tid, memory_order_relaxed) != tid ||
+      !atomic_load_explicit(&t->fastkey, memory_order_relaxed))
+    goto back;
+  /* the table is the caller's and lives: its fields are fixed until we leave */
+  lpvm_id me = self ? self->id : 0;
+  if (me != atomic_load_explicit(&t->owner, memory_order_relaxed) &&
+      (t->access == LPVM_ETS_PRIVATE || (wr && t->access == LPVM_ETS_PROTECTED)))
+    goto back;
+  if (wr) {   /* the stripe's readers already inside (the usual case: none) */
+    uint32_t any = 0;
+#pragma GCC unroll 8
+    for (int g = 0; g < ETS_RGROUPS; g++)
+      any |= atomic_load_explicit(&t->slot_sg[g].readers[s], memory_order_seq_cst);
+    if (any) ets_sg_wait_readers(t->slot_sg, s);
+  }
+  *out = t;
+  *st = sp;
+  return 1;
+back:
+  if (wr) atomic_store_explicit(&sp->lock.w, 0, memory_order_release);
+  else atomic_fetch_sub_explicit(c, 1, memory_order_release);
+  return 0;
+}
+
+static inline void ets_fast_leave(ets_tab *t, int wr, ets_stripe *st) {
+  if (wr) atomic_store_explicit(&st->lock.w, 0, memory_order_release);
+  else ets_sg_rdunlock(t->slot_sg, (unsigned)(st - t->wc_stripes));
+}
 /* Terms nest at most this deep in a table (the Lua codec's own limit), because
 ** comparing them recurses; ets_too_deep checks a term in [p, end). */
 #define ETS_MAX_DEPTH 200
@@ -266,15 +341,22 @@ static inline int ets_term_check_flat(const uint8_t *term, size_t len,
   }
   return ets_term_check_any(term, len);
 }
+/* A flat tuple (no version byte) in [p, end) whose first element ends at first_end,
+** located with that element as its key, hashed when for a hash table (the caller
+** knows the length fits 32 bits). */
+static inline void ets_loc_first(const uint8_t *p, const uint8_t *end,
+                                 const uint8_t *first_end, int hashed, ets_loc *l) {
+  l->len = (uint32_t)((size_t)(end - p) + 1);
+  l->key_off = 3;
+  l->key_len = (uint32_t)(first_end - (p + 2));
+  l->hash = hashed ? term_hash(p + 2, first_end) : 1;
+}
 static inline int ets_obj_locate_flat(const ets_tab *t, const uint8_t *p,
                                       const uint8_t *end, const uint8_t *first_end,
                                       ets_loc *l) {
   size_t len = (size_t)(end - p) + 1;
   if (!first_end || t->keypos != 1 || len > UINT32_MAX) return ets_obj_locate(t, p, end, l);
-  l->len = (uint32_t)len;
-  l->key_off = 3;
-  l->key_len = (uint32_t)(first_end - (p + 2));
-  l->hash = tab_is_hash(t) ? term_hash(p + 2, first_end) : 1;
+  ets_loc_first(p, end, first_end, tab_is_hash(t), l);
   return 0;
 }
 /* Free every object of a detached storage. */

@@ -16,12 +16,15 @@
 /* ---- keys, locks and lists --------------------------------------------------------- */
 
 /* Enter the table for a single-key operation: wr 0 read, 1 write; *st is the key's
-** stripe when the table has stripes (locked), else NULL. Inline wherever used (a
-** lookup's whole lock work is these two; as calls they cost it ~40 instructions). */
+** stripe when the table has stripes (locked), else NULL; *fast: entered by the stripe
+** alone (ets_fast_enter, read_concurrency + write_concurrency tables), else through
+** the table lock. Inline wherever used (a lookup's whole lock work is these two; as
+** calls they cost it ~40 instructions). */
 static inline __attribute__((always_inline)) int key_enter(lpvm_task *self, lpvm_tab tab,
                                                            int wr, const ets_key *k,
                                                            ets_tab **out,
-                                                           ets_stripe **st) {
+                                                           ets_stripe **st, int *fast) {
+  if ((*fast = ets_fast_enter(self, tab, wr, k->h, out, st))) return 0;
   int rc = ets_enter(self, tab, wr, wr, out);
   *st = NULL;
   if (rc == 0 && (*out)->nstripes > 1) {
@@ -33,7 +36,11 @@ static inline __attribute__((always_inline)) int key_enter(lpvm_task *self, lpvm
 }
 
 static inline __attribute__((always_inline)) void key_leave(ets_tab *t, int wr,
-                                                            ets_stripe *st) {
+                                                            ets_stripe *st, int fast) {
+  if (fast) {
+    ets_fast_leave(t, wr, st);
+    return;
+  }
   if (st) {
     if (wr) ets_stripe_wrunlock(t, st);
     else ets_stripe_rdunlock(t, st);
@@ -149,33 +156,26 @@ static void free_objs(ets_obj **v, uint32_t n, ets_obj **stack) {
   if (v != stack) free(v);
 }
 
-/* One tuple (no version byte) into a set or ordered_set, with the table entered for a
-** single-key write. An object of the same size under the key is overwritten where it
-** is (the key's write lock keeps every reader out): no allocation, nothing to free,
-** and no change to the table's shape or counts. Else a new object replaces it. */
+/* One tuple (no version byte) at p, located (l), into a set or ordered_set, with the
+** table entered for a single-key write and the key's stripe (st, or NULL) locked: by
+** the stripe alone when fast (ets_fast_enter). An object of the same size under the
+** key is overwritten where it is (the key's write lock keeps every reader out): no
+** allocation, nothing to free, and no change to the table's shape or counts. Else a
+** new object replaces it. */
 static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *p,
-                      const uint8_t *end, const uint8_t *first_end) {
-  ets_loc l;
-  int rc = ets_obj_locate_flat(t, p, end, first_end, &l);
-  if (rc) {
-    ets_leave(t);
-    return rc;
-  }
-  ets_key k = {p + l.key_off - 1, p + l.key_off - 1 + l.key_len, l.hash};
-  ets_stripe *st = t->nstripes > 1 ? ets_stripe_of(t, k.h) : NULL;
-  if (st) ets_stripe_wrlock(t, st);
+                      const ets_loc *l, ets_stripe *st, int fast) {
+  ets_key k = {p + l->key_off - 1, p + l->key_off - 1 + l->key_len, l->hash};
   ets_obj *o = ets_find(t, &k), *old = NULL;
-  int wants = 0;
-  if (o && o->len == l.len) {
-    ets_obj_fill(o, p, &l);
-  } else if ((o = ets_obj_make(p, &l)) != NULL) {
+  int wants = 0, rc = 0;
+  if (o && o->len == l->len) {
+    ets_obj_fill(o, p, l);
+  } else if ((o = ets_obj_make(p, l)) != NULL) {
     ets_put(t, o, &old);
-    wants = wants_resize(t, l.hash);
+    wants = wants_resize(t, l->hash);
   } else {
     rc = LPVM_ENOMEM;
   }
-  if (st) ets_stripe_wrunlock(t, st);
-  ets_leave(t);
+  key_leave(t, 1, st, fast);
   maybe_resize(self, tab, wants);
   if (old) free(old);
   return rc;
@@ -183,7 +183,9 @@ static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *
 
 /* The objects are built once the table is entered, so the table's shape is read
 ** under its lock with no extra lock round trip; only then is the key's stripe known
-** (write_concurrency). One object: a single-key write; several: the table alone. */
+** (write_concurrency). One object: a single-key write; several: the table alone.
+** A flat tuple is first offered to a read_concurrency + write_concurrency set by its
+** stripe alone, located as if its key were first (checked once entered). */
 static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len,
                      int only_new) {
   ets_tab *t;
@@ -191,21 +193,37 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
   uint32_t n = 0;
   const uint8_t *first_end;
   if (ets_term_check_flat(term, len, &first_end)) return LPVM_EBADTERM;
+  ets_stripe *st;
+  ets_loc l;
+  if (first_end && !only_new && len <= UINT32_MAX) {
+    ets_loc_first(term + 1, term + len, first_end, 1, &l);
+    if (ets_fast_enter(self, tab, 1, l.hash, &t, &st)) {
+      if (t->keypos == 1 && !tab_is_bag(t)) return insert_one(self, tab, t, term + 1, &l, st, 1);
+      ets_fast_leave(t, 1, st);
+    }
+  }
   /* (a checked term has a tag after its version byte) */
   long count = term[1] == TAG_SMALL_TUPLE ? 1 : count_objs(term, len);
   if (count < 0) return LPVM_ETS_EOBJECT;
   int rc = count == 1 ? ets_enter(self, tab, 1, 1, &t)   /* each inline, its own way */
                       : ets_enter(self, tab, 2, 1, &t);
   if (rc) return rc;
-  if (count == 1 && !only_new && !tab_is_bag(t))
-    return insert_one(self, tab, t, term + 1, term + len, first_end);
+  if (count == 1 && !only_new && !tab_is_bag(t)) {
+    if ((rc = ets_obj_locate_flat(t, term + 1, term + len, first_end, &l)) != 0) {
+      ets_leave(t);
+      return rc;
+    }
+    st = t->nstripes > 1 ? ets_stripe_of(t, l.hash) : NULL;
+    if (st) ets_stripe_wrlock(t, st);
+    return insert_one(self, tab, t, term + 1, &l, st, 0);
+  }
   rc = build_objs(t, term, len, stack, &objs, &n);
   if (rc) {
     ets_leave(t);
     free_objs(objs, n, stack);
     return rc;
   }
-  ets_stripe *st = n == 1 && t->nstripes > 1 ? ets_stripe_of(t, objs[0]->hash) : NULL;
+  st = n == 1 && t->nstripes > 1 ? ets_stripe_of(t, objs[0]->hash) : NULL;
   if (st) ets_stripe_wrlock(t, st);
   int fresh = 1, wants = 0;
   if (only_new)
@@ -242,14 +260,15 @@ int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
   ets_key k;
   ets_tab *t;
   ets_stripe *st;
+  int fast;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st, &fast))) return rc;
   uint32_t n = 0;
   ets_obj *first = ets_find(t, &k);
   for (ets_obj *o = first; o; o = ets_same_next(t, o)) n++;
   lpvm_put_list(out, n);
   for (ets_obj *o = first; o; o = ets_same_next(t, o)) put_obj(out, o);
-  key_leave(t, 0, st);
+  key_leave(t, 0, st, fast);
   lpvm_put_nil(out);
   return out_rc(out, (int)n);
 }
@@ -259,9 +278,10 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   ets_key k;
   ets_tab *t;
   ets_stripe *st;
+  int fast;
   *len = 0;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st, &fast))) return rc;
   size_t used = 0;
   int n = 0;
   for (ets_obj *o = ets_find(t, &k); o; o = ets_same_next(t, o), n++) {
@@ -270,7 +290,7 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     memcpy(buf + used, o->data + 1, m);
     used += m;
   }
-  key_leave(t, 0, st);
+  key_leave(t, 0, st, fast);
   *len = used;
   return n;
 }
@@ -279,10 +299,11 @@ int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t kl
   ets_key k;
   ets_tab *t;
   ets_stripe *st;
+  int fast;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st, &fast))) return rc;
   int found = ets_find(t, &k) != NULL;
-  key_leave(t, 0, st);
+  key_leave(t, 0, st, fast);
   return found;
 }
 
@@ -305,9 +326,10 @@ int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   ets_key k;
   ets_tab *t;
   ets_stripe *st;
+  int fast;
   const uint8_t *p, *end;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st))) return rc;
+  if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st, &fast))) return rc;
   ets_obj *first = ets_find(t, &k);
   uint32_t n = 0;
   rc = first ? 0 : LPVM_ETS_ENOKEY;
@@ -321,7 +343,7 @@ int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     }
     if (tab_is_bag(t)) lpvm_put_nil(out);
   }
-  key_leave(t, 0, st);
+  key_leave(t, 0, st, fast);
   return out_rc(out, rc);
 }
 
@@ -333,11 +355,12 @@ static int remove_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t 
   ets_key k;
   ets_tab *t;
   ets_stripe *st;
+  int fast;
   int rc = ets_key_parse(key, klen, &k);
-  if (rc || (rc = key_enter(self, tab, 1, &k, &t, &st))) return rc;
+  if (rc || (rc = key_enter(self, tab, 1, &k, &t, &st, &fast))) return rc;
   ets_obj *gone = ets_remove_key(t, &k);
   int wants = wants_resize(t, k.h);
-  key_leave(t, 1, st);
+  key_leave(t, 1, st, fast);
   uint32_t n = 0;
   for (ets_obj *o = gone; o; o = o->link[0]) n++;
   if (out) {
@@ -390,7 +413,7 @@ int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t *obj,
     }
     o = nx;
   }
-  key_leave(t, 1, st);
+  key_leave(t, 1, st, 0);
   free_objs(objs, n, stack);
   free_chain(gone);
   return 0;

@@ -72,3 +72,13 @@ int ets_before_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out) {
 int ets_walk(ets_tab *t, int (*fn)(ets_tab *t, ets_obj *o, void *ud), void *ud) {
   return tab_is_hash(t) ? hash_walk(t, fn, ud) : tree_walk(t, fn, ud);
 }
+
+/* The exclusive side of ets_fast_enter, with the table lock's state already set (so new
+** entrants step back): wait for every stripe's writer bit and group readers to go. */
+void ets_fast_drain(ets_tab *t) {
+  int spins = 0;
+  for (unsigned s = 0; s < ETS_NSTRIPES; s++)
+    while (atomic_load_explicit(&t->wc_stripes[s].lock.w, memory_order_seq_cst) & ETS_SLOCK_W)
+      ets_slock_wait(&spins);
+  for (unsigned s = 0; s < ETS_NSTRIPES; s++) ets_sg_wait_readers(t->slot_sg, s);
+}

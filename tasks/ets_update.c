@@ -69,10 +69,17 @@ static int rebuild(ets_tab *t, const slice *el, uint32_t arity, const change *ch
   return rc;
 }
 
-/* Common entry: the key's object (or NULL) under the write lock. */
+/* Common entry: the key's object (or NULL) under the write lock; *fast: by the stripe
+** alone (ets_fast_enter), which leave_set must be told. */
 static int enter_set(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
-                     ets_key *k, ets_tab **t) {
+                     ets_key *k, ets_tab **t, int *fast) {
   int rc = ets_key_parse(key, klen, k);
+  ets_stripe *st;
+  *fast = 0;
+  if (rc == 0 && ets_fast_enter(self, tab, 1, k->h, t, &st)) {
+    if (!tab_is_bag(*t)) return *fast = 1, 0;
+    ets_fast_leave(*t, 1, st);   /* ETYPE, reported the usual way */
+  }
   if (rc == 0) rc = ets_enter(self, tab, 1, 1, t);
   if (rc) return rc;
   if (tab_is_bag(*t)) { ets_leave(*t); return LPVM_ETS_ETYPE; }
@@ -80,9 +87,12 @@ static int enter_set(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t k
   return 0;
 }
 
-static void leave_set(ets_tab *t, const ets_key *k) {
-  if (t->nstripes > 1) ets_stripe_wrunlock(t, ets_stripe_of(t, k->h));
-  ets_leave(t);
+static void leave_set(ets_tab *t, const ets_key *k, int fast) {
+  if (fast) ets_fast_leave(t, 1, ets_stripe_of(t, k->h));
+  else {
+    if (t->nstripes > 1) ets_stripe_wrunlock(t, ets_stripe_of(t, k->h));
+    ets_leave(t);
+  }
 }
 
 /* Counters in place: when every change is an integer whose encoding is as long as
@@ -106,8 +116,8 @@ static int patch_in_place(const slice *el, const change *ch, int n) {
 /* Unless rc says otherwise, build the changed object and put it in the old one's
 ** place (or patch the stored object itself, `live`, when it can); then leave the
 ** table and free what is left over. */
-static int commit(ets_tab *t, const ets_key *k, int rc, slice *el, const slice *stack,
-                  uint32_t arity, const change *ch, int n, int live) {
+static int commit(ets_tab *t, const ets_key *k, int fast, int rc, slice *el,
+                  const slice *stack, uint32_t arity, const change *ch, int n, int live) {
   ets_obj *fresh = NULL, *old = NULL;
   if (rc == 0 && live && patch_in_place(el, ch, n)) rc = 1;
   if (rc == 0) rc = rebuild(t, el, arity, ch, n, &fresh);
@@ -116,7 +126,7 @@ static int commit(ets_tab *t, const ets_key *k, int rc, slice *el, const slice *
     ets_put(t, fresh, &old);
     fresh = NULL;
   }
-  leave_set(t, k);
+  leave_set(t, k, fast);
   if (el != stack) free(el);
   if (fresh) free(fresh);   /* (usually neither: a counter changed in place) */
   if (old) free(old);
@@ -180,11 +190,11 @@ int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   if (dflt && lpvm_term_check(dflt, dlen)) return LPVM_EBADTERM;
   ets_key k;
   ets_tab *t;
-  int rc = enter_set(self, tab, key, klen, &k, &t);
+  int fast, rc = enter_set(self, tab, key, klen, &k, &t, &fast);
   if (rc) return rc;
   ets_obj *o = ets_find(t, &k), *made = NULL;
   if (o && n == 1 && counter_fast(t, o, steps, results)) {
-    leave_set(t, &k);
+    leave_set(t, &k, fast);
     return 0;
   }
   if (!o && !dflt) rc = LPVM_ETS_ENOKEY;
@@ -213,7 +223,7 @@ int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
     ch[i] = (change){pos, NULL, 0, v};
     results[i] = v;
   }
-  rc = commit(t, &k, rc, el, stack, arity, ch, n, o != NULL);
+  rc = commit(t, &k, fast, rc, el, stack, arity, ch, n, o != NULL);
   if (made) free(made);
   return rc;
 }
@@ -235,11 +245,11 @@ int lpvm_ets_update_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   }
   ets_key k;
   ets_tab *t;
-  int rc = enter_set(self, tab, key, klen, &k, &t);
+  int fast, rc = enter_set(self, tab, key, klen, &k, &t, &fast);
   if (rc) return rc;
   ets_obj *o = ets_find(t, &k);
   if (!o) {
-    leave_set(t, &k);
+    leave_set(t, &k, fast);
     return 0;
   }
   slice stack[16], *el = stack;
@@ -247,6 +257,6 @@ int lpvm_ets_update_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   rc = elements(o->data + 1, o->data + o->len, stack, 16, &el, &arity);
   for (int i = 0; rc == 0 && i < n; i++)
     if (ch[i].pos < 1 || ch[i].pos > arity || ch[i].pos == t->keypos) rc = LPVM_ETS_EPOS;
-  rc = commit(t, &k, rc, el, stack, arity, ch, n, 0);
+  rc = commit(t, &k, fast, rc, el, stack, arity, ch, n, 0);
   return rc ? rc : 1;
 }

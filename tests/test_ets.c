@@ -480,6 +480,176 @@ static void run_whole(int wc, int rc) {
 Test(ets, stress_whole_objects_read_write_concurrency) { run_whole(1, 1); }
 Test(ets, stress_whole_objects_write_concurrency) { run_whole(1, 0); }
 
+/* Single-key operations on a read_concurrency + write_concurrency table enter by the
+** key's stripe alone (tasks/ets_int.h, ets_fast_enter); whole-table writers wait them
+** out. Two threads step a shared counter and insert, look up and delete keys of their
+** own that way while a third inserts lists of objects and select_deletes them (each
+** takes the table alone, and grows or shrinks the buckets). No step is lost, every
+** object read is whole, and the list thread always finds exactly its own objects. */
+enum { FAST_KEYS = 256, FAST_LIST = 200 };
+
+static void *fast_keys(void *arg) {
+  stress *s = arg;
+  lpvm_tbuf b, key;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&key);
+  lpvm_ets_incr inc = {2, 1, 0, 0, 0};
+  uint8_t buf[256];
+  for (int i = 0; !atomic_load(s->stop); i++, s->walked++) {   /* walked: the steps */
+    int64_t k = (int64_t)s->id * FAST_KEYS + i % FAST_KEYS, res;
+    int_term(&key, -1);
+    cr_assert_eq(lpvm_ets_update_counter(NULL, s->tab, key.data, key.len, &inc, 1, NULL, 0,
+                                         &res), 0);
+    obj_kvvv(&b, k, i % 3 ? i : (INT64_C(1) << 40) + i);   /* in place, or a new object */
+    cr_assert_eq(lpvm_ets_insert(NULL, s->tab, b.data, b.len), 0);
+    int_term(&key, k);
+    size_t len;
+    int n = lpvm_ets_lookup_into(NULL, s->tab, key.data, key.len, buf, sizeof buf, &len);
+    cr_assert_eq(n, 1);   /* only this thread writes k */
+    lpvm_tread r = {buf, buf + len, 0};
+    check_whole(&r, k);
+    if (i % 4 == 3) cr_assert_eq(lpvm_ets_delete_key(NULL, s->tab, key.data, key.len), 0);
+  }
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&key);
+  return NULL;
+}
+
+static void *fast_lists(void *arg) {
+  stress *s = arg;
+  lpvm_tbuf b, ms, out;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&ms);
+  lpvm_tbuf_init(&out);
+  /* [{{'$1', '_', '_', '_'}, [{'>=', '$1', 1000000}], [true]}]: the list objects */
+  lpvm_put_list(&ms, 1);
+  lpvm_put_tuple(&ms, 3);
+  lpvm_put_tuple(&ms, 4); lpvm_put_atom(&ms, "$1");
+  for (int j = 0; j < 3; j++) lpvm_put_atom(&ms, "_");
+  lpvm_put_list(&ms, 1);
+  lpvm_put_tuple(&ms, 3); lpvm_put_atom(&ms, ">="); lpvm_put_atom(&ms, "$1");
+  lpvm_put_int(&ms, 1000000);
+  lpvm_put_nil(&ms);
+  lpvm_put_list(&ms, 1); lpvm_put_atom(&ms, "true"); lpvm_put_nil(&ms);
+  lpvm_put_nil(&ms);
+  for (int round = 0; round < s->rounds; round++) {
+    lpvm_tbuf_reset(&b);
+    lpvm_put_list(&b, FAST_LIST);
+    for (int j = 0; j < FAST_LIST; j++) {
+      lpvm_put_tuple(&b, 4);
+      lpvm_put_int(&b, 1000000 + j);
+      for (int v = 0; v < 3; v++) lpvm_put_int(&b, round);
+    }
+    lpvm_put_nil(&b);
+    cr_assert_eq(lpvm_ets_insert(NULL, s->tab, b.data, b.len), 0);
+    lpvm_tbuf_reset(&out);
+    cr_assert_eq(lpvm_ets_select(NULL, s->tab, ms.data, ms.len, LPVM_ETS_SELECT_DELETE,
+                                 &out), FAST_LIST);
+  }
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&ms);
+  lpvm_tbuf_free(&out);
+  return NULL;
+}
+
+Test(ets, stress_fast_path_against_whole_table_writers) {
+  vm_start_n(2, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.access = LPVM_ETS_PUBLIC;
+  o.write_concurrency = 1;
+  o.read_concurrency = 1;
+  lpvm_tab t;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  obj_ii(&b, -1, 0);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  _Atomic int stop = 0;
+  enum { K = 2 };
+  stress s[K + 1];
+  pthread_t th[K + 1];
+  for (int i = 0; i <= K; i++) {   /* the key threads step until the lists are done */
+    s[i] = (stress){t, i, (int)test_scaled(2000, 50), &stop, 0};
+    pthread_create(&th[i], NULL, i < K ? fast_keys : fast_lists, &s[i]);
+  }
+  pthread_join(th[K], NULL);
+  atomic_store(&stop, 1);
+  for (int i = 0; i < K; i++) pthread_join(th[i], NULL);
+  lpvm_tbuf out;
+  lpvm_tbuf_init(&out);
+  int_term(&b, -1);
+  cr_assert_eq(lpvm_ets_lookup_element(NULL, t, b.data, b.len, 2, &out), 0);
+  cr_assert_eq(read_int(&out), s[0].walked + s[1].walked);   /* no step lost */
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&out);
+  vm_stop();
+}
+
+/* The fast way with stale ids: one thread makes and deletes a read_concurrency +
+** write_concurrency table under one name (its slot reused, now and then by a table of
+** another kind), two others use whatever the name finds. Each call either works on
+** a live table or reports that there is none. */
+static void *fast_churn_maker(void *arg) {
+  stress *s = arg;
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.access = LPVM_ETS_PUBLIC;
+  o.named = 1;
+  o.name = "fastchurn";
+  for (int i = 0; i < s->rounds; i++) {
+    o.write_concurrency = i % 4 != 3;
+    o.read_concurrency = i % 8 != 5;
+    lpvm_tab t;
+    cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+    cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  }
+  return NULL;
+}
+
+static void *fast_churn_user(void *arg) {
+  stress *s = arg;
+  lpvm_tbuf b, key, out;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&key);
+  lpvm_tbuf_init(&out);
+  lpvm_ets_incr inc = {2, 1, 0, 0, 0};
+  while (!atomic_load(s->stop)) {
+    lpvm_tab t = lpvm_ets_whereis("fastchurn");
+    if (!t) continue;
+    int64_t k = s->id, res;
+    obj_kvvv(&b, k, 7);
+    int rc = lpvm_ets_insert(NULL, t, b.data, b.len);
+    cr_assert(rc == 0 || rc == LPVM_ETS_ENOTAB, "insert %d", rc);
+    int_term(&key, k);
+    rc = lpvm_ets_update_counter(NULL, t, key.data, key.len, &inc, 1, NULL, 0, &res);
+    cr_assert(rc == 0 || rc == LPVM_ETS_ENOTAB || rc == LPVM_ETS_ENOKEY, "counter %d", rc);
+    lpvm_tbuf_reset(&out);
+    rc = lpvm_ets_lookup(NULL, t, key.data, key.len, &out);
+    cr_assert(rc == 0 || rc == 1 || rc == LPVM_ETS_ENOTAB, "lookup %d", rc);
+    s->walked++;
+  }
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&key);
+  lpvm_tbuf_free(&out);
+  return NULL;
+}
+
+Test(ets, stress_fast_path_stale_ids) {
+  vm_start_n(1, 1);
+  _Atomic int stop = 0;
+  stress s[3];
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    s[i] = (stress){0, i, (int)test_scaled(5000, 200), &stop, 0};
+    pthread_create(&th[i], NULL, i == 0 ? fast_churn_maker : fast_churn_user, &s[i]);
+  }
+  pthread_join(th[0], NULL);
+  atomic_store(&stop, 1);
+  for (int i = 1; i < 3; i++) pthread_join(th[i], NULL);
+  cr_assert_eq(lpvm_ets_whereis("fastchurn"), 0);
+  vm_stop();
+}
+
 /* Tables made and deleted while other threads use them by id and by name. */
 static void *churn(void *arg) {
   stress *s = arg;
