@@ -110,10 +110,19 @@ static inline int tab_is_bag(const ets_tab *t) {
 
 size_t ets_size(const ets_tab *t);
 size_t ets_mem(const ets_tab *t);
+/* A stripe's counts change only under its write lock (or the table's, held alone), so
+** its one writer adds with a plain load and store, not a locked read-modify-write;
+** readers (info, the resize test) load them as they are. */
 static inline void ets_count(ets_tab *t, ets_stripe *s, long dn, long dmem) {
   (void)t;
-  atomic_fetch_add_explicit(&s->count, (size_t)dn, memory_order_relaxed);
-  atomic_fetch_add_explicit(&s->mem, (size_t)dmem, memory_order_relaxed);
+  if (dn)
+    atomic_store_explicit(&s->count,
+                          atomic_load_explicit(&s->count, memory_order_relaxed) + (size_t)dn,
+                          memory_order_relaxed);
+  if (dmem)
+    atomic_store_explicit(&s->mem,
+                          atomic_load_explicit(&s->mem, memory_order_relaxed) + (size_t)dmem,
+                          memory_order_relaxed);
 }
 
 _Static_assert(ETS_NSTRIPES == ETS_SG_STRIPES, "a group counts every stripe");
