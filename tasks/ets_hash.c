@@ -20,31 +20,10 @@
 
 #define MIN_BITS ETS_STRIPE_BITS   /* 64 buckets at least: one stripe per bucket */
 
-static inline size_t bucket_of(const ets_tab *t, uint64_t h) {
-  return (size_t)(h >> (64 - t->bits));
-}
-
-/* (h, key) against an object, in the table's order. */
-static inline int ord(uint64_t h, const uint8_t *k, const uint8_t *kend, const ets_obj *o) {
-  if (h != o->hash) return h < o->hash ? -1 : 1;
-  size_t n = (size_t)(kend - k);   /* the usual equal key: the same bytes */
-  if (n == o->key_len && memcmp(k, obj_key(o), n) == 0) return 0;
-  return term_cmp(k, kend, obj_key(o), obj_key_end(o), 1);
-}
-
 int hash_init(ets_tab *t) {
   t->bits = MIN_BITS;
   t->buckets = calloc((size_t)1 << t->bits, sizeof *t->buckets);
   return t->buckets ? 0 : LPVM_ENOMEM;
-}
-
-ets_obj *hash_find(ets_tab *t, const ets_key *k) {
-  for (ets_obj *o = t->buckets[bucket_of(t, k->h)]; o; o = o->link[0]) {
-    int c = ord(k->h, k->p, k->end, o);
-    if (c == 0) return o;
-    if (c < 0) break;
-  }
-  return NULL;
 }
 
 int ets_obj_equal(const ets_obj *a, const ets_obj *b) {
@@ -54,10 +33,10 @@ int ets_obj_equal(const ets_obj *a, const ets_obj *b) {
 
 void hash_put(ets_tab *t, ets_obj *o, ets_obj **old) {
   const uint8_t *k = obj_key(o), *kend = obj_key_end(o);
-  ets_obj **pp = &t->buckets[bucket_of(t, o->hash)];
+  ets_obj **pp = &t->buckets[ets_bucket_of(t, o->hash)];
   int c = 1;
   *old = NULL;
-  while (*pp && (c = ord(o->hash, k, kend, *pp)) > 0) pp = &(*pp)->link[0];
+  while (*pp && (c = ets_ord(o->hash, k, kend, *pp)) > 0) pp = &(*pp)->link[0];
   ets_stripe *s = ets_stripe_of(t, o->hash);
   if (*pp && c == 0) {
     if (t->type == LPVM_ETS_SET) {   /* replace in place */
@@ -68,7 +47,7 @@ void hash_put(ets_tab *t, ets_obj *o, ets_obj **old) {
       return;
     }
     /* bag: after the key's last object, unless an identical one is there */
-    for (; *pp && ord(o->hash, k, kend, *pp) == 0; pp = &(*pp)->link[0])
+    for (; *pp && ets_ord(o->hash, k, kend, *pp) == 0; pp = &(*pp)->link[0])
       if (t->type == LPVM_ETS_BAG && ets_obj_equal(*pp, o)) { *old = o; return; }
   }
   o->link[0] = *pp;
@@ -77,13 +56,13 @@ void hash_put(ets_tab *t, ets_obj *o, ets_obj **old) {
 }
 
 ets_obj *hash_remove_key(ets_tab *t, const ets_key *k) {
-  ets_obj **pp = &t->buckets[bucket_of(t, k->h)];
+  ets_obj **pp = &t->buckets[ets_bucket_of(t, k->h)];
   int c = 1;
-  while (*pp && (c = ord(k->h, k->p, k->end, *pp)) > 0) pp = &(*pp)->link[0];
+  while (*pp && (c = ets_ord(k->h, k->p, k->end, *pp)) > 0) pp = &(*pp)->link[0];
   if (!*pp || c != 0) return NULL;
   ets_obj *first = *pp, *last = first;
   long n = 1, mem = (long)obj_size(first);
-  while (last->link[0] && ord(k->h, k->p, k->end, last->link[0]) == 0) {
+  while (last->link[0] && ets_ord(k->h, k->p, k->end, last->link[0]) == 0) {
     last = last->link[0];
     n++;
     mem += (long)obj_size(last);
@@ -95,7 +74,7 @@ ets_obj *hash_remove_key(ets_tab *t, const ets_key *k) {
 }
 
 void hash_remove_obj(ets_tab *t, ets_obj *o) {
-  ets_obj **pp = &t->buckets[bucket_of(t, o->hash)];
+  ets_obj **pp = &t->buckets[ets_bucket_of(t, o->hash)];
   while (*pp && *pp != o) pp = &(*pp)->link[0];
   if (!*pp) return;
   *pp = o->link[0];
@@ -146,11 +125,11 @@ static int first_from(ets_tab *t, size_t from, lpvm_tbuf *out) {
 int hash_first_key(ets_tab *t, lpvm_tbuf *out) { return first_from(t, 0, out); }
 
 int hash_after_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out) {
-  size_t b = bucket_of(t, k->h);
+  size_t b = ets_bucket_of(t, k->h);
   unsigned s = t->nstripes > 1 ? (unsigned)(k->h >> (64 - ETS_STRIPE_BITS)) : 0;
   slock(t, s);
   for (ets_obj *o = t->buckets[b]; o; o = o->link[0])
-    if (ord(k->h, k->p, k->end, o) < 0) {
+    if (ets_ord(k->h, k->p, k->end, o) < 0) {
       put_key(out, o);
       sunlock(t, s);
       return 1;
