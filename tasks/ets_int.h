@@ -264,8 +264,8 @@ static inline __attribute__((always_inline)) int ets_fast_enter(lpvm_task *self,
       !atomic_load_explicit(&t->fastkey, memory_order_relaxed))
     goto back;
   /* the table is the caller's and lives: its fields are fixed until we leave */
-  lpvm_id me = self ? self->id : 0;
-  if (me != atomic_load_explicit(&t->owner, memory_order_relaxed) &&
+  if (t->access != LPVM_ETS_PUBLIC &&   /* (public: no owner to compare) */
+      (self ? self->id : 0) != atomic_load_explicit(&t->owner, memory_order_relaxed) &&
       (t->access == LPVM_ETS_PRIVATE || (wr && t->access == LPVM_ETS_PROTECTED)))
     goto back;
   if (wr) {   /* the stripe's readers already inside (the usual case: none) */

@@ -237,6 +237,37 @@ test("select with guards and bodies; select_count; select_delete", function()
   ets.delete(t)
 end)
 
+test("protection with read_concurrency + write_concurrency (single-key calls by the stripe)", function()
+  local opts = function(access) return {access, read_concurrency = true, write_concurrency = true} end
+  local prot, priv = ets.new("fprot", opts("protected")), ets.new("fpriv", opts("private"))
+  ets.insert(prot, {1, 10}); ets.insert(priv, {1, 10})
+  T.eq(ets.update_counter(prot, 1, 5), 15)   -- the owner writes both
+  T.eq(ets.update_counter(priv, 1, 5), 15)
+  local me = lpvm.self()
+  lpvm.spawn(function()
+    local r = {}
+    r.read = ets.lookup(prot, 1)[1][2]
+    r.member = ets.member(prot, 1)
+    r.insert = select(2, pcall(ets.insert, prot, {1, 0}))
+    r.counter = select(2, pcall(ets.update_counter, prot, 1, 1))
+    r.delete = select(2, pcall(ets.delete, prot, 1))
+    r.plookup = select(2, pcall(ets.lookup, priv, 1))
+    r.pinsert = select(2, pcall(ets.insert, priv, {1, 0}))
+    lpvm.send(me, "result", r)
+  end)
+  local r = T.recv()[2]
+  T.eq(r.read, 15)
+  T.eq(r.member, true)
+  for _, k in ipairs({"insert", "counter", "delete"}) do
+    T.ok(T.mentions(r[k], "protected"), k .. ": " .. tostring(r[k]))
+  end
+  T.ok(T.mentions(r.plookup, "no access"), r.plookup)
+  T.ok(T.mentions(r.pinsert, "no access"), r.pinsert)
+  T.eq(ets.lookup(prot, 1)[1][2], 15)   -- nothing half-done
+  T.eq(ets.lookup(priv, 1)[1][2], 15)
+  ets.delete(prot); ets.delete(priv)
+end)
+
 test("protection: protected tables are read-only to others, private ones closed", function()
   local prot = ets.new("prot", {"protected"})
   local priv = ets.new("priv", {"private"})
