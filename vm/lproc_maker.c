@@ -32,14 +32,18 @@
 ** freed on another is fine (jemalloc returns it to its arena). Between the maker and
 ** its process a state is touched by nobody (mk.mu orders the hand-over).
 **
-** Off by default (LPROC_MAKER_DEFAULT 0; LPVM_STOCK=32 turns it on). Measured quietly
-** (docs/performance.md, "States made ahead"), the stock takes create100k with one worker
-** from 2.4 to 1.5 s, but a ring of 10,000 stock processes hops 40-80% slower (500 ->
-** 700-900 ns) with the same instructions and the same simulated cache misses per hop
-** (cg_hop.sh): where the states lie in memory, not what runs, costs it. Taken newest
-** first the stock was worst; oldest first (a ring buffer, v[head] on) recovers part of
-** it. Until a stock state's hops cost what a spot-made one's do, the ring (every
-** message-bound program) wins over the creation of processes that stay alive.
+** On by default since its states lie in huge pages (LPROC_MAKER_DEFAULT 32; LPVM_STOCK=0
+** turns it off). It was off before: measured quietly (docs/performance.md, "States made
+** ahead"), the stock took create100k with one worker from 2.4 to 1.5 s, but a ring of
+** 10,000 stock processes hopped 40-80% slower (500 -> 700-900 ns) with the same
+** instructions and the same simulated cache misses per hop (cg_hop.sh): where the
+** states lay in memory, not what ran, cost it. The maker's blocks came from jemalloc's
+** default arena, in 4 KiB pages; the workers' arenas give a big VM huge pages
+** (sched/memory.c), and the maker now takes an arena of that kind (lpvm_aux_arena).
+** Alternated at load 10-13 ("Huge pages"), a ring of stock states hops as fast as one
+** of spot-made states (10k and 100k: 0.99-1.00 of main's hop), and 15% slower with the
+** maker left in the default arena. Taken newest first the stock was worst; it is taken
+** oldest first (a ring buffer, v[head] on).
 **
 ** The bound: LPVM_STOCK in the environment (0: no maker; default
 ** LPROC_MAKER_DEFAULT), read when the VM starts (lproc_setup). A stock state is its
@@ -56,9 +60,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "lpvm/lpvm.h"
 #include "vm/lproc_int.h"
 
-#define LPROC_MAKER_DEFAULT 0   /* off unless asked for: see "Off by default" above */
+#define LPROC_MAKER_DEFAULT 32  /* LPVM_STOCK=0 turns it off: see "On by default" above */
 #define LPROC_MAKER_MAX 1024
 /* The maker starts once spawns have made this many states of their own: a VM that
 ** starts few processes (most programs) never has it, nor its stock. */
@@ -143,6 +148,10 @@ static int make_one(made *m) {
 
 static void *maker_main(void *arg) {
   (void)arg;
+  /* Its states in huge pages, as the workers' are in a big VM: in jemalloc's default
+  ** arena (4 KiB pages, scattered frames) a ring of stock states hopped 15% slower
+  ** (docs/performance.md, "Huge pages") */
+  lpvm_aux_arena();
 #ifdef SCHED_IDLE
   /* Made ahead by an idle core: with a worker on every core the workers go first, and
   ** spawns make their own states as before (best effort: a failure keeps the policy). */
