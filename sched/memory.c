@@ -64,7 +64,10 @@ static void *populate_alloc(extent_hooks_t *h, void *new_addr, size_t size,
                             unsigned arena) {
   (void)h;
   void *p = NULL;
-  bool huge = huge_on && !new_addr && size >= MEM_HUGE && alignment <= MEM_HUGE;
+  /* jemalloc asks for its own metadata blocks (base) 2 MiB-aligned, for data extents
+  ** page-aligned: metadata is left in small pages (a new arena's first 2 MiB block is
+  ** mostly untouched, and would be resident whole as one huge page) */
+  bool huge = huge_on && !new_addr && size >= MEM_HUGE && alignment < MEM_HUGE;
   if (huge) p = dflt->alloc(dflt, NULL, size, MEM_HUGE, zero, commit, arena);
   if (!p) {   /* no huge alignment asked for, or none to be had */
     huge = false;

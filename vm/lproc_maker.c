@@ -68,6 +68,12 @@
 /* The maker starts once spawns have made this many states of their own: a VM that
 ** starts few processes (most programs) never has it, nor its stock. */
 #define LPROC_MAKER_AFTER 32
+/* Its states in huge pages, as the workers' are in a big VM: in jemalloc's default
+** arena (4 KiB pages, scattered frames) a ring of stock states hopped 15% slower
+** (docs/performance.md, "Huge pages"). The maker moves to an arena of the workers' kind
+** (lpvm_aux_arena) at the task count at which the workers move to theirs (MEM_BIG_VM,
+** tasks/task_sched.h): a smaller VM keeps the few MB of a new arena out of its RSS. */
+#define LPROC_MAKER_BIG 4096
 
 /* A state in stock: its block and whether its next objects are still bumped from it. */
 typedef struct made {
@@ -148,16 +154,13 @@ static int make_one(made *m) {
 
 static void *maker_main(void *arg) {
   (void)arg;
-  /* Its states in huge pages, as the workers' are in a big VM: in jemalloc's default
-  ** arena (4 KiB pages, scattered frames) a ring of stock states hopped 15% slower
-  ** (docs/performance.md, "Huge pages") */
-  lpvm_aux_arena();
 #ifdef SCHED_IDLE
   /* Made ahead by an idle core: with a worker on every core the workers go first, and
   ** spawns make their own states as before (best effort: a failure keeps the policy). */
   struct sched_param sp = {0};
   (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 #endif
+  int aux = 0;   /* moved to the huge-page arena */
   pthread_mutex_lock(&mk.mu);
   while (!mk.stop) {
     if (mk.n >= mk.low) {
@@ -168,6 +171,10 @@ static void *maker_main(void *arg) {
     }
     while (!mk.stop && mk.n < mk.cap) {   /* below the low mark: fill to the bound */
       pthread_mutex_unlock(&mk.mu);
+      if (!aux && lpvm_task_count() >= LPROC_MAKER_BIG) {
+        lpvm_aux_arena();
+        aux = 1;
+      }
       made m;
       int ok = make_one(&m);
       pthread_mutex_lock(&mk.mu);
