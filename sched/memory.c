@@ -3,7 +3,8 @@
 **
 ** On the virtual machines lpvm is measured on, the first touch of a fresh 4 KiB page
 ** costs 10-15 us: every page fault is a trip through the hypervisor. Populating a
-** new mapping in one go (MADV_POPULATE_WRITE) costs under 1 us a page. A VM with a
+** new mapping in one go (MADV_POPULATE_WRITE) cost under 1 us a page (3.5-5 us on the
+** guest measured on 27 November, against 4-7 us a first touch). A VM with a
 ** million processes touches gigabytes of new memory, so this decides whether creating
 ** them takes seconds or tens of seconds.
 **
@@ -22,9 +23,9 @@
 ** `enabled` mode is `madvise` on the machines measured; in `always` the advice changes
 ** nothing, in `never` it is ignored). Populating or first touching a 2 MiB page costs
 ** about a quarter of what its 512 small pages cost (zeroing dominates, not the faults):
-** ring100k's system time fell from 0.68 to 0.24 s and create100k's from 0.64 to 0.19 s
-** (docs/performance.md, "Huge pages"). jemalloc's own `thp:always` gave none: its
-** extents were not aligned. LPVM_THP=0 in the environment turns the advice off.
+** ring100k's system time fell from 0.69 to 0.21-0.28 s and create100k's from 0.53-0.67
+** to 0.19-0.22 s (docs/performance.md, "Huge pages"). jemalloc's own `thp:always` gave
+** no huge pages. LPVM_THP=0 in the environment turns the advice off.
 ** Purging (dirty decay) splits a huge page when part of it is given back; khugepaged
 ** may later put one together again, which is the RSS that 4 KiB pages would not have.
 ** A helper thread of the VM (the state maker, vm/lproc_maker.c) gets an arena of the
