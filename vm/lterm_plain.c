@@ -357,6 +357,7 @@ static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
 typedef struct strs {
   uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
   int pids;        /* the state has the pid metatable (once set, for the message) */
+  int room;        /* the stack has room up to this index (lraw_top's) with c->proc */
   lproc *proc;     /* the state's process when the mirror is trusted (strc), else NULL */
   const lraw_string *s[STR_SLOTS];
 } strs;
@@ -391,30 +392,40 @@ static inline unsigned str_slot(const uint8_t *s, size_t k) {
 /* A process that is sent the same short strings again and again (a burst of "hi", a
 ** server's "call" and its request names, a reply's tag) paid lua_pushlstring's hashing
 ** and string-table lookup for each: ~190 of msg10's ~1,650 instructions a message. A
-** string the process decoded twice in a row into the same slot (its address, which
-** interning makes the same for the same bytes while it lives, compared) is kept in
-** that slot, anchored as a user value of a userdata the registry holds
-** (registry[&strc_key]); met again, its bytes are compared and the string is written
-** to the stack in place (vm/lraw.h), as lua_pushlstring would have found it. The
-** userdata (lproc.strc) is made at the process's second short string, so a process
-** that gets one message pays nothing; a recycled state's registry is wiped and its
-** next process starts without one. (Lua code that removes registry[&strc_key]
-** through the debug library takes the anchor away under the cache: like much else
-** that library can do, it breaks the state.) */
-#define STRC_SLOTS 8
+** string the process decoded twice into the same bucket (its address, which
+** interning makes the same for the same bytes while it lives, compared with the
+** bucket's two last ones) is kept in one of the bucket's two ways, anchored as a user
+** value of a userdata the registry holds (registry[&strc_key]); met again, its bytes
+** are compared and the string is written to the stack in place (vm/lraw.h), as
+** lua_pushlstring would have found it. Two ways a bucket: two strings that alternate
+** in a bucket (msgp_medium's "message" and "funky_stuff" fell in one of the 8 slots
+** of a way each, and "baby" and "abcdef" in another: four lua_pushlstring a message)
+** are both kept. The userdata (lproc.strc) is made at the process's second short
+** string, so a process that gets one message pays nothing; a recycled state's
+** registry is wiped and its next process starts without one. (Lua code that removes
+** registry[&strc_key] through the debug library takes the anchor away under the
+** cache: like much else that library can do, it breaks the state.) */
+#define STRC_BUCKETS 8
+#define STRC_SLOTS (2 * STRC_BUCKETS)
 typedef struct strcache {
-  const void *seen[STRC_SLOTS];          /* the last string pushed there: compared only */
+  const void *seen[STRC_SLOTS];          /* the last strings pushed there: compared only */
   const lraw_string *s[STRC_SLOTS];      /* kept: the userdata's user value slot + 1 */
+  uint8_t next[STRC_BUCKETS];            /* the way the next kept (bit 0), seen (bit 1) takes */
 } strcache;
 
 static const char strc_key = 0;
 
+/* The bucket's first slot (its two ways: slot, slot + 1), from the length and three
+** bytes, mixed by odd multipliers (a sum of them put common names in one slot). */
 static inline unsigned strc_slot(const uint8_t *s, size_t k) {   /* k >= 1 */
-  return (unsigned)(k * 5 + s[0] + 3u * s[k - 1]) & (STRC_SLOTS - 1);
+  uint32_t h = (uint32_t)k * 0x9E3779B1u ^ s[0] * 0x85EBCA77u ^ s[k - 1] * 0xC2B2AE3Du ^
+               s[k / 2] * 0x27D4EB2Fu;
+  return (h >> 29) * 2;   /* STRC_BUCKETS == 8 */
 }
 
-/* lua_pushlstring has just pushed a short string (slot's): note it, keep it if it was
-** the slot's last one, make the cache at the process's second string. */
+/* lua_pushlstring has just pushed a short string (bucket slot's): note it, keep it if
+** the bucket saw it last or the time before, make the cache at the process's second
+** string. */
 static __attribute__((noinline)) void strc_miss(lua_State *L, lproc *p, unsigned slot) {
   const lraw_string *ts = ((const lraw_state *)(void *)L)->top[-1].v.gc;
   strcache *sc = p->strc;
@@ -428,8 +439,10 @@ static __attribute__((noinline)) void strc_miss(lua_State *L, lproc *p, unsigned
     lua_rawsetp(L, LUA_REGISTRYINDEX, &strc_key);
     p->strc = sc;
   }
-  if (sc->seen[slot] != ts) {
-    sc->seen[slot] = ts;
+  unsigned b = slot / 2, nx = sc->next[b];
+  if (sc->seen[slot] != ts && sc->seen[slot + 1] != ts) {
+    sc->seen[slot + (nx >> 1)] = ts;
+    sc->next[b] = (uint8_t)(nx ^ 2);
     return;
   }
   if (!lua_checkstack(L, 2) || lua_rawgetp(L, LUA_REGISTRYINDEX, &strc_key) != LUA_TUSERDATA ||
@@ -438,6 +451,8 @@ static __attribute__((noinline)) void strc_miss(lua_State *L, lproc *p, unsigned
     p->strc = (void *)1;
     return;
   }
+  slot += nx & 1;
+  sc->next[b] = (uint8_t)(nx ^ 1);
   lua_pushvalue(L, -2);
   lua_setiuservalue(L, -2, (int)slot + 1);
   lua_pop(L, 1);
@@ -454,6 +469,7 @@ push_str(lua_State *L, const uint8_t *s, size_t k, strs *c) {
     const strcache *sc = p->strc;
     if ((uintptr_t)sc > 1) {
       const lraw_string *t = sc->s[slot];
+      if (!(t && t->shrlen == k && same_bytes(t->contents, s, k))) t = sc->s[slot + 1];
       if (t && t->shrlen == k && same_bytes(t->contents, s, k)) {
         lraw_state *st = (lraw_state *)(void *)L;
         st->top->v.gc = (void *)t;
@@ -477,7 +493,7 @@ static inline int lraw_top(lua_State *L) {
 
 /* The per-message state: c->proc set when the mirror is trusted. */
 static inline void strs_init(lua_State *L, strs *c) {
-  c->used = 0, c->pids = 0;
+  c->used = 0, c->pids = 0, c->room = 0;
   c->proc = lraw_ok() ? (lproc *)((const lraw_state *)(const void *)L)->l_G->ud : NULL;
 }
 
@@ -596,12 +612,27 @@ raw_scalar(lraw_tvalue *v, const uint8_t *p, const uint8_t *end, int pids) {
   }
 }
 
+/* Room on the stack for a sequence's four values (plain_scalar's three and its table):
+** lua_checkstack for 20 at a time, the room's end noted as an index from the function
+** (which a reallocation keeps; a shrink keeps what lua_checkstack asked for), not a
+** call a table (~20 instructions each, very_big's 76). */
+static inline int seq_room(lua_State *L, strs *c) {
+  if (c->proc) {
+    int top = lraw_top(L);
+    if (top + 4 <= c->room) return 1;
+    if (!lua_checkstack(L, 20)) return 0;
+    c->room = top + 20;
+    return 1;
+  }
+  return lua_checkstack(L, 4);
+}
+
 /* n elements at p into a new sequence (a list's or a tuple's). */
 static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *end,
                                 uint32_t n, int depth, strs *c) {
   /* every element takes a byte at least: a bigger count is malformed, and is not
   ** allowed to size a table */
-  if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !lua_checkstack(L, 4)) return NULL;
+  if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !seq_room(L, c)) return NULL;
   lraw_tvalue *a = NULL;   /* the array part, when written directly */
   lraw_table *h = NULL;
   int pids = 0;
@@ -642,9 +673,11 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
     if (a && !(h->marked & LRAW_BLACK)) {
       /* the value just pushed copied into its slot (a new table, a string met first):
       ** lua_rawseti's barrier does nothing for a table that is not black (a
-      ** collection step while the value was made may have blackened this one) */
-      a[i - 1] = ((const lraw_state *)(void *)L)->top[-1];
-      lua_pop(L, 1);
+      ** collection step while the value was made may have blackened this one); then
+      ** popped in place (lua_settop's one other task, closing a to-be-closed
+      ** variable, has none to close here) */
+      lraw_state *st = (lraw_state *)(void *)L;
+      a[i - 1] = *--st->top;
     } else {
       lua_rawseti(L, -2, (lua_Integer)i);
     }
