@@ -162,6 +162,35 @@ Test(lterm_raw, reader_same_values_as_the_c_api) {
   }
 }
 
+/* Every message cut short (each of its prefixes) is refused by the plain reader,
+** raw or not, and leaves the stack as it was: every count and length it reads is
+** checked against the bytes left. */
+Test(lterm_raw, reader_refuses_every_prefix) {
+  cr_assert_eq(lraw_check(), 1);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int rc;
+    size_t len;
+    char *t = encode(cases[i], 0, 1, &rc, &len);
+    if (rc == 0 && !strstr(cases[i], "pid(")) {
+      for (int raw = 0; raw < 2; raw++) {
+        lua_State *L = luaL_newstate();
+        atomic_store(&lraw_layout, raw ? 1 : -1);
+        for (size_t cut = 0; cut < len; cut++) {
+          uint8_t *c = malloc(cut + 1);   /* its own block: a read past it is seen */
+          memcpy(c, t, cut);
+          cr_assert_eq(lterm_push_plain(L, c, cut, 0), -1, "%s: %zu of %zu bytes read",
+                       cases[i], cut, len);
+          cr_assert_eq(lua_gettop(L), 0);
+          free(c);
+        }
+        atomic_store(&lraw_layout, 1);
+        lua_close(L);
+      }
+    }
+    free(t);
+  }
+}
+
 /* Every scalar the reader writes directly, in lists nested as EStone's very_big. */
 Test(lterm_raw, reader_direct_scalars) {
   lpvm_tbuf b;

@@ -358,6 +358,8 @@ typedef struct strs {
   uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
   int pids;        /* the state has the pid metatable (once set, for the message) */
   int room;        /* the stack has room up to this index (lraw_top's) with c->proc */
+  uint8_t pidn;    /* a local pid's tag and node atom: their length, 0 if none yet */
+  uint64_t pidw[2];   /* ... their first and last 8 bytes (seen_pid) */
   lproc *proc;     /* the state's process when the mirror is trusted (strc), else NULL */
   const lraw_string *s[STR_SLOTS];
 } strs;
@@ -493,7 +495,7 @@ static inline int lraw_top(lua_State *L) {
 
 /* The per-message state: c->proc set when the mirror is trusted. */
 static inline void strs_init(lua_State *L, strs *c) {
-  c->used = 0, c->pids = 0, c->room = 0;
+  c->used = 0, c->pids = 0, c->room = 0, c->pidn = 0;
   c->proc = lraw_ok() ? (lproc *)((const lraw_state *)(const void *)L)->l_G->ud : NULL;
 }
 
@@ -566,52 +568,6 @@ static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t 
 static const uint8_t *plain_nested(lua_State *L, const uint8_t *p, const uint8_t *end,
                                    int depth, strs *c);
 
-/* The element at p written straight into the array slot v of a table
-** lua_createtable just made, if it is a value that is not collectable (an integer, a
-** float, a boolean, nil, this node's pid when the state has the pid metatable): past
-** it, or NULL (nothing written: the caller pushes it and sets it with lua_rawseti,
-** which keeps the collector's barrier for strings and tables). A nil stays the
-** empty slot the table was made with. */
-static inline __attribute__((always_inline)) const uint8_t *
-raw_scalar(lraw_tvalue *v, const uint8_t *p, const uint8_t *end, int pids) {
-  size_t left = (size_t)(end - p);
-  if (left < 2) return NULL;
-  switch (p[0]) {
-    case T_SMALL_INT: v->v.i = p[1], v->tt = LRAW_VNUMINT; return p + 2;
-    case T_INT:
-      if (left < 5) return NULL;
-      v->v.i = (int32_t)be32(p + 1), v->tt = LRAW_VNUMINT;
-      return p + 5;
-    case T_NEW_FLOAT: {
-      if (left < 9) return NULL;
-      uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
-      memcpy(&v->v.n, &bits, sizeof bits);
-      v->tt = LRAW_VNUMFLT;
-      return p + 9;
-    }
-    case T_SMALL_ATOM_UTF8:
-      if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) {
-        v->v.i = 0, v->tt = LRAW_VTRUE;
-        return p + 6;
-      }
-      if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) {
-        v->v.i = 0, v->tt = LRAW_VFALSE;
-        return p + 7;
-      }
-      if (p[1] == 3 && left >= 5 && memcmp(p + 2, "nil", 3) == 0) return p + 5;
-      return NULL;
-    case T_NEW_PID: {
-      const uint8_t *q = pids ? local_pid(p, left) : NULL;
-      if (!q) return NULL;
-      lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
-      if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;
-      v->v.p = (void *)(uintptr_t)id, v->tt = LRAW_VLIGHTUD;
-      return q + 12;
-    }
-    default: return NULL;
-  }
-}
-
 /* Room on the stack for a sequence's four values (plain_scalar's three and its table):
 ** lua_checkstack for 20 at a time, the room's end noted as an index from the function
 ** (which a reallocation keeps; a shrink keeps what lua_checkstack asked for), not a
@@ -627,62 +583,145 @@ static inline int seq_room(lua_State *L, strs *c) {
   return lua_checkstack(L, 4);
 }
 
-/* n elements at p into a new sequence (a list's or a tuple's). */
+/* A NEW_PID_EXT at p of this node, by the bytes of the message's first one: its tag
+** and node atom (c->pidn of them, 9 to 16, kept in c->pidw as two overlapping words)
+** compared as two words instead of local_pid's reading of the atom; where its ID word
+** begins, or NULL (local_pid then reads it, and notes its bytes for the next). */
+static inline const uint8_t *seen_pid(const uint8_t *p, size_t left, const strs *c) {
+  size_t n = c->pidn;
+  if (n == 0 || left < n + 12) return NULL;
+  uint64_t x, y;
+  memcpy(&x, p, 8), memcpy(&y, p + n - 8, 8);
+  return x == c->pidw[0] && y == c->pidw[1] ? p + n : NULL;
+}
+
+static inline void note_pid(const uint8_t *p, const uint8_t *q, strs *c) {
+  size_t n = (size_t)(q - p);
+  if (n < 9 || n > 16) return;
+  memcpy(&c->pidw[0], p, 8), memcpy(&c->pidw[1], p + n - 8, 8);
+  c->pidn = (uint8_t)n;
+}
+
+/* n elements at p into a new sequence (a list's or a tuple's). When the mirror is
+** trusted the table is made by lraw_new_array and each element is read by one
+** switch on its tag: a value that is not collectable (an integer, a float, a
+** boolean, nil, this node's pid once the state has the pid metatable) is written
+** straight into its slot (a nil stays the empty slot the table was made with), a
+** short string met before in this message is written from its first (c->s), a list
+** or a tuple is read by plain_seq itself and copied from the stack into its slot;
+** anything else (a string met first, a map, a byte list, a reference, [] , a short
+** or malformed value) through plain_scalar and plain_nested, which push it or give
+** up. */
 static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *end,
                                 uint32_t n, int depth, strs *c) {
   /* every element takes a byte at least: a bigger count is malformed, and is not
   ** allowed to size a table */
   if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !seq_room(L, c)) return NULL;
-  lraw_tvalue *a = NULL;   /* the array part, when written directly */
-  lraw_table *h = NULL;
-  int pids = 0;
   if (n == 0 || !lraw_ok()) {
     lua_createtable(L, (int)n, 0);
-  } else {
-    a = lraw_new_array(L, n);   /* lua_createtable(L, n, 0)'s table, made for less */
-    h = ((const lraw_state *)(void *)L)->top[-1].v.gc;   /* the table just made */
-    if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
-      lproc *pr = lproc_of(L);
-      c->pids = pr && pr->pid_mt;
+    for (uint32_t i = 1; i <= n; i++) {
+      const uint8_t *q = plain_scalar(L, p, end, c);
+      if (!(p = q ? q : plain_nested(L, p, end, depth + 1, c))) return NULL;
+      lua_rawseti(L, -2, (lua_Integer)i);
     }
-    pids = c->pids;
+    return p;
   }
-  for (uint32_t i = 1; i <= n; i++) {
+  lraw_tvalue *a = lraw_new_array(L, n);   /* lua_createtable(L, n, 0)'s, made for less */
+  const lraw_table *h = ((const lraw_state *)(void *)L)->top[-1].v.gc;   /* just made */
+  if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
+    lproc *pr = lproc_of(L);
+    c->pids = pr && pr->pid_mt;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    lraw_tvalue *v = &a[i];
+    size_t left = (size_t)(end - p), k;
     unsigned slot = STR_SLOTS;
-    if (a) {
-      const uint8_t *r = raw_scalar(&a[i - 1], p, end, pids);
-      if (r) {
-        p = r;
+    const uint8_t *q;
+    if (left < 2) goto other;   /* [] alone is a single byte */
+    switch (p[0]) {
+      case T_SMALL_INT: v->v.i = p[1], v->tt = LRAW_VNUMINT; p += 2; continue;
+      case T_INT:
+        if (left < 5) goto other;
+        v->v.i = (int32_t)be32(p + 1), v->tt = LRAW_VNUMINT;
+        p += 5;
+        continue;
+      case T_NEW_FLOAT: {
+        if (left < 9) goto other;
+        uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
+        memcpy(&v->v.n, &bits, sizeof bits);
+        v->tt = LRAW_VNUMFLT;
+        p += 9;
         continue;
       }
-      size_t k, left = (size_t)(end - p);
-      if (p[0] == T_BINARY && left >= 5 && (k = be32(p + 1)) <= LRAW_SHORTMAX &&
-          k <= left - 5) {   /* a short string: met before in this message? */
-        const lraw_string *s = c->s[slot = str_slot(p + 5, k)];
-        /* a table the collector has blackened needs lua_rawseti's barrier */
-        if ((c->used >> slot & 1) && s->shrlen == k && same_bytes(s->contents, p + 5, k) &&
-            !(h->marked & LRAW_BLACK)) {
-          a[i - 1].v.gc = (void *)s, a[i - 1].tt = LRAW_VSHRSTR;
-          p += 5 + k;
+      case T_SMALL_ATOM_UTF8:
+        if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) {
+          v->v.i = 0, v->tt = LRAW_VTRUE;
+          p += 6;
           continue;
         }
+        if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) {
+          v->v.i = 0, v->tt = LRAW_VFALSE;
+          p += 7;
+          continue;
+        }
+        if (p[1] == 3 && left >= 5 && memcmp(p + 2, "nil", 3) == 0) {
+          p += 5;
+          continue;
+        }
+        goto other;
+      case T_NEW_PID: {
+        if (!c->pids) goto other;
+        if (!(q = seen_pid(p, left, c))) {
+          if (!(q = local_pid(p, left))) goto other;
+          note_pid(p, q, c);
+        }
+        lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
+        if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) goto other;
+        v->v.p = (void *)(uintptr_t)id, v->tt = LRAW_VLIGHTUD;
+        p = q + 12;
+        continue;
       }
+      case T_BINARY:
+        if (left >= 5 && (k = be32(p + 1)) <= LRAW_SHORTMAX && k <= left - 5) {
+          /* a short string: met before in this message? */
+          const lraw_string *s = c->s[slot = str_slot(p + 5, k)];
+          /* a table the collector has blackened needs lua_rawseti's barrier */
+          if ((c->used >> slot & 1) && s->shrlen == k && same_bytes(s->contents, p + 5, k) &&
+              !(h->marked & LRAW_BLACK)) {
+            v->v.gc = (void *)s, v->tt = LRAW_VSHRSTR;
+            p += 5 + k;
+            continue;
+          }
+        }
+        goto other;
+      case T_SMALL_TUPLE:
+        if (!(p = plain_seq(L, p + 2, end, p[1], depth + 1, c))) return NULL;
+        goto pushed;
+      case T_LIST:
+        if (left < 5 || !(p = plain_seq(L, p + 5, end, be32(p + 1), depth + 1, c)) ||
+            p >= end || *p != T_NIL)   /* an improper tail: the general decoder */
+          return NULL;
+        p++;
+        goto pushed;
+      default: goto other;
     }
-    const uint8_t *q = plain_scalar(L, p, end, c);
+  other:
+    q = plain_scalar(L, p, end, c);
     if (!(p = q ? q : plain_nested(L, p, end, depth + 1, c))) return NULL;
-    if (a && !(h->marked & LRAW_BLACK)) {
+  pushed:
+    if (!(h->marked & LRAW_BLACK)) {
       /* the value just pushed copied into its slot (a new table, a string met first):
       ** lua_rawseti's barrier does nothing for a table that is not black (a
       ** collection step while the value was made may have blackened this one); then
       ** popped in place (lua_settop's one other task, closing a to-be-closed
       ** variable, has none to close here) */
       lraw_state *st = (lraw_state *)(void *)L;
-      a[i - 1] = *--st->top;
+      *v = *--st->top;
     } else {
-      lua_rawseti(L, -2, (lua_Integer)i);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
-    if (slot < STR_SLOTS && a[i - 1].tt == LRAW_VSHRSTR) {
-      c->s[slot] = a[i - 1].v.gc;
+    if (slot < STR_SLOTS && v->tt == LRAW_VSHRSTR) {
+      c->s[slot] = v->v.gc;
       c->used |= UINT32_C(1) << slot;
     }
   }
