@@ -84,7 +84,8 @@ void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) 
 /* lterm_msg_plain (below) read in place (vm/lraw.h) for the commonest values:
 ** up to LTERM_PLAIN_MAX nil, booleans, numbers, strings, pids and references, and
 ** lists of such values (a table whose array part holds them from 1 to its first nil
-** and whose hash part is empty: EStone generic's request {"abc"}), sized from their
+** and whose hash part is empty: EStone generic's request {"abc"}) and of such lists
+** (a few levels and tables: RAW_DEPTH, RAW_TABLES; msgp_medium's big()), sized from their
 ** tags and lengths and written straight into a block lpvm_msg_new made, without
 ** lua_type, lua_tolstring, lua_tointeger and the builder's calls and checks (~110 of
 ** msg10's ~1,500 instructions a message), and for a list without the general
@@ -121,20 +122,32 @@ static inline size_t raw_scalar_size(const lraw_tvalue *v) {
   }
 }
 
-/* A list table's elements (its array part's up to the first nil): their count in
-** *k; what they and the list's framing take, or 0 if h is not such a list. */
-static size_t raw_list_size(const lraw_table *h, unsigned int *k) {
+/* Nested lists written in place: up to RAW_DEPTH levels (the message's own list the
+** first) and RAW_TABLES tables in all, beyond which (very_big(15)'s 76 tables, a
+** cycle) the general encoder takes the message, having been tried on a few tables
+** only. msgp_medium's big() is 4 tables, 4 levels. */
+#define RAW_DEPTH 4
+#define RAW_TABLES 8
+
+/* A list table's elements (its array part's up to the first nil) and its lists',
+** depth levels down at most, *tables more tables at most (counted down): what they
+** and the lists' framing take, or 0 if h or a list in it is not such a list. */
+static size_t raw_list_size(const lraw_table *h, int depth, int *tables) {
   if (h->lastfree) return 0;   /* a hash part: the general encoder */
   unsigned int asize = lraw_real_asize(h), i = 0;
   const lraw_tvalue *a = h->array;
   size_t sz = 6, one;          /* LIST_EXT's 5 bytes and the [] tail */
   for (; i < asize && !lraw_is_nil(&a[i]); i++) {
-    if (!(one = raw_scalar_size(&a[i]))) return 0;
+    if (a[i].tt == LRAW_VTABLE) {
+      if (depth <= 1 || --*tables < 0 || !(one = raw_list_size(a[i].v.gc, depth - 1, tables)))
+        return 0;
+    } else if (!(one = raw_scalar_size(&a[i]))) {
+      return 0;
+    }
     sz += one;
   }
   for (unsigned int j = i + 1; j < asize; j++)   /* a hole: a map */
     if (!lraw_is_nil(&a[j])) return 0;
-  *k = i;
   return sz;
 }
 
@@ -206,12 +219,29 @@ raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
   }
 }
 
+/* The list h (raw_list_size's) at q: past it. Its elements up to the first nil. */
+static uint8_t *raw_put_list(rawblk *r, uint8_t *q, const lraw_table *h) {
+  const lraw_tvalue *a = h->array;
+  unsigned int asize = lraw_real_asize(h), k = 0;
+  if (asize > 0 && !lraw_is_nil(&a[0])) {
+    size_t at = (size_t)(q - r->data);   /* the head: a pid's put may move the block */
+    q += 5;
+    for (; k < asize && !lraw_is_nil(&a[k]) && !r->err; k++)
+      q = a[k].tt == LRAW_VTABLE ? raw_put_list(r, q, a[k].v.gc) : raw_put(r, q, &a[k]);
+    if (r->err) return q;
+    r->data[at] = T_LIST, wr32be(r->data + at + 1, k);
+  }
+  *q++ = T_NIL;
+  return q;
+}
+
 static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
   const lraw_tvalue *v = ((const lraw_state *)(void *)L)->ci->func + idx;
   size_t sz = 1 + (n != 1 ? 2 : 0), one;
-  unsigned int k;
+  int tables = RAW_TABLES;
   for (int i = 0; i < n; i++) {
-    one = v[i].tt == LRAW_VTABLE ? raw_list_size(v[i].v.gc, &k) : raw_scalar_size(&v[i]);
+    one = v[i].tt == LRAW_VTABLE ? (--tables < 0 ? 0 : raw_list_size(v[i].v.gc, RAW_DEPTH, &tables))
+                                 : raw_scalar_size(&v[i]);
     if (!one) return 0;
     sz += one;
   }
@@ -230,15 +260,7 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
       q = raw_put(&r, q, &v[i]);
       continue;
     }
-    const lraw_table *h = v[i].v.gc;
-    const lraw_tvalue *a = h->array;
-    raw_list_size(h, &k);
-    if (k > 0) {
-      q[0] = T_LIST, wr32be(q + 1, k);
-      q += 5;
-      for (unsigned int j = 0; j < k && !r.err; j++) q = raw_put(&r, q, &a[j]);
-    }
-    *q++ = T_NIL;
+    q = raw_put_list(&r, q, v[i].v.gc);
   }
   if (r.err) {   /* a pid's growth failed */
     free(r.data);

@@ -287,10 +287,10 @@ test("short strings taking turns in the cache's buckets arrive as themselves", f
   end
 end)
 
--- A message of scalars and lists of scalars (a table whose array part holds them up to
--- its first nil, with no hash part) is written in place (vm/lterm_plain.c, plain_raw);
--- beside a map it goes through the general encoder, beside a binary the general
--- decoder reads it. All three must arrive alike.
+-- A message of scalars and lists of scalars and lists (a table whose array part holds
+-- them up to its first nil, with no hash part; 4 levels, 8 tables) is written in
+-- place (vm/lterm_plain.c, plain_raw); beside a map it goes through the general
+-- encoder, beside a binary the general decoder reads it. All three must arrive alike.
 test("lists of scalars arrive alike by the in-place and the general paths", function()
   local me = lpvm.self()
   local ref = lpvm.make_ref()
@@ -300,7 +300,9 @@ test("lists of scalars arrive alike by the in-place and the general paths", func
     { {}, { "" }, {}, { ("x"):rep(300) } },
     { { nil, 2 } },                      -- a hole: a map
     { { 1, 2, 3, nil }, "tail" },
-    { { 1, { 2 } }, 3 },                 -- a nested table: the general encoder
+    { { 1, { 2 } }, 3 },                 -- nested lists: in place too
+    { { 1, { me, { "s", { 4, { 5 } } } } }, 3 },   -- five levels: the general encoder
+    { { 1, { 2, { x = 1 } } } },         -- a map inside: the general encoder
   }
   local emptied = { 1, 2, x = 3 }
   emptied.x = nil                       -- a hash part, empty: the general encoder
