@@ -157,6 +157,8 @@ typedef struct rawblk {
   uint8_t *data;
   size_t cap, all;   /* all: the whole estimate */
   int err;
+  uint8_t pidlen;    /* > 0: pid[] holds the message's first local pid's bytes */
+  uint8_t pid[LTERM_PID_MAX];
 } rawblk;
 
 /* A pid or a reference put at q by lmod_put_light, which grows the block for a node
@@ -166,7 +168,13 @@ static __attribute__((noinline)) uint8_t *raw_put_light(rawblk *r, uint8_t *q, u
   lpvm_tbuf b = {r->data, (size_t)(q - r->data), r->cap, 0};
   size_t at = b.len;
   lmod_put_light(&b, id);
-  if (!b.err && b.len - at > 72) lpvm_tbuf_room(&b, r->all);
+  size_t n = b.len - at;
+  if (!b.err && !(id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) && n >= 16 &&
+      n <= LTERM_PID_MAX) {   /* a local pid: the next ones are copies (raw_put) */
+    memcpy(r->pid, b.data + at, n);
+    r->pidlen = (uint8_t)n;
+  }
+  if (!b.err && n > 72) lpvm_tbuf_room(&b, r->all);
   r->data = b.data, r->cap = b.cap;
   if (b.err) {   /* out of memory: nothing more is written */
     r->err = b.err;
@@ -214,7 +222,16 @@ raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
     }
     case LRAW_VTRUE: memcpy(q, "\x77\x04" "true", 6); return q + 6;
     case LRAW_VFALSE: memcpy(q, "\x77\x05" "false", 7); return q + 7;
-    case LRAW_VLIGHTUD: return raw_put_light(r, q, (uint64_t)(uintptr_t)v->v.p);
+    case LRAW_VLIGHTUD: {   /* a local pid as the message's first, its own ID words */
+      uint64_t id = (uint64_t)(uintptr_t)v->v.p;
+      size_t n = r->pidlen;
+      if (n && !(id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT))) {   /* not a reference */
+        memcpy(q, r->pid, LTERM_PID_MAX);   /* the room is 72 bytes a pid */
+        wr32be(q + n - 12, (uint32_t)id), wr32be(q + n - 8, (uint32_t)(id >> 32));
+        return q + n;
+      }
+      return raw_put_light(r, q, id);
+    }
     default: memcpy(q, "\x77\x03" "nil", 5); return q + 5;
   }
 }
@@ -251,7 +268,8 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
   *out = m;
   if (!m) return 1;
   /* the block as a builder's (lpvm_msg_build): a pid's put may grow it */
-  rawblk r = {(uint8_t *)m, sizeof(lpvm_msg) + sz, sz, 0};
+  rawblk r;   /* (pid[] is written before it is read: not cleared) */
+  r.data = (uint8_t *)m, r.cap = sizeof(lpvm_msg) + sz, r.all = sz, r.err = 0, r.pidlen = 0;
   uint8_t *q = r.data + sizeof(lpvm_msg);
   *q++ = 131;
   if (n != 1) *q++ = T_SMALL_TUPLE, *q++ = (uint8_t)n;
@@ -837,6 +855,7 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   strs c;
   strs_init(L, &c);
   int base = c.proc ? lraw_top(L) : lua_gettop(L);
+  c.room = base + (int)n + 3;   /* the n values and a sequence's 4 past the last one's */
   if (!tuple) {
     const uint8_t *q = plain_scalar(L, p, end, &c);
     p = q ? q : plain_nested(L, p, end, 0, &c);
