@@ -539,6 +539,25 @@ static inline void strs_init(lua_State *L, strs *c) {
   c->proc = lraw_ok() ? (lproc *)((const lraw_state *)(const void *)L)->l_G->ud : NULL;
 }
 
+/* A NEW_PID_EXT at p of this node, by the bytes of the message's first one: its tag
+** and node atom (c->pidn of them, 9 to 16, kept in c->pidw as two overlapping words)
+** compared as two words instead of local_pid's reading of the atom; where its ID word
+** begins, or NULL (local_pid then reads it, and notes its bytes for the next). */
+static inline const uint8_t *seen_pid(const uint8_t *p, size_t left, const strs *c) {
+  size_t n = c->pidn;
+  if (n == 0 || left < n + 12) return NULL;
+  uint64_t x, y;
+  memcpy(&x, p, 8), memcpy(&y, p + n - 8, 8);
+  return x == c->pidw[0] && y == c->pidw[1] ? p + n : NULL;
+}
+
+static inline void note_pid(const uint8_t *p, const uint8_t *q, strs *c) {
+  size_t n = (size_t)(q - p);
+  if (n < 9 || n > 16) return;
+  memcpy(&c->pidw[0], p, 8), memcpy(&c->pidw[1], p + n - 8, 8);
+  c->pidn = (uint8_t)n;
+}
+
 /* Push the value at p if it is a scalar (or []), inline in every loop: past it, or
 ** NULL for anything else (nothing pushed), which plain_value then reads. The stack
 ** has room for three more values: a pid's first push makes the state's pid
@@ -570,8 +589,9 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
       else push_str(L, p, k, c);
       return p + k;
     case T_NEW_PID: {
-      const uint8_t *q = local_pid(p, left);
+      const uint8_t *q = seen_pid(p, left, c);
       lpvm_id id;
+      if (!q && (q = local_pid(p, left))) note_pid(p, q, c);
       if (q) {   /* this node's: ID and serial words, the creation is not checked */
         id = be32(q) | (uint64_t)be32(q + 4) << 32;
         if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;   /* too wide */
@@ -621,25 +641,6 @@ static inline int seq_room(lua_State *L, strs *c) {
     return 1;
   }
   return lua_checkstack(L, 4);
-}
-
-/* A NEW_PID_EXT at p of this node, by the bytes of the message's first one: its tag
-** and node atom (c->pidn of them, 9 to 16, kept in c->pidw as two overlapping words)
-** compared as two words instead of local_pid's reading of the atom; where its ID word
-** begins, or NULL (local_pid then reads it, and notes its bytes for the next). */
-static inline const uint8_t *seen_pid(const uint8_t *p, size_t left, const strs *c) {
-  size_t n = c->pidn;
-  if (n == 0 || left < n + 12) return NULL;
-  uint64_t x, y;
-  memcpy(&x, p, 8), memcpy(&y, p + n - 8, 8);
-  return x == c->pidw[0] && y == c->pidw[1] ? p + n : NULL;
-}
-
-static inline void note_pid(const uint8_t *p, const uint8_t *q, strs *c) {
-  size_t n = (size_t)(q - p);
-  if (n < 9 || n > 16) return;
-  memcpy(&c->pidw[0], p, 8), memcpy(&c->pidw[1], p + n - 8, 8);
-  c->pidn = (uint8_t)n;
 }
 
 /* n elements at p into a new sequence (a list's or a tuple's). When the mirror is
