@@ -87,7 +87,7 @@ typedef struct strs {
   int pids;        /* the state has the pid metatable (once set, for the message) */
   int room;        /* the stack has room up to this index (lraw_top's) with c->proc */
   uint8_t pidn;    /* a local pid's tag and node atom: their length, 0 if none yet */
-  uint64_t pidw[2];   /* ... their first and last 8 bytes (seen_pid) */
+  const uint8_t *pid0;   /* ... where they are in the message (seen_pid) */
   lproc *proc;     /* the state's process when the mirror is trusted (strc), else NULL */
   const lraw_string *s[STR_SLOTS];
 } strs;
@@ -145,11 +145,10 @@ typedef struct strcache {
 
 static const char strc_key = 0;
 
-/* The bucket's first slot (its two ways: slot, slot + 1), from the length and three
-** bytes, mixed by odd multipliers (a sum of them put common names in one slot). */
+/* The bucket's first slot (its two ways: slot, slot + 1), from the length and end
+** bytes mixed by one odd multiplier (their sum put common names in one slot). */
 static inline unsigned strc_slot(const uint8_t *s, size_t k) {   /* k >= 1 */
-  uint32_t h = (uint32_t)k * 0x9E3779B1u ^ s[0] * 0x85EBCA77u ^ s[k - 1] * 0xC2B2AE3Du ^
-               s[k / 2] * 0x27D4EB2Fu;
+  uint32_t h = ((uint32_t)s[0] | (uint32_t)s[k - 1] << 8 | (uint32_t)k << 16) * 0x9E3779B1u;
   return (h >> 29) * 2;   /* STRC_BUCKETS == 8 */
 }
 
@@ -228,22 +227,21 @@ static inline void strs_init(lua_State *L, strs *c) {
 }
 
 /* A NEW_PID_EXT at p of this node, by the bytes of the message's first one: its tag
-** and node atom (c->pidn of them, 9 to 16, kept in c->pidw as two overlapping words)
-** compared as two words instead of local_pid's reading of the atom; where its ID word
-** begins, or NULL (local_pid then reads it, and notes its bytes for the next). */
+** and node atom (c->pidn of them, 9 to 16, at c->pid0 in the message) compared as two
+** overlapping words instead of local_pid's reading of the atom; where its ID word
+** begins, or NULL (local_pid then reads it, and notes where it is for the next). */
 static inline const uint8_t *seen_pid(const uint8_t *p, size_t left, const strs *c) {
   size_t n = c->pidn;
   if (n == 0 || left < n + 12) return NULL;
-  uint64_t x, y;
+  uint64_t x, y, x0, y0;
   memcpy(&x, p, 8), memcpy(&y, p + n - 8, 8);
-  return x == c->pidw[0] && y == c->pidw[1] ? p + n : NULL;
+  memcpy(&x0, c->pid0, 8), memcpy(&y0, c->pid0 + n - 8, 8);
+  return x == x0 && y == y0 ? p + n : NULL;
 }
 
 static inline void note_pid(const uint8_t *p, const uint8_t *q, strs *c) {
   size_t n = (size_t)(q - p);
-  if (n < 9 || n > 16) return;
-  memcpy(&c->pidw[0], p, 8), memcpy(&c->pidw[1], p + n - 8, 8);
-  c->pidn = (uint8_t)n;
+  if (n >= 9 && n <= 16) c->pid0 = p, c->pidn = (uint8_t)n;
 }
 
 /* Push the value at p if it is a scalar (or []), inline in every loop: past it, or
@@ -277,9 +275,9 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
       else push_str(L, p, k, c);
       return p + k;
     case T_NEW_PID: {
-      const uint8_t *q = seen_pid(p, left, c);
+      const uint8_t *q = local_pid(p, left);
       lpvm_id id;
-      if (!q && (q = local_pid(p, left))) note_pid(p, q, c);
+      if (q) note_pid(p, q, c);
       if (q) {   /* this node's: ID and serial words, the creation is not checked */
         id = be32(q) | (uint64_t)be32(q + 4) << 32;
         if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;   /* too wide */

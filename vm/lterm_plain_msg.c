@@ -156,7 +156,9 @@ typedef struct rawblk {
   uint8_t *data;
   size_t cap, all;   /* all: the whole estimate */
   int err;
-  uint8_t pidlen;    /* > 0: pid[] holds the message's first local pid's bytes */
+  uint8_t pidlen;    /* > 0: the message's first local pid is pidlen bytes at pidat */
+  uint8_t pidcopy;   /* pid[] holds them (copied at the second local pid) */
+  size_t pidat;
   uint8_t pid[LTERM_PID_MAX];
 } rawblk;
 
@@ -170,8 +172,7 @@ static __attribute__((noinline)) uint8_t *raw_put_light(rawblk *r, uint8_t *q, u
   size_t n = b.len - at;
   if (!b.err && !(id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) && n >= 16 &&
       n <= LTERM_PID_MAX) {   /* a local pid: the next ones are copies (raw_put) */
-    memcpy(r->pid, b.data + at, n);
-    r->pidlen = (uint8_t)n;
+    r->pidat = at, r->pidlen = (uint8_t)n;   /* copied if another comes */
   }
   if (!b.err && n > 72) lpvm_tbuf_room(&b, r->all);
   r->data = b.data, r->cap = b.cap;
@@ -225,7 +226,11 @@ raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
       uint64_t id = (uint64_t)(uintptr_t)v->v.p;
       size_t n = r->pidlen;
       if (n && !(id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT))) {   /* not a reference */
-        memcpy(q, r->pid, LTERM_PID_MAX);   /* the room is 72 bytes a pid */
+        if (!r->pidcopy) {   /* the block has 72 bytes a pid, from the first one's start */
+          memcpy(r->pid, r->data + r->pidat, LTERM_PID_MAX);
+          r->pidcopy = 1;
+        }
+        memcpy(q, r->pid, LTERM_PID_MAX);
         wr32be(q + n - 12, (uint32_t)id), wr32be(q + n - 8, (uint32_t)(id >> 32));
         return q + n;
       }
@@ -269,6 +274,7 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
   /* the block as a builder's (lpvm_msg_build): a pid's put may grow it */
   rawblk r;   /* (pid[] is written before it is read: not cleared) */
   r.data = (uint8_t *)m, r.cap = sizeof(lpvm_msg) + sz, r.all = sz, r.err = 0, r.pidlen = 0;
+  r.pidcopy = 0;
   uint8_t *q = r.data + sizeof(lpvm_msg);
   *q++ = 131;
   if (n != 1) *q++ = T_SMALL_TUPLE, *q++ = (uint8_t)n;
