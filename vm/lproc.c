@@ -15,7 +15,7 @@
 **     `handle_event` / `handle_timeout` resume it; the continuation, running inside
 **     the protected resume, does the Lua work (decoding, the predicate);
 **   - a return ends the process normally, an error ends it with a reason that holds
-**     the message and a traceback (see lproc_error).
+**     the message and a traceback (see lproc_exit.c).
 ** Nothing in Lua can unwind into the worker: every Lua call made from here is a
 ** resume or a pcall.
 **
@@ -463,105 +463,6 @@ static void set_reason_atom(lproc *p, const char *atom) {
   lpvm_set_reason_atom(&p->task, atom);
 }
 
-/* "msg\nstack traceback:\n\t..." built in C from the dead thread's frames: nothing
-** here allocates in the state, which may be out of memory. */
-static size_t traceback(lua_State *L, char *out, size_t cap) {
-  size_t n = 0;
-  lua_Debug ar;
-  n += (size_t)snprintf(out + n, cap - n, "\nstack traceback:");
-  for (int level = 0; n < cap && lua_getstack(L, level, &ar); level++) {
-    if (level >= 20) {
-      n += (size_t)snprintf(out + n, cap - n, "\n\t...");
-      break;
-    }
-    if (!lua_getinfo(L, "Sln", &ar)) break;
-    if (n >= cap) break;
-    if (ar.currentline > 0)
-      n += (size_t)snprintf(out + n, cap - n, "\n\t%s:%d: in ", ar.short_src, ar.currentline);
-    else
-      n += (size_t)snprintf(out + n, cap - n, "\n\t%s: in ", ar.short_src);
-    if (n >= cap) break;
-    if (ar.name)
-      n += (size_t)snprintf(out + n, cap - n, "%s '%s'", *ar.namewhat ? ar.namewhat : "function", ar.name);
-    else if (*ar.what == 'm')
-      n += (size_t)snprintf(out + n, cap - n, "main chunk");
-    else if (*ar.what == 'C')
-      n += (size_t)snprintf(out + n, cap - n, "?");
-    else
-      n += (size_t)snprintf(out + n, cap - n, "function <%s:%d>", ar.short_src, ar.linedefined);
-  }
-  return n < cap ? n : cap - 1;
-}
-
-/* OTP's crash report (llog.c writes it), for a process that failed by itself (an
-** error, exit(reason), max_heap) with a reason that is not normal or shutdown,
-** linked or not, trapping or not; and for the boot process whatever ended it, so
-** `lpvm app.lua` never exits 1 without saying why. Not for a process killed by a
-** signal (its sender reports), nor while the VM stops (halt, SIGINT). */
-static void crash_report(lproc *p, const uint8_t *reason, size_t len) {
-  if (!p->failed && (!p->boot || lpvm_halted())) return;
-  llog_proc who = {p->task.id, p->boot, p->failed, lpvm_mbox_len(&p->task), p->mem,
-                   p->task.reductions};
-  llog_crash_report(&who, reason, len);
-}
-
-/* The process failed with the error object on top of its stack. The reason is a
-** binary "message\nstack traceback:..." for a string (or number) error; another
-** error value that can travel (a table, say) is the reason itself, so supervisors
-** can match on it; anything else becomes "(error object is a X value)". */
-static int lproc_error(lproc *p) {
-  lua_State *L = p->L;
-  char num[64], tb[4096];
-  const char *msg = num;
-  size_t mlen;
-  int t = lua_type(L, -1);
-  if (t == LUA_TSTRING) {
-    msg = lua_tolstring(L, -1, &mlen);   /* whole: the reason is bounded by memory only */
-  } else if (t == LUA_TNUMBER) {
-    mlen = lua_isinteger(L, -1)
-               ? (size_t)snprintf(num, sizeof num, LUA_INTEGER_FMT, lua_tointeger(L, -1))
-               : (size_t)snprintf(num, sizeof num, LUA_NUMBER_FMT, lua_tonumber(L, -1));
-  } else {
-    char err[LTERM_ERRSZ];
-    lpvm_tbuf b;
-    lpvm_tbuf_init(&b);
-    if (lterm_put_reason(L, -1, &b, err) == 0 && !b.err) {
-      lpvm_set_reason(&p->task, b.data, b.len);
-      lpvm_tbuf_free(&b);
-      p->failed = 1;
-      return LPVM_EXIT;
-    }
-    lpvm_tbuf_free(&b);
-    mlen = (size_t)snprintf(num, sizeof num, "(error object is a %s value)", lua_typename(L, t));
-  }
-  size_t tlen = traceback(L, tb, sizeof tb);   /* 20 frames at most, marked "..." */
-  /* The binary is built with malloc, not in the state (which may be out of memory).
-  ** Only if even that fails is the message cut, and the cut is said in the reason. */
-  lpvm_tbuf b;
-  lpvm_tbuf_init(&b);
-  char *whole = malloc(mlen + tlen);
-  if (whole) {
-    memcpy(whole, msg, mlen);
-    memcpy(whole + mlen, tb, tlen);
-    lpvm_put_binary(&b, whole, mlen + tlen);
-    free(whole);
-  }
-  if (!whole || b.err) {
-    char cut[2048 + 96];
-    size_t keep = mlen < 2048 ? mlen : 2048;
-    memcpy(cut, msg, keep);
-    size_t k = keep + (size_t)snprintf(cut + keep, sizeof cut - keep,
-                                       "... (%zu bytes cut: out of memory)", mlen - keep);
-    lpvm_tbuf_reset(&b);
-    lpvm_put_binary(&b, cut, k);
-  }
-  if (!b.err) lpvm_set_reason(&p->task, b.data, b.len);
-  else set_reason_atom(p, "error");
-  lpvm_tbuf_free(&b);
-  p->failed = 1;
-  return LPVM_EXIT;
-}
-
 /* ---- driving the main thread --------------------------------------------------------------- */
 
 static int lproc_resume(lproc *p) {
@@ -659,7 +560,7 @@ static void free_start(lproc_start *s) {
 
 static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   lproc *p = (lproc *)t;
-  crash_report(p, reason, len);
+  lproc_crash_report(p, reason, len);
   if (p->boot)
     atomic_store(&boot_ok, lpvm_term_is_atom(reason, len, "normal"));
   free_start(p->start);

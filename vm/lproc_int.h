@@ -372,6 +372,13 @@ void lbin_push(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
 void lbin_push_received(lua_State *L, struct lpvm_bin *bin, size_t off, size_t len);
 int luaproc_open(lua_State *L);          /* luaproc.c: require "luaproc" */
 int lmod_ets_open(lua_State *L);         /* lmod_ets.c: require "ets" (docs/ets.md) */
+/* lproc_exit.c: the process failed with the error object on top of its stack: set
+** its exit reason (a binary "message\nstack traceback:..." for a string or number, the
+** value itself if it can travel) and mark it failed; returns LPVM_EXIT. */
+int lproc_error(lproc *p);
+/* lproc_exit.c: OTP's crash report for a process that failed by itself (and for the
+** boot process, whatever ended it), unless the VM is stopping. */
+void lproc_crash_report(lproc *p, const uint8_t *reason, size_t len);
 /* lproc.c: the bytecode of the Lua function on top of L's stack (left there), in a
 ** malloc'd buffer; NULL if it cannot be dumped. */
 char *lproc_dump_top(lua_State *L, size_t *len);
