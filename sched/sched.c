@@ -55,17 +55,21 @@ typedef struct level {
 ** writes at every step (cache, running_prio, preempt, runs) made each of those reads
 ** a miss for the reader and the owner's next write a miss for the owner: two
 ** transfers of the line between the cores per step while both worked. Now:
-**   - the queue: mu, bitmap, qlen and the levels change only when the queue does;
+**   - the bitmap, alone: it changes only when a level empties or fills, so a busy
+**     worker's look at another one's bitmap hits in its cache while that other
+**     worker's queue keeps its levels (the queue itself changes at every push);
+**   - the queue: mu, qlen and the levels change only when the queue does;
 **   - the step: what the owner writes at every step;
 **   - the sleep: the condition variable and the flags changed when it sleeps or
 **     wakes, and the counters only statistics read. */
 typedef struct worker {
-  /* -- the queue (any thread, under mu) -- */
-  pthread_mutex_t mu;
+  /* -- the bitmap (any thread, under mu, only when it changes) -- */
   _Atomic uint32_t bitmap;        /* non-empty levels, bit i = priority i; under mu,
                                   ** read by any worker without it */
-  _Atomic uint32_t qlen;          /* under mu, read without it */
   int index;                      /* set once by sched_start */
+  /* -- the queue (any thread, under mu) -- */
+  pthread_mutex_t mu __attribute__((aligned(64)));
+  _Atomic uint32_t qlen;          /* under mu, read without it */
   int bound;                      /* owner, once: bound to its own allocator arena */
   level lv[LEVELS];               /* any thread, under mu (a queuer, a thief) */
   /* -- the step (the owner, at every step) -- */
@@ -97,6 +101,8 @@ typedef struct worker {
 
 _Static_assert(offsetof(worker, cv) - offsetof(worker, cache) <= 64,
                "what the owner writes at every step fits one cache line");
+_Static_assert(offsetof(worker, mu) - offsetof(worker, bitmap) == 64,
+               "the bitmap has its line to itself (and the index, read only)");
 
 /* Read-mostly fields first (read at every step by every worker), then, on lines of
 ** their own, those written while the VM runs: an idle worker's sleep and wake, the
@@ -142,9 +148,11 @@ static inline void cpu_relax(void) {
 
 /* Under w->mu, the only writers of bitmap and qlen: plain stores (no locked
 ** read-modify-write), published to the lock-free readers with release; the mutex
-** orders them for everyone who locks it. */
-static inline void set_counts(worker *w, uint32_t bitmap, uint32_t qlen) {
-  atomic_store_explicit(&w->bitmap, bitmap, memory_order_release);
+** orders them for everyone who locks it. The bitmap's line is written only when the
+** bitmap changes (the other workers read it before each of their steps). */
+static inline void set_counts(worker *w, uint32_t old_bitmap, uint32_t bitmap,
+                              uint32_t qlen) {
+  if (bitmap != old_bitmap) atomic_store_explicit(&w->bitmap, bitmap, memory_order_release);
   atomic_store_explicit(&w->qlen, qlen, memory_order_release);
 }
 
@@ -154,7 +162,8 @@ static void push_locked(worker *w, lpvm_task *t) {
   if (l->tail) l->tail->rq_next = t;
   else l->head = t;
   l->tail = t;
-  set_counts(w, atomic_load_explicit(&w->bitmap, memory_order_relaxed) | 1u << t->prio,
+  uint32_t bitmap = atomic_load_explicit(&w->bitmap, memory_order_relaxed);
+  set_counts(w, bitmap, bitmap | 1u << t->prio,
              atomic_load_explicit(&w->qlen, memory_order_relaxed) + 1);
 }
 
@@ -164,11 +173,9 @@ static lpvm_task *pop_locked(worker *w, int lvl) {
   if (!t) return NULL;
   l->head = t->rq_next;
   uint32_t bitmap = atomic_load_explicit(&w->bitmap, memory_order_relaxed);
-  if (!l->head) {
-    l->tail = NULL;
-    bitmap &= ~(1u << lvl);
-  }
-  set_counts(w, bitmap, atomic_load_explicit(&w->qlen, memory_order_relaxed) - 1);
+  if (!l->head) l->tail = NULL;
+  set_counts(w, bitmap, l->head ? bitmap : bitmap & ~(1u << lvl),
+             atomic_load_explicit(&w->qlen, memory_order_relaxed) - 1);
   return t;
 }
 
