@@ -37,7 +37,8 @@
 ** Who writes what: `running` (thread-local) and a slot's `on`/`seq` are written by the
 ** slot's thread; `armed` by the ticker (0 -> 1) and the slot's thread (1 -> 0); `seen`
 ** and the slot list under tk.mu; `sleeping` by the ticker. The signal handler writes
-** only the Lua thread's hook fields, as lua.c's does, and `skip`.
+** only the Lua thread's hook fields, as lua.c's does, `skip`, and an entry of `own`
+** (the process's own hook it replaced: thread-local, see "the process's own hook").
 */
 #include <errno.h>
 #include <lauxlib.h>
@@ -122,6 +123,73 @@ static int tick_ok;             /* the handler and key are installed */
 
 static void lproc_hook(lua_State *L, lua_Debug *ar);
 
+/* ---- the process's own hook ------------------------------------------------------------- */
+
+/* Lua has one hook slot per thread. A process that set a hook of its own
+** (debug.sethook: a profiler, a coverage tool) would lose it at the end of its first
+** slice, when the arm below takes the slot; so the arm keeps what it replaces and the
+** disarm puts it back: when the hook yields, or when the resume ends before it ran
+** (lproc_slice_leave). Each entry lives within one resume on one thread, so it is
+** thread-local, written by that thread and its signal handler only; a few entries,
+** because a coroutine armed inside a resume has its own hook. The handler writes an
+** entry before it arms and the thread frees one only after it stopped naming that Lua
+** thread as running, so neither undoes the other. Full (coroutines nested deeper
+** than LPROC_OWN, each with a hook of its own, armed at once): that hook is dropped,
+** as before. In count mode the process's hook replaces lpvm's for good (no slices
+** end for it), as docs/lua-processes.md says. */
+#define LPROC_OWN 4
+
+typedef struct own_hook {
+  lua_State *L;   /* NULL: free */
+  lua_Hook f;
+  int mask, count;
+} own_hook;
+
+static _Thread_local own_hook own[LPROC_OWN];
+
+static own_hook *own_find(lua_State *L) {
+  for (int i = 0; i < LPROC_OWN; i++)
+    if (own[i].L == L) return &own[i];
+  return NULL;
+}
+
+/* Before L's hook is taken: keep it if it is the process's own (not ours, not none). */
+static void own_save(lua_State *L) {
+  lua_Hook h = lua_gethook(L);
+  if (h == lproc_hook) return;   /* armed already: what it replaced is kept, or none */
+  own_hook *o = own_find(L);
+  if (!h) {
+    if (o) o->L = NULL;          /* a kept one the process has since cleared */
+    return;
+  }
+  if (!o) o = own_find(NULL);
+  if (!o) return;
+  o->f = h;
+  o->mask = lua_gethookmask(L);
+  o->count = lua_gethookcount(L);
+  atomic_signal_fence(memory_order_seq_cst);
+  o->L = L;
+}
+
+/* L's hook goes back to what the arm replaced (none, or the process's own). */
+static void own_restore(lua_State *L) {
+  own_hook *o = own_find(L);
+  if (!o) {
+    lua_sethook(L, NULL, 0, 0);
+    return;
+  }
+  own_hook keep = *o;
+  o->L = NULL;   /* free first: a tick landing after the hook is back keeps it again */
+  atomic_signal_fence(memory_order_seq_cst);
+  lua_sethook(L, keep.f, keep.mask, keep.count);
+}
+
+/* L's state starts anew or closes: nothing kept for it may come back. */
+static void own_forget(lua_State *L) {
+  own_hook *o = own_find(L);
+  if (o) o->L = NULL;
+}
+
 /* ---- the hook ---------------------------------------------------------------------------- */
 
 static void arm(lua_State *L, int count) {
@@ -136,6 +204,7 @@ static void arm(lua_State *L, int count) {
 ** hook, which Lua checks at every call whatever the trap flags say, as lua.c's Ctrl-C
 ** does; the call hook, which may not yield, re-arms the count hook from the thread. */
 static void arm_async(lua_State *L) {
+  own_save(L);
   lua_sethook(L, lproc_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
 }
 
@@ -148,7 +217,7 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
   }
   lproc *p = lproc_of(L);
   if (!p) {                      /* not a process's state: nothing to cut */
-    if (!counting()) lua_sethook(L, NULL, 0, 0);
+    if (!counting()) own_restore(L);
     return;
   }
   if (p->closing) {   /* finalizers at close: bounded, then an error (a warning) */
@@ -170,7 +239,7 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
   leval_poll(L, p);   /* lpvm.eval requests for a busy process (leval.c) */
   p->slices = 0;
   if (!counting()) {
-    lua_sethook(L, NULL, 0, 0);
+    own_restore(L);
     atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
   }
   if (L != p->L) p->sched_yield = 1; /* a coroutine: llibs.c passes it up */
@@ -352,6 +421,7 @@ void lproc_slice_init(lua_State *L) {
     arm(L, count > 0 ? count : 1);
     return;
   }
+  own_forget(L);
   lua_sethook(L, NULL, 0, 0);   /* a recycled state may hold its closing hook */
   if (me && L == lproc_slice_running && atomic_load(&me->armed)) arm(L, 1);
 }
@@ -389,10 +459,22 @@ lua_State *lproc_slice_enter(lua_State *L) {
 }
 
 void lproc_slice_leave(lua_State *prev) {
+  lua_State *L = lproc_slice_running;
   lproc_slice_running = prev;
+  /* armed, and the resume ended before the hook ran (a receive, a return): the
+  ** process's own hook goes back now; with none kept, ours stays to cut the next
+  ** resume short, as it always did. No hook at all (the usual case): nothing kept. */
+  atomic_signal_fence(memory_order_seq_cst);
+  lua_Hook h = L && tick_mode ? lua_gethook(L) : NULL;
+  own_hook *o = h ? own_find(L) : NULL;
+  if (o && h == lproc_hook) own_restore(L);
+  else if (o) o->L = NULL;   /* the process set another hook since: it stays */
   if (!prev && me) atomic_store_explicit(&me->on, 0, memory_order_relaxed);
 }
 
 void lproc_slice_end(lua_State *L) { arm_async(L); }
 
-void lproc_slice_closing(lua_State *L) { arm(L, 1000); }
+void lproc_slice_closing(lua_State *L) {
+  own_forget(L);
+  arm(L, 1000);
+}

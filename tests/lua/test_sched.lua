@@ -120,6 +120,39 @@ test("loops inside coroutines, deep recursion and metamethods are preempted too"
   end
 end)
 
+-- debug.sethook in a process (a profiler, a coverage tool): the slice's hook borrows
+-- Lua's one hook slot as a slice ends and gives the process's own back
+-- (vm/lproc_slice.c), so that hook keeps firing across slices and the process is still
+-- preempted. In count mode (ThreadSanitizer builds) a process's own hook replaces the
+-- slice's for good (docs/lua-processes.md): there only the first part is checked.
+test("a process's own debug hook stays across its slices, and the process is still preempted", function()
+  local me = lpvm.self()
+  local counting = os.getenv("LPVM_SANITIZE") == "thread"
+  local n = counting and 1 or 4   -- more loops than workers
+  local function spin(p, ms)
+    local lines, lost = 0, 0
+    debug.sethook(function() lines = lines + 1 end, "l")
+    local t0 = lpvm.now()
+    while lpvm.now() - t0 < ms do
+      if debug.gethook() == nil then lost = lost + 1 end
+    end
+    debug.sethook()
+    lpvm.send(p, "spun", lines, lost)
+  end
+  for _ = 1, n do lpvm.spawn(spin, me, counting and 200 or 3000) end
+  if not counting then
+    lpvm.sleep(20)
+    lpvm.spawn(function(p) lpvm.send(p, "third ran") end, me)
+    T.eq(T.recv(math.max(8000, T.WAIT))[1], "third ran", "the hooked loops were preempted")
+  end
+  for _ = 1, n do
+    local m = T.recv(math.max(20000, T.WAIT))
+    T.eq(m[1], "spun")
+    T.eq(m[3], 0, "the process's own hook was never gone")
+    T.ok(m[2] > 1000, "its hook kept firing: " .. m[2] .. " lines")
+  end
+end)
+
 test("exit() from a loop under pcall ends the process at once", function()
   local reason = T.run_proc(function()
     while true do pcall(lpvm.exit, "bye") end
