@@ -96,7 +96,7 @@ typedef struct worker {
                                   ** so a waker ends the poll's wait, not the cv's */
   int kick;                       /* under mu */
   pthread_t th;                   /* set once by sched_start */
-  _Atomic uint64_t steals, sleeps;  /* owner, when idle; stats read */
+  _Atomic uint64_t steals, sleeps;  /* owner; stats read */
 } __attribute__((aligned(64))) worker;
 
 _Static_assert(offsetof(worker, cv) - offsetof(worker, cache) <= 64,
