@@ -70,6 +70,16 @@ static const char *const cases[] = {
   "return {pid(1), pid(2), {pid(3), 'a', {pid(1 << 33 | 4)}}, pid(1)}",
   "return {pid(math.mininteger | 5), pid(1), pid(math.mininteger | 6), pid(2)}",
   "return {pid(1), {pid(2), pid(1 << 62 | 7)}}",
+  /* nested lists a message writes in place (vm/lterm_plain.c: 4 levels, 8 tables)
+  ** and one level or one table past that (the general encoder) */
+  "return {1, {2, {3, {4}}}}",
+  "return {1, {2, {3, {4, {5}}}}}",
+  "return {{1}, {2}, {3}, {4}, {5}, {6}, {7}}",
+  "return {{1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}}",
+  "return {pid(1), 'funky', 'baby', {1, {123, true, {}}, 'abcdef'}}",
+  "return {pid(1), {pid(2), {'abc', pid(1), {pid(1 << 33 | 4)}}}, true}",
+  "return {1, {2, {}, {nil, 3}}}",
+  "return {1, {2, {x = 1}}}",
   /* strings of every length around the encoder's word copies (0 to 45 bytes) */
   "local t, s = {}, 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ' "
   "for i = 0, 45 do t[#t + 1] = s:sub(1, i) t[#t + 1] = {s:sub(i + 1)} end return t",
@@ -158,6 +168,64 @@ Test(lterm_raw, reader_same_values_as_the_c_api) {
         !strstr(cases[i], "<<") && !strstr(cases[i], "nil") && !strstr(cases[i], "pid("))
       for (int raw = 0; raw < 2; raw++)
         for (int gen = 0; gen < 2; gen++) reread(cases[i], (uint8_t *)t, len, raw, gen);
+    free(t);
+  }
+}
+
+/* A message of one table and of two values (a string and the table), as lterm_msg
+** builds it (lterm_plain.c writes lists of scalars and lists in place, the general
+** encoder the rest): the bytes lterm_put and lterm_put_values give, or an error
+** where they give one. */
+Test(lterm_raw, message_bytes_as_the_encoders) {
+  cr_assert_eq(lraw_check(), 1);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int two = 0; two < 2; two++) {
+      lua_State *L = luaL_newstate();
+      luaL_openlibs(L);
+      lua_register(L, "pid", pid_fn);
+      if (two) lua_pushstring(L, "message");
+      cr_assert_eq(luaL_dostring(L, cases[i]), LUA_OK, "%s", lua_tostring(L, -1));
+      char err[LTERM_ERRSZ] = "";
+      lpvm_msg *m = lterm_msg(L, 1, two + 1, err);
+      lpvm_tbuf b;
+      lpvm_tbuf_init(&b);
+      int rc = lterm_put_values(L, 1, two + 1, &b, err);
+      cr_assert_eq(m != NULL, rc == 0, "%s: %s", cases[i], err);
+      if (m) {
+        cr_assert(m->len == b.len && memcmp(lpvm_msg_data(m), b.data, b.len) == 0,
+                  "%s: other bytes", cases[i]);
+        lpvm_msg_free(m);
+      }
+      lpvm_tbuf_free(&b);
+      lua_close(L);
+    }
+}
+
+/* Every message cut short (each of its prefixes) is refused by the plain reader,
+** raw or not, and leaves the stack as it was: every count and length it reads is
+** checked against the bytes left. */
+Test(lterm_raw, reader_refuses_every_prefix) {
+  cr_assert_eq(lraw_check(), 1);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int rc;
+    size_t len;
+    char *t = encode(cases[i], 0, 1, &rc, &len);
+    if (rc == 0 && !strstr(cases[i], "pid(")) {
+      for (int raw = 0; raw < 2; raw++) {
+        lua_State *L = luaL_newstate();
+        atomic_store(&lraw_layout, raw ? 1 : -1);
+        for (size_t cut = 0; cut < len; cut++) {
+          uint8_t *c = malloc(cut + 1);   /* its own block: a read past it is seen */
+          memcpy(c, t, cut);
+          cr_assert_eq(lterm_push_plain(L, c, cut, 0), -1, "%s: %zu of %zu bytes read",
+                       cases[i], cut, len);
+          cr_assert_eq(lua_gettop(L), 0);
+          free(c);
+        }
+        atomic_store(&lraw_layout, 1);
+        lua_close(L);
+      }
+    }
     free(t);
   }
 }

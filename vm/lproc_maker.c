@@ -32,14 +32,18 @@
 ** freed on another is fine (jemalloc returns it to its arena). Between the maker and
 ** its process a state is touched by nobody (mk.mu orders the hand-over).
 **
-** Off by default (LPROC_MAKER_DEFAULT 0; LPVM_STOCK=32 turns it on). Measured quietly
-** (docs/performance.md, "States made ahead"), the stock takes create100k with one worker
-** from 2.4 to 1.5 s, but a ring of 10,000 stock processes hops 40-80% slower (500 ->
-** 700-900 ns) with the same instructions and the same simulated cache misses per hop
-** (cg_hop.sh): where the states lie in memory, not what runs, costs it. Taken newest
-** first the stock was worst; oldest first (a ring buffer, v[head] on) recovers part of
-** it. Until a stock state's hops cost what a spot-made one's do, the ring (every
-** message-bound program) wins over the creation of processes that stay alive.
+** On by default since its states lie in huge pages (LPROC_MAKER_DEFAULT 32; LPVM_STOCK=0
+** turns it off). It was off before: measured quietly (docs/performance.md, "States made
+** ahead"), the stock took create100k with one worker from 2.4 to 1.5 s, but a ring of
+** 10,000 stock processes hopped 40-80% slower (500 -> 700-900 ns) with the same
+** instructions and the same simulated cache misses per hop (cg_hop.sh): where the
+** states lay in memory, not what ran, cost it. The maker's blocks came from jemalloc's
+** default arena, in 4 KiB pages; the workers' arenas give a big VM huge pages
+** (sched/memory.c), and the maker now takes an arena of that kind (lpvm_aux_arena).
+** Alternated at load 10-13 ("Huge pages"), a ring of stock states hops as fast as one
+** of spot-made states (10k and 100k: 0.99-1.00 of main's hop), and 15% slower with the
+** maker left in the default arena. Taken newest first the stock was worst; it is taken
+** oldest first (a ring buffer, v[head] on).
 **
 ** The bound: LPVM_STOCK in the environment (0: no maker; default
 ** LPROC_MAKER_DEFAULT), read when the VM starts (lproc_setup). A stock state is its
@@ -56,13 +60,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "lpvm/lpvm.h"
 #include "vm/lproc_int.h"
 
-#define LPROC_MAKER_DEFAULT 0   /* off unless asked for: see "Off by default" above */
+#define LPROC_MAKER_DEFAULT 32  /* LPVM_STOCK=0 turns it off: see "On by default" above */
 #define LPROC_MAKER_MAX 1024
 /* The maker starts once spawns have made this many states of their own: a VM that
 ** starts few processes (most programs) never has it, nor its stock. */
 #define LPROC_MAKER_AFTER 32
+/* Its states in huge pages, as the workers' are in a big VM: in jemalloc's default
+** arena (4 KiB pages, scattered frames) a ring of stock states hopped 15% slower
+** (docs/performance.md, "Huge pages"). The maker moves to an arena of the workers' kind
+** (lpvm_aux_arena) at the task count at which the workers move to theirs (MEM_BIG_VM,
+** tasks/task_sched.h): a smaller VM keeps the few MB of a new arena out of its RSS. */
+#define LPROC_MAKER_BIG 4096
 
 /* A state in stock: its block and whether its next objects are still bumped from it. */
 typedef struct made {
@@ -149,6 +160,7 @@ static void *maker_main(void *arg) {
   struct sched_param sp = {0};
   (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 #endif
+  int aux = 0;   /* moved to the huge-page arena */
   pthread_mutex_lock(&mk.mu);
   while (!mk.stop) {
     if (mk.n >= mk.low) {
@@ -159,6 +171,10 @@ static void *maker_main(void *arg) {
     }
     while (!mk.stop && mk.n < mk.cap) {   /* below the low mark: fill to the bound */
       pthread_mutex_unlock(&mk.mu);
+      if (!aux && lpvm_task_count() >= LPROC_MAKER_BIG) {
+        lpvm_aux_arena();
+        aux = 1;
+      }
       made m;
       int ok = make_one(&m);
       pthread_mutex_lock(&mk.mu);

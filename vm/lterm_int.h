@@ -77,11 +77,12 @@ void lterm_map_free(lterm_map *m);
 ** nothing: 0 done (or an element's error, < 0), 1 not such a table (nothing put). */
 int lterm_raw_list(lterm_enc *e, int t, const void *self);
 
-/* lterm_plain.c: the fast paths of local messages. */
+/* lterm_plain_msg.c and lterm_plain.c: the fast paths of local messages. */
 #define LTERM_PLAIN_MAX 8   /* values of a message of scalars */
-/* Up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers, strings, pids, references) as a message
-** (NULL: out of memory), *hint 0; if a value is not one, NULL and *hint the size to
-** start the general encoder's message with. */
+/* Up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers, strings, pids, references)
+** and lists of them and of a few levels of lists, as a message (NULL: out of
+** memory), *hint 0; if a value is not one, NULL and *hint the size to start the
+** general encoder's message with. */
 lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint);
 /* The values of a local message of scalars, pids, references and tables of them (with
 ** skip, all but a leading reference): how many were pushed, or -1 (nothing pushed)

@@ -1,15 +1,16 @@
 /*
-** lterm_plain.c -- the fast paths of local messages (lterm.c is the general codec).
+** lterm_plain.c -- the receiver's fast path of local messages (lterm_plain_msg.c
+** writes them; lterm.c is the general codec).
 **
 ** Most messages are a few scalars, or tables of scalars and pids (EStone's msgp
-** shapes): sent and received millions of times, they must not pay for what the
-** general codec keeps for the rare cases (function graphs, shared binaries,
-** foreign terms, big integers, reasons). The sender's side here builds a message of
-** scalars sized exactly; the receiver's side reads any local message of scalars,
-** pids and nested lists, tuples and maps straight from its bytes into Lua values,
-** one stack check per table, and hands anything else back (-1) to the general
-** decoder, which reads it whole again. The bytes are Erlang's external term format
-** either way: only the reading is shortened.
+** shapes): received millions of times, they must not pay for what the general
+** decoder keeps for the rare cases (function graphs, shared binaries, foreign terms,
+** big integers, reasons). Here any local message of scalars, pids and nested lists,
+** tuples and maps is read straight from its bytes into Lua values (a list's table
+** made and filled in place through vm/lraw.h when the mirror is trusted), and
+** anything else is handed back (-1) to the general decoder, which reads it whole
+** again. The bytes are Erlang's external term format either way: only the reading
+** is shortened.
 */
 #include <lauxlib.h>
 #include <stdlib.h>
@@ -28,279 +29,6 @@ enum {
   T_NIL = 106, T_STRING = 107, T_LIST = 108, T_BINARY = 109, T_MAP = 116,
   T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90, T_SMALL_BIG = 110
 };
-
-/* A scalar (nil, a boolean, a number, a string, a pid, a reference) of type t (lua_type's): t and
-** the bytes it takes at most (*ref: a reference's id), else -1 (a table, a function,
-** a binary or a foreign term: the encoder's general path). */
-static inline int scalar_typed(lua_State *L, int idx, int t, size_t *sz, uint64_t *ref) {
-  switch (t) {
-    case LUA_TNIL: case LUA_TBOOLEAN: *sz = 7; return t;
-    case LUA_TNUMBER: *sz = 11; return t;
-    case LUA_TSTRING: *sz = 5 + lua_rawlen(L, idx); return t;
-    case LUA_TLIGHTUSERDATA: *sz = 72; return t;   /* a pid's 64, a reference's 72 */
-    case LUA_TUSERDATA:
-      if (!(*ref = lmod_to_ref(L, idx))) return -1;
-      *sz = 72;                                     /* tag, count, node, creation, 3 words */
-      return t;
-    default: return -1;
-  }
-}
-
-static inline int scalar_of(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
-  return scalar_typed(L, idx, lua_type(L, idx), sz, ref);
-}
-
-/* The scalar at idx of type t (scalar_of's, which gave ref), as lterm_enc_value puts it. */
-static inline void put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) {
-  switch (t) {
-    case LUA_TNIL: lpvm_put_atom_len(b, "nil", 3); break;
-    case LUA_TBOOLEAN:
-      if (lua_toboolean(L, idx)) lpvm_put_atom_len(b, "true", 4);
-      else lpvm_put_atom_len(b, "false", 5);
-      break;
-    case LUA_TNUMBER:
-      if (lua_isinteger(L, idx)) lpvm_put_int(b, lua_tointeger(L, idx));
-      else lpvm_put_float(b, lua_tonumber(L, idx));
-      break;
-    case LUA_TSTRING: {
-      size_t len;
-      const char *str = lua_tolstring(L, idx, &len);
-      lpvm_put_binary(b, str, len);
-      break;
-    }
-    case LUA_TUSERDATA: lpvm_put_ref(b, ref); break;
-    default: lmod_put_light(b, (uint64_t)(uintptr_t)lua_touserdata(L, idx)); break;
-  }
-}
-
-int lterm_scalar(lua_State *L, int idx, size_t *sz, uint64_t *ref) {
-  return scalar_of(L, idx, sz, ref);
-}
-
-void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) {
-  put_scalar(L, idx, t, ref, b);
-}
-
-/* lterm_msg_plain (below) read in place (vm/lraw.h) for the commonest values:
-** up to LTERM_PLAIN_MAX nil, booleans, numbers, strings, pids and references, and
-** lists of such values (a table whose array part holds them from 1 to its first nil
-** and whose hash part is empty: EStone generic's request {"abc"}), sized from their
-** tags and lengths and written straight into a block lpvm_msg_new made, without
-** lua_type, lua_tolstring, lua_tointeger and the builder's calls and checks (~110 of
-** msg10's ~1,500 instructions a message), and for a list without the general
-** encoder's set-up (its cycle bookkeeping, a scratch, a second look at the values:
-** ~1,400 of generic's call). The bytes are the general encoder's (vm/lterm_raw.c's
-** walk writes such a list alike). 1 if it took them all (*m the message, or NULL out
-** of memory), 0 at the first other value (nothing made: lterm_msg_plain's way). */
-static inline void wr32be(uint8_t *q, uint32_t v) {
-  v = __builtin_bswap32(v);
-  memcpy(q, &v, 4);
-}
-
-/* The bytes a scalar takes: exactly, but a pid or a reference at most (a node name
-** of up to 48 bytes, a longer one grows the block); 0 for another value. (Exact, the
-** block goes back to the free list it came from: see vm/lmod_msg.c's msg_done.) */
-static inline size_t raw_scalar_size(const lraw_tvalue *v) {
-  size_t len;
-  switch (v->tt) {
-    case LRAW_VSHRSTR: case LRAW_VLNGSTR:
-      lraw_str(v, &len);
-      return len > UINT32_MAX - 5 ? 0 : 5 + len;
-    case LRAW_VNUMINT: {   /* as raw_put writes it */
-      lua_Integer x = v->v.i;
-      if (x >= 0 && x <= 255) return 2;
-      if (x >= INT32_MIN && x <= INT32_MAX) return 5;
-      uint64_t mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
-      return 3 + (size_t)((64 - __builtin_clzll(mag) + 7) / 8);   /* mag > 2^31 */
-    }
-    case LRAW_VNUMFLT: return 9;
-    case LRAW_VTRUE: return 6;
-    case LRAW_VFALSE: return 7;
-    case LRAW_VLIGHTUD: return 72;
-    default: return lraw_is_nil(v) ? 5 : 0;
-  }
-}
-
-/* A list table's elements (its array part's up to the first nil): their count in
-** *k; what they and the list's framing take, or 0 if h is not such a list. */
-static size_t raw_list_size(const lraw_table *h, unsigned int *k) {
-  if (h->lastfree) return 0;   /* a hash part: the general encoder */
-  unsigned int asize = lraw_real_asize(h), i = 0;
-  const lraw_tvalue *a = h->array;
-  size_t sz = 6, one;          /* LIST_EXT's 5 bytes and the [] tail */
-  for (; i < asize && !lraw_is_nil(&a[i]); i++) {
-    if (!(one = raw_scalar_size(&a[i]))) return 0;
-    sz += one;
-  }
-  for (unsigned int j = i + 1; j < asize; j++)   /* a hole: a map */
-    if (!lraw_is_nil(&a[j])) return 0;
-  *k = i;
-  return sz;
-}
-
-/* The block being written: its start (the header) and size; the bytes go through a
-** pointer kept apart, so they stay in registers (only a pid's put sees the block). */
-typedef struct rawblk {
-  uint8_t *data;
-  size_t cap, all;   /* all: the whole estimate */
-  int err;
-} rawblk;
-
-/* A pid or a reference put at q by lmod_put_light, which grows the block for a node
-** name past 48 bytes (another node's); room for the whole estimate (more than what
-** is left of it) is then made again, so the direct writes after it still fit. */
-static __attribute__((noinline)) uint8_t *raw_put_light(rawblk *r, uint8_t *q, uint64_t id) {
-  lpvm_tbuf b = {r->data, (size_t)(q - r->data), r->cap, 0};
-  size_t at = b.len;
-  lmod_put_light(&b, id);
-  if (!b.err && b.len - at > 72) lpvm_tbuf_room(&b, r->all);
-  r->data = b.data, r->cap = b.cap;
-  if (b.err) {   /* out of memory: nothing more is written */
-    r->err = b.err;
-    return b.data + at;
-  }
-  return b.data + b.len;
-}
-
-/* Put the scalar v (raw_scalar_size's) at q, the room is there (raw_put_light for a
-** pid): past it. */
-static inline __attribute__((always_inline)) uint8_t *
-raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
-  size_t len;
-  switch (v->tt) {
-    case LRAW_VSHRSTR: case LRAW_VLNGSTR: {
-      const char *str = lraw_str(v, &len);
-      *q = T_BINARY;
-      wr32be(q + 1, (uint32_t)len);
-      memcpy(q + 5, str, len);
-      return q + 5 + len;
-    }
-    case LRAW_VNUMINT: {   /* as lpvm_put_int: the smallest form */
-      lua_Integer x = v->v.i;
-      if (x >= 0 && x <= 255) {
-        q[0] = T_SMALL_INT, q[1] = (uint8_t)x;
-        return q + 2;
-      }
-      if (x >= INT32_MIN && x <= INT32_MAX) {
-        q[0] = T_INT, wr32be(q + 1, (uint32_t)x);
-        return q + 5;
-      }
-      uint64_t mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;   /* little-endian */
-      uint8_t k = 0;
-      q[0] = T_SMALL_BIG, q[2] = x < 0;
-      for (; mag != 0; mag >>= 8) q[3 + k++] = (uint8_t)mag;
-      q[1] = k;
-      return q + 3 + k;
-    }
-    case LRAW_VNUMFLT: {
-      uint64_t bits;
-      memcpy(&bits, &v->v.n, sizeof bits);
-      q[0] = T_NEW_FLOAT;
-      wr32be(q + 1, (uint32_t)(bits >> 32)), wr32be(q + 5, (uint32_t)bits);
-      return q + 9;
-    }
-    case LRAW_VTRUE: memcpy(q, "\x77\x04" "true", 6); return q + 6;
-    case LRAW_VFALSE: memcpy(q, "\x77\x05" "false", 7); return q + 7;
-    case LRAW_VLIGHTUD: return raw_put_light(r, q, (uint64_t)(uintptr_t)v->v.p);
-    default: memcpy(q, "\x77\x03" "nil", 5); return q + 5;
-  }
-}
-
-static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
-  const lraw_tvalue *v = ((const lraw_state *)(void *)L)->ci->func + idx;
-  size_t sz = 1 + (n != 1 ? 2 : 0), one;
-  unsigned int k;
-  for (int i = 0; i < n; i++) {
-    one = v[i].tt == LRAW_VTABLE ? raw_list_size(v[i].v.gc, &k) : raw_scalar_size(&v[i]);
-    if (!one) return 0;
-    sz += one;
-  }
-  /* a small block from the thread's free lists (vm/lproc_small.h), where the
-  ** receiver's take puts it back (vm/lmod_msg.c): malloc and free cost ~70 */
-  lpvm_msg *m = lpvm_msg_init(lproc_small_alloc(sizeof(lpvm_msg) + sz), sz);
-  *out = m;
-  if (!m) return 1;
-  /* the block as a builder's (lpvm_msg_build): a pid's put may grow it */
-  rawblk r = {(uint8_t *)m, sizeof(lpvm_msg) + sz, sz, 0};
-  uint8_t *q = r.data + sizeof(lpvm_msg);
-  *q++ = 131;
-  if (n != 1) *q++ = T_SMALL_TUPLE, *q++ = (uint8_t)n;
-  for (int i = 0; i < n && !r.err; i++) {
-    if (v[i].tt != LRAW_VTABLE) {
-      q = raw_put(&r, q, &v[i]);
-      continue;
-    }
-    const lraw_table *h = v[i].v.gc;
-    const lraw_tvalue *a = h->array;
-    raw_list_size(h, &k);
-    if (k > 0) {
-      q[0] = T_LIST, wr32be(q + 1, k);
-      q += 5;
-      for (unsigned int j = 0; j < k && !r.err; j++) q = raw_put(&r, q, &a[j]);
-    }
-    *q++ = T_NIL;
-  }
-  if (r.err) {   /* a pid's growth failed */
-    free(r.data);
-    *out = NULL;
-    return 1;
-  }
-  int exact = r.data == (uint8_t *)m && (size_t)(q - r.data) == sizeof(lpvm_msg) + sz;
-  m = (lpvm_msg *)(void *)r.data;
-  m->len = (uint32_t)(q - r.data - sizeof(lpvm_msg));
-  if (exact) m->flags |= LPVM_MSGF_SMALL;   /* its block: lproc_small_size of it */
-  *out = m;
-  return 1;
-}
-
-/* The common message: up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers,
-** strings, pids, references), each put as it is, sized exactly (a pid or a
-** reference: a node name of up to 48 bytes; a longer one grows the block), without
-** the encoder's bookkeeping for tables and functions (~250 of a ring hop's ~2,800
-** instructions). The bytes are the same as lterm_enc_value's. If a value is not a
-** scalar nothing is built: NULL, and *hint is a first guess of the message's size
-** for the general encoder (64 bytes a table, 256 a function or another userdata),
-** from the same look at the values. A table's guess is small: lterm_msg starts from
-** the thread's last message of tables when that was bigger, and a block left with
-** more than 256 bytes spare is reallocated to its size (tasks/mailbox.c), which cost
-** EStone generic's call (a request {"abc"}, ~120 bytes in all) ~740 instructions in
-** jemalloc when a table guessed 256. */
-lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
-  lpvm_msg *m;
-  if (lraw_ok() && plain_raw(L, idx, n, &m)) {
-    *hint = 0;
-    return m;
-  }
-  int ty[LTERM_PLAIN_MAX];
-  uint64_t refs[LTERM_PLAIN_MAX];   /* a reference's id; a string's length */
-  const char *strs[LTERM_PLAIN_MAX];
-  size_t sz = n != 1 ? 2 : 0, other = 0, one;
-  for (int i = 0; i < n; i++) {
-    int t = lua_type(L, idx + i);
-    if (t == LUA_TSTRING) {   /* its bytes and length read once */
-      size_t len;
-      strs[i] = lua_tolstring(L, idx + i, &len);
-      ty[i] = LUA_TSTRING, refs[i] = len, sz += 5 + len;
-    } else if ((ty[i] = scalar_typed(L, idx + i, t, &one, &refs[i])) < 0) {
-      other += t == LUA_TTABLE ? 64 : 256;
-    } else {
-      sz += one;
-    }
-  }
-  *hint = other ? sz + other + 3 : 0;   /* (a tuple's header may take 5 bytes) */
-  if (other) return NULL;
-  lpvm_tbuf b;
-  lpvm_msg_build(&b, sz);
-  if (n != 1) lpvm_put_tuple(&b, (uint32_t)n);
-  for (int i = 0; i < n; i++) {
-    if (ty[i] == LUA_TSTRING) lpvm_put_binary(&b, strs[i], (size_t)refs[i]);
-    else put_scalar(L, idx + i, ty[i], refs[i], &b);
-  }
-  return lpvm_msg_built(&b, NULL);
-}
-
-/* ---- reading ---------------------------------------------------------------------- */
-
 
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -357,6 +85,9 @@ static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
 typedef struct strs {
   uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
   int pids;        /* the state has the pid metatable (once set, for the message) */
+  int room;        /* the stack has room up to this index (lraw_top's) with c->proc */
+  uint8_t pidn;    /* a local pid's tag and node atom: their length, 0 if none yet */
+  const uint8_t *pid0;   /* ... where they are in the message (seen_pid) */
   lproc *proc;     /* the state's process when the mirror is trusted (strc), else NULL */
   const lraw_string *s[STR_SLOTS];
 } strs;
@@ -391,30 +122,39 @@ static inline unsigned str_slot(const uint8_t *s, size_t k) {
 /* A process that is sent the same short strings again and again (a burst of "hi", a
 ** server's "call" and its request names, a reply's tag) paid lua_pushlstring's hashing
 ** and string-table lookup for each: ~190 of msg10's ~1,650 instructions a message. A
-** string the process decoded twice in a row into the same slot (its address, which
-** interning makes the same for the same bytes while it lives, compared) is kept in
-** that slot, anchored as a user value of a userdata the registry holds
-** (registry[&strc_key]); met again, its bytes are compared and the string is written
-** to the stack in place (vm/lraw.h), as lua_pushlstring would have found it. The
-** userdata (lproc.strc) is made at the process's second short string, so a process
-** that gets one message pays nothing; a recycled state's registry is wiped and its
-** next process starts without one. (Lua code that removes registry[&strc_key]
-** through the debug library takes the anchor away under the cache: like much else
-** that library can do, it breaks the state.) */
-#define STRC_SLOTS 8
+** string the process decoded twice into the same bucket (its address, which
+** interning makes the same for the same bytes while it lives, compared with the
+** bucket's two last ones) is kept in one of the bucket's two ways, anchored as a user
+** value of a userdata the registry holds (registry[&strc_key]); met again, its bytes
+** are compared and the string is written to the stack in place (vm/lraw.h), as
+** lua_pushlstring would have found it. Two ways a bucket: two strings that alternate
+** in a bucket (msgp_medium's "message" and "funky_stuff" fell in one of the 8 slots
+** of a way each, and "baby" and "abcdef" in another: four lua_pushlstring a message)
+** are both kept. The userdata (lproc.strc) is made at the process's second short
+** string, so a process that gets one message pays nothing; a recycled state's
+** registry is wiped and its next process starts without one. (Lua code that removes
+** registry[&strc_key] through the debug library takes the anchor away under the
+** cache: like much else that library can do, it breaks the state.) */
+#define STRC_BUCKETS 8
+#define STRC_SLOTS (2 * STRC_BUCKETS)
 typedef struct strcache {
-  const void *seen[STRC_SLOTS];          /* the last string pushed there: compared only */
+  const void *seen[STRC_SLOTS];          /* the last strings pushed there: compared only */
   const lraw_string *s[STRC_SLOTS];      /* kept: the userdata's user value slot + 1 */
+  uint8_t next[STRC_BUCKETS];            /* the way the next kept (bit 0), seen (bit 1) takes */
 } strcache;
 
 static const char strc_key = 0;
 
+/* The bucket's first slot (its two ways: slot, slot + 1), from the length and end
+** bytes mixed by one odd multiplier (their sum put common names in one slot). */
 static inline unsigned strc_slot(const uint8_t *s, size_t k) {   /* k >= 1 */
-  return (unsigned)(k * 5 + s[0] + 3u * s[k - 1]) & (STRC_SLOTS - 1);
+  uint32_t h = ((uint32_t)s[0] | (uint32_t)s[k - 1] << 8 | (uint32_t)k << 16) * 0x9E3779B1u;
+  return (h >> 29) * 2;   /* STRC_BUCKETS == 8 */
 }
 
-/* lua_pushlstring has just pushed a short string (slot's): note it, keep it if it was
-** the slot's last one, make the cache at the process's second string. */
+/* lua_pushlstring has just pushed a short string (bucket slot's): note it, keep it if
+** the bucket saw it last or the time before, make the cache at the process's second
+** string. */
 static __attribute__((noinline)) void strc_miss(lua_State *L, lproc *p, unsigned slot) {
   const lraw_string *ts = ((const lraw_state *)(void *)L)->top[-1].v.gc;
   strcache *sc = p->strc;
@@ -428,8 +168,10 @@ static __attribute__((noinline)) void strc_miss(lua_State *L, lproc *p, unsigned
     lua_rawsetp(L, LUA_REGISTRYINDEX, &strc_key);
     p->strc = sc;
   }
-  if (sc->seen[slot] != ts) {
-    sc->seen[slot] = ts;
+  unsigned b = slot / 2, nx = sc->next[b];
+  if (sc->seen[slot] != ts && sc->seen[slot + 1] != ts) {
+    sc->seen[slot + (nx >> 1)] = ts;
+    sc->next[b] = (uint8_t)(nx ^ 2);
     return;
   }
   if (!lua_checkstack(L, 2) || lua_rawgetp(L, LUA_REGISTRYINDEX, &strc_key) != LUA_TUSERDATA ||
@@ -438,6 +180,8 @@ static __attribute__((noinline)) void strc_miss(lua_State *L, lproc *p, unsigned
     p->strc = (void *)1;
     return;
   }
+  slot += nx & 1;
+  sc->next[b] = (uint8_t)(nx ^ 1);
   lua_pushvalue(L, -2);
   lua_setiuservalue(L, -2, (int)slot + 1);
   lua_pop(L, 1);
@@ -454,6 +198,7 @@ push_str(lua_State *L, const uint8_t *s, size_t k, strs *c) {
     const strcache *sc = p->strc;
     if ((uintptr_t)sc > 1) {
       const lraw_string *t = sc->s[slot];
+      if (!(t && t->shrlen == k && same_bytes(t->contents, s, k))) t = sc->s[slot + 1];
       if (t && t->shrlen == k && same_bytes(t->contents, s, k)) {
         lraw_state *st = (lraw_state *)(void *)L;
         st->top->v.gc = (void *)t;
@@ -477,8 +222,26 @@ static inline int lraw_top(lua_State *L) {
 
 /* The per-message state: c->proc set when the mirror is trusted. */
 static inline void strs_init(lua_State *L, strs *c) {
-  c->used = 0, c->pids = 0;
+  c->used = 0, c->pids = 0, c->room = 0, c->pidn = 0;
   c->proc = lraw_ok() ? (lproc *)((const lraw_state *)(const void *)L)->l_G->ud : NULL;
+}
+
+/* A NEW_PID_EXT at p of this node, by the bytes of the message's first one: its tag
+** and node atom (c->pidn of them, 9 to 16, at c->pid0 in the message) compared as two
+** overlapping words instead of local_pid's reading of the atom; where its ID word
+** begins, or NULL (local_pid then reads it, and notes where it is for the next). */
+static inline const uint8_t *seen_pid(const uint8_t *p, size_t left, const strs *c) {
+  size_t n = c->pidn;
+  if (n == 0 || left < n + 12) return NULL;
+  uint64_t x, y, x0, y0;
+  memcpy(&x, p, 8), memcpy(&y, p + n - 8, 8);
+  memcpy(&x0, c->pid0, 8), memcpy(&y0, c->pid0 + n - 8, 8);
+  return x == x0 && y == y0 ? p + n : NULL;
+}
+
+static inline void note_pid(const uint8_t *p, const uint8_t *q, strs *c) {
+  size_t n = (size_t)(q - p);
+  if (n >= 9 && n <= 16) c->pid0 = p, c->pidn = (uint8_t)n;
 }
 
 /* Push the value at p if it is a scalar (or []), inline in every loop: past it, or
@@ -514,6 +277,7 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
     case T_NEW_PID: {
       const uint8_t *q = local_pid(p, left);
       lpvm_id id;
+      if (q) note_pid(p, q, c);
       if (q) {   /* this node's: ID and serial words, the creation is not checked */
         id = be32(q) | (uint64_t)be32(q + 4) << 32;
         if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;   /* too wide */
@@ -550,106 +314,141 @@ static const uint8_t *plain_value(lua_State *L, const uint8_t *p, const uint8_t 
 static const uint8_t *plain_nested(lua_State *L, const uint8_t *p, const uint8_t *end,
                                    int depth, strs *c);
 
-/* The element at p written straight into the array slot v of a table
-** lua_createtable just made, if it is a value that is not collectable (an integer, a
-** float, a boolean, nil, this node's pid when the state has the pid metatable): past
-** it, or NULL (nothing written: the caller pushes it and sets it with lua_rawseti,
-** which keeps the collector's barrier for strings and tables). A nil stays the
-** empty slot the table was made with. */
-static inline __attribute__((always_inline)) const uint8_t *
-raw_scalar(lraw_tvalue *v, const uint8_t *p, const uint8_t *end, int pids) {
-  size_t left = (size_t)(end - p);
-  if (left < 2) return NULL;
-  switch (p[0]) {
-    case T_SMALL_INT: v->v.i = p[1], v->tt = LRAW_VNUMINT; return p + 2;
-    case T_INT:
-      if (left < 5) return NULL;
-      v->v.i = (int32_t)be32(p + 1), v->tt = LRAW_VNUMINT;
-      return p + 5;
-    case T_NEW_FLOAT: {
-      if (left < 9) return NULL;
-      uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
-      memcpy(&v->v.n, &bits, sizeof bits);
-      v->tt = LRAW_VNUMFLT;
-      return p + 9;
-    }
-    case T_SMALL_ATOM_UTF8:
-      if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) {
-        v->v.i = 0, v->tt = LRAW_VTRUE;
-        return p + 6;
-      }
-      if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) {
-        v->v.i = 0, v->tt = LRAW_VFALSE;
-        return p + 7;
-      }
-      if (p[1] == 3 && left >= 5 && memcmp(p + 2, "nil", 3) == 0) return p + 5;
-      return NULL;
-    case T_NEW_PID: {
-      const uint8_t *q = pids ? local_pid(p, left) : NULL;
-      if (!q) return NULL;
-      lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
-      if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;
-      v->v.p = (void *)(uintptr_t)id, v->tt = LRAW_VLIGHTUD;
-      return q + 12;
-    }
-    default: return NULL;
+/* Room on the stack for a sequence's four values (plain_scalar's three and its table):
+** lua_checkstack for 20 at a time, the room's end noted as an index from the function
+** (which a reallocation keeps; a shrink keeps what lua_checkstack asked for), not a
+** call a table (~20 instructions each, very_big's 76). */
+static inline int seq_room(lua_State *L, strs *c) {
+  if (c->proc) {
+    int top = lraw_top(L);
+    if (top + 4 <= c->room) return 1;
+    if (!lua_checkstack(L, 20)) return 0;
+    c->room = top + 20;
+    return 1;
   }
+  return lua_checkstack(L, 4);
 }
 
-/* n elements at p into a new sequence (a list's or a tuple's). */
+/* n elements at p into a new sequence (a list's or a tuple's). When the mirror is
+** trusted the table is made by lraw_new_array and each element is read by one
+** switch on its tag: a value that is not collectable (an integer, a float, a
+** boolean, nil, this node's pid once the state has the pid metatable) is written
+** straight into its slot (a nil stays the empty slot the table was made with), a
+** short string met before in this message is written from its first (c->s), a list
+** or a tuple is read by plain_seq itself and copied from the stack into its slot;
+** anything else (a string met first, a map, a byte list, a reference, [] , a short
+** or malformed value) through plain_scalar and plain_nested, which push it or give
+** up. */
 static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *end,
                                 uint32_t n, int depth, strs *c) {
   /* every element takes a byte at least: a bigger count is malformed, and is not
   ** allowed to size a table */
-  if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !lua_checkstack(L, 4)) return NULL;
-  lraw_tvalue *a = NULL;   /* the array part, when written directly */
-  lraw_table *h = NULL;
-  int pids = 0;
+  if (depth >= LTERM_DEPTH || n > (size_t)(end - p) || !seq_room(L, c)) return NULL;
   if (n == 0 || !lraw_ok()) {
     lua_createtable(L, (int)n, 0);
-  } else {
-    a = lraw_new_array(L, n);   /* lua_createtable(L, n, 0)'s table, made for less */
-    h = ((const lraw_state *)(void *)L)->top[-1].v.gc;   /* the table just made */
-    if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
-      lproc *pr = lproc_of(L);
-      c->pids = pr && pr->pid_mt;
-    }
-    pids = c->pids;
-  }
-  for (uint32_t i = 1; i <= n; i++) {
-    unsigned slot = STR_SLOTS;
-    if (a) {
-      const uint8_t *r = raw_scalar(&a[i - 1], p, end, pids);
-      if (r) {
-        p = r;
-        continue;
-      }
-      size_t k, left = (size_t)(end - p);
-      if (p[0] == T_BINARY && left >= 5 && (k = be32(p + 1)) <= LRAW_SHORTMAX &&
-          k <= left - 5) {   /* a short string: met before in this message? */
-        const lraw_string *s = c->s[slot = str_slot(p + 5, k)];
-        /* a table the collector has blackened needs lua_rawseti's barrier */
-        if ((c->used >> slot & 1) && s->shrlen == k && same_bytes(s->contents, p + 5, k) &&
-            !(h->marked & LRAW_BLACK)) {
-          a[i - 1].v.gc = (void *)s, a[i - 1].tt = LRAW_VSHRSTR;
-          p += 5 + k;
-          continue;
-        }
-      }
-    }
-    const uint8_t *q = plain_scalar(L, p, end, c);
-    if (!(p = q ? q : plain_nested(L, p, end, depth + 1, c))) return NULL;
-    if (a && !(h->marked & LRAW_BLACK)) {
-      /* the value just pushed copied into its slot (a new table, a string met first):
-      ** lua_rawseti's barrier does nothing for a table that is not black (a
-      ** collection step while the value was made may have blackened this one) */
-      a[i - 1] = ((const lraw_state *)(void *)L)->top[-1];
-      lua_pop(L, 1);
-    } else {
+    for (uint32_t i = 1; i <= n; i++) {
+      const uint8_t *q = plain_scalar(L, p, end, c);
+      if (!(p = q ? q : plain_nested(L, p, end, depth + 1, c))) return NULL;
       lua_rawseti(L, -2, (lua_Integer)i);
     }
-    if (slot < STR_SLOTS && a[i - 1].tt == LRAW_VSHRSTR) {
-      c->s[slot] = a[i - 1].v.gc;
+    return p;
+  }
+  lraw_tvalue *a = lraw_new_array(L, n);   /* lua_createtable(L, n, 0)'s, made for less */
+  const lraw_table *h = ((const lraw_state *)(void *)L)->top[-1].v.gc;   /* just made */
+  if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
+    lproc *pr = lproc_of(L);
+    c->pids = pr && pr->pid_mt;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    lraw_tvalue *v = &a[i];
+    size_t left = (size_t)(end - p), k;
+    unsigned slot = STR_SLOTS;
+    const uint8_t *q;
+    if (left < 2) goto other;   /* [] alone is a single byte */
+    switch (p[0]) {
+      case T_SMALL_INT: v->v.i = p[1], v->tt = LRAW_VNUMINT; p += 2; continue;
+      case T_INT:
+        if (left < 5) goto other;
+        v->v.i = (int32_t)be32(p + 1), v->tt = LRAW_VNUMINT;
+        p += 5;
+        continue;
+      case T_NEW_FLOAT: {
+        if (left < 9) goto other;
+        uint64_t bits = (uint64_t)be32(p + 1) << 32 | be32(p + 5);
+        memcpy(&v->v.n, &bits, sizeof bits);
+        v->tt = LRAW_VNUMFLT;
+        p += 9;
+        continue;
+      }
+      case T_SMALL_ATOM_UTF8:
+        if (p[1] == 4 && left >= 6 && memcmp(p + 2, "true", 4) == 0) {
+          v->v.i = 0, v->tt = LRAW_VTRUE;
+          p += 6;
+          continue;
+        }
+        if (p[1] == 5 && left >= 7 && memcmp(p + 2, "false", 5) == 0) {
+          v->v.i = 0, v->tt = LRAW_VFALSE;
+          p += 7;
+          continue;
+        }
+        if (p[1] == 3 && left >= 5 && memcmp(p + 2, "nil", 3) == 0) {
+          p += 5;
+          continue;
+        }
+        goto other;
+      case T_NEW_PID: {
+        if (!c->pids) goto other;
+        if (!(q = seen_pid(p, left, c))) {
+          if (!(q = local_pid(p, left))) goto other;
+          note_pid(p, q, c);
+        }
+        lpvm_id id = be32(q) | (uint64_t)be32(q + 4) << 32;
+        if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) goto other;
+        v->v.p = (void *)(uintptr_t)id, v->tt = LRAW_VLIGHTUD;
+        p = q + 12;
+        continue;
+      }
+      case T_BINARY:
+        if (left >= 5 && (k = be32(p + 1)) <= LRAW_SHORTMAX && k <= left - 5) {
+          /* a short string: met before in this message? */
+          const lraw_string *s = c->s[slot = str_slot(p + 5, k)];
+          /* a table the collector has blackened needs lua_rawseti's barrier */
+          if ((c->used >> slot & 1) && s->shrlen == k && same_bytes(s->contents, p + 5, k) &&
+              !(h->marked & LRAW_BLACK)) {
+            v->v.gc = (void *)s, v->tt = LRAW_VSHRSTR;
+            p += 5 + k;
+            continue;
+          }
+        }
+        goto other;
+      case T_SMALL_TUPLE:
+        if (!(p = plain_seq(L, p + 2, end, p[1], depth + 1, c))) return NULL;
+        goto pushed;
+      case T_LIST:
+        if (left < 5 || !(p = plain_seq(L, p + 5, end, be32(p + 1), depth + 1, c)) ||
+            p >= end || *p != T_NIL)   /* an improper tail: the general decoder */
+          return NULL;
+        p++;
+        goto pushed;
+      default: goto other;
+    }
+  other:
+    q = plain_scalar(L, p, end, c);
+    if (!(p = q ? q : plain_nested(L, p, end, depth + 1, c))) return NULL;
+  pushed:
+    if (!(h->marked & LRAW_BLACK)) {
+      /* the value just pushed copied into its slot (a new table, a string met first):
+      ** lua_rawseti's barrier does nothing for a table that is not black (a
+      ** collection step while the value was made may have blackened this one); then
+      ** popped in place (lua_settop's one other task, closing a to-be-closed
+      ** variable, has none to close here) */
+      lraw_state *st = (lraw_state *)(void *)L;
+      *v = *--st->top;
+    } else {
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    if (slot < STR_SLOTS && v->tt == LRAW_VSHRSTR) {
+      c->s[slot] = v->v.gc;
       c->used |= UINT32_C(1) << slot;
     }
   }
@@ -743,6 +542,7 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   strs c;
   strs_init(L, &c);
   int base = c.proc ? lraw_top(L) : lua_gettop(L);
+  c.room = base + (int)n + 3;   /* the n values and a sequence's 4 past the last one's */
   if (!tuple) {
     const uint8_t *q = plain_scalar(L, p, end, &c);
     p = q ? q : plain_nested(L, p, end, 0, &c);

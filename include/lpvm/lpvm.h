@@ -53,6 +53,12 @@ typedef struct lpvm_config {
 
 LPVM_API void lpvm_config_init(lpvm_config *cfg);
 
+/* Move the calling thread's allocations to an arena of their own whose fresh memory
+** comes in huge pages, as the workers' do in a big VM (sched/memory.c): for a helper
+** thread of the VM that makes much of the processes' memory (the state maker). Does
+** nothing without jemalloc. */
+LPVM_API void lpvm_aux_arena(void);
+
 /* Start the VM: workers and timer thread. cfg may be NULL for the defaults. */
 LPVM_API int lpvm_start(const lpvm_config *cfg);
 

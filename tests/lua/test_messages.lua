@@ -258,10 +258,39 @@ test("short strings met again arrive as themselves", function()
   end
 end)
 
--- A message of scalars and lists of scalars (a table whose array part holds them up to
--- its first nil, with no hash part) is written in place (vm/lterm_plain.c, plain_raw);
--- beside a map it goes through the general encoder, beside a binary the general
--- decoder reads it. All three must arrive alike.
+-- More strings come again than the cache has slots (16: 8 buckets of two ways), so
+-- buckets see three or more in turn, keep two, replace a kept one: each string must
+-- still arrive as itself, interned, in a list and alone, across collections.
+test("short strings taking turns in the cache's buckets arrive as themselves", function()
+  local me = lpvm.self()
+  local function make(i, j)   -- a fresh string each call: 24 names of 6 bytes
+    return string.char(97 + i % 26) .. ("q"):rep(4) .. string.char(65 + (i * 7 + j) % 26)
+  end
+  local names = {}
+  for i = 1, 24 do names[i] = make(i, 0) end
+  for round = 1, 3 do
+    for _ = 1, 20 do
+      local l = {}
+      for i = 1, 24 do l[i] = make(i, 0) end
+      lpvm.send(me, make(round, 0), l)
+      local s, t = lpvm.receive()
+      local key = {}
+      for i = 1, 24 do key[names[i]] = i end
+      T.eq(s, names[round], "alone, round " .. round)
+      T.eq(key[s], round, "alone, interned, round " .. round)
+      for i = 1, 24 do
+        T.eq(t[i], names[i], "in a list: string " .. i)
+        T.eq(key[t[i]], i, "interned in a list: string " .. i)
+      end
+    end
+    collectgarbage("collect")
+  end
+end)
+
+-- A message of scalars and lists of scalars and lists (a table whose array part holds
+-- them up to its first nil, with no hash part; 4 levels, 8 tables) is written in
+-- place (vm/lterm_plain.c, plain_raw); beside a map it goes through the general
+-- encoder, beside a binary the general decoder reads it. All three must arrive alike.
 test("lists of scalars arrive alike by the in-place and the general paths", function()
   local me = lpvm.self()
   local ref = lpvm.make_ref()
@@ -271,7 +300,9 @@ test("lists of scalars arrive alike by the in-place and the general paths", func
     { {}, { "" }, {}, { ("x"):rep(300) } },
     { { nil, 2 } },                      -- a hole: a map
     { { 1, 2, 3, nil }, "tail" },
-    { { 1, { 2 } }, 3 },                 -- a nested table: the general encoder
+    { { 1, { 2 } }, 3 },                 -- nested lists: in place too
+    { { 1, { me, { "s", { 4, { 5 } } } } }, 3 },   -- five levels: the general encoder
+    { { 1, { 2, { x = 1 } } } },         -- a map inside: the general encoder
   }
   local emptied = { 1, 2, x = 3 }
   emptied.x = nil                       -- a hash part, empty: the general encoder

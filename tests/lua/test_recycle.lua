@@ -213,7 +213,7 @@ test("a state from the maker's stock is a fresh one", function()
   local spot = run(fingerprint, { max_heap = 64 << 20 })
   T.eq(spot[2], false, "recycle(0): not recycled")
   T.eq(spot[4], false, "a heap limit: made on the spot")
-  local off = (tonumber(os.getenv("LPVM_STOCK")) or 0) == 0
+  local off = (tonumber(os.getenv("LPVM_STOCK")) or 32) == 0
   local stock
   -- the maker starts once 32 spawns found no state (LPROC_MAKER_AFTER, counted from
   -- the VM's start); with it on, after that many tries each next one once the stock

@@ -1,11 +1,11 @@
 -- test_stock.lua -- new states made ahead by the maker thread (vm/lproc_maker.c): many
 -- spawners take them while the maker refills. ctest runs this with the maker on
--- (LPVM_STOCK=32; again with 2 workers, for TSan) and off (the default: no process
--- gets one); a heap limit never takes one. That a stock state is the same as a new
+-- (the default, LPVM_STOCK=32; again with 2 workers, for TSan) and off (LPVM_STOCK=0:
+-- no process gets one); a heap limit never takes one. That a stock state is the same as a new
 -- one is tests/lua/test_recycle.lua's.
 local T = dofile((arg[0]:match("^(.*/)") or "") .. "harness.lua")
 
-local off = (tonumber(os.getenv("LPVM_STOCK")) or 0) == 0
+local off = (tonumber(os.getenv("LPVM_STOCK")) or 32) == 0
 
 -- Waits until the maker's stock holds a state (lpvm.stock), at most until `deadline`
 -- (lpvm.now()'s clock): the maker runs at idle priority, and a machine busy with other
