@@ -30,6 +30,7 @@
 ** other thread in between (see "the poll" below).
 */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -45,51 +46,85 @@ typedef struct level {
   lpvm_task *head, *tail;
 } level;
 
-/* Each field says which threads write it. "Owner" is the worker's own thread. */
+/* Each field says which threads write it. "Owner" is the worker's own thread.
+**
+** The fields are grouped by who writes them, a cache line (or more) each, because the
+** other workers read some of them all the time: a busy worker reads every other
+** worker's bitmap before each step (best_other), an idle one reads qlen, cache,
+** preempt and runs once a microsecond (look_at). Sharing a line with what the owner
+** writes at every step (cache, running_prio, preempt, runs) made each of those reads
+** a miss for the reader and the owner's next write a miss for the owner: two
+** transfers of the line between the cores per step while both worked. Now:
+**   - the bitmap, alone: it changes only when a level empties or fills, so a busy
+**     worker's look at another one's bitmap hits in its cache while that other
+**     worker's queue keeps its levels (the queue itself changes at every push);
+**   - the queue: mu, qlen and the levels change only when the queue does;
+**   - the step: what the owner writes at every step;
+**   - the sleep: the condition variable and the flags changed when it sleeps or
+**     wakes, and the counters only statistics read. */
 typedef struct worker {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  level lv[LEVELS];               /* any thread, under mu (a queuer, a thief) */
+  /* -- the bitmap (any thread, under mu, only when it changes) -- */
   _Atomic uint32_t bitmap;        /* non-empty levels, bit i = priority i; under mu,
                                   ** read by any worker without it */
+  int index;                      /* set once by sched_start */
+  /* -- the queue (any thread, under mu) -- */
+  pthread_mutex_t mu __attribute__((aligned(64)));
   _Atomic uint32_t qlen;          /* under mu, read without it */
-  _Atomic(lpvm_task *) cache;     /* set by the owner (CAS from empty); taken by the
-                                  ** owner or an idle worker (exchange) */
+  int bound;                      /* owner, once: bound to its own allocator arena */
+  level lv[LEVELS];               /* any thread, under mu (a queuer, a thief) */
+  /* -- the step (the owner, at every step) -- */
+  _Atomic(lpvm_task *) cache __attribute__((aligned(64)));
+                                  /* set by the owner only (a store when it is
+                                  ** empty); taken by the owner or an idle worker
+                                  ** (exchange) */
+  _Atomic int preempt;            /* raised by any queuer of a higher priority,
+                                  ** cleared by the owner as it starts a task; read by
+                                  ** idle workers (look_at) */
+  _Atomic int running_prio;       /* owner; NO_LEVEL when not running a task */
+  _Atomic uint64_t runs;          /* owner; read by idle workers (look_at): a step began */
+  _Atomic uint64_t switches, cache_hits;  /* owner; stats read */
+  lpvm_task *last;                /* owner */
+  uint64_t backlog_at;            /* owner: runs + 1 when a backlog began, 0 = none */
+  uint32_t unpolled;              /* owner: steps since it last looked in the poll */
+  /* -- the sleep (under mu unless said) -- */
+  pthread_cond_t cv __attribute__((aligned(64)));
   _Atomic int sleeping;           /* under mu: set by the owner, cleared by the owner
                                   ** or by the one waker that signals it */
   _Atomic int resting;            /* owner: it sleeps with no watch timeout (every
                                   ** other worker sleeps too: the idle VM); stats read */
   _Atomic int polling;            /* under mu, by the owner: it sleeps in the poll,
                                   ** so a waker ends the poll's wait, not the cv's */
-  _Atomic int preempt;            /* raised by any queuer of a higher priority,
-                                  ** cleared by the owner as it starts a task; read by
-                                  ** idle workers (look_at) */
-  _Atomic int running_prio;       /* owner; NO_LEVEL when not running a task */
   int kick;                       /* under mu */
-  int index;                      /* set once by sched_start */
-  int bound;                      /* owner: bound to its own allocator arena */
-  pthread_t th;
-  lpvm_task *last;                /* owner */
-  uint64_t backlog_at;            /* owner: runs + 1 when a backlog began, 0 = none */
-  uint32_t unpolled;              /* owner: steps since it last looked in the poll */
-  _Atomic uint64_t runs;          /* owner; read by idle workers (look_at): a step began */
-  _Atomic uint64_t switches, steals, cache_hits, sleeps;  /* owner; stats read */
+  pthread_t th;                   /* set once by sched_start */
+  _Atomic uint64_t steals, sleeps;  /* owner; stats read */
 } __attribute__((aligned(64))) worker;
 
+_Static_assert(offsetof(worker, cv) - offsetof(worker, cache) <= 64,
+               "what the owner writes at every step fits one cache line");
+_Static_assert(offsetof(worker, mu) - offsetof(worker, bitmap) == 64,
+               "the bitmap has its line to itself (and the index, read only)");
+
+/* Read-mostly fields first (read at every step by every worker), then, on lines of
+** their own, those written while the VM runs: an idle worker's sleep and wake, the
+** poll's holder (taken and given back by each busy worker every BUSY_POLL_EVERY
+** steps) and the round robin of non-worker threads, so that none of those writes
+** makes the busy workers miss on the fields they read at every step. */
 static struct {
   worker *w;
   int n;
   int cache_on;
   int spin;
+  int poll_on;                    /* there is a poll: set by sched_start */
+  sched_poll poll;                /* set by sched_start */
   _Atomic int stop;
-  _Atomic int big;                /* the VM grew big: workers move to their arenas */
-  _Atomic int sleepers;
+  _Atomic int big;                /* the VM grew big: workers move to their arenas
+                                  ** (set once) */
+  _Atomic int sleepers __attribute__((aligned(64)));
   _Atomic int watchers;           /* sleepers on a timed watch (sleep_until_kicked) */
-  _Atomic uint32_t rr;
-  sched_poll poll;                /* set by sched_start; poll_on: there is one */
-  int poll_on;
-  _Atomic int poll_owner;         /* index of the worker that holds the poll, or -1:
+  _Atomic int poll_owner __attribute__((aligned(64)));
+                                  /* index of the worker that holds the poll, or -1:
                                   ** taken and given back by that worker */
+  _Atomic uint32_t rr __attribute__((aligned(64)));  /* home_of: non-worker threads */
 } S;
 
 static _Thread_local worker *self_w;
@@ -111,13 +146,20 @@ static inline void cpu_relax(void) {
 
 /* ---- run queues ------------------------------------------------------------------- */
 
+/* Under w->mu. The bitmap's line is written only when the bitmap changes (the other
+** workers read it before each of their steps): a push to a level that is already
+** non-empty leaves it alone. (Plain stores instead of the locked read-modify-writes,
+** which the mutex would allow, cost more instructions than they save here: +17 a
+** spawn_exit task, callgrind, with no gain seen on the clock.) */
 static void push_locked(worker *w, lpvm_task *t) {
   level *l = &w->lv[t->prio];
   t->rq_next = NULL;
   if (l->tail) l->tail->rq_next = t;
   else l->head = t;
   l->tail = t;
-  atomic_fetch_or(&w->bitmap, 1u << t->prio);
+  uint32_t bit = 1u << t->prio;
+  if (!(atomic_load_explicit(&w->bitmap, memory_order_relaxed) & bit))
+    atomic_fetch_or(&w->bitmap, bit);
   atomic_fetch_add_explicit(&w->qlen, 1, memory_order_relaxed);
 }
 
@@ -201,8 +243,10 @@ void sched_make_runnable(lpvm_task *t) {
   worker *w = self_w;
   if (w && S.cache_on && atomic_load_explicit(&w->bitmap, memory_order_relaxed) == 0) {
     int prio = t->prio;
-    lpvm_task *empty = NULL;
-    if (atomic_compare_exchange_strong(&w->cache, &empty, t)) {
+    /* Only the owner fills its cache and others only empty it: seen empty, it stays
+    ** empty until this store, which needs no locked compare-and-swap. */
+    if (atomic_load_explicit(&w->cache, memory_order_relaxed) == NULL) {
+      atomic_store_explicit(&w->cache, t, memory_order_release);
       /* A higher level waits behind the running task. (Between steps, as when the
       ** poll delivers readiness, nothing runs: w takes its cache next, and waking a
       ** sleeper would only have it steal the task.) */
@@ -274,7 +318,11 @@ static lpvm_task *next_task(worker *w) {
   int own = top_level(atomic_load(&w->bitmap));
   int other;
   worker *v = best_other(w, &other);
-  lpvm_task *t = atomic_exchange(&w->cache, NULL);
+  /* The exchange only when something is there (only the owner fills the cache): a
+  ** step taken from the queue costs no locked instruction here. */
+  lpvm_task *t = atomic_load_explicit(&w->cache, memory_order_relaxed)
+                     ? atomic_exchange(&w->cache, NULL)
+                     : NULL;
   if (t) {
     if (t->prio <= own && t->prio <= other) {
       bump(&w->cache_hits);
