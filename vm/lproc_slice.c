@@ -146,6 +146,14 @@ typedef struct own_hook {
 } own_hook;
 
 static _Thread_local own_hook own[LPROC_OWN];
+/* Entries in use: lproc_slice_leave looks at the entries only when some are (a resume's
+** end is on every message hop). An atomic add, as the handler may land in the thread's. */
+static _Thread_local _Atomic int own_n;
+
+static void own_free(own_hook *o) {
+  o->L = NULL;
+  atomic_fetch_sub_explicit(&own_n, 1, memory_order_relaxed);
+}
 
 static own_hook *own_find(lua_State *L) {
   for (int i = 0; i < LPROC_OWN; i++)
@@ -159,9 +167,10 @@ static void own_save(lua_State *L) {
   if (h == lproc_hook) return;   /* armed already: what it replaced is kept, or none */
   own_hook *o = own_find(L);
   if (!h) {
-    if (o) o->L = NULL;          /* a kept one the process has since cleared */
+    if (o) own_free(o);          /* a kept one the process has since cleared */
     return;
   }
+  int fresh = !o;
   if (!o) o = own_find(NULL);
   if (!o) return;
   o->f = h;
@@ -169,6 +178,7 @@ static void own_save(lua_State *L) {
   o->count = lua_gethookcount(L);
   atomic_signal_fence(memory_order_seq_cst);
   o->L = L;
+  if (fresh) atomic_fetch_add_explicit(&own_n, 1, memory_order_relaxed);
 }
 
 /* L's hook goes back to what the arm replaced (none, or the process's own). */
@@ -179,7 +189,7 @@ static void own_restore(lua_State *L) {
     return;
   }
   own_hook keep = *o;
-  o->L = NULL;   /* free first: a tick landing after the hook is back keeps it again */
+  own_free(o);   /* free first: a tick landing after the hook is back keeps it again */
   atomic_signal_fence(memory_order_seq_cst);
   lua_sethook(L, keep.f, keep.mask, keep.count);
 }
@@ -187,7 +197,7 @@ static void own_restore(lua_State *L) {
 /* L's state starts anew or closes: nothing kept for it may come back. */
 static void own_forget(lua_State *L) {
   own_hook *o = own_find(L);
-  if (o) o->L = NULL;
+  if (o) own_free(o);
 }
 
 /* ---- the hook ---------------------------------------------------------------------------- */
@@ -463,12 +473,13 @@ void lproc_slice_leave(lua_State *prev) {
   lproc_slice_running = prev;
   /* armed, and the resume ended before the hook ran (a receive, a return): the
   ** process's own hook goes back now; with none kept, ours stays to cut the next
-  ** resume short, as it always did. No hook at all (the usual case): nothing kept. */
+  ** resume short, as it always did. Nothing kept (the usual case): one load. */
   atomic_signal_fence(memory_order_seq_cst);
-  lua_Hook h = L && tick_mode ? lua_gethook(L) : NULL;
-  own_hook *o = h ? own_find(L) : NULL;
-  if (o && h == lproc_hook) own_restore(L);
-  else if (o) o->L = NULL;   /* the process set another hook since: it stays */
+  if (atomic_load_explicit(&own_n, memory_order_relaxed) && L && tick_mode) {
+    own_hook *o = own_find(L);
+    if (o && lua_gethook(L) == lproc_hook) own_restore(L);
+    else if (o) own_free(o);   /* the process set another hook since: it stays */
+  }
   if (!prev && me) atomic_store_explicit(&me->on, 0, memory_order_relaxed);
 }
 
