@@ -23,6 +23,21 @@ static int send_built(lpvm_task *self, lpvm_id port, lpvm_tbuf *b) {
   return m ? lpvm_send_msg(self, port, m) : LPVM_ENOMEM;
 }
 
+/* b starts a command {Tag, Value}: the value is put next. */
+static void tagged(lpvm_tbuf *b, const char *tag) {
+  lpvm_tbuf_init(b);
+  lpvm_put_tuple(b, 2);
+  lpvm_put_atom(b, tag);
+}
+
+/* {Tag, Atom} */
+static int cmd_atom2(lpvm_task *self, lpvm_id port, const char *tag, const char *atom) {
+  lpvm_tbuf b;
+  tagged(&b, tag);
+  lpvm_put_atom(&b, atom);
+  return send_built(self, port, &b);
+}
+
 int io_cmd_atom(lpvm_task *self, lpvm_id port, const char *atom) {
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
@@ -32,27 +47,21 @@ int io_cmd_atom(lpvm_task *self, lpvm_id port, const char *atom) {
 
 int io_cmd_int(lpvm_task *self, lpvm_id port, const char *tag, int64_t v) {
   lpvm_tbuf b;
-  lpvm_tbuf_init(&b);
-  lpvm_put_tuple(&b, 2);
-  lpvm_put_atom(&b, tag);
+  tagged(&b, tag);
   lpvm_put_int(&b, v);
   return send_built(self, port, &b);
 }
 
 int io_cmd_pid(lpvm_task *self, lpvm_id port, const char *tag, lpvm_id id) {
   lpvm_tbuf b;
-  lpvm_tbuf_init(&b);
-  lpvm_put_tuple(&b, 2);
-  lpvm_put_atom(&b, tag);
+  tagged(&b, tag);
   lpvm_put_pid(&b, id);
   return send_built(self, port, &b);
 }
 
 int io_cmd_bin(lpvm_task *self, lpvm_id port, const char *tag, const void *p, size_t len) {
   lpvm_tbuf b;
-  lpvm_tbuf_init(&b);
-  lpvm_put_tuple(&b, 2);
-  lpvm_put_atom(&b, tag);
+  tagged(&b, tag);
   lpvm_put_binary(&b, p, len);
   return send_built(self, port, &b);
 }
@@ -114,9 +123,7 @@ int lpvm_port_send_bin(lpvm_task *self, lpvm_id port, lpvm_bin *bin, size_t off,
   if (rc) return rc;
   lpvm_tbuf b;
   lpvm_binrefs refs = {0};
-  lpvm_tbuf_init(&b);
-  lpvm_put_tuple(&b, 2);
-  lpvm_put_atom(&b, "command");
+  tagged(&b, "command");
   lpvm_put_bin(&b, &refs, bin, off, len);
   rc = b.err;
   lpvm_msg *m = lpvm_tbuf_to_msg_bins(&b, &refs);
@@ -138,24 +145,12 @@ int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n) {
 int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active) {
   static const char *names[] = {"false", "true", "once"};
   if (io_kind_check(port, stream_kinds) || active < 0 || active > 2) return LPVM_EINVAL;
-  lpvm_tbuf b;
-  lpvm_tbuf_init(&b);
-  lpvm_put_tuple(&b, 2);
-  lpvm_put_atom(&b, "active");
-  lpvm_put_atom(&b, names[active]);
-  return send_built(self, port, &b);
+  return cmd_atom2(self, port, "active", names[active]);
 }
 
 int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet) {
   if (io_kind_check(port, stream_kinds)) return LPVM_EINVAL;
-  if (packet == LPVM_PACKET_LINE) {
-    lpvm_tbuf b;
-    lpvm_tbuf_init(&b);
-    lpvm_put_tuple(&b, 2);
-    lpvm_put_atom(&b, "packet");
-    lpvm_put_atom(&b, "line");
-    return send_built(self, port, &b);
-  }
+  if (packet == LPVM_PACKET_LINE) return cmd_atom2(self, port, "packet", "line");
   if (packet != 0 && packet != 1 && packet != 2 && packet != 4) return LPVM_EINVAL;
   return io_cmd_int(self, port, "packet", packet);
 }

@@ -99,14 +99,16 @@ static void rehash(void) {
   N.nb = nb;
 }
 
-static int name_ok(const char *name) {
-  return name && *name && strlen(name) < 256;
+/* A name's length, or 0 when it cannot be one (none, empty, 256 bytes or more). */
+static size_t name_len(const char *name) {
+  size_t n = name ? strlen(name) : 0;
+  return n < 256 ? n : 0;
 }
 
 /* The task's own record is updated through a pin so that a task dying at the same
 ** moment either sees its name (and removes it) or the registration fails. */
 int lpvm_register(const char *name, lpvm_id id) {
-  if (!name_ok(name)) return LPVM_EINVAL;
+  if (!name_len(name)) return LPVM_EINVAL;
   lpvm_task *t = ptab_pin(id);
   if (!t) return LPVM_ENOPROC;
   uint32_t h = hash_str(name);
@@ -160,7 +162,7 @@ static lpvm_id remove_name(const char *name, lpvm_id only) {
 }
 
 int lpvm_unregister(const char *name) {
-  if (!name_ok(name)) return LPVM_EINVAL;
+  if (!name_len(name)) return LPVM_EINVAL;
   lpvm_id id = remove_name(name, 0);
   if (!id) return LPVM_ENOPROC;
   lpvm_task *t = ptab_pin(id);
@@ -177,9 +179,8 @@ int lpvm_unregister(const char *name) {
 }
 
 lpvm_id lpvm_whereis(const char *name) {
-  if (!name || !*name) return 0;
-  size_t len = strlen(name);
-  if (len >= 256) return 0;   /* name_ok's */
+  size_t len = name_len(name);
+  if (!len) return 0;
   memo *mm = &my_memo;
   uint64_t g = atomic_load_explicit(&N.gen, memory_order_acquire);
   if (mm->gen == g && mm->len == len && memcmp(mm->name, name, len) == 0) return mm->id;
