@@ -77,6 +77,32 @@ test("large strings", function()
   roundtrip(("0123456789"):rep(T.scaled(100000, 1000)))
 end)
 
+-- A long string inside tables, by each path: a list sent in place, a map and deep
+-- nesting by the general encoder (its block sized for the last message, then grown
+-- for the string), a graph; after a message of 64 KB and after a small one.
+test("large strings inside tables arrive exact", function()
+  local mb = ("\0\1\255ab\0"):rep(T.scaled(174763, 2000))   -- ~1 MB, zeros inside
+  local k100 = ("0123456789"):rep(10000)
+  local before = { ("y"):rep(65536), "small" }
+  local f = function() return mb end
+  for _, first in ipairs(before) do
+    roundtrip(first)
+    roundtrip({ mb })
+    roundtrip({ lpvm.self(), k100, mb, 1, "s" })
+    roundtrip({ data = mb, n = 1 })
+    roundtrip({ { { { { { { k100, { mb } } } } } } } })
+    roundtrip({ k100, mb, k100 }, { x = { k100 } }, mb)
+    local many = { mb }
+    for i = 2, 3000 do many[i] = i end                 -- small puts after the long one
+    many[3001] = k100
+    roundtrip(many)
+    lpvm.send(echo, lpvm.self(), { f, mb })             -- a graph: a function inside
+    local t = T.recv()[1]
+    T.eq(t[2], mb)
+    T.eq(t[1](), mb)
+  end
+end)
+
 test("tables whose keys are 1..n arrive as lists", function()
   roundtrip({ 1, 2, 3 })
   roundtrip({ "a", true, 1.5, { 1 } })
