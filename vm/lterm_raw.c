@@ -28,18 +28,19 @@
 static int walk(lterm_enc *e, const lraw_table *h, int t);
 
 /* A table element of a list, walked where it is (no lua_rawgeti, type, topointer,
-** checkstack and pop, ~110 instructions a table), with enc_table's path bookkeeping:
-** 0 put, 1 nothing put (on the path, too deep, or not walkable: the C API's way). */
+** checkstack and pop, ~110 instructions a table): 0 put, 1 nothing put (too deep, or
+** not walkable: the C API's way). A cycle needs no look along the path here: walked,
+** it goes down to the depth limit, where walk_sub refuses, and every walk above it
+** takes back what it put up to the table on the stack, which encodes the element the
+** C API's way, enc_table's path check included: the same error, found later (an
+** error's cost), and very_big(15)'s 75 nested lists no longer pay the path's
+** bookkeeping (~1,300 instructions a message). Only walks reach this depth count
+** beside enc_table's (the C API is called only from the table on the stack, when
+** every walk_sub below it has returned). */
 static int walk_sub(lterm_enc *e, const lraw_table *sub) {
-  unsigned slot = lterm_path_slot(sub);
   if (e->depth >= LTERM_DEPTH) return 1;
-  if (e->onpath[slot])
-    for (int i = 0; i < e->depth; i++)
-      if (e->path[i] == sub) return 1;   /* a cycle: enc_table says so */
-  e->path[e->depth++] = sub;
-  e->onpath[slot]++;
+  e->depth++;
   int rc = walk(e, sub, 0);
-  e->onpath[slot]--;
   e->depth--;
   return rc;
 }
@@ -105,10 +106,14 @@ static void put_pid_slow(lterm_enc *e, lpvm_tbuf *b, lpvm_id id) {
   }
 }
 
-/* What was put since mark goes (and the shared binaries recorded since): 1. */
-static int unput(lterm_enc *e, size_t mark, uint32_t nbins) {
+/* What was put since mark goes, and the shared binaries recorded since (those at mark
+** or past it: their positions grow with the builder's length; a count taken at each
+** table's start cost very_big(15) ~450 instructions a message): 1. */
+static int unput(lterm_enc *e, size_t mark) {
   e->b->len = mark;
-  if (e->bins) e->bins->n = nbins;
+  lpvm_binrefs *r = e->bins;
+  if (r)
+    while (r->n && r->v[r->n - 1].pos >= mark) r->n--;
   return 1;
 }
 
@@ -133,7 +138,6 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
   const lraw_tvalue *a = h->array;
   lpvm_tbuf *b = e->b;
   size_t mark = b->len;
-  uint32_t nbins = e->bins ? e->bins->n : 0;   /* a rewind drops the binaries put since */
   uint8_t *w, *lim;
   LOAD();
   if (asize > 0 && LRAW_NOVARIANT(a[0].tt) != 0) {   /* else [] : the tail alone */
@@ -219,7 +223,7 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
       default: {   /* a table, a userdata, a function: the general encoder */
         if (LRAW_NOVARIANT(v->tt) == 0) goto ended;   /* nil: the list ends at k */
         SYNC();
-        if (!t) return unput(e, mark, nbins);
+        if (!t) return unput(e, mark);
         lua_State *L = e->L;
         int sub = v->tt == LRAW_VTABLE;
         lua_rawgeti(L, t, (lua_Integer)k + 1);
@@ -231,7 +235,7 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
         /* That call may have made objects, and a collection step then run a
         ** finalizer that changed this table: if its array moved or changed size,
         ** what was put goes, and the caller encodes the table the C API's way. */
-        if (h->array != a || lraw_real_asize(h) != asize) return unput(e, mark, nbins);
+        if (h->array != a || lraw_real_asize(h) != asize) return unput(e, mark);
         LOAD();
         break;
       }
@@ -241,7 +245,7 @@ ended:
   for (unsigned int j = k + 1; j < asize; j++)   /* a[k] is nil: past it, all nil? */
     if (LRAW_NOVARIANT(a[j].tt) != 0) {
       SYNC();
-      return unput(e, mark, nbins);
+      return unput(e, mark);
     }
   NEED(1);
   if (k > 0) wr32(b->data + mark + 1, k);

@@ -365,6 +365,33 @@ test("nesting: too deep is an error, a cycle deep down is one too", function()
   T.eqv(T.recv(), table.pack("x", top))
 end)
 
+test("cycles of lists alone are errors, found at any depth and width", function()
+  local t = { 1 }
+  t[2] = t                                           -- a list holding itself
+  T.raises(function() lpvm.send(lpvm.self(), t) end, "cycl")
+  T.raises(function() lpvm.send(lpvm.self(), "x", { { t } }) end, "cycl")
+  local a, b = { 1 }, { 2 }
+  a[2], b[2] = b, a                                  -- two lists holding each other
+  T.raises(function() lpvm.send(lpvm.self(), a, 3) end, "cycl")
+  local wide = {}
+  for i = 1, 64 do wide[i] = wide end                -- 64 ways back at every level
+  T.raises(function() lpvm.send(lpvm.self(), wide) end, "cycl")
+  local top = { "top" }
+  local at = top
+  for _ = 1, 190 do                                  -- a cycle just inside the limit
+    at[2] = { "x" }
+    at = at[2]
+  end
+  at[2] = top
+  T.raises(function() lpvm.send(lpvm.self(), "x", top) end, "cycl")
+  at[2] = top[2]                                     -- back into the middle
+  T.raises(function() lpvm.send(lpvm.self(), top) end, "cycl")
+  at[2] = nil
+  lpvm.send(lpvm.self(), top)                        -- no cycle: 191 levels arrive
+  T.eqv(T.recv(), table.pack(top))
+  T.no_msg(10)
+end)
+
 test("a message of no values", function()
   lpvm.send(lpvm.self())
   local r = T.recv()
