@@ -24,6 +24,13 @@ typedef struct lterm_map {
   uint32_t cap, n;
 } lterm_map;
 
+/* A list lterm_raw.c's walk writes while a nested one is written in its loop. */
+typedef struct lterm_wframe {
+  const void *a;          /* its array (lraw_tvalue) */
+  unsigned asize, k;      /* its size and the element being written */
+  size_t mark;            /* where its bytes begin */
+} lterm_wframe;
+
 typedef struct lterm_enc {
   lua_State *L;
   lpvm_tbuf *b;
@@ -42,6 +49,7 @@ typedef struct lterm_enc {
   uint8_t pidlen;    /* > 0: pid[] holds a local pid's bytes as lpvm_put_pid put them
                      ** (tag, node atom, ID, serial, creation): lterm_raw.c copies them */
   uint8_t pid[LTERM_PID_MAX];
+  lterm_wframe wfr[LTERM_DEPTH];   /* lterm_raw.c's open lists, by depth (not cleared) */
 } lterm_enc;
 
 int lterm_enc_value(lterm_enc *e, int idx);

@@ -89,13 +89,6 @@ static inline int no_hash(const lraw_table *h) {
   return 1;
 }
 
-/* An enclosing list while a nested one is written: where it was. */
-typedef struct wframe {
-  const lraw_tvalue *a;   /* its array */
-  unsigned asize, k;      /* its size and the element being written */
-  size_t mark;            /* where its bytes begin */
-} wframe;
-
 /* The list's bytes are written through a cursor held in locals (w: the next byte,
 ** lim: the room's end): a byte stored through b->data may alias b's own fields, so
 ** with b->len as the cursor the compiler reloaded b->data, b->len and b->cap after
@@ -122,7 +115,7 @@ typedef struct wframe {
 ** true, false, a float and a local pid (copied from the message's first one, e->pid:
 ** tag, node atom, creation, with its own ID and serial words).
 ** A table element that is such a list is written in place, in this same loop: the
-** enclosing list's place is kept in fr[] (no call a table, no path bookkeeping: ~40
+** enclosing list's place is kept in e->wfr (no call a table, no path bookkeeping: ~40
 ** instructions a table less than one call of walk each). A nested table that is not
 ** such a list, or one past the depth limit, or any value only the C API encodes (a
 ** userdata, a function) inside a nested list, takes back everything put since the
@@ -134,8 +127,10 @@ typedef struct wframe {
 ** nested list is open. The encoder only reads and calls nothing that resizes a table. */
 static int walk(lterm_enc *e, const lraw_table *h, int t) {
   if (!no_hash(h)) return 1;
-  wframe fr[LTERM_DEPTH];
-  int n = 0;   /* nested lists open: fr[0] is h's place, fr[i] the i-th's enclosing one's */
+  /* nested lists open: e->depth - d0; e->wfr[d0] is h's place while one is, and
+  ** e->wfr[d] that of the list enclosing the one at depth d + 1 (a walk called
+  ** from inside this one, by the C API, starts deeper: their frames do not meet) */
+  const int d0 = e->depth;
   unsigned int asize = lraw_real_asize(h), k = 0;
   const lraw_tvalue *a = h->array;
   lpvm_tbuf *b = e->b;
@@ -221,18 +216,17 @@ resumed:
       case LRAW_VTABLE: {
         const lraw_table *sub = v->v.gc;
         if (!e->noraw && e->depth < LTERM_DEPTH && no_hash(sub)) {   /* in place */
-          fr[n] = (wframe){a, asize, k, mark};
-          n++, e->depth++;
+          e->wfr[e->depth++] = (lterm_wframe){a, asize, k, mark};
           mark = (size_t)(w - b->data);
           a = sub->array, asize = lraw_real_asize(sub), k = 0;
           goto opened;
         }
-        if (n > 0) goto refused;
+        if (e->depth > d0) goto refused;
       }
         __attribute__((fallthrough));   /* h's element: the C API's way */
       default: {   /* a table, a userdata, a function: the general encoder */
         if (LRAW_NOVARIANT(v->tt) == 0) goto ended;   /* nil: the list ends at k */
-        if (n > 0) goto refused;
+        if (e->depth > d0) goto refused;
       by_api:;
         SYNC();
         lua_State *L = e->L;
@@ -255,32 +249,33 @@ resumed:
 ended:
   for (unsigned int j = k + 1; j < asize; j++)   /* a[k] is nil: past it, all nil? */
     if (LRAW_NOVARIANT(a[j].tt) != 0) {
-      if (n > 0) goto refused;
+      if (e->depth > d0) goto refused;
       SYNC();
       return unput(e, mark);
     }
   NEED(1);
   if (k > 0) wr32(b->data + mark + 1, k);
   *w++ = 106;   /* NIL_EXT: the list's tail, or [] */
-  if (n > 0) {   /* back to the enclosing list, past this element */
-    n--, e->depth--;
-    a = fr[n].a, asize = fr[n].asize, k = fr[n].k + 1, mark = fr[n].mark;
+  if (e->depth > d0) {   /* back to the enclosing list, past this element */
+    const lterm_wframe *f = &e->wfr[--e->depth];
+    a = f->a, asize = f->asize, k = f->k + 1, mark = f->mark;
     goto resumed;
   }
   SYNC();
   return 0;
 refused: {   /* a nested list refused: h's element k goes to the C API */
-    size_t at = n == 1 ? mark : fr[1].mark;   /* where that element's bytes begin */
-    e->depth -= n;
-    a = fr[0].a, asize = fr[0].asize, k = fr[0].k, mark = fr[0].mark;
-    n = 0;
+    /* where that element's bytes begin */
+    size_t at = e->depth == d0 + 1 ? mark : e->wfr[d0 + 1].mark;
+    const lterm_wframe *f = &e->wfr[d0];
+    e->depth = d0;
+    a = f->a, asize = f->asize, k = f->k, mark = f->mark;
     unput(e, at);
     LOAD();
     v = &a[k];
     goto by_api;
   }
 nomem:   /* b->err says why; what encloses this finds no room either */
-  e->depth -= n;
+  e->depth = d0;
   return 0;
 }
 
