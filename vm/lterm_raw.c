@@ -36,24 +36,6 @@ static inline uint8_t *wr32(uint8_t *q, uint32_t v) {   /* big-endian */
   return q + 4;
 }
 
-/* n bytes from s to d: up to 16 with two (overlapping) loads and stores, without a
-** call to memcpy (a message's strings are mostly short: very_big's are 1 to 17 bytes). */
-static inline void copy_bytes(uint8_t *d, const char *s, size_t n) {
-  if (n >= 8 && n <= 16) {
-    uint64_t x, y;
-    memcpy(&x, s, 8), memcpy(&y, s + n - 8, 8);
-    memcpy(d, &x, 8), memcpy(d + n - 8, &y, 8);
-  } else if (n >= 4 && n < 8) {
-    uint32_t x, y;
-    memcpy(&x, s, 4), memcpy(&y, s + n - 4, 4);
-    memcpy(d, &x, 4), memcpy(d + n - 4, &y, 4);
-  } else if (n < 4) {
-    if (n) d[0] = (uint8_t)s[0], d[n / 2] = (uint8_t)s[n / 2], d[n - 1] = (uint8_t)s[n - 1];
-  } else {
-    memcpy(d, s, n);
-  }
-}
-
 /* A pid the slow way (the message's first, a port, another node's, a node name too
 ** long for e->pid): lpvm_put_pid, whose bytes are kept in e->pid for the next ones
 ** when it is this node's. */
@@ -181,7 +163,7 @@ resumed:
         NEED(5 + len);
         w[0] = 109;
         wr32(w + 1, (uint32_t)len);
-        copy_bytes(w + 5, s, len);
+        lterm_copy_bytes(w + 5, s, len);
         w += 5 + len;
         break;
       }
