@@ -91,6 +91,12 @@ test("a binary leaves as an Erlang binary (bytes and all) and comes back a strin
   T.ok(ref)
   r = T.recv_match(function(t) return t == "echo_reply" end)
   T.eq(r[3], "01")
+  -- a long Lua string, zeros inside, in a map by the general encoder: there and back
+  local s = ("\0x\255"):rep(350000)
+  lpvm.send(agent, "echo", lpvm.self(), {k = s, s, 7})
+  r = T.recv_match(function(t) return t == "echo_reply" end)
+  T.eq(r[3].k == s and r[3][1] == s, true)
+  T.eq(r[3][2], 7)
 end)
 
 test("integers past 64 bits arrive as the nearest float (erl's own), math.huge past the range",
