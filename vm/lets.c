@@ -345,25 +345,60 @@ static inline int set_fast(lraw_tvalue *v, const uint8_t **pp, const uint8_t *en
   }
 }
 
-void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
-  const uint8_t *end = p + len;
-  int in_place = lraw_ok();
-  lua_createtable(L, n, 0);
-  for (int i = 1; i <= n; i++) {
+/* The value just pushed moved into slot v of the table h made a moment ago, and popped
+** in place: lua_rawseti's barrier does nothing for a table that is not black (a
+** collection step while the value was made may have blackened it: then the API's
+** way); lua_settop's one other task, closing a to-be-closed variable, has none to close
+** above a C function's own pushes. */
+static inline void move_top(lua_State *L, const lraw_table *h, lraw_tvalue *v, int k) {
+  if (!(h->marked & LRAW_BLACK)) {
+    lraw_state *st = (lraw_state *)(void *)L;
+    *v = *--st->top;
+  } else {
+    lua_rawseti(L, -2, k);
+  }
+}
+
+/* lets_push_objects through lraw.h: the list and each tuple made by lraw_new_array with
+** their exact sizes (no luaH_resize), non-collectable elements written into their slots,
+** anything else pushed and moved into its slot, each tuple moved into the list's. */
+static void push_objects_raw(lua_State *L, const uint8_t *p, const uint8_t *end, int n) {
+  const lraw_state *st = (const lraw_state *)(void *)L;
+  lraw_tvalue *list = lraw_new_array(L, (unsigned)n);
+  const lraw_table *lh = st->top[-1].v.gc;
+  for (int i = 0; i < n; i++) {
     if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
       /* the usual object: its scalars read in this loop, no recursion and no stack
       ** check (the list, the tuple and one element are within LUA_MINSTACK) */
       uint32_t m = p[1];
       p += 2;
-      lua_createtable(L, (int)m, 0);
-      /* its array of exactly m slots, which nothing below resizes (rawseti within it) */
-      lraw_tvalue *a = NULL;
-      if (in_place && m) {   /* the table on top (lraw.h: no call since it was pushed) */
-        const lraw_tvalue *top = ((const lraw_state *)(void *)L)->top - 1;
-        a = ((const lraw_table *)top->v.gc)->array;
+      lraw_tvalue *a = lraw_new_array(L, m);   /* m slots, which nothing below resizes */
+      const lraw_table *th = st->top[-1].v.gc;
+      for (uint32_t k = 0; k < m; k++) {
+        if (set_fast(&a[k], &p, end)) continue;
+        if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
+        move_top(L, th, &a[k], (int)k + 1);
       }
+    } else {
+      push_any(L, &p, end, 1);
+    }
+    move_top(L, lh, &list[i], i + 1);
+  }
+}
+
+void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
+  const uint8_t *end = p + len;
+  if (lraw_ok()) {
+    push_objects_raw(L, p, end, n);
+    return;
+  }
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; i++) {
+    if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
+      uint32_t m = p[1];
+      p += 2;
+      lua_createtable(L, (int)m, 0);
       for (uint32_t k = 1; k <= m; k++) {
-        if (a && set_fast(&a[k - 1], &p, end)) continue;
         if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
         lua_rawseti(L, -2, (lua_Integer)k);
       }

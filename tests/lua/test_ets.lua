@@ -632,6 +632,46 @@ test("counters patched in place while readers look them up (read_concurrency)", 
   end
 end)
 
+test("lookup results built while the collector steps keep every object (both modes)", function()
+  -- a lookup's list and tuples are written in place while strings and tuples are
+  -- made, each a possible collector step: a list or tuple blackened meanwhile must
+  -- take Lua's barrier, or what it holds would be freed under it
+  local t = ets.new("gcb", {"duplicate_bag", "public"})
+  local per = 12   -- within the 512 bytes a lookup copies to the stack (docs/ets.md)
+  for k = 1, 8 do
+    for i = 1, per do ets.insert(t, {k, "s" .. k .. "_" .. i, i, i * 0.5, i % 2 == 0}) end
+  end
+  local modes = {{"incremental", 1, 100, 1}, {"incremental", 1, 1000, 4}, {"generational", 1, 100}}
+  for _, m in ipairs(modes) do
+    collectgarbage(table.unpack(m))
+    local kept = {}
+    for round = 1, T.scaled(400, 40) do
+      local k = round % 8 + 1
+      kept[round] = {k, ets.lookup(t, k)}
+      if round % 50 == 0 then collectgarbage("step", 0) end
+    end
+    collectgarbage()
+    collectgarbage()
+    for round, e in ipairs(kept) do
+      local k, r = e[1], e[2]
+      T.eq(#r, per, "objects of key " .. k .. " in round " .. round)
+      local seen = {}
+      for _, o in ipairs(r) do
+        T.eq(#o, 5)
+        T.eq(o[1], k)
+        local i = o[3]
+        T.eq(o[2], "s" .. k .. "_" .. i)
+        T.eq(o[4], i * 0.5)
+        T.eq(o[5], i % 2 == 0)
+        seen[i] = true
+      end
+      for i = 1, per do T.ok(seen[i], "object " .. i .. " of key " .. k) end
+    end
+  end
+  collectgarbage("generational")
+  ets.delete(t)
+end)
+
 test("many objects: the buckets grow and shrink, and deletion frees them", function()
   local t = ets.new("big", {"set", "public"})
   local n = T.scaled(100000, 5000)
