@@ -156,9 +156,12 @@ static inline int put_tv(const lraw_tvalue *v, lpvm_tbuf *b) {
 
 #define ASK_API ((size_t)-1)
 
-/* The elements of the table t in place: the tuple's length, or 0 as lets_object, or
-** ASK_API when some of them lie outside the array part. */
-static size_t object_in_place(lua_State *L, int idx, const lraw_table *t, lpvm_tbuf *b) {
+/* The elements of the table t in place after buf's 3 header bytes: the tuple's
+** length, or 0 as lets_object, or ASK_API when some of them lie outside the array
+** part. Integers within 32 bits (an object's usual elements) are written by pointer,
+** anything else by put_tv. */
+static size_t object_in_place(lua_State *L, int idx, const lraw_table *t, uint8_t *buf,
+                              size_t cap) {
   lua_Unsigned n = t->alimit;
   /* An array of its real size, full to its last element, and no hash part: its
   ** length is alimit (ltable.c's luaH_getn answers so without looking further).
@@ -168,28 +171,45 @@ static size_t object_in_place(lua_State *L, int idx, const lraw_table *t, lpvm_t
     if (n > t->alimit) return ASK_API;
   }
   if (n > 255) return 0;
-  b->data[2] = (uint8_t)n;
-  const lraw_tvalue *v = t->array;
-  for (lua_Unsigned i = 0; i < n; i++, v++) {
-    if (v->tt == LRAW_VNUMINT && b->cap - b->len >= 11) put_int(b, v->v.i);   /* no call */
-    else if (put_tv(v, b)) return 0;
+  buf[2] = (uint8_t)n;
+  uint8_t *q = buf + 3, *end = buf + cap;
+  for (const lraw_tvalue *v = t->array, *vend = v + n; v < vend; v++) {
+    if (v->tt == LRAW_VNUMINT && end - q >= 5) {   /* put_int's two short forms */
+      lua_Integer x = v->v.i;
+      if (x >= 0 && x <= 255) {
+        q[0] = ETF_SMALL_INT, q[1] = (uint8_t)x;
+        q += 2;
+        continue;
+      }
+      if (x >= INT32_MIN && x <= INT32_MAX) {
+        uint32_t u = (uint32_t)x;
+        q[0] = ETF_INT;
+        q[1] = (uint8_t)(u >> 24), q[2] = (uint8_t)(u >> 16);
+        q[3] = (uint8_t)(u >> 8), q[4] = (uint8_t)u;
+        q += 5;
+        continue;
+      }
+    }
+    lpvm_tbuf b = {buf, (size_t)(q - buf), cap, 0};
+    if (put_tv(v, &b) || b.err) return 0;
+    q = buf + b.len;
   }
-  return b->err ? 0 : b->len;
+  return (size_t)(q - buf);
 }
 
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   const lraw_tvalue *a;
   if (cap < 8) return 0;
-  lpvm_tbuf b = {buf, 3, cap, 0};   /* the version and SMALL_TUPLE_EXT (n <= 255) */
-  buf[0] = ETF_VERSION;
+  buf[0] = ETF_VERSION;   /* and SMALL_TUPLE_EXT (n <= 255) */
   buf[1] = ETF_SMALL_TUPLE;
   if (lraw_ok() && idx > 0) {
     if (!(a = lraw_arg(L, idx)) || a->tt != LRAW_VTABLE) return 0;
-    size_t len = object_in_place(L, idx, a->v.gc, &b);
+    size_t len = object_in_place(L, idx, a->v.gc, buf, cap);
     if (len != ASK_API) return len;
   } else if (lua_type(L, idx) != LUA_TTABLE) {
     return 0;
   }
+  lpvm_tbuf b = {buf, 3, cap, 0};
   lua_Unsigned n = lua_rawlen(L, idx);
   if (n > 255) return 0;
   buf[2] = (uint8_t)n;
