@@ -277,55 +277,6 @@ static inline int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end
   }
 }
 
-/* Anything else: lterm.c's decoder, as the general path would at this depth (inside
-** a list or tuple of the result: never a graph). */
-static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
-  lpvm_tread r = {*pp, end, 0};
-  lterm_dec d = {.L = L, .r = &r, .trusted = 1};
-  lterm_dec_value(&d, depth);
-  *pp = r.p;
-}
-
-/* A tuple's or list's header at p: its length and header size, or 0. */
-static size_t seq_header(const uint8_t *p, const uint8_t *end, uint32_t *n) {
-  size_t left = (size_t)(end - p);
-  if (left >= 2 && p[0] == ETF_SMALL_TUPLE) { *n = p[1]; return 2; }
-  if (left >= 5 && (p[0] == ETF_LARGE_TUPLE || p[0] == ETF_LIST)) { *n = be32(p + 1); return 5; }
-  return 0;
-}
-
-/* One value: scalars, tuples and lists (as lterm.c makes them: sequences of their
-** exact size, an improper tail dropped) here, anything else by lterm.c. */
-static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
-  if (push_fast(L, pp, end)) return;
-  const uint8_t *p = *pp;
-  uint32_t n;
-  size_t h = depth < LTERM_DEPTH ? seq_header(p, end, &n) : 0;
-  if (p < end && p[0] == ETF_NIL) {
-    lua_newtable(L);
-    *pp = p + 1;
-    return;
-  }
-  if (!h) { push_slow(L, pp, end, depth); return; }
-  luaL_checkstack(L, 4, "ets: object nested too deep");
-  int list = p[0] == ETF_LIST;
-  p += h;
-  lua_createtable(L, (int)(n > 1u << 24 ? 1u << 24 : n), 0);
-  for (uint32_t k = 1; k <= n; k++) {
-    push_any(L, &p, end, depth + 1);
-    lua_rawseti(L, -2, (lua_Integer)k);
-  }
-  if (list) {   /* the tail */
-    if (p < end && p[0] == ETF_NIL) p++;
-    else {
-      lpvm_tread r = {p, end, 0};
-      if (lpvm_skip(&r)) lterm_dec_bad(L);
-      p = r.p;
-    }
-  }
-  *pp = p;
-}
-
 /* One scalar at *pp that is no collectable value (integers, floats, booleans, nil)
 ** written straight into a new table's array slot: Lua's barrier is for collectable
 ** values only, so none is owed. 1, or 0 (nothing written) for anything else. */
@@ -370,13 +321,74 @@ static inline int set_fast(lraw_tvalue *v, const uint8_t **pp, const uint8_t *en
 ** collection step while the value was made may have blackened it: then the API's
 ** way); lua_settop's one other task, closing a to-be-closed variable, has none to close
 ** above a C function's own pushes. */
-static inline void move_top(lua_State *L, const lraw_table *h, lraw_tvalue *v, int k) {
+static inline void move_top(lua_State *L, const lraw_table *h, lraw_tvalue *v,
+                             lua_Integer k) {
   if (!(h->marked & LRAW_BLACK)) {
     lraw_state *st = (lraw_state *)(void *)L;
     *v = *--st->top;
   } else {
     lua_rawseti(L, -2, k);
   }
+}
+
+/* Anything else: lterm.c's decoder, as the general path would at this depth (inside
+** a list or tuple of the result: never a graph). */
+static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
+  lpvm_tread r = {*pp, end, 0};
+  lterm_dec d = {.L = L, .r = &r, .trusted = 1};
+  lterm_dec_value(&d, depth);
+  *pp = r.p;
+}
+
+/* A tuple's or list's header at p: its length and header size, or 0. */
+static size_t seq_header(const uint8_t *p, const uint8_t *end, uint32_t *n) {
+  size_t left = (size_t)(end - p);
+  if (left >= 2 && p[0] == ETF_SMALL_TUPLE) { *n = p[1]; return 2; }
+  if (left >= 5 && (p[0] == ETF_LARGE_TUPLE || p[0] == ETF_LIST)) { *n = be32(p + 1); return 5; }
+  return 0;
+}
+
+/* One value: scalars, tuples and lists (as lterm.c makes them: sequences of their
+** exact size, an improper tail dropped) here, anything else by lterm.c. */
+static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
+  if (push_fast(L, pp, end)) return;
+  const uint8_t *p = *pp;
+  uint32_t n;
+  size_t h = depth < LTERM_DEPTH ? seq_header(p, end, &n) : 0;
+  if (p < end && p[0] == ETF_NIL) {
+    lua_newtable(L);
+    *pp = p + 1;
+    return;
+  }
+  if (!h) { push_slow(L, pp, end, depth); return; }
+  luaL_checkstack(L, 4, "ets: object nested too deep");
+  int list = p[0] == ETF_LIST;
+  p += h;
+  if (n && n <= (size_t)(end - p) && lraw_ok()) {   /* (each element takes a byte at least) */
+    /* made by lraw_new_array with its exact size, as push_objects_raw's tuples */
+    lraw_tvalue *a = lraw_new_array(L, n);
+    const lraw_table *th = ((const lraw_state *)(void *)L)->top[-1].v.gc;
+    for (uint32_t k = 0; k < n; k++) {
+      if (set_fast(&a[k], &p, end)) continue;
+      push_any(L, &p, end, depth + 1);
+      move_top(L, th, &a[k], (lua_Integer)k + 1);
+    }
+  } else {
+    lua_createtable(L, (int)(n > 1u << 24 ? 1u << 24 : n), 0);
+    for (uint32_t k = 1; k <= n; k++) {
+      push_any(L, &p, end, depth + 1);
+      lua_rawseti(L, -2, (lua_Integer)k);
+    }
+  }
+  if (list) {   /* the tail */
+    if (p < end && p[0] == ETF_NIL) p++;
+    else {
+      lpvm_tread r = {p, end, 0};
+      if (lpvm_skip(&r)) lterm_dec_bad(L);
+      p = r.p;
+    }
+  }
+  *pp = p;
 }
 
 /* lets_push_objects through lraw.h: the list and each tuple made by lraw_new_array with
@@ -397,7 +409,7 @@ static void push_objects_raw(lua_State *L, const uint8_t *p, const uint8_t *end,
       for (uint32_t k = 0; k < m; k++) {
         if (set_fast(&a[k], &p, end)) continue;
         if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
-        move_top(L, th, &a[k], (int)k + 1);
+        move_top(L, th, &a[k], (lua_Integer)k + 1);
       }
     } else {
       push_any(L, &p, end, 1);

@@ -644,14 +644,23 @@ test("lookup results built while the collector steps keep every object (both mod
   local modes = {{"incremental", 1, 100, 1}, {"incremental", 1, 1000, 4}, {"generational", 1, 100}}
   for _, m in ipairs(modes) do
     collectgarbage(table.unpack(m))
-    local kept = {}
+    local kept, all = {}, {}
     for round = 1, T.scaled(400, 40) do
       local k = round % 8 + 1
       kept[round] = {k, ets.lookup(t, k)}
+      if round % 10 == 0 then all[#all + 1] = ets.tab2list(t) end   -- the general decoder's
       if round % 50 == 0 then collectgarbage("step", 0) end
     end
     collectgarbage()
     collectgarbage()
+    for _, l in ipairs(all) do
+      T.eq(#l, 8 * per)
+      for _, o in ipairs(l) do
+        T.eq(#o, 5)
+        T.eq(o[2], "s" .. o[1] .. "_" .. o[3])
+        T.eq(o[5], o[3] % 2 == 0)
+      end
+    end
     for round, e in ipairs(kept) do
       local k, r = e[1], e[2]
       T.eq(#r, per, "objects of key " .. k .. " in round " .. round)
