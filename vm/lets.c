@@ -280,7 +280,8 @@ static inline int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end
 /* One scalar at *pp that is no collectable value (integers, floats, booleans, nil)
 ** written straight into a new table's array slot: Lua's barrier is for collectable
 ** values only, so none is owed. 1, or 0 (nothing written) for anything else. */
-static inline int set_fast(lraw_tvalue *v, const uint8_t **pp, const uint8_t *end) {
+static inline __attribute__((always_inline)) int set_fast(lraw_tvalue *v, const uint8_t **pp,
+                                                         const uint8_t *end) {
   const uint8_t *p = *pp;
   size_t left = (size_t)(end - p);
   if (left < 2) return 0;
