@@ -180,6 +180,131 @@ test("ordered_set walks in Erlang term order; first/next/last/prev", function()
   ets.delete(e)
 end)
 
+test("ordered_set walks step from the last key returned, and search again after any change", function()
+  -- each thread keeps the path to the key it last returned (ets_tree.c): every step
+  -- here is checked against a sorted model while the tree changes between steps
+  local t = ets.new("hint", {"ordered_set", "public"})
+  local u = ets.new("hint2", {"ordered_set", "public"})
+  local model, umodel = {}, {}
+  local seed = 12345
+  local function rnd(n)
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return seed % n + 1
+  end
+  for i = 1, 300 do
+    local k = rnd(1000)
+    model[k] = true
+    ets.insert(t, {k, i})
+    ets.insert(u, {k * 2})
+    umodel[k * 2] = true
+  end
+  local function after(k)
+    local best
+    for m in pairs(model) do
+      if m > k and (best == nil or m < best) then best = m end
+    end
+    return best
+  end
+  local function before(k)
+    local best
+    for m in pairs(model) do
+      if m < k and (best == nil or m > best) then best = m end
+    end
+    return best
+  end
+  local k = ets.first(t)
+  local steps = 0
+  while k ~= nil and steps < 5000 do
+    steps = steps + 1
+    local r = rnd(10)
+    if r == 1 then   -- a new key, maybe right after this one
+      local nk = k + rnd(3)
+      model[nk] = true
+      ets.insert(t, {nk, 0})
+    elseif r == 2 then   -- the current key deleted: next from a key not in the tree
+      model[k] = nil
+      ets.delete(t, k)
+    elseif r == 3 then   -- the same key's object replaced by one of another size
+      ets.insert(t, {k, "longer object " .. steps})
+    elseif r == 4 then   -- another table walked on the same thread between steps
+      local want
+      for m in pairs(umodel) do
+        if m > k * 2 and (want == nil or m < want) then want = m end
+      end
+      T.eq(ets.next(u, k * 2), want)
+    elseif r == 5 then   -- a step back and forth
+      T.eq(ets.prev(t, k), before(k))
+      T.eq(ets.next(t, k), after(k))
+    elseif r == 6 then   -- the same key as a float: equal in term order, other bytes
+      T.eq(ets.next(t, k + 0.0), after(k))
+    end
+    local nk = ets.next(t, k)
+    T.eq(nk, after(k), "after " .. k .. " at step " .. steps)
+    k = nk
+    if k == nil and steps < 5000 then k = ets.first(t) end
+  end
+  -- backwards, and a walk over a table emptied and filled again mid-walk
+  k = ets.last(t)
+  local n = 0
+  while k ~= nil do
+    T.eq(ets.prev(t, k), before(k))
+    k = ets.prev(t, k)
+    n = n + 1
+    if n == 50 then
+      ets.delete_all_objects(t)
+      model = {}
+      for i = 1, 100 do model[i * 7] = true; ets.insert(t, {i * 7}) end
+      T.eq(ets.prev(t, k), before(k))
+    end
+  end
+  ets.delete(t)
+  -- a table deleted and another made: the old path is never used
+  local a = ets.new("hint3", {"ordered_set"})
+  for i = 1, 100 do ets.insert(a, {i}) end
+  T.eq(ets.first(a), 1)
+  ets.delete(a)
+  local b = ets.new("hint3", {"ordered_set"})
+  for i = 1, 100 do ets.insert(b, {i * 10}) end
+  T.eq(ets.next(b, 1), 10)
+  T.eq(ets.next(b, 10), 20)
+  ets.delete(b)
+  ets.delete(u)
+end)
+
+test("ordered_set walks by several processes while others change the tree", function()
+  local t = ets.new("hintp", {"ordered_set", "public", read_concurrency = true})
+  for i = 1, 2000 do ets.insert(t, {i * 2}) end
+  local me = lpvm.self()
+  local rounds = T.scaled(20, 3)
+  for w = 1, 2 do
+    lpvm.spawn(function()
+      local bad = 0
+      for _ = 1, rounds do
+        local k, prev = ets.first(t), -1
+        while k ~= nil do
+          if k <= prev or k % 2 ~= 0 and k % 3 ~= 0 then bad = bad + 1 end
+          prev = k
+          k = ets.next(t, k)
+        end
+      end
+      lpvm.send(me, "walked", bad)
+    end)
+  end
+  lpvm.spawn(function()
+    for r = 1, rounds * 200 do
+      local k = (r * 7919) % 4000 + 1
+      if r % 2 == 0 then ets.delete(t, k * 2) else ets.insert(t, {k * 3}) end
+    end
+    lpvm.send(me, "wrote")
+  end)
+  T.recv_match(function(tag) return tag == "wrote" end, 60000)
+  for _ = 1, 2 do
+    local r = T.recv_match(function(tag) return tag == "walked" end, 60000)
+    T.eq(r[2], 0)
+  end
+  ets.delete(t)
+end)
+
 test("a hash table walk visits each object once while others are deleted and inserted", function()
   local t = ets.new("w", {"set", "public"})
   for i = 1, 2000 do ets.insert(t, {i}) end
