@@ -543,11 +543,12 @@ static int l_update_counter(lua_State *L) {
   lpvm_tbuf *dflt = NULL;
   const lraw_tvalue *a3 = NULL, *a4 = NULL;
   int raw = lraw_ok();
-  if (raw) a3 = lraw_arg(L, 3), a4 = lraw_arg(L, 4);   /* read in place */
+  if (raw) a4 = lraw_arg(L, 4);   /* read in place */
   if (raw ? a4 && !lraw_is_nil(a4) : !lua_isnoneornil(L, 4)) {
     dflt = out_buf(L);
     put_object(L, 4, dflt, 4);
   }
+  if (raw) a3 = lraw_arg(L, 3);   /* after put_object, which may have moved the stack */
   if (raw && a3 && a3->tt == LRAW_VNUMINT) {   /* pos 0: the element after the key */
     steps[0] = (lpvm_ets_incr){0, a3->v.i, 0, 0, 0};
   } else if (!raw && lua_isinteger(L, 3)) {

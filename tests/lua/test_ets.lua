@@ -151,6 +151,26 @@ test("update_counter: increments, thresholds, several ops, defaults", function()
   ets.delete(b)
 end)
 
+test("update_counter's default may be deeply nested (the stack grows while it is encoded)", function()
+  local t = ets.new("ucdeep", {"set", "public"})
+  local nested = {}
+  local cur = nested
+  for _ = 1, 150 do
+    local n = {}
+    cur[1] = n
+    cur = n
+  end
+  for i = 1, 20 do
+    T.eq(ets.update_counter(t, "k" .. i, i, {"k" .. i, 100, nested}), 100 + i)
+  end
+  local o = ets.lookup(t, "k7")[1]
+  T.eq(o[2], 107)
+  local depth, c = 0, o[3]
+  while type(c) == "table" and c[1] ~= nil do depth = depth + 1; c = c[1] end
+  T.eq(depth, 150)
+  ets.delete(t)
+end)
+
 test("update_element changes elements but never the key", function()
   local t = ets.new("e", {"ordered_set"})
   ets.insert(t, {1, "a", "b"})
