@@ -452,6 +452,17 @@ int lets_push_list(lua_State *L, const uint8_t *p, size_t len) {
 
 int lets_push_scalar(lua_State *L, const uint8_t *p, size_t len) {
   if (len < 1 || p[0] != ETF_VERSION) return 0;
+  if ((len == 3 || len == 6) && lraw_ok()) {
+    /* an integer (a walk's usual key) pushed in place, as lua_pushinteger does: no
+    ** barrier for a value that is not collectable, and the room is the caller's, as
+    ** for any push */
+    const uint8_t *q = p + 1;
+    lraw_state *st = (lraw_state *)(void *)L;
+    if (set_fast(st->top, &q, p + len) && q == p + len && st->top->tt == LRAW_VNUMINT) {
+      st->top++;
+      return 1;
+    }
+  }
   const uint8_t *q = p + 1;
   if (!push_fast(L, &q, p + len)) return 0;
   if (q == p + len) return 1;
