@@ -659,17 +659,17 @@ static int l_tab2list(lua_State *L) {
   return 1;
 }
 
-/* foldl(fn, acc, tab): over a snapshot of the table (fn may change the table). */
+/* foldl(fn, acc, tab): over a snapshot of the table (fn may change the table). The
+** table is argument 3: its errors name #3 and 'foldl' (fail() would say #1). */
 static int l_foldl(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   lua_settop(L, 3);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_pushvalue(L, lua_upvalueindex(2));
-  lua_pushvalue(L, lua_upvalueindex(3));
-  lua_pushvalue(L, lua_upvalueindex(4));
-  lua_pushcclosure(L, l_tab2list, 4);   /* every function's four upvalues (check_tab) */
-  lua_pushvalue(L, 3);
-  lua_call(L, 1, 1);                       /* 4: the objects */
+  lpvm_tab tab = check_tab(L, 3);
+  lpvm_tbuf *out = out_buf(L);
+  int rc = lpvm_ets_tab2list(self_of(L), tab, out);
+  if (rc == LPVM_ENOMEM) return luaL_error(L, "not enough memory");
+  if (rc < 0) return luaL_argerror(L, 3, lpvm_ets_strerror(rc));
+  push_term(L, out);                       /* 4: the objects */
   lua_pushvalue(L, 2);                     /* 5: the accumulator */
   lua_Integer n = (lua_Integer)lua_rawlen(L, 4);
   for (lua_Integer i = 1; i <= n; i++) {

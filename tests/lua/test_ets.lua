@@ -550,7 +550,16 @@ test("bad arguments name the argument", function()
   T.raises(function() ets.lookup({}, 1) end, "bad argument #1")
   T.raises(function() ets.lookup(nil, 1) end, "bad argument #1")
   T.raises(function() ets.lookup(false, 1) end, "bad argument #1")
-  T.raises(function() ets.foldl(function() end, 0, nil) end, "bad argument #1")
+  -- foldl's table is its third argument: its errors name #3 and 'foldl' (they said
+  -- "bad argument #1 to '?'", from the inner tab2list)
+  T.raises(function() ets.foldl(function() end, 0, nil) end, "bad argument #3 to 'foldl'")
+  T.raises(function() ets.foldl(nil, 0, ets.new("x")) end, "bad argument #1 to 'foldl'")
+  local gone = ets.new("gone")
+  ets.delete(gone)
+  T.raises(function() ets.foldl(function() end, 0, gone) end,
+           "bad argument #3 to 'foldl'", "no such table")
+  T.raises(function() ets.foldl(function() end, 0, "no_table_so_named") end,
+           "bad argument #3 to 'foldl'", "no such table")
   T.raises(function() ets.insert(ets.new("x"), "str") end, "bad argument #2")
   T.raises(function() ets.insert(ets.new("x"), {print}) end, "bad argument #2", "function")
   T.raises(function() ets.new(string.rep("n", 256)) end, "bad argument #1", "255")
