@@ -96,19 +96,26 @@ static int cmp_big(const term_big *a, const term_big *b) {
   return 0;
 }
 
+/* Two doubles in a total order: a NaN (Lua has them, Erlang not) after every number
+** and equal to any NaN, as cmp_int_double places it. With < and > alone a NaN was
+** equal to every float, and an ordered_set holding one lost objects and kept 1 and 1.0
+** as two keys. */
+static int cmp_double(double a, double b) {
+  if (a != a || b != b) return (a != a) - (b != b);
+  return a < b ? -1 : a > b;
+}
+
 static int cmp_num(const num *a, const num *b, int exact) {
   int c;
   if (a->kind == 0 && b->kind == 0) return a->i < b->i ? -1 : a->i > b->i;
-  if (a->kind == 2 && b->kind == 2) return a->d < b->d ? -1 : a->d > b->d;
+  if (a->kind == 2 && b->kind == 2) return cmp_double(a->d, b->d);
   if (a->kind == 1 && b->kind == 1) return cmp_big(&a->big, &b->big);
   if (a->kind == 1 && b->kind == 0) return a->big.neg ? -1 : 1;
   if (a->kind == 0 && b->kind == 1) return b->big.neg ? 1 : -1;
   if (a->kind == 2) {
-    c = b->kind == 0 ? -cmp_int_double(b->i, a->d)
-                     : (a->d < big_double(&b->big) ? -1 : a->d > big_double(&b->big));
+    c = b->kind == 0 ? -cmp_int_double(b->i, a->d) : cmp_double(a->d, big_double(&b->big));
   } else {
-    c = a->kind == 0 ? cmp_int_double(a->i, b->d)
-                     : (big_double(&a->big) < b->d ? -1 : big_double(&a->big) > b->d);
+    c = a->kind == 0 ? cmp_int_double(a->i, b->d) : cmp_double(big_double(&a->big), b->d);
   }
   if (c == 0 && exact) c = a->kind == 2 ? 1 : -1;   /* 1 before 1.0 */
   return c;
@@ -300,6 +307,7 @@ static uint64_t hash_at(const uint8_t *p, const uint8_t *end) {
       if (n.d == 0) n.d = 0;   /* -0.0 == 0.0 */
       uint64_t bits;
       memcpy(&bits, &n.d, sizeof bits);
+      if (n.d != n.d) bits = 0x7ff8000000000000ull;   /* every NaN is one key (cmp_double) */
       return term_mix(h + 7, bits);
     }
     case C_ATOM: {

@@ -835,6 +835,31 @@ test("lookup results built while the collector steps keep every object (both mod
   ets.delete(t)
 end)
 
+test("a NaN key: one key after every number, and the other keys stay whole", function()
+  -- Lua has NaN, Erlang not: lpvm orders it after every number, equal to any NaN. It
+  -- was equal to every float: in an ordered_set {1.0, "b"} replaced the NaN object
+  -- and 1 and 1.0 were kept as two keys.
+  local nan, nan2 = 0/0, -(0/0)   -- two bit patterns
+  for _, ty in ipairs({"set", "ordered_set", "bag"}) do
+    local t = ets.new("nan", {ty})
+    ets.insert(t, {nan, "n"})
+    ets.insert(t, {1, "a"})
+    ets.insert(t, {1.0, "b"})
+    ets.insert(t, {nan2, "n2"})
+    local want = ({set = 3, ordered_set = 2, bag = 4})[ty]
+    T.eq(ets.info(t, "size"), want, ty)
+    T.eq(#ets.lookup(t, nan), ty == "bag" and 2 or 1, ty)
+    T.eq(#ets.lookup(t, 1.0), 1, ty)
+    if ty == "ordered_set" then
+      T.eq(ets.lookup(t, 1)[1][2], "b")
+      T.eq(ets.first(t), 1.0)
+      local last = ets.last(t)
+      T.ok(last ~= last, "the NaN is the last key")
+    end
+    ets.delete(t)
+  end
+end)
+
 test("many objects: the buckets grow and shrink, and deletion frees them", function()
   local t = ets.new("big", {"set", "public"})
   local n = T.scaled(100000, 5000)
