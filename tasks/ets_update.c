@@ -216,8 +216,12 @@ int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
       lpvm_tread r = {el[pos - 1].p, el[pos - 1].end, 0};
       if (lpvm_get_int(&r, &cur)) { rc = LPVM_ETS_EVALUE; break; }
     }
-    if (__builtin_add_overflow(cur, s->incr, &v)) { rc = LPVM_ETS_EVALUE; break; }
-    if (s->has_threshold &&
+    if (__builtin_add_overflow(cur, s->incr, &v)) {
+      /* past 64 bits the sum is past any threshold too (Erlang's bignum sum is):
+      ** with one, the step sets setvalue; without, the sum cannot be stored */
+      if (!s->has_threshold) { rc = LPVM_ETS_EVALUE; break; }
+      v = s->setvalue;
+    } else if (s->has_threshold &&
         ((s->incr >= 0 && v > s->threshold) || (s->incr < 0 && v < s->threshold)))
       v = s->setvalue;
     ch[i] = (change){pos, NULL, 0, v};

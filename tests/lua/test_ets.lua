@@ -138,6 +138,15 @@ test("update_counter: increments, thresholds, several ops, defaults", function()
   T.eq(ets.update_counter(t, "k", {{2, 1}, {3, -10}, {2, 1}}), {7, 90, 8})
   T.eq(ets.update_counter(t, "k", {2, 10, 10, 0}), 0)      -- past 10: set to 0
   T.eq(ets.update_counter(t, "k", {3, -100, 0, -1}), -1)  -- below 0: set to -1
+  -- a sum past 64 bits is past any threshold too (erl: ets:update_counter(T, K,
+  -- {2, 1, 10, 0}) on 2^63 - 1 gives 0): it sets setvalue (it raised); without a
+  -- threshold it still raises, and nothing is written
+  ets.insert(t, {"max", math.maxinteger, math.mininteger})
+  T.eq(ets.update_counter(t, "max", {{2, 1, 10, 0}, {3, -1, 10, 7}}), {0, 7})
+  ets.insert(t, {"max", math.maxinteger, math.mininteger})
+  T.raises(function() ets.update_counter(t, "max", {{3, -1, 10, 7}, {2, 1}}) end,
+           "bad argument #3", "64 bits")
+  T.eq(ets.lookup(t, "max"), {{"max", math.maxinteger, math.mininteger}})
   T.eq(ets.update_counter(t, "new", {2, 3}, {"ignored", 10}), 13)
   T.eq(ets.lookup(t, "new"), {{"new", 13}})
   T.raises(function() ets.update_counter(t, "absent", 1) end, "bad argument #2")
