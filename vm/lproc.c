@@ -222,10 +222,27 @@ void lproc_gc_default(lua_State *L) {
   lua_gc(L, LUA_GCGEN, LPROC_GC_MINOR, LPROC_GC_MAJOR);
 }
 
+/* Entering generational mode collects the state (all it holds is old after it) but
+** leaves the collector's debt as the allocations since lua_newstate made it (Lua
+** 5.4.4's entergen sets no minor debt; a new state's is about +3.4 KB): the state's
+** next allocation then ran a minor collection of nothing (~1,500 instructions, in
+** llibs_install's first table). The debt is set here as that collection would have
+** set it (the next minor collection when the heap has grown by LPROC_GC_MINOR
+** percent), rounded up to whole KB, through the API: RESTART zeroes it, a negative
+** STEP lowers it and runs nothing. (Rounded to the nearest KB, create.lua's process
+** ran its first minor collection in its first run, on a bigger heap: 3,900.) */
+static void gc_first_debt(lua_State *L) {
+  size_t t = (size_t)lua_gc(L, LUA_GCCOUNT) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB);
+  int k = (int)((t / 100 * LPROC_GC_MINOR + 1023) / 1024);
+  lua_gc(L, LUA_GCRESTART);
+  lua_gc(L, LUA_GCSTEP, k > 0 ? -k : -1);
+}
+
 void lproc_state_init(lua_State *L, int kept) {
   /* a bare state's collector is a new one's already (lproc_pool.c clean_bare compares
   ** every parameter and the mode): nothing to set, and nothing that could collect */
   if (kept != LLIBS_IN_PLACE) lproc_gc_default(L);
+  if (kept == 0) gc_first_debt(L);
   memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
   llibs_install(L, kept);
   lproc_slice_init(L);
