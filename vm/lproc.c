@@ -264,7 +264,8 @@ static lua_State *lproc_newstate(lproc *p, int *fresh) {
   p->recycled = (L != NULL);
   /* lproc_maker.c: a state made ahead; not for a heap limit, which must see each of
   ** the new state's allocations as one made here would */
-  if (!L && !p->max_heap && (L = lproc_maker_take(&p->blk, &p->blk_bump)))
+  if (!L && !p->max_heap &&
+      (L = lproc_maker_take(&p->blk, &p->blk_bump, &p->fn_len, &p->fn_id)))
     p->recycled = LPROC_STOCK;
   *fresh = (L == NULL);
   if (L) {
