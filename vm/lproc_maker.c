@@ -16,8 +16,15 @@
 ** two-core machine), while a worker on every core goes first and its spawns make their
 ** own states as before; a take never waits for the maker's lock (trylock).
 **
-** Rules: the maker never runs a process's code (nothing but lua_newstate and
-** lproc_state_init runs in its states); it works only while the stock is below its
+** The bytecode spawned last (lproc_maker_hint: a spawn that had to load it says so) is
+** loaded into each state made, at index 1 of its main thread's empty stack, as the
+** pool keeps a recycled state's function: a spawn of the same bytecode (the same
+** number, lproc_start.code_id) takes it there instead of loading it on the worker
+** (lproc_pool_reuse_fn); any other leaves it as garbage. That moves ~6,000 instructions
+** a create (create100k's body) from the worker to this thread; it saves none.
+**
+** Rules: the maker never runs a process's code (nothing but lua_newstate,
+** lproc_state_init and the hint's load runs in its states); it works only while the stock is below its
 ** low mark (half the bound) and then fills it to the bound, and otherwise waits on a
 ** condition variable (no CPU while idle); a spawn that finds the stock empty makes its
 ** own state as before, never waits. The thread starts once LPROC_MAKER_AFTER spawns
