@@ -454,12 +454,41 @@ void lmod_check_wait(lua_State *L, lproc *p, const char *fname) {
   if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
 }
 
-/* receive() or receive(ms) found nothing: wait ([1] no predicate, [2] the timeout). */
+/* receive() found nothing and waits for ever: a ring's or a chain's receive, at every
+** hop. It needs none of what recv_loop's wait keeps (the stack [1] no predicate, [2] no
+** timeout, read back on the wake; no timer, no poll of the signal queue), so it yields
+** with a continuation of its own that takes the first message the wake finds: ~70
+** instructions a hop less than through recv_any_wait, lmod_recv_wait and recv_loop.
+** Whatever is left on the stack (receive(math.huge)'s argument) stays below the
+** values pushed, which are what the call returns. */
+static int recv_ever_k(lua_State *L, int status, lua_KContext ctx);
+
+static __attribute__((noinline)) int recv_ever_wait(lua_State *L, lproc *p) {
+  if (!lua_isyieldable(L)) {
+    lmod_recv_finish(p);
+    return luaL_error(L, "receive: cannot wait here (inside a C call such as a metamethod)");
+  }
+  p->wait = LP_RECV;
+  if (L != p->L) p->sched_yield = 1;
+  return lua_yieldk(L, 0, 0, recv_ever_k);
+}
+
+static int recv_ever_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  p->wait = LP_RUN;
+  p->timed_out = 0;   /* no timer of this receive's: a wait for ever does not end so */
+  lpvm_msg *m = recv_next(L, p);
+  if (!m) return recv_ever_wait(L, p);   /* only dropped messages came: wait on */
+  p->scan = NULL;   /* an eval taken on the way may have moved it */
+  return take_push(L, p, m);
+}
+
+/* receive(ms) found nothing: wait ([1] no predicate, [2] the timeout). */
 static __attribute__((noinline)) int recv_any_wait(lua_State *L, lproc *p, int64_t ms) {
   lua_settop(L, 0);
   lua_pushnil(L);
-  if (ms < 0) lua_pushnil(L);
-  else lua_pushinteger(L, ms);
+  lua_pushinteger(L, ms);
   return recv_wait(L, p, recv_k, recv_loop);
 }
 
@@ -469,7 +498,7 @@ __attribute__((always_inline)) static inline int recv_any(lua_State *L, lproc *p
   lmod_drop_owned(p);
   lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
   lpvm_msg *m = recv_next(L, p);
-  if (!m) return recv_any_wait(L, p, ms);
+  if (!m) return ms < 0 ? recv_ever_wait(L, p) : recv_any_wait(L, p, ms);
   p->scan = NULL;   /* an eval taken on the way may have moved it */
   return take_push(L, p, m);
 }

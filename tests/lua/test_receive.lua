@@ -150,6 +150,42 @@ test("receive inside a coroutine blocks the process, not the coroutine protocol"
   T.eq(co(), "done")
 end)
 
+test("a blocked receive() skips what it drops on the wake and waits on", function()
+  -- a late reply to an alias no longer active wakes the waiter and is dropped there
+  -- (not seen by Lua): the receive must wait on for the next message, in a process
+  -- and in a coroutine, and receive(math.huge) returns only the message's values
+  local me = lpvm.self()
+  for _, form in ipairs({ "plain", "coroutine", "huge" }) do
+    local waiter = lpvm.spawn(function(parent, how)
+      local function recv()
+        if how == "huge" then return lpvm.receive(math.huge) end
+        return lpvm.receive()
+      end
+      local a = lpvm.alias()
+      lpvm.unalias(a)
+      lpvm.send(parent, "alias", a)
+      local r
+      if how == "coroutine" then
+        r = table.pack(coroutine.wrap(function() return recv() end)())
+      else
+        r = table.pack(recv())
+      end
+      lpvm.send(parent, "got", r)
+    end, me, form)
+    local m = T.recv()
+    T.eq(m[1], "alias")
+    T.ok(T.wait_until(function() return lpvm.info(waiter).status == "waiting" end),
+         form .. ": the waiter blocks")
+    lpvm.send_alias(waiter, m[2], "late reply")
+    T.ok(T.wait_until(function()
+      local i = lpvm.info(waiter)
+      return i.status == "waiting" and (i.message_queue_len or i.mailbox) == 0
+    end), form .. ": the dropped reply is gone and the waiter waits again")
+    lpvm.send(waiter, "real", 1, nil, 3)
+    T.eqv(T.recv(), table.pack("got", table.pack("real", 1, nil, 3)), form)
+  end
+end)
+
 test("a looping coroutine is preempted like any code", function()
   local me = lpvm.self()
   local pid = lpvm.spawn(function()
