@@ -186,6 +186,42 @@ test("a blocked receive() skips what it drops on the wake and waits on", functio
   end
 end)
 
+test("every form of a blocking receive in a big VM (frames noted for the waker)", function()
+  -- past 4,096 live tasks a waiting process notes its frames for the sender that
+  -- wakes it (vm/lmod_msg.c): receive at a function's top, in a coroutine, through
+  -- pcall, with a predicate and with a timeout, each waiting twice in the same place
+  local me, n = lpvm.self(), 4200
+  local pids = {}
+  for i = 1, n do
+    pids[i] = lpvm.spawn(function(parent, k)
+      local l = require "lpvm"
+      local forms = {
+        function() return l.receive() end,
+        function() return coroutine.wrap(function() return l.receive() end)() end,
+        function() local _, v = pcall(l.receive) return v end,
+        function() return l.receive(function(v) return v ~= "no" end) end,
+        function() return l.receive(600000) end,
+      }
+      local f = forms[k % #forms + 1]
+      l.send(parent, "ready")
+      for _ = 1, 2 do l.send(parent, "got", k, f()) end
+    end, me, i)
+  end
+  for _ = 1, n do T.eq(T.recv()[1], "ready") end
+  T.ok(lpvm.info(pids[n]) ~= nil)
+  for round = 1, 2 do
+    for i = 1, n do lpvm.send(pids[i], i * 10 + round) end
+    local seen = {}
+    for _ = 1, n do
+      local r = T.recv()
+      T.eq(r[1], "got")
+      if r[3] ~= r[2] * 10 + round then T.eq(r[3], r[2] * 10 + round, "process " .. r[2]) end
+      seen[r[2]] = true
+    end
+    for i = 1, n do if not seen[i] then T.ok(false, "no reply from " .. i) end end
+  end
+end)
+
 test("a looping coroutine is preempted like any code", function()
   local me = lpvm.self()
   local pid = lpvm.spawn(function()
