@@ -199,7 +199,7 @@ void lmod_mbox_take(lproc *p, lpvm_msg *m) {
 ** no longer active (a call that timed out) and the wake-up of an interrupt
 ** (lproc.c) are dropped here, unseen. A message of values (LPVM_MSGF_VALUES) is
 ** never a wake-up: its bytes are not compared. */
-static lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
+static __attribute__((noinline)) lpvm_msg *next_msg_drop(lproc *p, lpvm_msg *after) {
   lpvm_msg *m;
   while ((m = lpvm_mbox_next(&p->task, after)) != NULL &&
          ((m->ref && alias_find(p, m->ref) < 0) ||
@@ -208,6 +208,16 @@ static lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
     lpvm_msg_free(m);
   }
   return m;
+}
+
+/* Inline, the usual cases read in place (twice a hop: the receive that finds nothing,
+** then the wake's): none, or a message of values with no alias (lpvm_mbox_next's
+** read, lpvm/task.h: the mailbox is the task's own). */
+static inline lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
+  lpvm_msg *m = after ? atomic_load_explicit(&after->next, memory_order_relaxed)
+                      : p->task.mq_first;
+  if (!m || (!m->ref && (m->flags & LPVM_MSGF_VALUES))) return m;
+  return next_msg_drop(p, after);
 }
 
 /* 1 if m is for ref: tagged with it, ref itself, a tuple whose first element is ref,
