@@ -9,6 +9,7 @@
 ** The decoder runs inside the receiving process, where errors are caught.
 */
 #include <lauxlib.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -608,6 +609,26 @@ static void dec_foreign(lua_State *L, lpvm_tread *r) {
   free(t);                           /*  fail on memory, which ends the process)  */
 }
 
+/* An integer beyond 64 bits (SMALL_BIG_EXT 110 or LARGE_BIG_EXT 111 at p, already
+** checked by lpvm_skip) as the nearest double, as Lua's tonumber reads a long numeral:
+** beyond the float range it is +-math.huge. The top 8 bytes of the magnitude are
+** converted once (the bytes below them only break a tie: a sticky bit), then scaled. */
+static double big_to_double(const uint8_t *p) {
+  size_t n = p[0] == 110 ? p[1] : ((size_t)p[1] << 24 | (size_t)p[2] << 16 |
+                                   (size_t)p[3] << 8 | p[4]);
+  const uint8_t *sign = p[0] == 110 ? p + 2 : p + 5, *dig = sign + 1;   /* little-endian */
+  while (n > 0 && dig[n - 1] == 0) n--;
+  if (n == 0) return 0.0;
+  size_t k = n < 8 ? n : 8;
+  uint64_t m = 0;
+  for (size_t i = 0; i < k; i++) m = m << 8 | dig[n - 1 - i];
+  for (size_t i = 0; i + k < n; i++)
+    if (dig[i]) { m |= 1; break; }
+  size_t shift = (n - k) * 8;
+  double d = shift > 2048 ? HUGE_VAL : ldexp((double)m, (int)shift);
+  return *sign ? -d : d;
+}
+
 void lterm_dec_value(lterm_dec *d, int depth) { dec_value(d, depth); }
 
 static void dec_value(lterm_dec *d, int depth) {
@@ -675,16 +696,9 @@ static void dec_value(lterm_dec *d, int depth) {
       dec_map(d, n, depth);
       return;
     case LPVM_T_BIGINT: {
-      char text[128];
       const uint8_t *start = r->p;
       if (lpvm_skip(r)) dec_bad(L);
-      uint8_t tmp[128];
-      size_t k = (size_t)(r->p - start);
-      if (k + 1 > sizeof tmp) { lua_pushnumber(L, 0.0 / 0.0); return; }
-      tmp[0] = 131;
-      memcpy(tmp + 1, start, k);
-      lpvm_term_format(tmp, k + 1, text, sizeof text);
-      lua_pushnumber(L, strtod(text, NULL));
+      lua_pushnumber(L, big_to_double(start));
       return;
     }
     case LPVM_T_OTHER: {

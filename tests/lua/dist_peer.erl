@@ -17,6 +17,10 @@ loop() ->
             From ! {echo_reply, self(), Data};
         {<<"echo_name">>, Name, Node, Data} ->
             {binary_to_atom(Name), binary_to_atom(Node)} ! {echo_reply, self(), Data};
+        {<<"bigs">>, From} ->                          % integers past 64 bits, and erl's floats of them
+            Bigs = [1 bsl 64, -(1 bsl 64) - 5, 1 bsl 500, (1 bsl 1023) * 3 div 2,
+                    123456789012345678901234567890, 1 bsl 1024, -(1 bsl 2000)],
+            From ! {bigs, Bigs, [float(X) || X <- lists:sublist(Bigs, 5)]};
         {<<"spawn_idle">>, From} ->                    % a process lpvm links to or monitors
             From ! {idle, spawn(fun idle/0)};
         {<<"exit_with">>, Pid, Reason} ->

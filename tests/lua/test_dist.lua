@@ -93,6 +93,39 @@ test("a binary leaves as an Erlang binary (bytes and all) and comes back a strin
   T.eq(r[3], "01")
 end)
 
+test("integers past 64 bits arrive as the nearest float (erl's own), math.huge past the range",
+  function()
+  lpvm.send(agent, "bigs", lpvm.self())
+  local r = T.recv_match(function(t) return t == "bigs" end)
+  local bigs, floats = r[2], r[3]
+  for i = 1, 5 do
+    T.eq(math.type(bigs[i]), "float")
+    T.eq(bigs[i], floats[i], "big integer " .. i .. " as erl's float(X)")
+  end
+  T.eq(bigs[6], math.huge)
+  T.eq(bigs[7], -math.huge)
+end)
+
+test("a NaN or infinity is not sent to erl (its decoder would close the connection)", function()
+  lpvm.trap_exit(true)
+  lpvm.monitor_node(peer)
+  lpvm.send(agent, "echo", lpvm.self(), { 1, math.huge })
+  lpvm.send({"peer", peer}, "echo", lpvm.self(), 0/0)
+  lpvm.send(agent, "echo", lpvm.self(), "after")
+  local r = T.recv_match(function(t) return t == "echo_reply" end)
+  T.eq(r[3], "after", "the two messages with non-finite floats were dropped, not delivered")
+  -- an exit reason holding one reaches a linked erl process as its rendering
+  local victim = lpvm.spawn(function() lpvm.receive() lpvm.exit({ "bad", -math.huge }) end)
+  lpvm.send(agent, "link_to", lpvm.self(), victim)
+  T.recv_match(function(t) return t == "link_ready" end)
+  lpvm.send(victim, "die")
+  r = T.recv_match(function(t) return t == "erl_saw_exit" end)
+  T.eq(r[2], victim)
+  T.eq(r[3], "[<<\"bad\">>,-inf]")
+  T.eq(lpvm.receive(function(t) return t == "nodedown" end, 300), nil, "the connection stayed up")
+  lpvm.monitor_node(peer, false)
+end)
+
 local function erl_idle()
   lpvm.send(agent, "spawn_idle", lpvm.self())
   return T.recv_match(function(t) return t == "idle" end)[2]

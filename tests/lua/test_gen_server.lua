@@ -130,6 +130,49 @@ test("call: bad arguments name themselves", function()
   T.raises(function() gs.start("otp_kv", { io.stdout }) end, "gen_server.start", "cannot send a userdata")
 end)
 
+test("stop and sys on oneself raise calling_self, as OTP's (no wait for the timeout)", function()
+  local sys = require "sys"
+  local me = lpvm.self()
+  lpvm.register("gs_me", me)
+  for _, f in ipairs({
+    function() return gs.stop(me, "normal", math.huge) end,
+    function() return gs.stop("gs_me") end,
+    function() return require("gen_statem").stop(me) end,
+    function() return sys.get_state(me, math.huge) end,
+    function() return sys.suspend("gs_me", math.huge) end,
+    function() return sys.resume(me) end,
+    function() return sys.change_code(me, "otp_kv", 1, nil, math.huge) end,
+  }) do
+    local ok, err = pcall(f)
+    T.eq(ok, false)
+    T.eq(err, "calling_self")
+  end
+  lpvm.unregister("gs_me")
+  T.no_msg(0)
+end)
+
+test("cast, abcast, multi_call, sys and a table without init: bad arguments name themselves",
+  function()
+  local sys = require "sys"
+  T.raises(function() gs.cast(42, "x") end, "bad argument #1 to 'gen_server.cast'")
+  T.raises(function() require("gen_statem").cast(true, "x") end,
+    "bad argument #1 to 'gen_statem.cast'")
+  T.eq(gs.cast("gs_nobody", "x"), true, "a cast to a name nobody has is dropped, as OTP's")
+  T.raises(function() gs.abcast(nil, "x") end, "bad argument #1 to 'gen_server.abcast'",
+    "list of names")
+  T.raises(function() gs.multi_call("mc_1", "x") end,
+    "bad argument #1 to 'gen_server.multi_call'")
+  T.raises(function() gs.multi_call({ "a", 7 }, "x") end, "gen_server.multi_call",
+    "index 2")
+  T.raises(function() gs.multi_call({ "a" }, "x", -1) end,
+    "bad argument #3 to 'gen_server.multi_call'")
+  T.raises(function() sys.get_state(true) end, "bad argument #1 to 'sys.get_state'")
+  T.raises(function() sys.suspend({}) end, "bad argument #1 to 'sys.suspend'")
+  local pid, why = gs.start({ handle_call = function() end })
+  T.eq(pid, nil)
+  T.ok(T.mentions(why, "no function 'init'"), T.show(why))
+end)
+
 test("a callback table that is no module travels, functions and all (docs/code.md)", function()
   local step = 10
   local pid = gs.start({

@@ -178,6 +178,13 @@ test("a supervisor module: init returns flags and specs; ignore", function()
   stop_sup(s)
   T.eq(select(2, sup.start_link("otp_sup", "ignore")), "ignore")
   T.raises(function() sup.start_link(42) end, "bad argument #1 to 'supervisor.start_link'")
+  for _, f in ipairs({ "start_child", "terminate_child", "restart_child", "delete_child",
+                       "which_children", "count_children", "get_childspec" }) do
+    T.raises(function() sup[f](42, "x") end, "bad argument #1 to 'supervisor." .. f .. "'",
+      "pid or name")
+    local ok, err = pcall(sup[f], lpvm.self(), "x")
+    T.eq(ok, false); T.eq(err, "calling_self")
+  end
   local p, why = sup.start_link({ strategy = "none" })
   T.eq(p, nil); T.eq(why[1], "bad_flags")
   p, why = sup.start_link({ children = { { id = "x" } } })

@@ -16,6 +16,9 @@ function gen.load_module(spec)
     if type(m) ~= "table" then error("module '" .. spec .. "' did not return a callback table", 0) end
     return m
   end
+  if type(rawget(spec, "init")) ~= "function" then
+    error("the callback table has no function 'init' (undef)", 0)
+  end
   return spec
 end
 
@@ -49,8 +52,14 @@ end
 -- cast and reply, which a server's callbacks use too, now; start, start_link, call,
 -- stop (and gen_server's abcast, multi_call) from gen_client.lua on first use.
 function gen.client_api(M, behaviour)
+  local n_cast = behaviour .. ".cast"
   function M.cast(server, request)
-    if type(server) == "string" then server = lpvm.whereis(server) end
+    local t = type(server)
+    if t == "string" then server = lpvm.whereis(server)
+    elseif t ~= "userdata" and not (t == "table" and type(server[1]) == "string") then
+      error("bad argument #1 to '" .. n_cast .. "' (pid, name or {name, node} expected, got "
+        .. t .. ")", 2)
+    end
     if server then lpvm.send(server, "$gen_cast", request) end
     return true
   end

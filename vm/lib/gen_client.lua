@@ -125,7 +125,7 @@ function C.start(behaviour, link, mod, args, opts, fname)
   return nil, "timeout"
 end
 
-local function check_server(server, fname)
+function C.check_server(server, fname)
   local t = type(server)
   if t ~= "string" and t ~= "userdata" then
     error(string.format("bad argument #1 to '%s' (pid or name expected, got %s)", fname, t), 3)
@@ -138,7 +138,7 @@ end
 local lpvm_call = lpvm.call
 function C.call(server, label, request, timeout, fname)
   local t = type(server)
-  if t ~= "string" and t ~= "userdata" then check_server(server, fname) end
+  if t ~= "string" and t ~= "userdata" then C.check_server(server, fname) end
   if timeout == nil then timeout = C.DEFAULT_TIMEOUT
   else timeout = C.check_timeout(timeout, 3, fname) end
   return (lpvm_call(server, label, request, timeout))
@@ -157,11 +157,13 @@ end
 -- stop(server, reason, timeout): ask the process to terminate with reason and wait
 -- until it has; raises noproc, timeout, or the other reason it ended with.
 function C.stop(server, reason, timeout, fname)
-  check_server(server, fname)
+  C.check_server(server, fname)
   timeout = C.check_timeout(timeout, 3, fname, math.huge)
   if reason == nil then reason = "normal" end
   local pid = C.whereis(server)
   if not pid then error("noproc", 0) end
+  -- as OTP: a process cannot wait for its own end
+  if pid == lpvm.self() then error("calling_self", 0) end
   local ref = lpvm.monitor(pid)
   lpvm.send(pid, "$gen_stop", reason)
   local a, _, _, _, why = lpvm.receive_ref(ref, timeout)
@@ -171,6 +173,20 @@ function C.stop(server, reason, timeout, fname)
   end
   if same(why, reason) then return true end
   error(why, 0)
+end
+
+-- abcast's and multi_call's names: a list of registered names.
+local function check_names(names, fname)
+  if type(names) ~= "table" then
+    error(string.format("bad argument #1 to '%s' (list of names expected, got %s)", fname,
+      type(names)), 3)
+  end
+  for i, n in ipairs(names) do
+    if type(n) ~= "string" then
+      error(string.format("bad argument #1 to '%s' (name expected at index %d, got %s)", fname,
+        i, type(n)), 3)
+    end
+  end
 end
 
 -- M[k] for a behaviour's module M that has no k (gen.client_api's metatable): a client
@@ -203,12 +219,15 @@ function C.install_client(M, behaviour)
   if behaviour == "gen_server" then
     -- abcast(names, request): cast to each registered name (this node only).
     rawset(M, "abcast", function(names, request)
+      check_names(names, "gen_server.abcast")
       for _, n in ipairs(names) do M.cast(n, request) end
       return true
     end)
     -- multi_call(names, request [, timeout]) -> replies {name = reply}, bad {name, ...}
     -- (this node only: every name is called, each within the timeout).
     rawset(M, "multi_call", function(names, request, timeout)
+      check_names(names, "gen_server.multi_call")
+      C.check_timeout(timeout, 3, "gen_server.multi_call")
       local replies, bad = {}, {}
       for _, n in ipairs(names) do
         local ok, r = pcall(M.call, n, request, timeout)

@@ -41,25 +41,46 @@ end
 
 -- Requests go as gen_server calls; the answer is the list {a, b, c} of what the
 -- handler returned (pid | nil, reason ...).
-local function call(sup, req)
+local function call(sup, req, fname)
+  local t = type(sup)
+  if t ~= "string" and t ~= "userdata" then
+    error(string.format("bad argument #1 to '%s' (pid or name expected, got %s)", fname, t), 3)
+  end
   local r = gen_server.call(sup, req, math.huge)
+  if type(r) ~= "table" then   -- a gen_server that is no supervisor
+    error({ "bad_reply", fname, r }, 0)
+  end
   return table.unpack(r, 1, 3)
 end
 
 -- start_child(sup, childspec) -> pid | nil, reason; simple_one_for_one:
 -- start_child(sup, {extra args...}) appends the args to the template's.
-function M.start_child(sup, spec) return call(sup, { "start_child", spec }) end
+function M.start_child(sup, spec)
+  return call(sup, { "start_child", spec }, "supervisor.start_child")
+end
 -- terminate_child(sup, id) (simple_one_for_one: pid) -> true | nil, "not_found"
-function M.terminate_child(sup, id) return call(sup, { "terminate_child", id }) end
+function M.terminate_child(sup, id)
+  return call(sup, { "terminate_child", id }, "supervisor.terminate_child")
+end
 -- restart_child(sup, id) -> pid | nil, "running" | "not_found"
-function M.restart_child(sup, id) return call(sup, { "restart_child", id }) end
+function M.restart_child(sup, id)
+  return call(sup, { "restart_child", id }, "supervisor.restart_child")
+end
 -- delete_child(sup, id) -> true | nil, "running" | "not_found"
-function M.delete_child(sup, id) return call(sup, { "delete_child", id }) end
+function M.delete_child(sup, id)
+  return call(sup, { "delete_child", id }, "supervisor.delete_child")
+end
 -- which_children(sup) -> { {id =, pid = pid | "undefined" | "restarting", type =}, ... }
-function M.which_children(sup) return call(sup, { "which_children" }) end
+function M.which_children(sup)
+  return call(sup, { "which_children" }, "supervisor.which_children")
+end
 -- count_children(sup) -> { specs =, active =, supervisors =, workers = }
-function M.count_children(sup) return call(sup, { "count_children" }) end
-function M.get_childspec(sup, id) return call(sup, { "get_childspec", id }) end
+function M.count_children(sup)
+  return call(sup, { "count_children" }, "supervisor.count_children")
+end
+function M.get_childspec(sup, id)
+  return call(sup, { "get_childspec", id }, "supervisor.get_childspec")
+end
 
 -- ---- child specs -------------------------------------------------------------------
 

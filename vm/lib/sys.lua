@@ -16,9 +16,15 @@ local sys = {}
 -- A system request ({"$gen_system", from, ref, request}, answered on the alias ref
 -- with ok, value): returns ok, value; raises the server's reason, noproc or timeout.
 local function system(server, request, timeout, targ, fname)
+  local t = type(server)
+  if t ~= "string" and t ~= "userdata" then
+    error(string.format("bad argument #1 to '%s' (pid or name expected, got %s)", fname, t), 3)
+  end
   timeout = gen.check_timeout(timeout, targ, fname, gen.DEFAULT_TIMEOUT)
   local pid = gen.whereis(server)
   if not pid then error("noproc", 0) end
+  -- as OTP (a system message is a call): a process cannot ask itself
+  if pid == lpvm.self() then error("calling_self", 0) end
   local ref = lpvm.monitor(pid, "alias")
   lpvm.send(pid, "$gen_system", lpvm.self(), ref, request)
   local a, ok, value, _, why = lpvm.receive_ref(ref, timeout)
