@@ -408,72 +408,6 @@ static int recv_loop(lua_State *L, lproc *p) {
   }
 }
 
-/* Nothing matched so far (stack: [2] the timeout or nil): poll the signal queue once
-** for receive(0), time out (-1, nothing pushed), or wait for more with continuation
-** k; `again` rescans (what it returns is returned). */
-int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
-  const lraw_tvalue *t = lraw_ok() ? lraw_arg(L, 2) : NULL;   /* the timeout in place */
-  int64_t ms = t && t->tt == LRAW_VNUMINT ? t->v.i
-               : t && lraw_is_nil(t)     ? -1
-               : lua_isnil(L, 2)         ? -1
-                                         : (int64_t)lua_tointeger(L, 2);
-  /* Signals sent since this step began (a send to self, say) are still in the signal
-  ** queue: before a poll says "timeout", and before a timer is started for a wait,
-  ** bring them into the mailbox once (a message already sent is then taken with no
-  ** timer and no step). A signal among them that ends the process (a kill) takes
-  ** effect when the step ends. A wait for ever does not look: its yield ends the
-  ** step, which takes them, and the look would cost every blocking receive. */
-  if (ms >= 0 && !p->polled) {
-    p->polled = 1;
-    lpvm_msg *last = p->task.mq_last;
-    if (lpvm_fetch_signals(&p->task) == 0) {
-      if (p->task.mq_last != last) return again(L, p);
-    } else if (lua_isyieldable(L)) {  /* killed: end the step now, it will not resume */
-      p->wait = LP_RUN;
-      if (L != p->L) p->sched_yield = 1;
-      return lua_yieldk(L, 0, 0, k);
-    }
-  }
-  if (p->timed_out || ms == 0) {
-    lmod_recv_finish(p);
-    return -1;
-  }
-  if (!lua_isyieldable(L)) {
-    lmod_recv_finish(p);
-    return luaL_error(L, "receive: cannot wait here (inside a C call such as a metamethod)");
-  }
-  if (ms > 0 && !p->timer_set) {
-    if (lpvm_set_timer(&p->task, (uint64_t)ms) != 0) return luaL_error(L, "receive: no timer");
-    p->timer_set = 1;
-  }
-  p->wait = LP_RECV;
-  if (L != p->L) p->sched_yield = 1;
-  return lua_yieldk(L, 0, 0, k);
-}
-
-/* lmod_recv_wait for receive and receive_ref: a timeout returns nil, "timeout". */
-static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
-  int n = lmod_recv_wait(L, p, k, again);
-  if (n >= 0) return n;
-  lua_pushnil(L);
-  lua_pushliteral(L, "timeout");
-  return 2;
-}
-
-void lmod_check_wait(lua_State *L, lproc *p, const char *fname) {
-  if (p->in_pred) luaL_error(L, "%s: cannot be called from a receive predicate", fname);
-  if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
-}
-
-/* receive() found nothing and waits for ever: a ring's or a chain's receive, at every
-** hop. It needs none of what recv_loop's wait keeps (the stack [1] no predicate, [2] no
-** timeout, read back on the wake; no timer, no poll of the signal queue), so it yields
-** with a continuation of its own that takes the first message the wake finds: ~70
-** instructions a hop less than through recv_any_wait, lmod_recv_wait and recv_loop.
-** Whatever is left on the stack (receive(math.huge)'s argument) stays below the
-** values pushed, which are what the call returns. */
-static int recv_ever_k(lua_State *L, int status, lua_KContext ctx);
-
 /* A process that waits notes for its waker the lines its next step will read first
 ** and that the hint (its lua_State, tasks/signal.c) does not cover: the call frames
 ** (receive's and its Lua caller's), the caller's stack slots, closure, prototype,
@@ -522,6 +456,73 @@ static inline void note_hints(lproc *p, lua_State *L) {
       if (i != 4) hint_put(p, i, 0);
   }
 }
+
+/* Nothing matched so far (stack: [2] the timeout or nil): poll the signal queue once
+** for receive(0), time out (-1, nothing pushed), or wait for more with continuation
+** k; `again` rescans (what it returns is returned). */
+int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
+  const lraw_tvalue *t = lraw_ok() ? lraw_arg(L, 2) : NULL;   /* the timeout in place */
+  int64_t ms = t && t->tt == LRAW_VNUMINT ? t->v.i
+               : t && lraw_is_nil(t)     ? -1
+               : lua_isnil(L, 2)         ? -1
+                                         : (int64_t)lua_tointeger(L, 2);
+  /* Signals sent since this step began (a send to self, say) are still in the signal
+  ** queue: before a poll says "timeout", and before a timer is started for a wait,
+  ** bring them into the mailbox once (a message already sent is then taken with no
+  ** timer and no step). A signal among them that ends the process (a kill) takes
+  ** effect when the step ends. A wait for ever does not look: its yield ends the
+  ** step, which takes them, and the look would cost every blocking receive. */
+  if (ms >= 0 && !p->polled) {
+    p->polled = 1;
+    lpvm_msg *last = p->task.mq_last;
+    if (lpvm_fetch_signals(&p->task) == 0) {
+      if (p->task.mq_last != last) return again(L, p);
+    } else if (lua_isyieldable(L)) {  /* killed: end the step now, it will not resume */
+      p->wait = LP_RUN;
+      if (L != p->L) p->sched_yield = 1;
+      return lua_yieldk(L, 0, 0, k);
+    }
+  }
+  if (p->timed_out || ms == 0) {
+    lmod_recv_finish(p);
+    return -1;
+  }
+  if (!lua_isyieldable(L)) {
+    lmod_recv_finish(p);
+    return luaL_error(L, "receive: cannot wait here (inside a C call such as a metamethod)");
+  }
+  if (ms > 0 && !p->timer_set) {
+    if (lpvm_set_timer(&p->task, (uint64_t)ms) != 0) return luaL_error(L, "receive: no timer");
+    p->timer_set = 1;
+  }
+  p->wait = LP_RECV;
+  if (L != p->L) p->sched_yield = 1;
+  note_hints(p, L);
+  return lua_yieldk(L, 0, 0, k);
+}
+
+/* lmod_recv_wait for receive and receive_ref: a timeout returns nil, "timeout". */
+static int recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
+  int n = lmod_recv_wait(L, p, k, again);
+  if (n >= 0) return n;
+  lua_pushnil(L);
+  lua_pushliteral(L, "timeout");
+  return 2;
+}
+
+void lmod_check_wait(lua_State *L, lproc *p, const char *fname) {
+  if (p->in_pred) luaL_error(L, "%s: cannot be called from a receive predicate", fname);
+  if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
+}
+
+/* receive() found nothing and waits for ever: a ring's or a chain's receive, at every
+** hop. It needs none of what recv_loop's wait keeps (the stack [1] no predicate, [2] no
+** timeout, read back on the wake; no timer, no poll of the signal queue), so it yields
+** with a continuation of its own that takes the first message the wake finds: ~70
+** instructions a hop less than through recv_any_wait, lmod_recv_wait and recv_loop.
+** Whatever is left on the stack (receive(math.huge)'s argument) stays below the
+** values pushed, which are what the call returns. */
+static int recv_ever_k(lua_State *L, int status, lua_KContext ctx);
 
 static __attribute__((noinline)) int recv_ever_wait(lua_State *L, lproc *p) {
   if (!lua_isyieldable(L)) {
