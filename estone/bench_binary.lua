@@ -3,16 +3,21 @@
 -- receiver takes the time after its K-th receive. Kind:
 --   bin    an lpvm.binary of Size bytes: each send passes a reference (refcount++)
 --   string a Lua string of Size bytes, as shared/bench/lpvm/msgsize.lua: each send
---          copies the bytes into the scratch builder, from it into the message, and
---          out of it into the receiver's heap
+--          copies the bytes once into the message block, the receiver once out of it
+--          into its heap (lua_pushlstring)
+--   list   the string in a list, {s}: written in place as a plain string is
+--   map    the string in a map, {data = s}: the general encoder, its block first
+--          sized for the last message, then for the string
+--   deep   the string six lists down, {{{{{{s}}}}}}: the general encoder as well
 -- (the floor under `string`, 2 x malloc + memcpy of Size bytes, is build/estone/bench_memcpy)
--- usage: lpvm estone/bench_binary.lua [bin|string] Size K
+-- usage: lpvm estone/bench_binary.lua [bin|string|list|map|deep] Size K
 -- prints: RESULT test=msgsize sys=lpvm kind=.. size=.. k=.. send_loop_s=.. total_s=.. per_msg_ns=..
 local lpvm = require "lpvm"
 local kind, size, K = arg[1] or "bin", tonumber(arg[2]) or 100000, tonumber(arg[3]) or 20000
-assert(kind == "bin" or kind == "string", "kind: bin | string")
 local str = string.rep("x", size)
-local msg = kind == "bin" and lpvm.binary(str) or str
+local msg = ({ bin = lpvm.binary(str), string = str, list = { str }, map = { data = str },
+               deep = { { { { { { str } } } } } } })[kind]
+assert(msg, "kind: bin | string | list | map | deep")
 local t0, t1, t2
 do
   local me = lpvm.self()

@@ -250,10 +250,11 @@ static int route(lpvm_id to, struct lpvm_sig *s, uint32_t *queued) {
   dist_wrap h = {s->kind, 0, to};
   memcpy(lpvm_msg_data(w), &h, sizeof h);
   if (len) lpvm_msg_flat_write(s, lpvm_msg_data(w) + sizeof h);
-  if (len && !dist_term_finite(lpvm_msg_data(w) + sizeof h, len)) {   /* dist_term.c */
+  if (len && !dist_term_ok(lpvm_msg_data(w) + sizeof h, len)) {   /* dist_term.c */
     if (s->kind == SIG_MESSAGE) {
       dist_log("a message to a process on %.*s was not sent: it holds a NaN or infinite "
-               "float, which Erlang's term format cannot carry", (int)d->len, d->name);
+               "float or a map with two equal keys, which erl cannot decode",
+               (int)d->len, d->name);
       free(w);
       lpvm_msg_free(s);
       return 0;
@@ -481,9 +482,9 @@ int lpvm_dist_send_name(lpvm_task *self, const char *name, const char *node,
                         const void *term, size_t len) {
   size_t nl = name ? strlen(name) : 0;
   if (nl == 0 || nl > 255 || !term) return LPVM_EINVAL;
-  if (!dist_term_finite(term, len)) {   /* as route: not sent, said on stderr */
-    dist_log("a message to {%s, %s} was not sent: it holds a NaN or infinite float, which "
-             "Erlang's term format cannot carry", name, node ? node : "?");
+  if (!dist_term_ok(term, len)) {   /* as route: not sent, said on stderr */
+    dist_log("a message to {%s, %s} was not sent: it holds a NaN or infinite float or "
+             "a map with two equal keys, which erl cannot decode", name, node ? node : "?");
     return 0;
   }
   lpvm_id conn = lpvm_dist_conn(node, 1);

@@ -122,8 +122,9 @@ void dist_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- dist_term.c: what Erlang's format cannot carry ---------------------------------------- */
 
-/* 0 when the term (version byte first) holds a NaN or infinite float, else 1. */
-int dist_term_finite(const uint8_t *term, size_t len);
+/* 0 when the term (version byte first) holds a NaN or infinite float, or a map with
+** two equal keys, which erl cannot decode; else 1. */
+int dist_term_ok(const uint8_t *term, size_t len);
 /* A binary term of the term's rendering (malloc'ed, *out_len set), NULL on no memory. */
 uint8_t *dist_term_rendered(const uint8_t *term, size_t len, size_t *out_len);
 

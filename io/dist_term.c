@@ -10,6 +10,12 @@
 ** line on stderr says so; a send never fails, as Erlang's); an exit or DOWN
 ** reason holding one leaves as a binary of its rendering (`{error,inf}`), so the
 ** link or monitor still fires with a reason that says what it was.
+**
+** The same holds for a map with two equal keys, which Lua makes from two distinct
+** tables of equal contents used as keys (`{[{}] = 1, [{}] = 2}`: both are `[]`):
+** erl refuses that map as corrupted too. Scalar keys cannot collide (Lua keeps one
+** key per number or string), so only keys that are containers or binaries are
+** compared, sorted by their bytes.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -19,7 +25,48 @@
 
 #define WALK_DEPTH 1024   /* deeper than any encoder writes (LTERM_DEPTH) */
 
-/* 1: every float finite; 0: one is not; -1: malformed or too deep. */
+typedef struct span { const uint8_t *p; size_t n; } span;
+
+static int span_cmp(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  size_t n = x->n < y->n ? x->n : y->n;
+  int c = memcmp(x->p, y->p, n);
+  return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+static int walk(lpvm_tread *r, int depth);
+
+/* A map's n pairs: each walked; 0 when two keys that can collide are equal. */
+static int walk_map(lpvm_tread *r, uint32_t n, int depth) {
+  span *keys = NULL;
+  size_t nk = 0, ck = 0;
+  int v = 1;
+  for (uint32_t i = 0; i < n && v == 1; i++) {
+    int t = lpvm_get_type(r);
+    const uint8_t *at = r->p;
+    v = walk(r, depth + 1);
+    if (v == 1 && (t == LPVM_T_TUPLE || t == LPVM_T_LIST || t == LPVM_T_NIL || t == LPVM_T_MAP ||
+                   t == LPVM_T_BINARY || t == LPVM_T_STRING)) {
+      if (nk == ck) {
+        span *k = realloc(keys, (ck = ck ? ck * 2 : 8) * sizeof *keys);
+        if (!k) { v = -1; break; }
+        keys = k;
+      }
+      keys[nk++] = (span){at, (size_t)(r->p - at)};
+    }
+    if (v == 1) v = walk(r, depth + 1);
+  }
+  if (v == 1 && nk > 1) {
+    qsort(keys, nk, sizeof *keys, span_cmp);
+    for (size_t i = 1; i < nk && v == 1; i++)
+      if (span_cmp(&keys[i - 1], &keys[i]) == 0) v = 0;
+  }
+  free(keys);
+  return v;
+}
+
+/* 1: every float finite and no map with equal keys; 0: not so; -1: malformed or too
+** deep (not ours to judge: the bytes go as they are). */
 static int walk(lpvm_tread *r, int depth) {
   uint32_t n;
   double d;
@@ -33,9 +80,7 @@ static int walk(lpvm_tread *r, int depth) {
       break;
     case LPVM_T_MAP:
       if (lpvm_get_map(r, &n)) return -1;
-      if (n > UINT32_MAX / 2) return -1;
-      n *= 2;
-      break;
+      return walk_map(r, n, depth);
     case LPVM_T_LIST:
       if (lpvm_get_list(r, &n)) return -1;
       if (n == UINT32_MAX) return -1;
@@ -51,10 +96,10 @@ static int walk(lpvm_tread *r, int depth) {
   return 1;
 }
 
-int dist_term_finite(const uint8_t *term, size_t len) {
+int dist_term_ok(const uint8_t *term, size_t len) {
   /* only lpvm's encoder writes a non-finite float, always as NEW_FLOAT_EXT (the
-  ** byte 70): no such byte, nothing to walk */
-  if (!memchr(term, 70, len)) return 1;
+  ** byte 70), and a map is MAP_EXT (116): neither byte, nothing to walk */
+  if (!memchr(term, 70, len) && !memchr(term, 116, len)) return 1;
   lpvm_tread r;
   if (lpvm_tread_init(&r, term, len)) return 1;   /* not ours to judge */
   return walk(&r, 0) != 0;

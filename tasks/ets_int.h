@@ -102,6 +102,10 @@ typedef struct ets_tab {
   ** exist, which is what its release publishes); read before any lock, as a hint. */
   _Atomic int fastkey;
   ets_obj *root;            /* ordered_set: an AVL tree in term order */
+  /* ordered_set: counts changes of the tree's shape (a node put, replaced or removed,
+  ** the tree detached), which only holders of the table lock alone make; read under
+  ** the lock shared by the walk's hint (ets_tree.c). */
+  uint64_t tree_version;
 } ets_tab;
 
 static inline int tab_is_hash(const ets_tab *t) { return t->type != LPVM_ETS_ORDERED_SET; }

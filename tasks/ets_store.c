@@ -20,6 +20,7 @@ void ets_store_detach(ets_tab *t, ets_obj ***buckets, unsigned *bits, ets_obj **
   t->buckets = NULL;
   t->bits = 0;
   t->root = NULL;
+  t->tree_version++;   /* the nodes are about to be freed: no walk hint may use them */
 }
 
 void ets_free_objs(int type, ets_obj **buckets, unsigned bits, ets_obj *root) {

@@ -52,12 +52,27 @@ static uint8_t *tbuf_grow(lpvm_tbuf *b, size_t n) {
   if (fresh) b->len = 0;
   size_t need = b->len + n + (size_t)fresh;
   if (need < n) { tbuf_fail(b, LPVM_ENOMEM); return NULL; }
-  size_t cap = b->cap ? b->cap : TBUF_INITIAL;
-  while (cap < need) {
-    if (cap > SIZE_MAX / 2) { cap = need; break; }
-    cap *= 2;
+  size_t old = b->cap, cap = old ? old : TBUF_INITIAL;
+  if (need / 2 > cap && need <= SIZE_MAX - need / 8) {
+    cap = need + need / 8;   /* one put past twice the buffer (a long string): its size */
+  } else {
+    while (cap < need) {
+      if (cap > SIZE_MAX / 2) { cap = need; break; }
+      cap *= 2;
+    }
   }
-  uint8_t *d = realloc(b->data, cap);
+  uint8_t *d;
+  if (!fresh && b->len < old / 2) {
+    /* mostly empty (a block sized for the last message, then a long string): realloc
+    ** would copy the whole old block when it moves; copy only what is written */
+    d = malloc(cap);
+    if (d) {
+      memcpy(d, b->data, b->len);
+      free(b->data);
+    }
+  } else {
+    d = realloc(b->data, cap);
+  }
   if (d == NULL) { tbuf_fail(b, LPVM_ENOMEM); return NULL; }
   b->data = d;
   b->cap = cap;

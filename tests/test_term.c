@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/binary.h"
 #include "lpvm/term.h"
 #include "testutil.h"
 
@@ -742,6 +743,48 @@ Test(builder, growth_and_message) {
   cr_assert_eq(lpvm_term_is_atom(b.data, b.len, "ok"), 1);
   lpvm_tbuf_free(&b);
   free(copy);
+}
+
+/* A long put into a block mostly empty (a message block sized for the last message, a
+** fresh builder) takes a block of its size and copies only what was written; puts of
+** every size after it, and a second long one, keep every byte. */
+Test(builder, long_puts_keep_every_byte) {
+  size_t big = 300000;
+  uint8_t *s = malloc(big);
+  cr_assert_not_null(s);
+  for (size_t i = 0; i < big; i++) s[i] = (uint8_t)(i * 7 + (i >> 9));   /* zeros too */
+  static const size_t hints[] = { 0, 64, 65536 };
+  for (size_t h = 0; h < sizeof hints / sizeof *hints; h++) {
+    lpvm_tbuf b;
+    lpvm_msg_build(&b, hints[h]);
+    lpvm_put_list(&b, 2005);
+    lpvm_put_int(&b, 1);
+    lpvm_put_binary(&b, s, 100000);           /* past twice the block: sized to it */
+    for (int i = 0; i < 2000; i++) lpvm_put_int(&b, i);   /* fills the spare, then grows */
+    lpvm_put_binary(&b, s + 1, big - 1);      /* a second long one */
+    lpvm_put_binary(&b, s, 0);
+    lpvm_put_binary(&b, s + 5, 17);
+    lpvm_put_nil(&b);
+    cr_assert_eq(b.err, 0);
+    lpvm_msg *m = lpvm_msg_built(&b, NULL);
+    cr_assert_not_null(m);
+    const uint8_t *d = lpvm_msg_data(m);
+    size_t len = lpvm_msg_len(m);
+    cr_assert_eq(lpvm_term_check(d, len), 0, "hint %zu", hints[h]);
+    /* the list: 131, 'l', 4 count bytes, 'a' 1, 'm' and the first binary */
+    cr_assert_eq(d[6], 97);
+    cr_assert_eq(d[8], 109);
+    cr_assert(!memcmp(d + 13, s, 100000), "hint %zu: the first long put", hints[h]);
+    const uint8_t *p = d + 13 + 100000;
+    for (int i = 0; i < 2000; p += i < 256 ? 2 : 5, i++) cr_assert(*p == (i < 256 ? 97 : 98));
+    cr_assert_eq(*p, 109);
+    cr_assert(!memcmp(p + 5, s + 1, big - 1), "hint %zu: the second long put", hints[h]);
+    p += 5 + big - 1;
+    cr_assert(p[0] == 109 && p[4] == 0 && p[5] == 109 && p[9] == 17 && !memcmp(p + 10, s + 5, 17));
+    cr_assert_eq((size_t)(p + 10 + 17 + 1 - d), len);
+    lpvm_msg_free(m);
+  }
+  free(s);
 }
 
 Test(builder, reset_reuses_the_buffer) {

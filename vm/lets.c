@@ -156,9 +156,12 @@ static inline int put_tv(const lraw_tvalue *v, lpvm_tbuf *b) {
 
 #define ASK_API ((size_t)-1)
 
-/* The elements of the table t in place: the tuple's length, or 0 as lets_object, or
-** ASK_API when some of them lie outside the array part. */
-static size_t object_in_place(lua_State *L, int idx, const lraw_table *t, lpvm_tbuf *b) {
+/* The elements of the table t in place after buf's 3 header bytes: the tuple's
+** length, or 0 as lets_object, or ASK_API when some of them lie outside the array
+** part. Integers within 32 bits (an object's usual elements) are written by pointer,
+** anything else by put_tv. */
+static size_t object_in_place(lua_State *L, int idx, const lraw_table *t, uint8_t *buf,
+                              size_t cap) {
   lua_Unsigned n = t->alimit;
   /* An array of its real size, full to its last element, and no hash part: its
   ** length is alimit (ltable.c's luaH_getn answers so without looking further).
@@ -168,28 +171,45 @@ static size_t object_in_place(lua_State *L, int idx, const lraw_table *t, lpvm_t
     if (n > t->alimit) return ASK_API;
   }
   if (n > 255) return 0;
-  b->data[2] = (uint8_t)n;
-  const lraw_tvalue *v = t->array;
-  for (lua_Unsigned i = 0; i < n; i++, v++) {
-    if (v->tt == LRAW_VNUMINT && b->cap - b->len >= 11) put_int(b, v->v.i);   /* no call */
-    else if (put_tv(v, b)) return 0;
+  buf[2] = (uint8_t)n;
+  uint8_t *q = buf + 3, *end = buf + cap;
+  for (const lraw_tvalue *v = t->array, *vend = v + n; v < vend; v++) {
+    if (v->tt == LRAW_VNUMINT && end - q >= 5) {   /* put_int's two short forms */
+      lua_Integer x = v->v.i;
+      if (x >= 0 && x <= 255) {
+        q[0] = ETF_SMALL_INT, q[1] = (uint8_t)x;
+        q += 2;
+        continue;
+      }
+      if (x >= INT32_MIN && x <= INT32_MAX) {
+        uint32_t u = (uint32_t)x;
+        q[0] = ETF_INT;
+        q[1] = (uint8_t)(u >> 24), q[2] = (uint8_t)(u >> 16);
+        q[3] = (uint8_t)(u >> 8), q[4] = (uint8_t)u;
+        q += 5;
+        continue;
+      }
+    }
+    lpvm_tbuf b = {buf, (size_t)(q - buf), cap, 0};
+    if (put_tv(v, &b) || b.err) return 0;
+    q = buf + b.len;
   }
-  return b->err ? 0 : b->len;
+  return (size_t)(q - buf);
 }
 
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   const lraw_tvalue *a;
   if (cap < 8) return 0;
-  lpvm_tbuf b = {buf, 3, cap, 0};   /* the version and SMALL_TUPLE_EXT (n <= 255) */
-  buf[0] = ETF_VERSION;
+  buf[0] = ETF_VERSION;   /* and SMALL_TUPLE_EXT (n <= 255) */
   buf[1] = ETF_SMALL_TUPLE;
   if (lraw_ok() && idx > 0) {
     if (!(a = lraw_arg(L, idx)) || a->tt != LRAW_VTABLE) return 0;
-    size_t len = object_in_place(L, idx, a->v.gc, &b);
+    size_t len = object_in_place(L, idx, a->v.gc, buf, cap);
     if (len != ASK_API) return len;
   } else if (lua_type(L, idx) != LUA_TTABLE) {
     return 0;
   }
+  lpvm_tbuf b = {buf, 3, cap, 0};
   lua_Unsigned n = lua_rawlen(L, idx);
   if (n > 255) return 0;
   buf[2] = (uint8_t)n;
@@ -257,59 +277,11 @@ static inline int push_fast(lua_State *L, const uint8_t **pp, const uint8_t *end
   }
 }
 
-/* Anything else: lterm.c's decoder, as the general path would at this depth (inside
-** a list or tuple of the result: never a graph). */
-static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
-  lpvm_tread r = {*pp, end, 0};
-  lterm_dec d = {.L = L, .r = &r, .trusted = 1};
-  lterm_dec_value(&d, depth);
-  *pp = r.p;
-}
-
-/* A tuple's or list's header at p: its length and header size, or 0. */
-static size_t seq_header(const uint8_t *p, const uint8_t *end, uint32_t *n) {
-  size_t left = (size_t)(end - p);
-  if (left >= 2 && p[0] == ETF_SMALL_TUPLE) { *n = p[1]; return 2; }
-  if (left >= 5 && (p[0] == ETF_LARGE_TUPLE || p[0] == ETF_LIST)) { *n = be32(p + 1); return 5; }
-  return 0;
-}
-
-/* One value: scalars, tuples and lists (as lterm.c makes them: sequences of their
-** exact size, an improper tail dropped) here, anything else by lterm.c. */
-static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
-  if (push_fast(L, pp, end)) return;
-  const uint8_t *p = *pp;
-  uint32_t n;
-  size_t h = depth < LTERM_DEPTH ? seq_header(p, end, &n) : 0;
-  if (p < end && p[0] == ETF_NIL) {
-    lua_newtable(L);
-    *pp = p + 1;
-    return;
-  }
-  if (!h) { push_slow(L, pp, end, depth); return; }
-  luaL_checkstack(L, 4, "ets: object nested too deep");
-  int list = p[0] == ETF_LIST;
-  p += h;
-  lua_createtable(L, (int)(n > 1u << 24 ? 1u << 24 : n), 0);
-  for (uint32_t k = 1; k <= n; k++) {
-    push_any(L, &p, end, depth + 1);
-    lua_rawseti(L, -2, (lua_Integer)k);
-  }
-  if (list) {   /* the tail */
-    if (p < end && p[0] == ETF_NIL) p++;
-    else {
-      lpvm_tread r = {p, end, 0};
-      if (lpvm_skip(&r)) lterm_dec_bad(L);
-      p = r.p;
-    }
-  }
-  *pp = p;
-}
-
 /* One scalar at *pp that is no collectable value (integers, floats, booleans, nil)
 ** written straight into a new table's array slot: Lua's barrier is for collectable
 ** values only, so none is owed. 1, or 0 (nothing written) for anything else. */
-static inline int set_fast(lraw_tvalue *v, const uint8_t **pp, const uint8_t *end) {
+static inline __attribute__((always_inline)) int set_fast(lraw_tvalue *v, const uint8_t **pp,
+                                                         const uint8_t *end) {
   const uint8_t *p = *pp;
   size_t left = (size_t)(end - p);
   if (left < 2) return 0;
@@ -345,25 +317,121 @@ static inline int set_fast(lraw_tvalue *v, const uint8_t **pp, const uint8_t *en
   }
 }
 
-void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
-  const uint8_t *end = p + len;
-  int in_place = lraw_ok();
-  lua_createtable(L, n, 0);
-  for (int i = 1; i <= n; i++) {
+/* The value just pushed moved into slot v of the table h made a moment ago, and popped
+** in place: lua_rawseti's barrier does nothing for a table that is not black (a
+** collection step while the value was made may have blackened it: then the API's
+** way); lua_settop's one other task, closing a to-be-closed variable, has none to close
+** above a C function's own pushes. */
+static inline void move_top(lua_State *L, const lraw_table *h, lraw_tvalue *v,
+                             lua_Integer k) {
+  if (!(h->marked & LRAW_BLACK)) {
+    lraw_state *st = (lraw_state *)(void *)L;
+    *v = *--st->top;
+  } else {
+    lua_rawseti(L, -2, k);
+  }
+}
+
+/* Anything else: lterm.c's decoder, as the general path would at this depth (inside
+** a list or tuple of the result: never a graph). */
+static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
+  lpvm_tread r = {*pp, end, 0};
+  lterm_dec d = {.L = L, .r = &r, .trusted = 1};
+  lterm_dec_value(&d, depth);
+  *pp = r.p;
+}
+
+/* A tuple's or list's header at p: its length and header size, or 0. */
+static size_t seq_header(const uint8_t *p, const uint8_t *end, uint32_t *n) {
+  size_t left = (size_t)(end - p);
+  if (left >= 2 && p[0] == ETF_SMALL_TUPLE) { *n = p[1]; return 2; }
+  if (left >= 5 && (p[0] == ETF_LARGE_TUPLE || p[0] == ETF_LIST)) { *n = be32(p + 1); return 5; }
+  return 0;
+}
+
+/* One value: scalars, tuples and lists (as lterm.c makes them: sequences of their
+** exact size, an improper tail dropped) here, anything else by lterm.c. */
+static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
+  if (push_fast(L, pp, end)) return;
+  const uint8_t *p = *pp;
+  uint32_t n;
+  size_t h = depth < LTERM_DEPTH ? seq_header(p, end, &n) : 0;
+  if (p < end && p[0] == ETF_NIL) {
+    lua_newtable(L);
+    *pp = p + 1;
+    return;
+  }
+  if (!h) { push_slow(L, pp, end, depth); return; }
+  luaL_checkstack(L, 4, "ets: object nested too deep");
+  int list = p[0] == ETF_LIST;
+  p += h;
+  if (n && n <= (size_t)(end - p) && lraw_ok()) {   /* (each element takes a byte at least) */
+    /* made by lraw_new_array with its exact size, as push_objects_raw's tuples */
+    lraw_tvalue *a = lraw_new_array(L, n);
+    const lraw_table *th = ((const lraw_state *)(void *)L)->top[-1].v.gc;
+    for (uint32_t k = 0; k < n; k++) {
+      if (set_fast(&a[k], &p, end)) continue;
+      push_any(L, &p, end, depth + 1);
+      move_top(L, th, &a[k], (lua_Integer)k + 1);
+    }
+  } else {
+    lua_createtable(L, (int)(n > 1u << 24 ? 1u << 24 : n), 0);
+    for (uint32_t k = 1; k <= n; k++) {
+      push_any(L, &p, end, depth + 1);
+      lua_rawseti(L, -2, (lua_Integer)k);
+    }
+  }
+  if (list) {   /* the tail */
+    if (p < end && p[0] == ETF_NIL) p++;
+    else {
+      lpvm_tread r = {p, end, 0};
+      if (lpvm_skip(&r)) lterm_dec_bad(L);
+      p = r.p;
+    }
+  }
+  *pp = p;
+}
+
+/* lets_push_objects through lraw.h: the list and each tuple made by lraw_new_array with
+** their exact sizes (no luaH_resize), non-collectable elements written into their slots,
+** anything else pushed and moved into its slot, each tuple moved into the list's. */
+static void push_objects_raw(lua_State *L, const uint8_t *p, const uint8_t *end, int n) {
+  const lraw_state *st = (const lraw_state *)(void *)L;
+  lraw_tvalue *list = lraw_new_array(L, (unsigned)n);
+  const lraw_table *lh = st->top[-1].v.gc;
+  for (int i = 0; i < n; i++) {
     if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
       /* the usual object: its scalars read in this loop, no recursion and no stack
       ** check (the list, the tuple and one element are within LUA_MINSTACK) */
       uint32_t m = p[1];
       p += 2;
-      lua_createtable(L, (int)m, 0);
-      /* its array of exactly m slots, which nothing below resizes (rawseti within it) */
-      lraw_tvalue *a = NULL;
-      if (in_place && m) {   /* the table on top (lraw.h: no call since it was pushed) */
-        const lraw_tvalue *top = ((const lraw_state *)(void *)L)->top - 1;
-        a = ((const lraw_table *)top->v.gc)->array;
+      lraw_tvalue *a = lraw_new_array(L, m);   /* m slots, which nothing below resizes */
+      const lraw_table *th = st->top[-1].v.gc;
+      for (uint32_t k = 0; k < m; k++) {
+        if (set_fast(&a[k], &p, end)) continue;
+        if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
+        move_top(L, th, &a[k], (lua_Integer)k + 1);
       }
+    } else {
+      push_any(L, &p, end, 1);
+    }
+    move_top(L, lh, &list[i], i + 1);
+  }
+}
+
+void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {
+  const uint8_t *end = p + len;
+  if (lraw_ok()) {
+    push_objects_raw(L, p, end, n);
+    return;
+  }
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; i++) {
+    if (end - p >= 2 && p[0] == ETF_SMALL_TUPLE) {
+      uint32_t m = p[1];
+      p += 2;
+      lua_createtable(L, (int)m, 0);
       for (uint32_t k = 1; k <= m; k++) {
-        if (a && set_fast(&a[k - 1], &p, end)) continue;
         if (!push_fast(L, &p, end)) push_any(L, &p, end, 2);
         lua_rawseti(L, -2, (lua_Integer)k);
       }
@@ -384,6 +452,17 @@ int lets_push_list(lua_State *L, const uint8_t *p, size_t len) {
 
 int lets_push_scalar(lua_State *L, const uint8_t *p, size_t len) {
   if (len < 1 || p[0] != ETF_VERSION) return 0;
+  if ((len == 3 || len == 6) && lraw_ok()) {
+    /* an integer (a walk's usual key) pushed in place, as lua_pushinteger does: no
+    ** barrier for a value that is not collectable, and the room is the caller's, as
+    ** for any push */
+    const uint8_t *q = p + 1;
+    lraw_state *st = (lraw_state *)(void *)L;
+    if (set_fast(st->top, &q, p + len) && q == p + len && st->top->tt == LRAW_VNUMINT) {
+      st->top++;
+      return 1;
+    }
+  }
   const uint8_t *q = p + 1;
   if (!push_fast(L, &q, p + len)) return 0;
   if (q == p + len) return 1;

@@ -23,6 +23,23 @@
 ** exactly as lterm_put_plain writes it: its length, or 0 when the value is of
 ** another type or does not fit in cap bytes. */
 size_t lets_scalar(lua_State *L, int idx, uint8_t *buf, size_t cap);
+/* The integer v as a term (version byte first), as lets_scalar writes it when it is
+** within 32 bits: its length, or 0 (outside them, or cap < 6: lets_scalar's way). */
+static inline size_t lets_int_term(uint8_t *buf, size_t cap, lua_Integer v) {
+  if (cap < 6) return 0;
+  buf[0] = 131;   /* VERSION */
+  if (v >= 0 && v <= 255) {
+    buf[1] = 97;   /* SMALL_INTEGER_EXT */
+    buf[2] = (uint8_t)v;
+    return 3;
+  }
+  if (v < INT32_MIN || v > INT32_MAX) return 0;
+  uint32_t u = (uint32_t)v;
+  buf[1] = 98;   /* INTEGER_EXT, big-endian */
+  buf[2] = (uint8_t)(u >> 24), buf[3] = (uint8_t)(u >> 16);
+  buf[4] = (uint8_t)(u >> 8), buf[5] = (uint8_t)u;
+  return 6;
+}
 /* The Lua array at idx, all of whose elements are scalars, as a tuple (version byte
 ** first): its length, or 0 (another shape, or too big: use the general encoder). */
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap);

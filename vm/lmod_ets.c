@@ -84,12 +84,20 @@ static int fail(lua_State *L, int rc, int arg) {
 ** the last reference this function checked (held, so it cannot be another value at
 ** the same address), which a loop over one table passes again and again; upvalue 4:
 ** that reference's table id. */
-static lpvm_tab check_tab(lua_State *L, int arg) {
+static lpvm_tab check_tab_slow(lua_State *L, int arg);
+
+static inline __attribute__((always_inline)) lpvm_tab check_tab(lua_State *L, int arg) {
   if (lraw_ok()) {   /* the held reference itself (one object): no API call */
     const lraw_tvalue *a = lraw_arg(L, arg), *held = lraw_upvalue(L, 3);
     if (a && a->tt == LRAW_VUSERDATA && held->tt == LRAW_VUSERDATA && a->v.gc == held->v.gc)
       return (lpvm_tab)lraw_upvalue(L, 4)->v.i;
-  } else {
+  }
+  return check_tab_slow(L, arg);
+}
+
+/* Anything else: a name, another reference, or an error. */
+static __attribute__((noinline)) lpvm_tab check_tab_slow(lua_State *L, int arg) {
+  if (!lraw_ok()) {
     /* the same address as the held reference, and a full userdata: the same value */
     void *u = lua_touserdata(L, arg);
     if (u && u == lua_touserdata(L, lua_upvalueindex(3)) && lua_type(L, arg) == LUA_TUSERDATA)
@@ -114,6 +122,46 @@ static lpvm_tab check_tab(lua_State *L, int arg) {
   }
   luaL_typeerror(L, arg, "table (reference or name)");
   return 0;
+}
+
+/* The count of arguments, and results pushed, in place when lraw.h is trusted (as
+** lua_gettop, lua_pushinteger and lua_pushboolean do it: a value that is not
+** collectable needs no barrier, and a C function is called with LUA_MINSTACK free
+** slots). */
+static inline int nargs(lua_State *L) {
+  if (!lraw_ok()) return lua_gettop(L);
+  const lraw_state *s = (const lraw_state *)(void *)L;
+  return (int)(s->top - (s->ci->func + 1));
+}
+
+static inline void push_int(lua_State *L, lua_Integer v) {
+  if (!lraw_ok()) {
+    lua_pushinteger(L, v);
+    return;
+  }
+  lraw_state *s = (lraw_state *)(void *)L;
+  s->top->v.i = v, s->top->tt = LRAW_VNUMINT;
+  s->top++;
+}
+
+static inline void push_bool(lua_State *L, int b) {
+  if (!lraw_ok()) {
+    lua_pushboolean(L, b);
+    return;
+  }
+  lraw_state *s = (lraw_state *)(void *)L;
+  s->top->v.i = 0, s->top->tt = b ? LRAW_VTRUE : LRAW_VFALSE;
+  s->top++;
+}
+
+/* A scalar key (lets_scalar), an integer one written here, read in place. */
+static inline size_t key_scalar(lua_State *L, int arg, uint8_t *buf, size_t cap) {
+  const lraw_tvalue *a;
+  size_t n;
+  if (lraw_ok() && (a = lraw_arg(L, arg)) != NULL && a->tt == LRAW_VNUMINT &&
+      (n = lets_int_term(buf, cap, a->v.i)) != 0)
+    return n;
+  return lets_scalar(L, arg, buf, cap);
 }
 
 /* An object: the Lua array {e1, ..., en} as the tuple {e1, ..., en}. */
@@ -145,8 +193,8 @@ typedef struct key_term {
   uint8_t fast[LETS_KEYBUF];
 } key_term;
 
-static key_term *key_arg(lua_State *L, int arg, key_term *k) {
-  if ((k->len = lets_scalar(L, arg, k->fast, sizeof k->fast)) != 0) {
+static inline key_term *key_arg(lua_State *L, int arg, key_term *k) {
+  if ((k->len = key_scalar(L, arg, k->fast, sizeof k->fast)) != 0) {
     k->data = k->fast;
     return k;
   }
@@ -377,7 +425,7 @@ static int l_safe_fixtable(lua_State *L) {
 /* insert(tab, obj, ...): one or more objects, all inserted atomically. */
 static int insert_common(lua_State *L, int only_new) {
   lpvm_tab tab = check_tab(L, 1);
-  int n = lua_gettop(L) - 1;
+  int n = nargs(L) - 1;
   if (n < 1) luaL_checktype(L, 2, LUA_TTABLE);
   uint8_t fast[LETS_OBJBUF];
   size_t len = n == 1 ? lets_object(L, 2, fast, sizeof fast) : 0;
@@ -395,7 +443,7 @@ static int insert_common(lua_State *L, int only_new) {
   int rc = only_new ? lpvm_ets_insert_new(self, tab, data, len)
                     : lpvm_ets_insert(self, tab, data, len);
   if (rc < 0) return fail(L, rc, 2);
-  lua_pushboolean(L, only_new ? rc : 1);
+  push_bool(L, only_new ? rc : 1);
   return 1;
 }
 
@@ -420,7 +468,7 @@ static int key_to_list(lua_State *L, key_out_fn fn) {
 static int l_lookup(lua_State *L) {
   lpvm_tab tab = check_tab(L, 1);
   uint8_t kb[LETS_KEYBUF], ob[LETS_OBJBUF];
-  size_t kl = lets_scalar(L, 2, kb, sizeof kb), ol;
+  size_t kl = key_scalar(L, 2, kb, sizeof kb), ol;
   if (kl) {
     int rc = lpvm_ets_lookup_into(self_of(L), tab, kb, kl, ob, sizeof ob, &ol);
     if (rc >= 0) {
@@ -450,7 +498,7 @@ static int l_member(lua_State *L) {
   key_term kt, *k = key_arg(L, 2, &kt);
   int rc = lpvm_ets_member(self_of(L), tab, k->data, k->len);
   if (rc < 0) return fail(L, rc, 2);
-  lua_pushboolean(L, rc);
+  push_bool(L, rc);
   return 1;
 }
 
@@ -493,8 +541,17 @@ static int l_update_counter(lua_State *L) {
   lpvm_ets_incr steps[64];
   int n = 1, many = 0;
   lpvm_tbuf *dflt = NULL;
-  if (!lua_isnoneornil(L, 4)) { dflt = out_buf(L); put_object(L, 4, dflt, 4); }
-  if (lua_isinteger(L, 3)) {   /* pos 0: the element after the key */
+  const lraw_tvalue *a3 = NULL, *a4 = NULL;
+  int raw = lraw_ok();
+  if (raw) a4 = lraw_arg(L, 4);   /* read in place */
+  if (raw ? a4 && !lraw_is_nil(a4) : !lua_isnoneornil(L, 4)) {
+    dflt = out_buf(L);
+    put_object(L, 4, dflt, 4);
+  }
+  if (raw) a3 = lraw_arg(L, 3);   /* after put_object, which may have moved the stack */
+  if (raw && a3 && a3->tt == LRAW_VNUMINT) {   /* pos 0: the element after the key */
+    steps[0] = (lpvm_ets_incr){0, a3->v.i, 0, 0, 0};
+  } else if (!raw && lua_isinteger(L, 3)) {
     steps[0] = (lpvm_ets_incr){0, lua_tointeger(L, 3), 0, 0, 0};
   } else {
     luaL_checktype(L, 3, LUA_TTABLE);
@@ -521,7 +578,7 @@ static int l_update_counter(lua_State *L) {
   int rc = lpvm_ets_update_counter(self_of(L), tab, k->data, k->len, steps, n,
                                    dflt ? dflt->data : NULL, dflt ? dflt->len : 0, res);
   if (rc) return fail(L, rc, rc == LPVM_ETS_ENOKEY ? 2 : rc == LPVM_ETS_EOBJECT ? 4 : 3);
-  if (!many) { lua_pushinteger(L, res[0]); return 1; }
+  if (!many) { push_int(L, res[0]); return 1; }
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
     lua_pushinteger(L, res[i]);

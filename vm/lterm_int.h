@@ -7,6 +7,7 @@
 
 #include <lua.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lpvm/binary.h"
 #include "lpvm/term.h"
@@ -23,6 +24,13 @@ typedef struct lterm_map {
   uint64_t *vals;
   uint32_t cap, n;
 } lterm_map;
+
+/* A list lterm_raw.c's walk writes while a nested one is written in its loop. */
+typedef struct lterm_wframe {
+  const void *a;          /* its array (lraw_tvalue) */
+  unsigned asize, k;      /* its size and the element being written */
+  size_t mark;            /* where its bytes begin */
+} lterm_wframe;
 
 typedef struct lterm_enc {
   lua_State *L;
@@ -42,9 +50,29 @@ typedef struct lterm_enc {
   uint8_t pidlen;    /* > 0: pid[] holds a local pid's bytes as lpvm_put_pid put them
                      ** (tag, node atom, ID, serial, creation): lterm_raw.c copies them */
   uint8_t pid[LTERM_PID_MAX];
+  lterm_wframe wfr[LTERM_DEPTH];   /* lterm_raw.c's open lists, by depth (not cleared) */
 } lterm_enc;
 
 int lterm_enc_value(lterm_enc *e, int idx);
+
+/* n bytes from s to d: up to 16 with two (overlapping) loads and stores, without a
+** call to memcpy (a message's strings are mostly short: very_big's are 1 to 17 bytes):
+** lterm_raw.c's walk, lterm_plain_msg.c's in-place writer. */
+static inline void lterm_copy_bytes(uint8_t *d, const char *s, size_t n) {
+  if (n >= 8 && n <= 16) {
+    uint64_t x, y;
+    memcpy(&x, s, 8), memcpy(&y, s + n - 8, 8);
+    memcpy(d, &x, 8), memcpy(d + n - 8, &y, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t x, y;
+    memcpy(&x, s, 4), memcpy(&y, s + n - 4, 4);
+    memcpy(d, &x, 4), memcpy(d + n - 4, &y, 4);
+  } else if (n < 4) {
+    if (n) d[0] = (uint8_t)s[0], d[n / 2] = (uint8_t)s[n / 2], d[n - 1] = (uint8_t)s[n - 1];
+  } else {
+    memcpy(d, s, n);
+  }
+}
 
 /* The cycle check's slot of a table (lterm.c's enc_table, lterm_raw.c's lists). */
 static inline unsigned lterm_path_slot(const void *t) {

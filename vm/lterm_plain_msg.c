@@ -193,7 +193,7 @@ raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
       const char *str = lraw_str(v, &len);
       *q = T_BINARY;
       wr32be(q + 1, (uint32_t)len);
-      memcpy(q + 5, str, len);
+      lterm_copy_bytes(q + 5, str, len);
       return q + 5 + len;
     }
     case LRAW_VNUMINT: {   /* as lpvm_put_int: the smallest form */

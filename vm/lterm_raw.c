@@ -25,43 +25,6 @@
 
 /* ---- the encoder's lists ------------------------------------------------------------ */
 
-static int walk(lterm_enc *e, const lraw_table *h, int t);
-
-/* A table element of a list, walked where it is (no lua_rawgeti, type, topointer,
-** checkstack and pop, ~110 instructions a table), with enc_table's path bookkeeping:
-** 0 put, 1 nothing put (on the path, too deep, or not walkable: the C API's way). */
-static int walk_sub(lterm_enc *e, const lraw_table *sub) {
-  unsigned slot = lterm_path_slot(sub);
-  if (e->depth >= LTERM_DEPTH) return 1;
-  if (e->onpath[slot])
-    for (int i = 0; i < e->depth; i++)
-      if (e->path[i] == sub) return 1;   /* a cycle: enc_table says so */
-  e->path[e->depth++] = sub;
-  e->onpath[slot]++;
-  int rc = walk(e, sub, 0);
-  e->onpath[slot]--;
-  e->depth--;
-  return rc;
-}
-
-/* The list's bytes are written through a cursor held in locals (w: the next byte,
-** lim: the room's end): a byte stored through b->data may alias b's own fields, so
-** with b->len as the cursor the compiler reloaded b->data, b->len and b->cap after
-** every store. b->len is set from w (SYNC) before anything else puts into b or takes
-** back what was put, and w is read again after (LOAD). NEED(n) makes room for n bytes
-** (lpvm_tbuf_room grows the buffer); after an error (b->err says which) the walk
-** returns 0, and what encloses it finds no room either. */
-#define SYNC() (b->len = (size_t)(w - b->data))
-#define LOAD() (w = b->data + b->len, lim = b->data + b->cap)
-#define NEED(n)                                              \
-  do {                                                       \
-    if ((size_t)(lim - w) < (size_t)(n)) {                   \
-      SYNC();                                                \
-      if (!lpvm_tbuf_room(b, (size_t)(n))) return 0;         \
-      LOAD();                                                \
-    }                                                        \
-  } while (0)
-
 static inline uint8_t *wr32(uint8_t *q, uint32_t v) {   /* big-endian */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   v = __builtin_bswap32(v);
@@ -71,24 +34,6 @@ static inline uint8_t *wr32(uint8_t *q, uint32_t v) {   /* big-endian */
   q[3] = (uint8_t)v;
 #endif
   return q + 4;
-}
-
-/* n bytes from s to d: up to 16 with two (overlapping) loads and stores, without a
-** call to memcpy (a message's strings are mostly short: very_big's are 1 to 17 bytes). */
-static inline void copy_bytes(uint8_t *d, const char *s, size_t n) {
-  if (n >= 8 && n <= 16) {
-    uint64_t x, y;
-    memcpy(&x, s, 8), memcpy(&y, s + n - 8, 8);
-    memcpy(d, &x, 8), memcpy(d + n - 8, &y, 8);
-  } else if (n >= 4 && n < 8) {
-    uint32_t x, y;
-    memcpy(&x, s, 4), memcpy(&y, s + n - 4, 4);
-    memcpy(d, &x, 4), memcpy(d + n - 4, &y, 4);
-  } else if (n < 4) {
-    if (n) d[0] = (uint8_t)s[0], d[n / 2] = (uint8_t)s[n / 2], d[n - 1] = (uint8_t)s[n - 1];
-  } else {
-    memcpy(d, s, n);
-  }
 }
 
 /* A pid the slow way (the message's first, a port, another node's, a node name too
@@ -105,44 +50,85 @@ static void put_pid_slow(lterm_enc *e, lpvm_tbuf *b, lpvm_id id) {
   }
 }
 
-/* What was put since mark goes (and the shared binaries recorded since): 1. */
-static int unput(lterm_enc *e, size_t mark, uint32_t nbins) {
+/* What was put since mark goes, and the shared binaries recorded since (those at mark
+** or past it: their positions grow with the builder's length; a count taken at each
+** table's start cost very_big(15) ~450 instructions a message): 1. */
+static int unput(lterm_enc *e, size_t mark) {
   e->b->len = mark;
-  if (e->bins) e->bins->n = nbins;
+  lpvm_binrefs *r = e->bins;
+  if (r)
+    while (r->n && r->v[r->n - 1].pos >= mark) r->n--;
   return 1;
 }
 
-/* The table h as a list from its array part, if its keys are 1..k there and its hash
-** part holds nothing. t: its stack index, or 0 when it is not on the stack; then a
-** value only the C API reads (a userdata, a function, a table that is not such a
-** list) rewinds what was put and returns 1, and the caller (on the stack) encodes
-** the whole table the C API's way (e->noraw: without trying this again inside it,
-** so a deep message is never walked more than twice). The elements are put as they
-** come, up to the first nil, and the list's count is patched in after; a non-nil
-** past that nil (a hole: not a list) rewinds them. Scalars are written here with the
-** lpvm_put_* functions' bytes: an integer of one byte, a string, true, false, a float
-** and a local pid (copied from the message's first one, e->pid: tag, node atom,
-** creation, with its own ID and serial words). */
-static int walk(lterm_enc *e, const lraw_table *h, int t) {
+/* A table with no hash node in use (an empty hash part, or nodes all emptied). */
+static inline int no_hash(const lraw_table *h) {
   if (h->lastfree) {   /* a hash part: a list only if every node is empty */
     const lraw_node *nd = h->node;
     for (size_t i = 0, n = (size_t)1 << h->lsizenode; i < n; i++)
-      if (LRAW_NOVARIANT(nd[i].tt) != 0) return 1;
+      if (LRAW_NOVARIANT(nd[i].tt) != 0) return 0;
   }
+  return 1;
+}
+
+/* The list's bytes are written through a cursor held in locals (w: the next byte,
+** lim: the room's end): a byte stored through b->data may alias b's own fields, so
+** with b->len as the cursor the compiler reloaded b->data, b->len and b->cap after
+** every store. b->len is set from w (SYNC) before anything else puts into b or takes
+** back what was put, and w is read again after (LOAD). NEED(n) makes room for n bytes
+** (lpvm_tbuf_room grows the buffer); after an error (b->err says which) the walk
+** returns 0, and what encloses it finds no room either. */
+#define SYNC() (b->len = (size_t)(w - b->data))
+#define LOAD() (w = b->data + b->len, lim = b->data + b->cap)
+#define NEED(n)                                              \
+  do {                                                       \
+    if ((size_t)(lim - w) < (size_t)(n)) {                   \
+      SYNC();                                                \
+      if (!lpvm_tbuf_room(b, (size_t)(n))) goto nomem;       \
+      LOAD();                                                \
+    }                                                        \
+  } while (0)
+
+/* The table h (at stack index t) as a list from its array part, if its keys are 1..k
+** there and its hash part holds nothing; 1 (nothing put) if it is not such a list. The
+** elements are put as they come, up to the first nil, and the list's count is patched
+** in after; a non-nil past that nil (a hole: not a list) takes them back. Scalars are
+** written here with the lpvm_put_* functions' bytes: an integer of one byte, a string,
+** true, false, a float and a local pid (copied from the message's first one, e->pid:
+** tag, node atom, creation, with its own ID and serial words).
+** A table element that is such a list is written in place, in this same loop: the
+** enclosing list's place is kept in e->wfr (no call a table, no path bookkeeping: ~40
+** instructions a table less than one call of walk each). A nested table that is not
+** such a list, or one past the depth limit, or any value only the C API encodes (a
+** userdata, a function) inside a nested list, takes back everything put since the
+** element of h that holds it, which is then encoded the C API's way (e->noraw: without
+** trying this again inside it, so a deep message is never walked more than twice).
+** A cycle needs no look along the path here: walked, it goes down to the depth limit,
+** which sends that element to the C API, where enc_table's path check finds it (the
+** same error, found later: an error's cost). The C API is called only from h, when no
+** nested list is open. The encoder only reads and calls nothing that resizes a table. */
+static int walk(lterm_enc *e, const lraw_table *h, int t) {
+  if (!no_hash(h)) return 1;
+  /* nested lists open: e->depth - d0; e->wfr[d0] is h's place while one is, and
+  ** e->wfr[d] that of the list enclosing the one at depth d + 1 (a walk called
+  ** from inside this one, by the C API, starts deeper: their frames do not meet) */
+  const int d0 = e->depth;
   unsigned int asize = lraw_real_asize(h), k = 0;
   const lraw_tvalue *a = h->array;
   lpvm_tbuf *b = e->b;
   size_t mark = b->len;
-  uint32_t nbins = e->bins ? e->bins->n : 0;   /* a rewind drops the binaries put since */
   uint8_t *w, *lim;
+  const lraw_tvalue *v;
   LOAD();
+opened:   /* a list begins at mark: a, asize, k = 0 */
   if (asize > 0 && LRAW_NOVARIANT(a[0].tt) != 0) {   /* else [] : the tail alone */
     NEED(5);
     w[0] = 108;   /* LIST_EXT; the count when known */
     w += 5;
   }
+resumed:
   for (; k < asize; k++) {
-    const lraw_tvalue *v = &a[k];
+    v = &a[k];
     switch (v->tt) {
       case LRAW_VNUMINT: {
         lua_Integer x = v->v.i;
@@ -172,23 +158,23 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
         if (len > UINT32_MAX) {   /* lpvm_put_binary's error */
           SYNC();
           lpvm_put_binary(b, s, len);
-          return 0;
+          goto nomem;
         }
         NEED(5 + len);
         w[0] = 109;
         wr32(w + 1, (uint32_t)len);
-        copy_bytes(w + 5, s, len);
+        lterm_copy_bytes(w + 5, s, len);
         w += 5 + len;
         break;
       }
       case LRAW_VLIGHTUD: {   /* a pid, or a reference with its tag (vm/lmod.c) */
         uint64_t id = (uint64_t)(uintptr_t)v->v.p;
-        size_t n = e->pidlen;
-        if (n && !(id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT))) {   /* not a reference */
-          NEED(LTERM_PID_MAX);   /* the whole copy fits: n <= LTERM_PID_MAX */
+        size_t pn = e->pidlen;
+        if (pn && !(id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT))) {   /* not a reference */
+          NEED(LTERM_PID_MAX);   /* the whole copy fits: pn <= LTERM_PID_MAX */
           memcpy(w, e->pid, LTERM_PID_MAX);
-          wr32(wr32(w + n - 12, (uint32_t)id), (uint32_t)(id >> 32));
-          w += n;
+          wr32(wr32(w + pn - 12, (uint32_t)id), (uint32_t)(id >> 32));
+          w += pn;
           break;
         }
         SYNC();
@@ -210,16 +196,21 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
         w += 7;
         break;
       case LRAW_VTABLE: {
-        SYNC();
-        int put = !e->noraw && walk_sub(e, v->v.gc) == 0;
-        LOAD();   /* the buffer may have moved, even when what was put went again */
-        if (put) break;
+        const lraw_table *sub = v->v.gc;
+        if (!e->noraw && e->depth < LTERM_DEPTH && no_hash(sub)) {   /* in place */
+          e->wfr[e->depth++] = (lterm_wframe){a, asize, k, mark};
+          mark = (size_t)(w - b->data);
+          a = sub->array, asize = lraw_real_asize(sub), k = 0;
+          goto opened;
+        }
+        if (e->depth > d0) goto refused;
       }
-        __attribute__((fallthrough));   /* on the stack, the C API's way */
+        __attribute__((fallthrough));   /* h's element: the C API's way */
       default: {   /* a table, a userdata, a function: the general encoder */
         if (LRAW_NOVARIANT(v->tt) == 0) goto ended;   /* nil: the list ends at k */
+        if (e->depth > d0) goto refused;
+      by_api:;
         SYNC();
-        if (!t) return unput(e, mark, nbins);
         lua_State *L = e->L;
         int sub = v->tt == LRAW_VTABLE;
         lua_rawgeti(L, t, (lua_Integer)k + 1);
@@ -231,7 +222,7 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
         /* That call may have made objects, and a collection step then run a
         ** finalizer that changed this table: if its array moved or changed size,
         ** what was put goes, and the caller encodes the table the C API's way. */
-        if (h->array != a || lraw_real_asize(h) != asize) return unput(e, mark, nbins);
+        if (h->array != a || lraw_real_asize(h) != asize) return unput(e, mark);
         LOAD();
         break;
       }
@@ -240,13 +231,33 @@ static int walk(lterm_enc *e, const lraw_table *h, int t) {
 ended:
   for (unsigned int j = k + 1; j < asize; j++)   /* a[k] is nil: past it, all nil? */
     if (LRAW_NOVARIANT(a[j].tt) != 0) {
+      if (e->depth > d0) goto refused;
       SYNC();
-      return unput(e, mark, nbins);
+      return unput(e, mark);
     }
   NEED(1);
   if (k > 0) wr32(b->data + mark + 1, k);
   *w++ = 106;   /* NIL_EXT: the list's tail, or [] */
+  if (e->depth > d0) {   /* back to the enclosing list, past this element */
+    const lterm_wframe *f = &e->wfr[--e->depth];
+    a = f->a, asize = f->asize, k = f->k + 1, mark = f->mark;
+    goto resumed;
+  }
   SYNC();
+  return 0;
+refused: {   /* a nested list refused: h's element k goes to the C API */
+    /* where that element's bytes begin */
+    size_t at = e->depth == d0 + 1 ? mark : e->wfr[d0 + 1].mark;
+    const lterm_wframe *f = &e->wfr[d0];
+    e->depth = d0;
+    a = f->a, asize = f->asize, k = f->k, mark = f->mark;
+    unput(e, at);
+    LOAD();
+    v = &a[k];
+    goto by_api;
+  }
+nomem:   /* b->err says why; what encloses this finds no room either */
+  e->depth = d0;
   return 0;
 }
 

@@ -151,6 +151,26 @@ test("update_counter: increments, thresholds, several ops, defaults", function()
   ets.delete(b)
 end)
 
+test("update_counter's default may be deeply nested (the stack grows while it is encoded)", function()
+  local t = ets.new("ucdeep", {"set", "public"})
+  local nested = {}
+  local cur = nested
+  for _ = 1, 150 do
+    local n = {}
+    cur[1] = n
+    cur = n
+  end
+  for i = 1, 20 do
+    T.eq(ets.update_counter(t, "k" .. i, i, {"k" .. i, 100, nested}), 100 + i)
+  end
+  local o = ets.lookup(t, "k7")[1]
+  T.eq(o[2], 107)
+  local depth, c = 0, o[3]
+  while type(c) == "table" and c[1] ~= nil do depth = depth + 1; c = c[1] end
+  T.eq(depth, 150)
+  ets.delete(t)
+end)
+
 test("update_element changes elements but never the key", function()
   local t = ets.new("e", {"ordered_set"})
   ets.insert(t, {1, "a", "b"})
@@ -178,6 +198,131 @@ test("ordered_set walks in Erlang term order; first/next/last/prev", function()
   local e = ets.new("empty", {"set"})
   T.eq(ets.first(e), nil)
   ets.delete(e)
+end)
+
+test("ordered_set walks step from the last key returned, and search again after any change", function()
+  -- each thread keeps the path to the key it last returned (ets_tree.c): every step
+  -- here is checked against a sorted model while the tree changes between steps
+  local t = ets.new("hint", {"ordered_set", "public"})
+  local u = ets.new("hint2", {"ordered_set", "public"})
+  local model, umodel = {}, {}
+  local seed = 12345
+  local function rnd(n)
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return seed % n + 1
+  end
+  for i = 1, 300 do
+    local k = rnd(1000)
+    model[k] = true
+    ets.insert(t, {k, i})
+    ets.insert(u, {k * 2})
+    umodel[k * 2] = true
+  end
+  local function after(k)
+    local best
+    for m in pairs(model) do
+      if m > k and (best == nil or m < best) then best = m end
+    end
+    return best
+  end
+  local function before(k)
+    local best
+    for m in pairs(model) do
+      if m < k and (best == nil or m > best) then best = m end
+    end
+    return best
+  end
+  local k = ets.first(t)
+  local steps = 0
+  while k ~= nil and steps < 5000 do
+    steps = steps + 1
+    local r = rnd(10)
+    if r == 1 then   -- a new key, maybe right after this one
+      local nk = k + rnd(3)
+      model[nk] = true
+      ets.insert(t, {nk, 0})
+    elseif r == 2 then   -- the current key deleted: next from a key not in the tree
+      model[k] = nil
+      ets.delete(t, k)
+    elseif r == 3 then   -- the same key's object replaced by one of another size
+      ets.insert(t, {k, "longer object " .. steps})
+    elseif r == 4 then   -- another table walked on the same thread between steps
+      local want
+      for m in pairs(umodel) do
+        if m > k * 2 and (want == nil or m < want) then want = m end
+      end
+      T.eq(ets.next(u, k * 2), want)
+    elseif r == 5 then   -- a step back and forth
+      T.eq(ets.prev(t, k), before(k))
+      T.eq(ets.next(t, k), after(k))
+    elseif r == 6 then   -- the same key as a float: equal in term order, other bytes
+      T.eq(ets.next(t, k + 0.0), after(k))
+    end
+    local nk = ets.next(t, k)
+    T.eq(nk, after(k), "after " .. k .. " at step " .. steps)
+    k = nk
+    if k == nil and steps < 5000 then k = ets.first(t) end
+  end
+  -- backwards, and a walk over a table emptied and filled again mid-walk
+  k = ets.last(t)
+  local n = 0
+  while k ~= nil do
+    T.eq(ets.prev(t, k), before(k))
+    k = ets.prev(t, k)
+    n = n + 1
+    if n == 50 then
+      ets.delete_all_objects(t)
+      model = {}
+      for i = 1, 100 do model[i * 7] = true; ets.insert(t, {i * 7}) end
+      T.eq(ets.prev(t, k), before(k))
+    end
+  end
+  ets.delete(t)
+  -- a table deleted and another made: the old path is never used
+  local a = ets.new("hint3", {"ordered_set"})
+  for i = 1, 100 do ets.insert(a, {i}) end
+  T.eq(ets.first(a), 1)
+  ets.delete(a)
+  local b = ets.new("hint3", {"ordered_set"})
+  for i = 1, 100 do ets.insert(b, {i * 10}) end
+  T.eq(ets.next(b, 1), 10)
+  T.eq(ets.next(b, 10), 20)
+  ets.delete(b)
+  ets.delete(u)
+end)
+
+test("ordered_set walks by several processes while others change the tree", function()
+  local t = ets.new("hintp", {"ordered_set", "public", read_concurrency = true})
+  for i = 1, 2000 do ets.insert(t, {i * 2}) end
+  local me = lpvm.self()
+  local rounds = T.scaled(20, 3)
+  for w = 1, 2 do
+    lpvm.spawn(function()
+      local bad = 0
+      for _ = 1, rounds do
+        local k, prev = ets.first(t), -1
+        while k ~= nil do
+          if k <= prev or k % 2 ~= 0 and k % 3 ~= 0 then bad = bad + 1 end
+          prev = k
+          k = ets.next(t, k)
+        end
+      end
+      lpvm.send(me, "walked", bad)
+    end)
+  end
+  lpvm.spawn(function()
+    for r = 1, rounds * 200 do
+      local k = (r * 7919) % 4000 + 1
+      if r % 2 == 0 then ets.delete(t, k * 2) else ets.insert(t, {k * 3}) end
+    end
+    lpvm.send(me, "wrote")
+  end)
+  T.recv_match(function(tag) return tag == "wrote" end, 60000)
+  for _ = 1, 2 do
+    local r = T.recv_match(function(tag) return tag == "walked" end, 60000)
+    T.eq(r[2], 0)
+  end
+  ets.delete(t)
 end)
 
 test("a hash table walk visits each object once while others are deleted and inserted", function()
@@ -630,6 +775,55 @@ test("counters patched in place while readers look them up (read_concurrency)", 
     T.eq(sum, 4 * n)
     ets.delete(t)
   end
+end)
+
+test("lookup results built while the collector steps keep every object (both modes)", function()
+  -- a lookup's list and tuples are written in place while strings and tuples are
+  -- made, each a possible collector step: a list or tuple blackened meanwhile must
+  -- take Lua's barrier, or what it holds would be freed under it
+  local t = ets.new("gcb", {"duplicate_bag", "public"})
+  local per = 12   -- within the 512 bytes a lookup copies to the stack (docs/ets.md)
+  for k = 1, 8 do
+    for i = 1, per do ets.insert(t, {k, "s" .. k .. "_" .. i, i, i * 0.5, i % 2 == 0}) end
+  end
+  local modes = {{"incremental", 1, 100, 1}, {"incremental", 1, 1000, 4}, {"generational", 1, 100}}
+  for _, m in ipairs(modes) do
+    collectgarbage(table.unpack(m))
+    local kept, all = {}, {}
+    for round = 1, T.scaled(400, 40) do
+      local k = round % 8 + 1
+      kept[round] = {k, ets.lookup(t, k)}
+      if round % 10 == 0 then all[#all + 1] = ets.tab2list(t) end   -- the general decoder's
+      if round % 50 == 0 then collectgarbage("step", 0) end
+    end
+    collectgarbage()
+    collectgarbage()
+    for _, l in ipairs(all) do
+      T.eq(#l, 8 * per)
+      for _, o in ipairs(l) do
+        T.eq(#o, 5)
+        T.eq(o[2], "s" .. o[1] .. "_" .. o[3])
+        T.eq(o[5], o[3] % 2 == 0)
+      end
+    end
+    for round, e in ipairs(kept) do
+      local k, r = e[1], e[2]
+      T.eq(#r, per, "objects of key " .. k .. " in round " .. round)
+      local seen = {}
+      for _, o in ipairs(r) do
+        T.eq(#o, 5)
+        T.eq(o[1], k)
+        local i = o[3]
+        T.eq(o[2], "s" .. k .. "_" .. i)
+        T.eq(o[4], i * 0.5)
+        T.eq(o[5], i % 2 == 0)
+        seen[i] = true
+      end
+      for i = 1, per do T.ok(seen[i], "object " .. i .. " of key " .. k) end
+    end
+  end
+  collectgarbage("generational")
+  ets.delete(t)
 end)
 
 test("many objects: the buckets grow and shrink, and deletion frees them", function()

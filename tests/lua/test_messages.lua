@@ -77,6 +77,32 @@ test("large strings", function()
   roundtrip(("0123456789"):rep(T.scaled(100000, 1000)))
 end)
 
+-- A long string inside tables, by each path: a list sent in place, a map and deep
+-- nesting by the general encoder (its block sized for the last message, then grown
+-- for the string), a graph; after a message of 64 KB and after a small one.
+test("large strings inside tables arrive exact", function()
+  local mb = ("\0\1\255ab\0"):rep(T.scaled(174763, 2000))   -- ~1 MB, zeros inside
+  local k100 = ("0123456789"):rep(10000)
+  local before = { ("y"):rep(65536), "small" }
+  local f = function() return mb end
+  for _, first in ipairs(before) do
+    roundtrip(first)
+    roundtrip({ mb })
+    roundtrip({ lpvm.self(), k100, mb, 1, "s" })
+    roundtrip({ data = mb, n = 1 })
+    roundtrip({ { { { { { { k100, { mb } } } } } } } })
+    roundtrip({ k100, mb, k100 }, { x = { k100 } }, mb)
+    local many = { mb }
+    for i = 2, 3000 do many[i] = i end                 -- small puts after the long one
+    many[3001] = k100
+    roundtrip(many)
+    lpvm.send(echo, lpvm.self(), { f, mb })             -- a graph: a function inside
+    local t = T.recv()[1]
+    T.eq(t[2], mb)
+    T.eq(t[1](), mb)
+  end
+end)
+
 test("tables whose keys are 1..n arrive as lists", function()
   roundtrip({ 1, 2, 3 })
   roundtrip({ "a", true, 1.5, { 1 } })
@@ -337,6 +363,33 @@ test("nesting: too deep is an error, a cycle deep down is one too", function()
   at[2] = { "end" }
   lpvm.send(lpvm.self(), "x", top)
   T.eqv(T.recv(), table.pack("x", top))
+end)
+
+test("cycles of lists alone are errors, found at any depth and width", function()
+  local t = { 1 }
+  t[2] = t                                           -- a list holding itself
+  T.raises(function() lpvm.send(lpvm.self(), t) end, "cycl")
+  T.raises(function() lpvm.send(lpvm.self(), "x", { { t } }) end, "cycl")
+  local a, b = { 1 }, { 2 }
+  a[2], b[2] = b, a                                  -- two lists holding each other
+  T.raises(function() lpvm.send(lpvm.self(), a, 3) end, "cycl")
+  local wide = {}
+  for i = 1, 64 do wide[i] = wide end                -- 64 ways back at every level
+  T.raises(function() lpvm.send(lpvm.self(), wide) end, "cycl")
+  local top = { "top" }
+  local at = top
+  for _ = 1, 190 do                                  -- a cycle just inside the limit
+    at[2] = { "x" }
+    at = at[2]
+  end
+  at[2] = top
+  T.raises(function() lpvm.send(lpvm.self(), "x", top) end, "cycl")
+  at[2] = top[2]                                     -- back into the middle
+  T.raises(function() lpvm.send(lpvm.self(), top) end, "cycl")
+  at[2] = nil
+  lpvm.send(lpvm.self(), top)                        -- no cycle: 191 levels arrive
+  T.eqv(T.recv(), table.pack(top))
+  T.no_msg(10)
 end)
 
 test("a message of no values", function()
