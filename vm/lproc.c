@@ -349,13 +349,19 @@ static int push_module(lua_State *L, lproc_start *s) {
   lua_pushlstring(L, (const char *)s->data, s->code_len);
   lua_call(L, 1, 1);
   if (fn) {
-    luaL_checktype(L, -1, LUA_TTABLE);
+    if (lua_type(L, -1) != LUA_TTABLE) {   /* erl's spawn(N, M, F, A): M.F must exist */
+      const char *got = luaL_typename(L, -1);
+      const char *mod = lua_pushlstring(L, (const char *)s->data, s->code_len);
+      const char *fname = lua_pushlstring(L, (const char *)fn, fl);
+      luaL_error(L, "module %s returned a %s, not a table: it has no function %s", mod, got,
+                 fname);
+    }
     lua_pushlstring(L, (const char *)fn, fl);
     lua_gettable(L, -2);
     lua_remove(L, -2);
-    if (lua_type(L, -1) != LUA_TFUNCTION) {
-      lua_pushlstring(L, (const char *)s->data, s->code_len);
-      luaL_error(L, "module %s has no function %s", lua_tostring(L, -1),
+    if (lua_type(L, -1) != LUA_TFUNCTION) {   /* (the names pushed in order, then used) */
+      const char *mod = lua_pushlstring(L, (const char *)s->data, s->code_len);
+      luaL_error(L, "module %s has no function %s", mod,
                  lua_pushlstring(L, (const char *)fn, fl));
     }
     return lua_gettop(L);
