@@ -45,7 +45,11 @@ static const uint8_t *sig_data(const struct lpvm_sig *s) {
 **     fields and its type's, lpvm/task.h), before it touches the first of them;
 **   - task_claim, which makes the receiver runnable (next on this very worker, in a
 **     chain of sends, once the sender's step ends), asks for four lines at its hint
-**     (a Lua process's lua_State with the start of its global state).
+**     (a Lua process's lua_State with the start of its global state), and for the
+**     further lines its owner noted as it began to wait (lpvm/task.h, more.hints: a
+**     Lua process's call frames, stack slots, closure, prototype, constants and next
+**     instruction, vm/lmod_msg.c), which its step would otherwise miss one after
+**     the other, each found through the one before.
 ** A prefetch never faults, so lines past a smaller record or a stale hint cost
 ** nothing but the fetch. Cachegrind ignores prefetches: built with -DLPVM_CG_PREFETCH
 ** they are loads, so that estone/cg_hop.sh shows which misses they cover (the misses
@@ -78,7 +82,17 @@ void task_claim(lpvm_task *t, uint32_t cur) {
       }
       /* Read before the task is in a run queue: until then no worker can end it. */
       const void *h = atomic_load_explicit(&t->hint, memory_order_relaxed);
-      if (h) prefetch4(h);
+      if (h) {
+        prefetch4(h);
+        /* the further hints: lines the hint's owner noted (none: 0, the hint again;
+        ** a Lua process notes them only in a big VM, lpvm_is_big, and the first
+        ** always: its call frame) */
+        if (atomic_load_explicit(&t->more.hints[0], memory_order_relaxed))
+#pragma GCC unroll 8
+          for (int i = 0; i < LPVM_TASK_HINTS; i++)
+            PREFETCH((const char *)h + atomic_load_explicit(&t->more.hints[i],
+                                                            memory_order_relaxed));
+      }
       sched_make_runnable(t);
       return;
     }

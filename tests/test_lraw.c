@@ -25,6 +25,7 @@ Test(lraw, trusted_on_this_lua) {
   cr_assert_eq(lraw_check(), 1, "lraw.h's mirror was refused by " LUA_RELEASE);
   cr_assert(lraw_ok());
   cr_assert(lraw_tail_ok(), "lraw.h's tail (mt, tmname, GC parameters) refused by " LUA_RELEASE);
+  cr_assert(lraw_calls_ok(), "lraw.h's frames (lraw_ci, lraw_proto_head) refused by " LUA_RELEASE);
 }
 
 /* The tail: a metatable's light C function found at "__index" by the interned name. */

@@ -408,9 +408,11 @@ int lfun_push_spawn(lua_State *L, const uint8_t *term, size_t len) {
   if (rest == sizeof spawn_env && memcmp(r.p, spawn_env, rest) == 0) nlist = 1;
   else if (rest == sizeof spawn_none && memcmp(r.p, spawn_none, rest) == 0) nlist = 0;
   else return 0;
-  if (!lproc_pool_reuse_fn(L, code, clen) &&
-      luaL_loadbufferx(L, (const char *)code, clen, "=message", "b") != LUA_OK)
-    lua_error(L);
+  if (!lproc_pool_reuse_fn(L, code, clen)) {
+    lproc_maker_hint(L, code, clen);
+    if (luaL_loadbufferx(L, (const char *)code, clen, LPROC_SPAWN_CHUNK, "b") != LUA_OK)
+      lua_error(L);
+  }
   int f = lua_gettop(L);
   uint32_t nup = 0;
   while (nup <= nlist && lua_getupvalue(L, f, (int)nup + 1)) lua_pop(L, 1), nup++;

@@ -22,6 +22,7 @@
 
 #include "lpvm/binary.h"
 #include "lpvm/dist.h"
+#include "lpvm/lpvm.h"
 #include "vm/lproc_int.h"
 #include "vm/lproc_small.h"
 #include "vm/lraw.h"
@@ -198,7 +199,7 @@ void lmod_mbox_take(lproc *p, lpvm_msg *m) {
 ** no longer active (a call that timed out) and the wake-up of an interrupt
 ** (lproc.c) are dropped here, unseen. A message of values (LPVM_MSGF_VALUES) is
 ** never a wake-up: its bytes are not compared. */
-static lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
+static __attribute__((noinline)) lpvm_msg *next_msg_drop(lproc *p, lpvm_msg *after) {
   lpvm_msg *m;
   while ((m = lpvm_mbox_next(&p->task, after)) != NULL &&
          ((m->ref && alias_find(p, m->ref) < 0) ||
@@ -207,6 +208,16 @@ static lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
     lpvm_msg_free(m);
   }
   return m;
+}
+
+/* Inline, the usual cases read in place (twice a hop: the receive that finds nothing,
+** then the wake's): none, or a message of values with no alias (lpvm_mbox_next's
+** read, lpvm/task.h: the mailbox is the task's own). */
+static inline lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
+  lpvm_msg *m = after ? atomic_load_explicit(&after->next, memory_order_relaxed)
+                      : p->task.mq_first;
+  if (!m || (!m->ref && (m->flags & LPVM_MSGF_VALUES))) return m;
+  return next_msg_drop(p, after);
 }
 
 /* 1 if m is for ref: tagged with it, ref itself, a tuple whose first element is ref,
@@ -397,6 +408,55 @@ static int recv_loop(lua_State *L, lproc *p) {
   }
 }
 
+/* A process that waits notes for its waker the lines its next step will read first
+** and that the hint (its lua_State, tasks/signal.c) does not cover: the call frames
+** (receive's and its Lua caller's), the caller's stack slots, closure, prototype,
+** constants and next instruction. With thousands of processes taking turns each of
+** them is a cache miss when the process runs again, one after the other (a frame
+** leads to the function, the function to its prototype, that to its constants):
+** asked for together by the sender as it makes the process runnable, they arrive
+** meanwhile, in parallel. Read while they are warm, through the mirror (vm/lraw.h):
+** the frames are those of this yield, the values what Lua keeps in them. Stored as
+** distances from the hint (lpvm/task.h); one that does not fit, or a caller that is
+** not a Lua function, notes nothing there. */
+static inline int32_t hint_at(const char *h, const void *a) {
+  intptr_t d = (intptr_t)((const char *)a - h);
+  return d == (int32_t)d ? (int32_t)d : 0;
+}
+
+static inline void hint_put(lproc *p, int i, int32_t d) {
+  atomic_store_explicit(&p->task.more.hints[i], d, memory_order_relaxed);
+}
+
+static inline void note_hints(lproc *p, lua_State *L) {
+  if (!lpvm_is_big() || !lraw_calls_ok()) return;   /* a small VM's lines stay cached */
+  const char *h = (const char *)p->L;   /* the hint */
+  const lraw_ci *ci = (const lraw_ci *)(const void *)((const lraw_state *)(void *)L)->ci;
+  const lraw_ci *up = ci->previous;
+  int lua = up && up->func->tt == LRAW_VLCL;
+  int32_t at = hint_at(h, ci), pc = lua ? hint_at(h, up->savedpc) : 0;
+  /* A loop's receive waits in the same frame at the same instruction every time: the
+  ** function, its prototype and the frame's slots noted last time are these. */
+  if (atomic_load_explicit(&p->task.more.hints[0], memory_order_relaxed) == at &&
+      atomic_load_explicit(&p->task.more.hints[4], memory_order_relaxed) == pc && at)
+    return;
+  hint_put(p, 0, at);
+  hint_put(p, 1, hint_at(h, ci->func + 1));   /* where the message's values go */
+  hint_put(p, 4, pc);
+  if (lua) {
+    const lraw_lclosure *cl = up->func->v.gc;
+    const lraw_proto_head *pr = cl->proto;
+    hint_put(p, 2, hint_at(h, up));
+    hint_put(p, 3, hint_at(h, up->func));
+    hint_put(p, 5, hint_at(h, cl));
+    hint_put(p, 6, hint_at(h, pr));
+    hint_put(p, 7, hint_at(h, pr->k));
+  } else {
+    for (int i = 2; i < LPVM_TASK_HINTS; i++)
+      if (i != 4) hint_put(p, i, 0);
+  }
+}
+
 /* Nothing matched so far (stack: [2] the timeout or nil): poll the signal queue once
 ** for receive(0), time out (-1, nothing pushed), or wait for more with continuation
 ** k; `again` rescans (what it returns is returned). */
@@ -437,6 +497,7 @@ int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_Sta
   }
   p->wait = LP_RECV;
   if (L != p->L) p->sched_yield = 1;
+  note_hints(p, L);
   return lua_yieldk(L, 0, 0, k);
 }
 
@@ -454,12 +515,42 @@ void lmod_check_wait(lua_State *L, lproc *p, const char *fname) {
   if (p->in_eval) luaL_error(L, "%s: cannot wait inside lpvm.eval", fname);
 }
 
-/* receive() or receive(ms) found nothing: wait ([1] no predicate, [2] the timeout). */
+/* receive() found nothing and waits for ever: a ring's or a chain's receive, at every
+** hop. It needs none of what recv_loop's wait keeps (the stack [1] no predicate, [2] no
+** timeout, read back on the wake; no timer, no poll of the signal queue), so it yields
+** with a continuation of its own that takes the first message the wake finds: ~70
+** instructions a hop less than through recv_any_wait, lmod_recv_wait and recv_loop.
+** Whatever is left on the stack (receive(math.huge)'s argument) stays below the
+** values pushed, which are what the call returns. */
+static int recv_ever_k(lua_State *L, int status, lua_KContext ctx);
+
+static __attribute__((noinline)) int recv_ever_wait(lua_State *L, lproc *p) {
+  if (!lua_isyieldable(L)) {
+    lmod_recv_finish(p);
+    return luaL_error(L, "receive: cannot wait here (inside a C call such as a metamethod)");
+  }
+  p->wait = LP_RECV;
+  if (L != p->L) p->sched_yield = 1;
+  note_hints(p, L);
+  return lua_yieldk(L, 0, 0, recv_ever_k);
+}
+
+static int recv_ever_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  p->wait = LP_RUN;
+  p->timed_out = 0;   /* no timer of this receive's: a wait for ever does not end so */
+  lpvm_msg *m = recv_next(L, p);
+  if (!m) return recv_ever_wait(L, p);   /* only dropped messages came: wait on */
+  p->scan = NULL;   /* an eval taken on the way may have moved it */
+  return take_push(L, p, m);
+}
+
+/* receive(ms) found nothing: wait ([1] no predicate, [2] the timeout). */
 static __attribute__((noinline)) int recv_any_wait(lua_State *L, lproc *p, int64_t ms) {
   lua_settop(L, 0);
   lua_pushnil(L);
-  if (ms < 0) lua_pushnil(L);
-  else lua_pushinteger(L, ms);
+  lua_pushinteger(L, ms);
   return recv_wait(L, p, recv_k, recv_loop);
 }
 
@@ -469,7 +560,7 @@ __attribute__((always_inline)) static inline int recv_any(lua_State *L, lproc *p
   lmod_drop_owned(p);
   lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
   lpvm_msg *m = recv_next(L, p);
-  if (!m) return recv_any_wait(L, p, ms);
+  if (!m) return ms < 0 ? recv_ever_wait(L, p) : recv_any_wait(L, p, ms);
   p->scan = NULL;   /* an eval taken on the way may have moved it */
   return take_push(L, p, m);
 }

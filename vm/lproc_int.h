@@ -256,7 +256,12 @@ void lproc_pool_release(lproc *p);       /* p's finished state: cleaned and pool
 ** (initialised as lproc_main initialises a new one), its block and whether bumps go on,
 ** or NULL (the stock is empty: the maker starts after LPROC_MAKER_AFTER such misses). */
 #define LPROC_STOCK 2
-lua_State *lproc_maker_take(char **blk, uint8_t *bump);
+lua_State *lproc_maker_take(char **blk, uint8_t *bump, uint16_t *fn_len, uint64_t *fn_id);
+/* a spawn loaded bytecode numbered id (lfun.c): the maker loads it into the states it
+** makes next, kept as a recycled state keeps its function (best effort, never waits) */
+void lproc_maker_hint(lua_State *L, const void *code, size_t len);
+/* the chunk name of a spawned function's bytecode (lfun.c, and the maker's loads) */
+#define LPROC_SPAWN_CHUNK "=message"
 int lproc_maker_stock(void);             /* states in the stock now (lpvm.stock) */
 void lproc_maker_setup(void);            /* lproc_setup: the bound (LPVM_STOCK) */
 void lproc_maker_teardown(void);         /* lproc_teardown: the thread ends, the stock closed */

@@ -16,8 +16,15 @@
 ** two-core machine), while a worker on every core goes first and its spawns make their
 ** own states as before; a take never waits for the maker's lock (trylock).
 **
-** Rules: the maker never runs a process's code (nothing but lua_newstate and
-** lproc_state_init runs in its states); it works only while the stock is below its
+** The bytecode spawned last (lproc_maker_hint: a spawn that had to load it says so) is
+** loaded into each state made, at index 1 of its main thread's empty stack, as the
+** pool keeps a recycled state's function: a spawn of the same bytecode (the same
+** number, lproc_start.code_id) takes it there instead of loading it on the worker
+** (lproc_pool_reuse_fn); any other leaves it as garbage. That moves ~6,000 instructions
+** a create (create100k's body) from the worker to this thread; it saves none.
+**
+** Rules: the maker never runs a process's code (nothing but lua_newstate,
+** lproc_state_init and the hint's load runs in its states); it works only while the stock is below its
 ** low mark (half the bound) and then fills it to the bound, and otherwise waits on a
 ** condition variable (no CPU while idle); a spawn that finds the stock empty makes its
 ** own state as before, never waits. The thread starts once LPROC_MAKER_AFTER spawns
@@ -50,6 +57,7 @@
 ** block (LPROC_BLOCK, 7,168 bytes: a new state's ~5,500 bytes of objects all fit):
 ** 32 states are 229 KB. Every stock state is closed when the VM stops (lproc_teardown).
 */
+#include <lauxlib.h>
 #include <lua.h>
 #include <pthread.h>
 #include <sched.h>
@@ -75,12 +83,28 @@
 ** tasks/task_sched.h): a smaller VM keeps the few MB of a new arena out of its RSS. */
 #define LPROC_MAKER_BIG 4096
 
-/* A state in stock: its block and whether its next objects are still bumped from it. */
+/* A state in stock: its block and whether its next objects are still bumped from it;
+** the function it holds at index 1 (loaded from the hint), its bytecode's length and
+** number (0, 0: none). */
 typedef struct made {
   lua_State *L;
   char *blk;
+  uint64_t fn_id;
+  uint16_t fn_len;
   uint8_t bump;
 } made;
+
+/* The bytecode spawned last that a process had to load (lproc_maker_hint): the maker
+** loads it into the states it makes, so that a spawn of the same bytecode (the same
+** number) takes it as a recycled state's kept function (lproc_pool_reuse_fn) instead
+** of loading it on the worker. refs: the slot and a maker's load in progress (mu). */
+typedef struct hint {
+  int refs;
+  uint64_t id;
+  size_t len;
+  char code[];
+} hint;
+#define LPROC_HINT_MAX 65535   /* bytes of bytecode (fn_len's range) */
 
 static struct {
   pthread_mutex_t mu;
@@ -97,6 +121,9 @@ static struct {
   _Atomic int on;      /* misses start the maker: cap > 0, not started, not stopping */
   _Atomic int misses;  /* spawns that made their own state while `on` */
   _Atomic int failed;  /* the maker could not make a state: a miss wakes it again */
+  hint *hint;          /* the bytecode to load (mu), or NULL */
+  _Atomic uint64_t hint_id;   /* hint's number, for the look without the lock (mu) */
+  _Atomic int live;    /* the thread runs: hints are taken (mu) */
 } mk = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* ---- making one ----------------------------------------------------------------------- */
@@ -129,6 +156,42 @@ static int init_cf(lua_State *L) {
   return 0;
 }
 
+/* (hint): the hint's bytecode loaded as lfun_push_spawn loads it (may raise: memory) */
+static int load_cf(lua_State *L) {
+  const hint *h = lua_touserdata(L, 1);
+  if (luaL_loadbufferx(L, h->code, h->len, LPROC_SPAWN_CHUNK, "b") != LUA_OK)
+    lua_error(L);
+  return 1;
+}
+
+static void hint_unref(hint *h) {
+  if (h && --h->refs == 0) free(h);
+}
+
+/* The hint's function at index 1 of a new state's empty stack (made m): what a spawn's
+** first run would load, so nothing the process can see differs (the main thread's base
+** frame is below every level Lua code reaches); a spawn of other code leaves it as
+** garbage, as a recycled state's kept function. Nothing if there is no hint or the
+** load fails. */
+static void load_hint(lua_State *L, made *m) {
+  pthread_mutex_lock(&mk.mu);
+  hint *h = mk.hint;
+  if (h) h->refs++;
+  pthread_mutex_unlock(&mk.mu);
+  if (!h) return;
+  lua_pushcfunction(L, load_cf);
+  lua_pushlightuserdata(L, h);
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
+    m->fn_id = h->id;
+    m->fn_len = (uint16_t)h->len;
+  } else {
+    lua_settop(L, 0);
+  }
+  pthread_mutex_lock(&mk.mu);
+  hint_unref(h);
+  pthread_mutex_unlock(&mk.mu);
+}
+
 /* A new state as lproc.c makes one on the spot, then initialised as its first run
 ** would (lproc_main); owner is a stand-in for the allocator, which keeps the block. */
 static int make_one(made *m) {
@@ -143,6 +206,9 @@ static int make_one(made *m) {
     return 0;
   }
   lua_settop(L, 0);
+  m->fn_id = 0;
+  m->fn_len = 0;
+  load_hint(L, m);
   lua_setallocf(L, lproc_alloc, NULL);   /* nobody's until taken */
   m->L = L;
   m->blk = owner.blk;
@@ -204,11 +270,46 @@ static void start_locked(void) {
   pthread_sigmask(SIG_BLOCK, &all, &old);
   mk.started = pthread_create(&mk.th, NULL, maker_main, NULL) == 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);   /* no thread: every spawn makes its own */
+  atomic_store_explicit(&mk.live, mk.started, memory_order_relaxed);
 }
 
 /* ---- the interface -------------------------------------------------------------------- */
 
-lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
+/* A spawn loaded code (len bytes) that it did not find kept: with the maker running,
+** its next states hold it (load_hint). Only bytecode numbered by its spawner's dump
+** cache (lproc_start.code_id: a local spawn, trusted) of at most LPROC_HINT_MAX bytes;
+** a look without the lock when it is the hint already; never waits for the lock (the
+** maker runs at idle priority). */
+void lproc_maker_hint(lua_State *L, const void *code, size_t len) {
+  if (!atomic_load_explicit(&mk.live, memory_order_relaxed) || len > LPROC_HINT_MAX) return;
+  void *ud;
+  if (lua_getallocf(L, &ud) != lproc_alloc || !ud) return;
+  const lproc *p = ud;
+  uint64_t id = p->start ? p->start->code_id : 0;
+  if (!id || atomic_load_explicit(&mk.hint_id, memory_order_relaxed) == id) return;
+  hint *h = malloc(sizeof *h + len);
+  if (!h) return;
+  h->refs = 1;
+  h->id = id;
+  h->len = len;
+  memcpy(h->code, code, len);
+  if (pthread_mutex_trylock(&mk.mu) != 0) {
+    free(h);
+    return;
+  }
+  hint *old = NULL;
+  if (mk.started && !mk.stop) {
+    old = mk.hint;
+    mk.hint = h;
+    atomic_store_explicit(&mk.hint_id, id, memory_order_relaxed);
+    h = NULL;
+  }
+  hint_unref(old);
+  pthread_mutex_unlock(&mk.mu);
+  free(h);
+}
+
+lua_State *lproc_maker_take(char **blk, uint8_t *bump, uint16_t *fn_len, uint64_t *fn_id) {
   if (atomic_load_explicit(&mk.avail, memory_order_relaxed) == 0) {
     if (atomic_load_explicit(&mk.on, memory_order_relaxed)) {
       if (atomic_fetch_add_explicit(&mk.misses, 1, memory_order_relaxed) + 1 < LPROC_MAKER_AFTER)
@@ -224,7 +325,7 @@ lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
     }
     return NULL;
   }
-  made m = {NULL, NULL, 0};
+  made m = {NULL, NULL, 0, 0, 0};
   /* The maker runs at idle priority and might be preempted holding mu: never wait */
   if (pthread_mutex_trylock(&mk.mu) != 0) return NULL;
   if (mk.n > 0) {
@@ -238,6 +339,8 @@ lua_State *lproc_maker_take(char **blk, uint8_t *bump) {
   if (m.L) {
     *blk = m.blk;
     *bump = m.bump;
+    *fn_len = m.fn_len;
+    *fn_id = m.fn_id;
   }
   return m.L;
 }
@@ -284,6 +387,10 @@ void lproc_maker_teardown(void) {
     lproc_block_close(m.L, m.blk);
   }
   atomic_store(&mk.avail, 0);
+  atomic_store(&mk.live, 0);
+  hint_unref(mk.hint);
+  mk.hint = NULL;
+  atomic_store(&mk.hint_id, 0);
   free(mk.v);
   mk.v = NULL;
   mk.started = 0;

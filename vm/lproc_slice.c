@@ -436,18 +436,27 @@ void lproc_slice_init(lua_State *L) {
   if (me && L == lproc_slice_running && atomic_load(&me->armed)) arm(L, 1);
 }
 
+/* A thread's first resume: join the ticks (or count, when it cannot). Out of line:
+** its locals made every resume's entry save and restore six registers. */
+static __attribute__((noinline, cold)) void slice_join(lua_State *L) {
+  joined = 1;
+  thread_join();
+  if (!me && !lua_gethook(L)) {   /* no ticks for this thread: count */
+    int count = lproc_cfg.reductions / LPROC_SLICES;
+    arm(L, count > 0 ? count : 1);
+  }
+}
+
+static __attribute__((noinline)) void slice_wake_ticker(void) {
+  if (atomic_exchange(&tk.sleeping, 0)) wake_ticker();
+}
+
 lua_State *lproc_slice_enter(lua_State *L) {
   lua_State *prev = lproc_slice_running;
   if (tick_mode) {
-    if (!joined) {
-      joined = 1;
-      thread_join();
-      if (!me && !lua_gethook(L)) {   /* no ticks for this thread: count */
-        int count = lproc_cfg.reductions / LPROC_SLICES;
-        arm(L, count > 0 ? count : 1);
-      }
-    }
-    if (me && !prev) {   /* a process's resume (a coroutine's is part of it) */
+    if (!joined) slice_join(L);
+    slot *s = me;
+    if (s && !prev) {   /* a process's resume (a coroutine's is part of it) */
       /* The state the handler arms first, `armed` second. The other way, a tick
       ** decided on the last resume's seq could set `armed` after our 0 and its signal
       ** land before the state was named: nothing armed, the ticker waiting on
@@ -455,17 +464,22 @@ lua_State *lproc_slice_enter(lua_State *L) {
       ** net under such paths). */
       lproc_slice_running = L;
       atomic_signal_fence(memory_order_seq_cst);
-      atomic_store_explicit(&me->seq, atomic_load_explicit(&me->seq, memory_order_relaxed) + 1,
+      atomic_store_explicit(&s->seq, atomic_load_explicit(&s->seq, memory_order_relaxed) + 1,
                             memory_order_relaxed);
-      atomic_store_explicit(&me->armed, 0, memory_order_relaxed);
-      atomic_store_explicit(&me->on, 1, memory_order_relaxed);
-      if (atomic_load_explicit(&tk.sleeping, memory_order_relaxed) &&
-          atomic_exchange(&tk.sleeping, 0))
-        wake_ticker();
+      atomic_store_explicit(&s->armed, 0, memory_order_relaxed);
+      atomic_store_explicit(&s->on, 1, memory_order_relaxed);
+      if (atomic_load_explicit(&tk.sleeping, memory_order_relaxed)) slice_wake_ticker();
     }
   }
   lproc_slice_running = L;
   return prev;
+}
+
+/* Out of line (rare): its calls made every resume's end save three registers. */
+static __attribute__((noinline)) void slice_own_back(lua_State *L) {
+  own_hook *o = own_find(L);
+  if (o && lua_gethook(L) == lproc_hook) own_restore(L);
+  else if (o) own_free(o);   /* the process set another hook since: it stays */
 }
 
 void lproc_slice_leave(lua_State *prev) {
@@ -475,12 +489,9 @@ void lproc_slice_leave(lua_State *prev) {
   ** process's own hook goes back now; with none kept, ours stays to cut the next
   ** resume short, as it always did. Nothing kept (the usual case): one load. */
   atomic_signal_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(&own_n, memory_order_relaxed) && L && tick_mode) {
-    own_hook *o = own_find(L);
-    if (o && lua_gethook(L) == lproc_hook) own_restore(L);
-    else if (o) own_free(o);   /* the process set another hook since: it stays */
-  }
-  if (!prev && me) atomic_store_explicit(&me->on, 0, memory_order_relaxed);
+  if (atomic_load_explicit(&own_n, memory_order_relaxed) && L && tick_mode) slice_own_back(L);
+  slot *s = me;
+  if (!prev && s) atomic_store_explicit(&s->on, 0, memory_order_relaxed);
 }
 
 void lproc_slice_end(lua_State *L) { arm_async(L); }

@@ -20,6 +20,7 @@
 
 _Atomic int lraw_layout = 0;
 _Atomic int lraw_tail = 0;
+_Atomic int lraw_calls = 0;
 
 static const char long_s[] = "a string longer than forty bytes, so a long one";
 
@@ -292,6 +293,37 @@ static int tail_check(lua_State *L) {
   return ok && g->gcstp == running;
 }
 
+/* ---- call frames (lraw_ci, lraw_proto_head) -------------------------------------------------- */
+
+/* Called by the Lua function of calls_ok with the string constant "lraw_k": its frame
+** below this one, its closure, prototype, constants and next instruction. */
+static int calls_cf(lua_State *L) {
+  const lraw_ci *ci = (const lraw_ci *)(const void *)((const lraw_state *)(void *)L)->ci;
+  const lraw_ci *up = ci->previous;
+  lua_Debug ar;
+  int ok = up && up->next == ci && ci->func->tt == LRAW_VLCF && ci->func->v.f == calls_cf &&
+           ci->top >= ((const lraw_state *)(void *)L)->top && up->func < ci->func &&
+           up->func->tt == LRAW_VLCL && lua_getstack(L, 1, &ar) && lua_getinfo(L, "f", &ar) &&
+           up->func->v.gc == lua_topointer(L, -1);
+  const lraw_proto_head *p = ok ? lraw_proto(L, -1) : NULL;
+  const char *code = p ? p->code : NULL;
+  ok = ok && p && p->tt == 0x0A /* LUA_VPROTO */ && p->sizek == 1 &&
+       p->numparams == 0 && p->is_vararg && p->k[0].tt == LRAW_VSHRSTR &&
+       strcmp(((const lraw_string *)p->k[0].v.gc)->contents, "lraw_k") == 0 &&
+       p->sizecode > 2 && (const char *)up->savedpc > code &&
+       (const char *)up->savedpc <= code + 4 * (size_t)p->sizecode;
+  lua_pushboolean(L, ok);
+  return 1;
+}
+
+static int calls_ok(lua_State *L) {
+  if (luaL_loadstring(L, "local cf = ... return (cf('lraw_k'))") != LUA_OK) return 0;
+  lua_pushcfunction(L, calls_cf);
+  int ok = lua_pcall(L, 1, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return ok;
+}
+
 /* ---- the check -------------------------------------------------------------------------- */
 
 static void *check_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
@@ -310,11 +342,12 @@ static int check_cf(lua_State *L) {
            closures_ok(L) && collector_ok(L, ran);
   lua_pushboolean(L, ok);
   lua_pushboolean(L, ok && tail_check(L));
-  return 2;
+  lua_pushboolean(L, ok && calls_ok(L));
+  return 3;
 }
 
 static void check_once(void) {
-  int ok = 0, tail = 0, token = 0, ran = 0;
+  int ok = 0, tail = 0, calls = 0, token = 0, ran = 0;
   lua_State *L = NULL;
   const char *off = getenv("LPVM_NO_LRAW");   /* to compare both ways, or rule it out */
   if (!(off && *off && strcmp(off, "0") != 0) && LUA_VERSION_NUM == 504 && sizeof(lraw_tvalue) == 16 &&
@@ -325,11 +358,13 @@ static void check_once(void) {
     ok = g && g->frealloc == check_alloc && g->ud == &token;
     lua_pushcfunction(L, check_cf);
     lua_pushlightuserdata(L, &ran);
-    ok = ok && lua_pcall(L, 1, 2, 0) == LUA_OK && lua_toboolean(L, -2);
-    tail = ok && lua_toboolean(L, -1);
+    ok = ok && lua_pcall(L, 1, 3, 0) == LUA_OK && lua_toboolean(L, -3);
+    tail = ok && lua_toboolean(L, -2);
+    calls = ok && lua_toboolean(L, -1);
     lua_close(L);
   }
   atomic_store(&lraw_tail, tail ? 1 : -1);
+  atomic_store(&lraw_calls, calls ? 1 : -1);
   atomic_store(&lraw_layout, ok ? 1 : -1);
 }
 

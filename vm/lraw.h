@@ -161,10 +161,28 @@ typedef struct lraw_global {
   const lraw_table *mt[LUA_NUMTYPES];
 } lraw_global;
 
+/* lstate.h's CallInfo up to u.l.savedpc and lobject.h's Proto up to code: the frames
+** of a process that waits, for the lines its next step reads (hints, vm/lmod_msg.c).
+** Read only when lraw_calls_ok() (checked apart, as the tail). */
+typedef struct lraw_ci {
+  lraw_tvalue *func, *top;
+  const struct lraw_ci *previous, *next;
+  const void *savedpc;   /* u.l.savedpc: a Lua function's next instruction */
+} lraw_ci;
+typedef struct lraw_proto_head {
+  void *next;
+  unsigned char tt, marked, numparams, is_vararg, maxstacksize;
+  int sizeupvalues, sizek, sizecode, sizelineinfo, sizep, sizelocvars, sizeabslineinfo,
+      linedefined, lastlinedefined;
+  const lraw_tvalue *k;   /* the constants */
+  const void *code;       /* sizecode instructions */
+} lraw_proto_head;
+
 /* ---- trust ------------------------------------------------------------------------------ */
 
 extern _Atomic int lraw_layout;   /* 0 not checked, 1 trusted, -1 refused */
 extern _Atomic int lraw_tail;     /* the global state's tail: 1 trusted (set by the check) */
+extern _Atomic int lraw_calls;    /* lraw_ci and lraw_proto_head: 1 trusted (set by the check) */
 
 /* The check (once per VM, any thread; later callers wait for the first): 1 or -1. */
 int lraw_check(void);
@@ -178,6 +196,11 @@ static inline int lraw_ok(void) {
 /* May the global state's tail (mt, tmname, mainthread) be read too? */
 static inline int lraw_tail_ok(void) {
   return lraw_ok() && atomic_load_explicit(&lraw_tail, memory_order_relaxed) == 1;
+}
+
+/* May a frame's CallInfo links and a Lua function's prototype be read (lraw_ci)? */
+static inline int lraw_calls_ok(void) {
+  return lraw_ok() && atomic_load_explicit(&lraw_calls, memory_order_relaxed) == 1;
 }
 
 /* ---- reading (the layout trusted) ------------------------------------------------------- */

@@ -77,6 +77,9 @@ LPVM_API int lpvm_stop(void);
 
 /* Number of live tasks. */
 LPVM_API size_t lpvm_task_count(void);
+/* 1 once this VM has held 4,096 live tasks at one time: too many for a core's caches,
+** so that what a task's step touches is worth asking for ahead (vm/lmod_msg.c). */
+LPVM_API int lpvm_is_big(void);
 
 /* Monotonic milliseconds since an arbitrary origin (the timer wheel's clock). */
 LPVM_API uint64_t lpvm_now_ms(void);

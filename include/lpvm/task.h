@@ -153,6 +153,8 @@ struct lpvm_sig {
 **               it queues it (a task on its own thread may run at once: not read).
 **   reg_name    under the name table's lock (tasks/names.c).
 */
+#define LPVM_TASK_HINTS 8   /* lpvm_task.more.hints */
+
 struct lpvm_task {
   /* Cold: not touched by a message hop. 64 bytes, so that with the record allocated
   ** on a cache line (lproc_allocate) the hot part below starts on the next one and a
@@ -187,7 +189,18 @@ struct lpvm_task {
   /* signal queue: multi-producer, single-consumer (Vyukov) */
   _Atomic(struct lpvm_sig *) sq_tail;
   struct lpvm_sig *sq_head;
-  struct lpvm_sig sq_stub;
+  /* The queue's stub is a signal of which only `next` is used: the rest of it holds
+  ** more hints, lines the next step reads (a Lua process: its call frames and its
+  ** function, noted as it waits), each as its distance in bytes from `hint` (0: none;
+  ** a line further than 2 GiB from it is not noted), prefetched with hint's lines by
+  ** the same sender; written and read as hint is. */
+  union {
+    struct lpvm_sig sq_stub;
+    struct {
+      void *stub_next_;              /* sq_stub.next's place: never used by this name */
+      _Atomic(int32_t) hints[LPVM_TASK_HINTS];
+    } more;
+  };
   /* message queue: only the task touches it */
   struct lpvm_sig *mq_first, *mq_last;
   struct lpvm_sig *timeout_mark;     /* the newest message when the timer fired */

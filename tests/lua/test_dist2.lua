@@ -61,6 +61,39 @@ test("the second node said hello by name; connect, nodes, echo by pid", function
   T.eq(r[2], 7)
 end)
 
+test("erpc's process (what rpc:call runs) ends with its result and no crash report; "
+  .. "a spawn of a missing function says which", function()
+  local ref = lpvm.make_ref()
+  lpvm.trap_exit(true)   -- (linked at the spawn: the process may end before a monitor)
+  local pid = lpvm.spawn({node = nodeb, fn = "execute_call", link = true}, "lpvm.erpc", ref,
+    "string", "rep", {"ab", 2})
+  local reason = T.exit_from(pid, 15000)
+  lpvm.trap_exit(false)
+  T.eq(type(reason), "table", T.show(reason))
+  T.eq(reason[1], ref); T.eq(reason[2], "return"); T.eq(reason[3], "abab")
+  -- node B's stderr comes here as port data: nothing may mention a crash report
+  lpvm.send(nodeb_pid, "echo", lpvm.self(), "sync")
+  T.recv_match(function(t) return t == "echo_b" end)
+  lpvm.sleep(300)
+  while true do
+    local t, p, text = lpvm.receive(function(t, p) return t == "data" and p == portb end, 0)
+    if not t then break end
+    T.ok(not tostring(text):find("crash report", 1, true), text)
+  end
+  -- a function of a module that returned no table (lpvm.eval returns a function)
+  lpvm.trap_exit(true)
+  local bad = lpvm.spawn({node = nodeb, fn = "run", link = true}, "lpvm.eval")
+  local why = T.exit_from(bad, 15000)
+  lpvm.trap_exit(false)
+  T.ok(tostring(why):find("module lpvm.eval returned a function, not a table: it has no "
+    .. "function run", 1, true), T.show(why))
+  lpvm.trap_exit(true)
+  bad = lpvm.spawn({node = nodeb, fn = "nosuchfn", link = true}, "string")
+  why = T.exit_from(bad, 15000)
+  lpvm.trap_exit(false)
+  T.ok(tostring(why):find("module string has no function nosuchfn", 1, true), T.show(why))
+end)
+
 test("an idle connection lives on ticks", function()
   lpvm.sleep(3000)   -- longer than the 2 s a silent peer is allowed
   local found = false

@@ -150,6 +150,78 @@ test("receive inside a coroutine blocks the process, not the coroutine protocol"
   T.eq(co(), "done")
 end)
 
+test("a blocked receive() skips what it drops on the wake and waits on", function()
+  -- a late reply to an alias no longer active wakes the waiter and is dropped there
+  -- (not seen by Lua): the receive must wait on for the next message, in a process
+  -- and in a coroutine, and receive(math.huge) returns only the message's values
+  local me = lpvm.self()
+  for _, form in ipairs({ "plain", "coroutine", "huge" }) do
+    local waiter = lpvm.spawn(function(parent, how)
+      local function recv()
+        if how == "huge" then return lpvm.receive(math.huge) end
+        return lpvm.receive()
+      end
+      local a = lpvm.alias()
+      lpvm.unalias(a)
+      lpvm.send(parent, "alias", a)
+      local r
+      if how == "coroutine" then
+        r = table.pack(coroutine.wrap(function() return recv() end)())
+      else
+        r = table.pack(recv())
+      end
+      lpvm.send(parent, "got", r)
+    end, me, form)
+    local m = T.recv()
+    T.eq(m[1], "alias")
+    T.ok(T.wait_until(function() return lpvm.info(waiter).status == "waiting" end),
+         form .. ": the waiter blocks")
+    lpvm.send_alias(waiter, m[2], "late reply")
+    T.ok(T.wait_until(function()
+      local i = lpvm.info(waiter)
+      return i.status == "waiting" and (i.message_queue_len or i.mailbox) == 0
+    end), form .. ": the dropped reply is gone and the waiter waits again")
+    lpvm.send(waiter, "real", 1, nil, 3)
+    T.eqv(T.recv(), table.pack("got", table.pack("real", 1, nil, 3)), form)
+  end
+end)
+
+test("every form of a blocking receive in a big VM (frames noted for the waker)", function()
+  -- past 4,096 live tasks a waiting process notes its frames for the sender that
+  -- wakes it (vm/lmod_msg.c): receive at a function's top, in a coroutine, through
+  -- pcall, with a predicate and with a timeout, each waiting twice in the same place
+  local me, n = lpvm.self(), 4200
+  local pids = {}
+  for i = 1, n do
+    pids[i] = lpvm.spawn(function(parent, k)
+      local l = require "lpvm"
+      local forms = {
+        function() return l.receive() end,
+        function() return coroutine.wrap(function() return l.receive() end)() end,
+        function() local _, v = pcall(l.receive) return v end,
+        function() return l.receive(function(v) return v ~= "no" end) end,
+        function() return l.receive(600000) end,
+      }
+      local f = forms[k % #forms + 1]
+      l.send(parent, "ready")
+      for _ = 1, 2 do l.send(parent, "got", k, f()) end
+    end, me, i)
+  end
+  for _ = 1, n do T.eq(T.recv()[1], "ready") end
+  T.ok(lpvm.info(pids[n]) ~= nil)
+  for round = 1, 2 do
+    for i = 1, n do lpvm.send(pids[i], i * 10 + round) end
+    local seen = {}
+    for _ = 1, n do
+      local r = T.recv()
+      T.eq(r[1], "got")
+      if r[3] ~= r[2] * 10 + round then T.eq(r[3], r[2] * 10 + round, "process " .. r[2]) end
+      seen[r[2]] = true
+    end
+    for i = 1, n do if not seen[i] then T.ok(false, "no reply from " .. i) end end
+  end
+end)
+
 test("a looping coroutine is preempted like any code", function()
   local me = lpvm.self()
   local pid = lpvm.spawn(function()

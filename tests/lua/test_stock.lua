@@ -135,4 +135,40 @@ test("a stock state's bytes are its process's, as a state made on the spot", fun
   T.ok(false, "no stock state taken in 60 s (" .. lpvm.stock() .. " in stock)")
 end)
 
+-- The maker loads the bytecode spawned last into the states it makes (vm/lproc_maker.c
+-- lproc_maker_hint): a spawn of that bytecode takes the function loaded, any other
+-- loads its own. Two bodies whose bytecode has the same length (the dump cache's
+-- numbers tell them apart) spawned in turns, no recycling: each process must run its
+-- own body, with its own globals, whichever function its stock state holds.
+test("a stock state holding another spawn's bytecode runs its own body", function()
+  if off then return end
+  local old = lpvm.recycle(0)
+  local me = lpvm.self()
+  local f1 = load("local p, x = ... local l = require 'lpvm' l.send(p, 'f1', x + 1, l.info(l.self()).stock)")
+  local f2 = load("local p, x = ... local l = require 'lpvm' l.send(p, 'f2', x + 2, l.info(l.self()).stock)")
+  T.eq(#string.dump(f1), #string.dump(f2), "bytecode of one length")
+  spawn_waiting(1, 50)   -- the maker runs
+  local function round(f, tag, add, n)
+    local stock = 0
+    for i = 1, n do
+      lpvm.spawn(f, me, i)
+      local r = T.recv()
+      T.eq(r[1], tag, "the body spawned")
+      T.eq(r[2], i + add, "its argument")
+      if r[3] then stock = stock + 1 end
+    end
+    return stock
+  end
+  local deadline = lpvm.now() + 60000
+  local s1, s2, n = 0, 0, 0
+  repeat
+    s1 = s1 + round(f1, "f1", 1, 40)
+    s1 = s1 + round(f1, "f1", 1, 40)
+    s2 = s2 + round(f2, "f2", 2, 40)
+    n = n + 1
+  until (n >= 3 and s1 > 0 and s2 > 0) or not stocked(deadline)
+  lpvm.recycle(old)
+  T.ok(s1 > 0 and s2 > 0, "stock states taken by both bodies (" .. s1 .. ", " .. s2 .. ")")
+end)
+
 T.run()

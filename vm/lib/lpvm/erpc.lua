@@ -11,7 +11,13 @@ function M.execute_call(ref, m, f, args)
     if type(fn) ~= "function" then error("undef: " .. tostring(m) .. "." .. tostring(f), 0) end
     return fn(table.unpack(args or {}))
   end)
-  lpvm.exit(lpvm._erpc_result(ref, ok, res))
+  -- The result leaves as the exit reason, the protocol's way, but that is no failure:
+  -- an exit signal to oneself ends the process with it without a crash report (a
+  -- process's own exit(reason) gets one), as erl logs nothing for erpc's exits.
+  local reason = lpvm._erpc_result(ref, ok, res)
+  lpvm.trap_exit(false)
+  lpvm.exit(lpvm.self(), reason)
+  lpvm.receive()   -- the signal ends the process here
 end
 
 return M
