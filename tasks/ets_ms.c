@@ -15,8 +15,9 @@
 **   Body     '$_' (the object), '$$' (the head's variables in order), '$N', {{...}}
 **            (a tuple built from expressions), [...] (a list), literals, guard
 **            expressions.
-** A guard that fails to evaluate (an unbound variable, arithmetic on an atom) is
-** false, as in Erlang. Values live in the object, in the specification or in a small
+** A call that is not one of these (or has another argument count) and a variable the
+** head does not bind are refused when compiled (erl: badarg); a guard that fails to
+** evaluate (arithmetic on an atom) is false, as in Erlang. Values live in the object, in the specification or in a small
 ** per-run arena (computed numbers and built terms); the object is only read.
 */
 #include <math.h>
@@ -113,6 +114,87 @@ static const uint8_t *skip_list(const uint8_t *p, const uint8_t *end, uint32_t n
   return p;
 }
 
+/* ---- checking guards and bodies once, when compiled ------------------------------------ */
+
+/* Does the head bind '$v' (map keys are literal there, not bindings)? */
+static int head_binds(const uint8_t *p, const uint8_t *end, int v, int depth) {
+  int w = var_of(p, end);
+  if (w >= 0) return w == v;
+  if (w != V_NONE || depth > MAX_DEPTH) return 0;
+  lpvm_tread r = {p, end, 0};
+  uint32_t n = 0;
+  int t = lpvm_get_type(&r), map = t == LPVM_T_MAP;
+  if (t == LPVM_T_TUPLE) lpvm_get_tuple(&r, &n);
+  else if (t == LPVM_T_LIST) { lpvm_get_list(&r, &n); n++; }
+  else if (map) { lpvm_get_map(&r, &n); n *= 2; }
+  for (uint32_t i = 0; i < n; i++) {
+    if ((!map || i % 2 == 1) && head_binds(r.p, end, v, depth + 1)) return 1;
+    r.p = skip(r.p, end);
+  }
+  return 0;
+}
+
+/* The calls eval_tuple knows, by their argument count. */
+static int known_call(const char *f, size_t fn, uint32_t nargs) {
+  static const char *const one[] = {
+      "not", "is_integer", "is_float", "is_number", "is_atom", "is_binary", "is_list",
+      "is_tuple", "is_map", "is_pid", "is_reference", "is_boolean", "tuple_size",
+      "byte_size", "-", "abs", NULL};
+  static const char *const two[] = {
+      "andalso", "orelse", "<", ">", "=<", ">=", "==", "=:=", "/=", "=/=", "and", "or",
+      "xor", "element", "+", "-", "*", "/", "div", "rem", NULL};
+  const char *const *names = nargs == 1 ? one : nargs == 2 ? two : NULL;
+  for (; names && *names; names++)
+    if (atom_is(f, fn, *names)) return 1;
+  return 0;
+}
+
+/* A guard or body expression as Erlang checks it when a specification is made: every
+** call is a known function with its argument count, every '$N' is bound by the head.
+** Unchecked, a misspelt call ("<=" for "=<") or an unbound variable made the guard
+** false on every object: a select that silently found nothing (erl: badarg). */
+static int check_expr(const uint8_t *e, const uint8_t *end, const uint8_t *head, int depth) {
+  if (depth > MAX_DEPTH) return -1;
+  int v = var_of(e, end);
+  if (v >= 0) return head_binds(head, end, v, 0) ? 0 : -1;
+  lpvm_tread r = {e, end, 0};
+  uint32_t n;
+  const char *f;
+  size_t fn;
+  switch (lpvm_get_type(&r)) {
+    case LPVM_T_TUPLE:
+      lpvm_get_tuple(&r, &n);
+      if (n == 1 && lpvm_get_type(&r) == LPVM_T_TUPLE) {   /* {{E1, ..., En}} */
+        lpvm_get_tuple(&r, &n);
+      } else {
+        if (n < 1 || !is_atom(r.p, end, &f, &fn)) return -1;
+        r.p = skip(r.p, end);
+        if (atom_is(f, fn, "const")) return n == 2 ? 0 : -1;
+        if (!known_call(f, fn, --n)) return -1;
+      }
+      break;
+    case LPVM_T_LIST:
+      lpvm_get_list(&r, &n);
+      n++;   /* the elements, then the tail */
+      break;
+    default:
+      return 0;   /* a literal */
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (check_expr(r.p, end, head, depth + 1)) return -1;
+    r.p = skip(r.p, end);
+  }
+  return 0;
+}
+
+static int check_exprs(const uint8_t *p, const uint8_t *end, uint32_t n, const uint8_t *head) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (check_expr(p, end, head, 0)) return -1;
+    p = skip(p, end);
+  }
+  return 0;
+}
+
 /* Small specifications (the usual one clause, a few variables) need no allocation:
 ** the clauses and bindings fit in the record, the arena grows on first use. */
 int ets_ms_compile(const uint8_t *term, size_t len, ets_ms *m) {
@@ -149,10 +231,12 @@ int ets_ms_compile(const uint8_t *term, size_t len, ets_ms *m) {
       if (header(&p, m->end, 0, &c->nguards)) goto done;
       c->guards = p;
       p = skip_list(p, m->end, c->nguards);
+      if (check_exprs(c->guards, m->end, c->nguards, c->head)) goto done;
     }
     if (header(&p, m->end, 0, &c->nbody) || c->nbody == 0) goto done;
     c->body = p;
     p = skip_list(p, m->end, c->nbody);
+    if (check_exprs(c->body, m->end, c->nbody, c->head)) goto done;
   }
   rc = 0;
 done:

@@ -844,6 +844,35 @@ test("lookup results built while the collector steps keep every object (both mod
   ets.delete(t)
 end)
 
+test("a match specification's unknown call or unbound variable raises (erl: badarg)", function()
+  -- they made the guard false on every object: a select that silently found nothing
+  local t = ets.new("msbad", {"set"})
+  for i = 1, 5 do ets.insert(t, {i, i * 2}) end
+  local bad = {
+    {{{"$1", "_"}, {{"<=", "$1", 3}}, {"$1"}}},                  -- Erlang's is "=<"
+    {{{"$1", "_"}, {{"is_int", "$1"}}, {"$1"}}},
+    {{{"$1", "_"}, {{"abs", "$1", 2}}, {"$1"}}},                 -- abs takes one
+    {{{"$1", "_"}, {{">", "$2", 1}}, {"$1"}}},                   -- $2 unbound
+    {{{"$1", "_"}, {}, {"$3"}}},
+    {{{"$1", "_"}, {{"andalso", {">", "$1", 1}, {"<", "$9", 3}}}, {"$1"}}},
+  }
+  for i, ms in ipairs(bad) do
+    T.raises(function() ets.select(t, ms) end, "bad argument #2", "bad match specification")
+    T.raises(function() ets.select_count(t, ms) end, "bad match specification")
+    T.raises(function() ets.select_delete(t, ms) end, "bad match specification")
+  end
+  T.eq(ets.info(t, "size"), 5, "nothing deleted")
+  -- what is valid still runs
+  local ok = ets.select(t, {{{"$1", "$2"}, {{"andalso", {"=<", "$1", 3}, {"is_integer", "$2"}},
+                                           {"not", {"==", {"rem", "$1", 2}, 0}}},
+                             {"$2"}}})
+  table.sort(ok)
+  T.eq(ok, {2, 6})
+  T.eq(ets.select_count(t, {{{"_", "$1"}, {{">", {"abs", {"-", "$1"}}, 4}}, {true}}}), 3)
+  T.eq(#ets.match(t, {"$1", "_"}), 5)
+  ets.delete(t)
+end)
+
 test("a NaN key: one key after every number, and the other keys stay whole", function()
   -- Lua has NaN, Erlang not: lpvm orders it after every number, equal to any NaN. It
   -- was equal to every float: in an ordered_set {1.0, "b"} replaced the NaN object
