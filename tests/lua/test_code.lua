@@ -68,6 +68,15 @@ test("load, is_loaded, which, all_loaded", function()
   T.ok(found and found.version == 2 and found.old_version == 1)
   T.raises(function() code.load(42) end, "bad argument #1 to 'load'")
   T.raises(function() code.load("x", 42) end, "bad argument #2 to 'load'")
+  -- a NUL in a module name was a module of its own ("a\0b" loaded as version 1)
+  T.raises(function() code.load("a\0b", "return {}") end, "bad argument #1 to 'load'", "NUL")
+  T.raises(function() code.is_loaded("a\0b") end, "bad argument #1 to 'is_loaded'", "NUL")
+  -- check_process(pid, module): the module is #2 (it said #1), a non-pid is #1 (it
+  -- raised "bad argument #1 to 'info'" from inside code.lua)
+  T.raises(function() code.check_process(lpvm.self(), 42) end,
+           "bad argument #2 to 'check_process'")
+  T.raises(function() code.check_process(42, name) end,
+           "bad argument #1 to 'check_process'", "pid expected")
   code.purge(name)
 end)
 

@@ -8,10 +8,16 @@ local lpvm = require "lpvm"
 
 local code = {}
 
-local function check_name(fname, module)
+-- The module name is argument `argn` (default 1) of `fname`. A NUL byte is refused as
+-- in every other name lpvm takes (it was a module of its own, "a\0b").
+local function check_name(fname, module, argn)
   if type(module) ~= "string" or module == "" then
-    error(string.format("bad argument #1 to '%s' (module name expected, got %s)", fname,
-                        module == "" and "empty string" or type(module)), 3)
+    error(string.format("bad argument #%d to '%s' (module name expected, got %s)",
+                        argn or 1, fname, module == "" and "empty string" or type(module)), 3)
+  end
+  if module:find("\0", 1, true) then
+    error(string.format("bad argument #%d to '%s' (module name must not contain a NUL byte)",
+                        argn or 1, fname), 3)
   end
 end
 
@@ -87,8 +93,12 @@ end
 -- check_process(pid, module) -> true if the process runs old code of module (a
 -- function of the old version is on its stack) | false | nil, "noproc"
 function code.check_process(pid, module)
-  check_name("check_process", module)
-  local info, err = lpvm.info(pid)
+  check_name("check_process", module, 2)
+  local ok, info, err = pcall(lpvm.info, pid)
+  if not ok then   -- not a pid: named here, not as lpvm.info's argument inside this file
+    error(string.format("bad argument #1 to 'check_process' (pid expected, got %s)",
+                        type(pid)), 2)
+  end
   if not info then return nil, err end
   for _, m in ipairs(info.old_code or {}) do
     if m == module then return true end
