@@ -520,6 +520,7 @@ static int on_command(io_stream *s, lpvm_msg *m, int *kept) {
   if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) != 0) return LPVM_WAIT;
   if (lpvm_get_atom(&r, &a, &n) == 0) {
     if (atom_is(a, n, "close")) s->closing = 1;
+    else if (atom_is(a, n, "close_now")) io_close_fds(s);   /* the queue dropped */
     else if (atom_is(a, n, "shutdown")) {
       s->wshut_req = 1;
       flush(s);

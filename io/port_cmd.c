@@ -163,6 +163,10 @@ int lpvm_port_close(lpvm_task *self, lpvm_id port) {
   return check_port(port) ? LPVM_EINVAL : io_cmd_atom(self, port, "close");
 }
 
+int lpvm_port_close_now(lpvm_task *self, lpvm_id port) {
+  return check_port(port) ? LPVM_EINVAL : io_cmd_atom(self, port, "close_now");
+}
+
 int lpvm_port_controlling_process(lpvm_task *self, lpvm_id port, lpvm_id new_owner) {
   if (io_kind_check(port, owned_kinds) || !new_owner || lpvm_id_is_port(new_owner))
     return LPVM_EINVAL;

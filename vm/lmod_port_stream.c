@@ -140,17 +140,40 @@ static int close_done_k(lua_State *L, int status, lua_KContext base) {
   return 1;
 }
 
-/* Stack: [1] port [2] linger [3] monitor reference. */
+/* The wait after the queue was dropped: at least CLOSE_KILL_WAIT_MS, or the linger. */
+static lua_Integer close_wait_ms(lua_State *L) {
+  lua_Integer ms = lua_tointeger(L, 2);
+  return ms < CLOSE_KILL_WAIT_MS ? CLOSE_KILL_WAIT_MS : ms;
+}
+
+/* After close_now: a port that still has not ended (it cannot take commands) is
+** killed. Only then: a killed port takes its owner along, the caller is unlinked
+** from it, but an owner that is another process would die with it. */
+static int close_now_k(lua_State *L, int status, lua_KContext base) {
+  lproc *p = lproc_of(L);
+  lpvm_id port = lmod_to_pid(L, 1);
+  if (!lport_answer(L, base)) {
+    lua_settop(L, 3);
+    lpvm_unlink(&p->task, port);
+    lpvm_kill(&p->task, port);
+    return lport_wait(L, port, 0, (uint64_t)lua_tointeger(L, 3), close_wait_ms(L),
+                      close_done_k);
+  }
+  return close_done_k(L, status, base);
+}
+
+/* Stack: [1] port [2] linger [3] monitor reference. Still writing after the linger
+** time: the port drops its queue and closes at once (close_now), ending normally.
+** It was killed here, and a port closed by a process other than its owner took the
+** owner along (reason killed), even an idle port closed with linger 0. */
 static int close_k(lua_State *L, int status, lua_KContext base) {
   lproc *p = lproc_of(L);
   lpvm_id port = lmod_to_pid(L, 1);
-  if (!lport_answer(L, base)) {   /* still writing after the linger time: drop the queue */
+  if (!lport_answer(L, base)) {
     lua_settop(L, 3);
-    lpvm_unlink(&p->task, port);   /* a killed port would take its owner along */
-    lpvm_kill(&p->task, port);
-    lua_Integer ms = lua_tointeger(L, 2);
-    return lport_wait(L, port, 0, (uint64_t)lua_tointeger(L, 3),
-                      ms < CLOSE_KILL_WAIT_MS ? CLOSE_KILL_WAIT_MS : ms, close_done_k);
+    lpvm_port_close_now(&p->task, port);
+    return lport_wait(L, port, 0, (uint64_t)lua_tointeger(L, 3), close_wait_ms(L),
+                      close_now_k);
   }
   return close_done_k(L, status, base);
 }

@@ -141,6 +141,10 @@ LPVM_API int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet);
 LPVM_API int lpvm_port_shutdown(lpvm_task *self, lpvm_id port);
 /* Write what is queued, then close: {closed, Port}. Any port kind. */
 LPVM_API int lpvm_port_close(lpvm_task *self, lpvm_id port);
+/* Close now: drop what is queued, close the descriptors (a program is killed and
+** reaped), then {closed, Port}; the port ends normally, so its owner, linked, lives
+** on. Stream ports (spawn, fd, tcp); the others close at their "close" anyway. */
+LPVM_API int lpvm_port_close_now(lpvm_task *self, lpvm_id port);
 /* What kind of port `port` is: "spawn", "fd", "tcp", "tcp_listen", "file" (or the
 ** type of another port task); NULL if it is not a port or has ended. A static
 ** string. The calls for one kind refuse the others with LPVM_EINVAL. */

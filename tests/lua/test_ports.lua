@@ -223,6 +223,30 @@ port_test("port_close kills the program and leaves no message behind", function(
   T.eqv(table.pack(lpvm.port_send(p, "x")), table.pack(nil, "closed"))
 end)
 
+port_test("port_close by another process: the port ends normally, its owner lives on", function()
+  -- past the linger time the port drops its queue and closes; it was killed, and its
+  -- owner, linked, died with it (reason killed), even for an idle port and linger 0
+  local me = lpvm.self()
+  for _, pending in ipairs({false, true}) do
+    local owner, ref = lpvm.spawn_monitor(function()
+      local p = assert(lpvm.open_port({ "sleep", "100" }, { high_water = 1 << 30 }))
+      if pending then assert(lpvm.port_send(p, string.rep("z", 1 << 20))) end
+      lpvm.send(me, "port", p, lpvm.info(p).os_pid)
+      local tag = lpvm.receive(function(t, q) return t == "closed" and q == p end, T.WAIT)
+      lpvm.send(me, "owner saw", tag)
+      lpvm.receive(function(t) return t == "stop" end, T.WAIT)
+    end)
+    local _, p, os_pid = table.unpack(T.recv_match(function(t) return t == "port" end))
+    lpvm.spawn(function() lpvm.send(me, "closer", lpvm.port_close(p, 0)) end)
+    T.eqv(T.recv_match(function(t) return t == "closer" end), table.pack("closer", true))
+    local r = T.recv_match(function(t) return t == "owner saw" or t == "DOWN" end)
+    T.eqv(r, table.pack("owner saw", "closed"), pending and "with writes pending" or "idle")
+    T.ok(not alive(os_pid), "the program is killed")
+    lpvm.send(owner, "stop")
+    T.eq(T.recv_match(function(t, rf) return t == "DOWN" and rf == ref end)[5], "normal")
+  end
+end)
+
 port_test("busy: nosuspend says so, a plain send waits for the port", function()
   -- a program that reads nothing: the queue only grows
   local p = assert(lpvm.open_port({ "sleep", "100" }, { high_water = 1000 }))
