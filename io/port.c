@@ -472,6 +472,12 @@ static int on_tuple2(io_stream *s, lpvm_msg *m, lpvm_tread *r) {
     s->recv_pending = 1;
     s->recv_n = (size_t)v;
     read_now(s);
+    /* Nothing more can come (the end was delivered, or the port has no input side,
+    ** fd_port(nil, fd)): {eof} again at once. The request waited for ever. */
+    if (s->recv_pending && (s->eof_sent || s->in.fd < 0) && !s->fds_closed) {
+      s->recv_pending = 0;
+      io_notify(s, "eof");
+    }
   } else if (atom_is(a, n, "active")) {
     set_active(s, r);
     read_now(s);

@@ -247,6 +247,27 @@ port_test("port_close by another process: the port ends normally, its owner live
   end
 end)
 
+port_test("recv after the end, or on a port with no input side, answers eof at once", function()
+  -- both waited for ever (here: until the timeout)
+  local out = assert(lpvm.fd_port(nil, 2, { active = false }))
+  T.eqv(table.pack(lpvm.recv(out, 0, T.WAIT)), table.pack(nil, "eof"))
+  T.eqv(table.pack(lpvm.recv(out, 0, T.WAIT)), table.pack(nil, "eof"))
+  lpvm.port_close(out)
+  local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0, { active = false }))
+  local c = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false }))
+  local a = assert(lpvm.tcp_accept(l, T.WAIT))
+  lpvm.port_send(a, "bye")
+  lpvm.shutdown(a)   -- the peer's half-close: c reads "bye", then the end
+  T.eq(lpvm.recv(c, 3, T.WAIT), "bye")
+  T.eqv(table.pack(lpvm.recv(c, 0, T.WAIT)), table.pack(nil, "eof"))
+  T.eqv(table.pack(lpvm.recv(c, 0, T.WAIT)), table.pack(nil, "eof"), "the end again")
+  T.eq(lpvm.port_send(c, "still writable"), true)
+  T.eq(lpvm.recv(a, 14, T.WAIT), "still writable")
+  lpvm.port_close(c)
+  lpvm.port_close(a)
+  lpvm.port_close(l)
+end)
+
 port_test("busy: nosuspend says so, a plain send waits for the port", function()
   -- a program that reads nothing: the queue only grows
   local p = assert(lpvm.open_port({ "sleep", "100" }, { high_water = 1000 }))
