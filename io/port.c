@@ -465,6 +465,16 @@ static int on_tuple2(io_stream *s, lpvm_msg *m, lpvm_tread *r) {
   if (atom_is(a, n, "recv")) {
     int64_t v;
     if (lpvm_get_int(r, &v) != 0 || v < 0) return 0;
+    lpvm_id from = lpvm_msg_from(m);
+    if (from && from != s->owner) {   /* the answer would go to the owner: the asker */
+      lpvm_tbuf b;                    /* waited for ever; it hears {error, Port, not_owner} */
+      head(&b, 3, "error", s->task.id);
+      lpvm_put_atom(&b, "not_owner");
+      lpvm_msg *e = lpvm_tbuf_to_msg(&b);
+      lpvm_tbuf_free(&b);
+      if (e) lpvm_send_msg(&s->task, from, e);
+      return 0;
+    }
     if ((size_t)v > s->max_packet || (v && s->packet != LPVM_PACKET_RAW)) {
       io_notify_atom(s, "error", "einval");
       return 0;

@@ -268,6 +268,17 @@ port_test("recv after the end, or on a port with no input side, answers eof at o
   lpvm.port_close(l)
 end)
 
+port_test("recv by a process other than the owner: nil, not_owner at once", function()
+  -- the answer went to the owner and the asker waited for ever
+  local me = lpvm.self()
+  local p = assert(lpvm.open_port({ "cat" }, { active = false }))
+  lpvm.spawn(function() lpvm.send(me, "other", lpvm.recv(p, 0, T.WAIT)) end)
+  T.eqv(T.recv_match(function(t) return t == "other" end), table.pack("other", nil, "not_owner"))
+  lpvm.port_send(p, "mine")
+  T.eq(lpvm.recv(p, 4, T.WAIT), "mine", "the owner's data stayed with the owner")
+  lpvm.port_close(p)
+end)
+
 port_test("busy: nosuspend says so, a plain send waits for the port", function()
   -- a program that reads nothing: the queue only grows
   local p = assert(lpvm.open_port({ "sleep", "100" }, { high_water = 1000 }))
