@@ -137,6 +137,16 @@ static int file_cmd(io_file *f, lpvm_msg *m) {
   if (lpvm_get_atom(&r, &a, &n) == 0) return atom_eq(a, n, "close") ? LPVM_EXIT : LPVM_WAIT;
   if (lpvm_get_tuple(&r, &arity) != 0 || lpvm_get_atom(&r, &a, &n) != 0) return LPVM_WAIT;
   if (arity == 3 && atom_eq(a, n, "EXIT")) return exit_msg(f, &r);
+  lpvm_id from = lpvm_msg_from(m);
+  if (from && from != f->owner) {   /* the answer would go to the owner: the asker */
+    lpvm_tbuf b;                    /* waited for ever; it hears {error, Port, not_owner} */
+    reply_head(f, &b, 3, "error");
+    lpvm_put_atom(&b, "not_owner");
+    lpvm_msg *e = lpvm_tbuf_to_msg(&b);
+    lpvm_tbuf_free(&b);
+    if (e) lpvm_send_msg(&f->task, from, e);
+    return LPVM_WAIT;
+  }
   if (arity == 2 && atom_eq(a, n, "read") && lpvm_get_int(&r, &x) == 0) {
     do_read(f, x);
   } else if (arity == 2 && atom_eq(a, n, "write")) {

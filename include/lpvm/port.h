@@ -132,7 +132,8 @@ LPVM_API int lpvm_port_send_bin(lpvm_task *self, lpvm_id port, struct lpvm_bin *
                                 size_t off, size_t len);
 /* active false: deliver one message: n bytes exactly (raw; 0 = what is there), or
 ** one line or packet (n must be 0). {eof} or {error} answer it as well.
-** LPVM_EINVAL at once for n over the port's max_packet. */
+** LPVM_EINVAL at once for n over the port's max_packet. From a task other than the
+** owner (whom the answer would reach): {error, Port, not_owner} to that task. */
 LPVM_API int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n);
 LPVM_API int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active);
 LPVM_API int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet);
