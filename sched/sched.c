@@ -666,6 +666,9 @@ void sched_stop(void) {
   S.n = 0;
 }
 
+/* lpvm.h: the same flag the workers read to move to their arenas. */
+int lpvm_is_big(void) { return atomic_load_explicit(&S.big, memory_order_relaxed); }
+
 void sched_note_size(uint64_t live) {
   if (live >= MEM_BIG_VM) atomic_store_explicit(&S.big, 1, memory_order_relaxed);
 }

@@ -15,12 +15,6 @@ static struct {
   void (*on_empty)(void);   /* written by tasks_init before any task exists */
 } C;
 
-/* lpvm_is_big: set by the spawn that reaches MEM_BIG_VM live tasks, cleared by
-** tasks_init; read by any thread (a line of its own, written twice a VM's life). */
-static _Atomic int big __attribute__((aligned(64)));
-
-int lpvm_is_big(void) { return atomic_load_explicit(&big, memory_order_relaxed); }
-
 int tasks_init(uint32_t max_tasks, void (*on_empty)(void)) {
   int rc = ptab_init(max_tasks);
   if (rc) return rc;
@@ -30,7 +24,6 @@ int tasks_init(uint32_t max_tasks, void (*on_empty)(void)) {
     return rc;
   }
   C.on_empty = on_empty;
-  atomic_store_explicit(&big, 0, memory_order_relaxed);
   return 0;
 }
 
@@ -68,10 +61,7 @@ void tasks_dump(FILE *out) { ptab_foreach(dump_one, out); }
 
 void task_count_born(void) {
   uint64_t live = atomic_fetch_add(&C.live, 1) + 1;
-  if (live == MEM_BIG_VM) {
-    atomic_store_explicit(&big, 1, memory_order_relaxed);
-    sched_note_size(live);
-  }
+  if (live == MEM_BIG_VM) sched_note_size(live);   /* lpvm_is_big from now on */
   atomic_fetch_add_explicit(&C.spawned, 1, memory_order_relaxed);
 }
 
