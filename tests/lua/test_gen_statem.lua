@@ -52,6 +52,37 @@ test("a state timeout is cancelled by a state change", function()
   T.eq(T.recv()[1], "terminate locked")
 end)
 
+test("a state timeout given with a state change is the new state's (it fires)", function()
+  -- found by probing gen_statem timers: the state change after the actions cancelled it
+  local me = lpvm.self()
+  local m = assert(sm.start_link("otp_machine", { log = me }))
+  sm.cast(m, "timed")
+  T.eq(T.recv()[2], "timed")
+  local r = T.recv()
+  T.eq({ r[1], r[2], r[3] }, { "state_timeout", "st_fired", 1 })
+  T.eq(sm.call(m, "get"), 101)
+  T.recv()
+  T.eq(sm.call(m, "quit"), "bye")
+  T.flush()
+end)
+
+test("a bad time or reply target in an action ends the machine through terminate", function()
+  local me = lpvm.self()
+  for _, bad in ipairs({ { "state_timeout", -5, "x" }, { "timeout", "soon", "x" },
+                         { "state_timeout", 0 / 0, "x" }, { "reply", 42, "x" } }) do
+    local m = assert(sm.start("otp_machine", { log = me }))
+    local ref = lpvm.monitor(m)
+    sm.cast(m, { "bad_action", bad })
+    T.recv()                                           -- the cast, logged
+    local t = T.recv_match(function(tag) return tag == "terminate" end)
+    T.eq(t[2][1], "bad_action_from_state_function", T.show(t[2]))
+    T.eq(t[2][2], bad[1])
+    local _, why = T.down(ref)
+    T.eq(why[1], "bad_action_from_state_function")
+  end
+  T.flush()
+end)
+
 test("handle_event_function: calls, casts, infos, next_event, event timeout", function()
   local me = lpvm.self()
   local m = assert(sm.start_link("otp_machine", { log = me }))

@@ -79,7 +79,12 @@ local function is_list(actions)
     or actions[1] == "hibernate")
 end
 
--- Carry out the actions; returns postpone (boolean).
+-- A time an action may carry: ms >= 0, or math.huge (infinity)
+local function good_ms(ms) return type(ms) == "number" and ms >= 0 end
+
+-- Carry out the actions; returns postpone (boolean). A malformed one ends the machine
+-- through terminate, as OTP's {bad_action_from_state_function, Action} does (a bad
+-- time or reply target raised inside the loop: no terminate call, no report).
 local function do_actions(actions, event, enter)
   if actions == nil then return false end
   if type(actions) ~= "table" or not is_list(actions) then actions = { actions } end
@@ -87,16 +92,19 @@ local function do_actions(actions, event, enter)
   for _, a in ipairs(actions) do
     local kind = type(a) == "table" and a[1] or a
     if kind == "reply" then
-      gen.reply(a[2], a[3])
+      local ok, err = pcall(gen.reply, a[2], a[3])
+      if not ok then terminate({ "bad_action_from_state_function", "reply", tostring(err) }) end
     elseif kind == "postpone" then
       if enter then terminate({ "bad_action_from_state_function", "postpone" }) end
       postpone = true
     elseif kind == "hibernate" then
       S.hibernate = true
-    elseif kind == "state_timeout" then
-      set_state_timeout(a[2], a[3])
-    elseif kind == "timeout" then
-      S.ev_timeout, S.ev_content = a[2], a[3]
+    elseif kind == "state_timeout" or kind == "timeout" then
+      if not good_ms(a[2]) then
+        terminate({ "bad_action_from_state_function", kind, tostring(a[2]) })
+      end
+      if kind == "state_timeout" then set_state_timeout(a[2], a[3])
+      else S.ev_timeout, S.ev_content = a[2], a[3] end
     elseif kind == "next_event" then
       if enter then terminate({ "bad_action_from_state_function", "next_event" }) end
       S.inserted[#S.inserted + 1] = { a[2], a[3] }
@@ -155,10 +163,14 @@ local function handle(event)
   else
     terminate({ "bad_return_from_state_function", tostring(verb) })
   end
-  if do_actions(actions, event) then S.postponed[#S.postponed + 1] = event end
+  -- the state changes before the actions run: a state timeout given with a new state
+  -- is that state's (cancelling after the actions lost it: it never fired)
   if new_state ~= old then
     S.state = new_state
     cancel_state_timeout()
+  end
+  if do_actions(actions, event) then S.postponed[#S.postponed + 1] = event end
+  if new_state ~= old then
     -- postponed events are retried, oldest first, before anything newer
     for i = #S.postponed, 1, -1 do table.insert(S.queue, 1, S.postponed[i]) end
     S.postponed = {}
