@@ -74,9 +74,11 @@ local function set_state_timeout(ms, content)
   S.st_timer = lpvm.send_after(ms, lpvm.self(), "$statem_state_timeout", S.st_ref, content)
 end
 
+-- A list of actions, or one action? An empty table is the empty list (OTP's []: it
+-- was taken for one action without a kind and ended the machine with bad_action).
 local function is_list(actions)
-  return type(actions) == "table" and (type(actions[1]) == "table" or actions[1] == "postpone"
-    or actions[1] == "hibernate")
+  return type(actions) == "table" and (actions[1] == nil or type(actions[1]) == "table"
+    or actions[1] == "postpone" or actions[1] == "hibernate")
 end
 
 -- A time an action may carry: ms >= 0, or math.huge (infinity)
