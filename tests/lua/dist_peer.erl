@@ -40,6 +40,10 @@ loop() ->
                 {<<"back">>, R2, Ours2} -> From ! {back, R2 =:= R, Ours2 =:= Ours}
             after 10000 -> ok
             end;
+        {<<"odd_terms">>, From} ->                     % terms Lua has no twin for
+            {ok, U} = gen_udp:open(0),
+            From ! {odd_terms, fun() -> ok end, fun lists:map/2, <<1:3>>, [1|2], U, "abc"},
+            gen_udp:close(U);
         {<<"forged_fun">>, From} ->                    % damaged bytecode in a function term
             Fun = {lpvm_fun, <<27, "LuaT", 0, "not bytecode">>, []},
             From ! {lpvm_graph, {<<"forged">>, Fun}},

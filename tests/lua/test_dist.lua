@@ -216,6 +216,18 @@ test("references cross to erl and back: ours stay ours, erl's are values", funct
   T.eq(b[3], true, "ours is the same reference to erl")
 end)
 
+test("a fun, a bitstring, a port, an improper list from erl arrive as documented", function()
+  -- docs/lua-api.md, "How Lua values travel" (probed: nothing crashes, each arrives so)
+  lpvm.send(agent, "odd_terms", lpvm.self())
+  local r = T.recv_match(function(t) return t == "odd_terms" end)
+  T.eq(r[2], "#Fun<>")
+  T.eq(r[3], "fun lists:map/2")
+  T.eq(r[4], "<<1:3>>")
+  T.eq(#r[5], 1, "the improper tail is dropped"); T.eq(r[5][1], 1)
+  T.ok(type(r[6]) == "string" and r[6]:match("^#Port<.+%.%d+>$"), T.show(r[6]))
+  T.eq(table.concat(r[7], ","), "97,98,99")
+end)
+
 test("erlang:spawn(LpvmNode, M, F, A) starts a Lua process here", function()
   lpvm.send(agent, "spawn_on", lpvm.self(), "dist_mod", "hello", {lpvm.self()})
   local sp = T.recv_match(function(t) return t == "spawned" end, 15000)
