@@ -37,6 +37,9 @@ function m.handle_event(ev, content, state, d, from)
   return "keep_state_and_data"
 end
 
+-- sys.change_code: OTP's gen_statem shape (old_vsn, state, data, extra) -> ok, state, data
+function m.code_change(_, state, d, extra) return "ok", state + (extra or 0), d end
+
 function m.terminate(reason, state, d) note(d, "terminate", reason, state) end
 
 return m

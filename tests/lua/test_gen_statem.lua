@@ -87,6 +87,25 @@ test("a bad time or reply target in an action ends the machine through terminate
   T.flush()
 end)
 
+test("sys on a gen_statem: get_state is {state, data}, suspend/resume, change_code", function()
+  -- found by probing sys: a gen_statem took sys's requests for info events, so every
+  -- sys call on one timed out
+  local sys = require "sys"
+  local m = assert(sm.start_link("otp_machine", {}))
+  local st = sys.get_state(m)
+  T.eq(st[1], 0); T.eq(st[2].enters, 0)
+  T.eq(sys.suspend(m), true)
+  sm.cast(m, "chain")
+  T.eq(sys.get_state(m)[1], 0, "suspended: the cast waits in the mailbox")
+  T.eq(sys.resume(m), true)
+  T.eq(sm.call(m, "get"), 11)
+  T.eq(select(2, sys.change_code(m, "other_module", "1")), "not the server's module")
+  T.eq(sys.change_code(m, "otp_machine", "1", 5), true)
+  T.eq(sm.call(m, "get"), 16, "code_change(old_vsn, state, data, extra) gave the new state")
+  T.eq(sm.call(m, "quit"), "bye")
+  T.flush()
+end)
+
 test("handle_event_function: calls, casts, infos, next_event, event timeout", function()
   local me = lpvm.self()
   local m = assert(sm.start_link("otp_machine", { log = me }))
