@@ -181,6 +181,17 @@ test("monitor an erl process and be monitored from erl", function()
   -- a monitor of a dead erl pid answers noproc
   local ref2 = lpvm.monitor(p)
   T.eq(select(2, T.down(ref2)), "noproc")
+  -- erl's monitor by {Name, Node}: its DOWN names {Name, Node}, as between erl nodes
+  -- (lpvm's MONITOR_P_EXIT carried the pid: a DOWN matched on {Name, Node} never came)
+  local named = lpvm.spawn(function() lpvm.register("dl_named"); lpvm.receive() end)
+  T.wait_until(function() return lpvm.whereis("dl_named") == named end)
+  lpvm.send(agent, "monitor_name", lpvm.self(), "dl_named")
+  T.recv_match(function(t) return t == "mon_ready" end)
+  lpvm.exit(named, "bye")
+  r = T.recv_match(function(t) return t == "erl_saw_down_name" end)
+  T.eq(type(r[2]), "table", T.show(r[2]))
+  T.eq(r[2][1], "dl_named"); T.eq(r[2][2], me)
+  T.eq(r[3], "bye")
 end)
 
 test("rpc:call into lpvm runs require(M)[F](A...) and returns its result", function()
