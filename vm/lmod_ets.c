@@ -697,10 +697,27 @@ static int run_select(lua_State *L, lpvm_tbuf *ms, int mode, int ret_true) {
   return 1;
 }
 
+/* With a limit (argument 3), or a continuation alone: lets_select.c. */
+static int run_limited(lua_State *L, lpvm_tbuf *ms, int limit_arg, int reverse) {
+  lpvm_tab tab = check_tab(L, 1);
+  return lets_select_first(L, self_of(L), tab, ms, limit_arg, reverse, out_buf(L));
+}
+
 static int l_select(lua_State *L) {
+  int n = nargs(L);
+  if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
   lpvm_tbuf *b = in_buf(L);
   lets_put_ms(L, 2, b, 2);
+  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
   return run_select(L, b, LPVM_ETS_SELECT, 0);
+}
+
+static int l_select_reverse(lua_State *L) {
+  int n = nargs(L);
+  if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
+  lpvm_tbuf *b = in_buf(L);
+  lets_put_ms(L, 2, b, 2);
+  return run_limited(L, b, n >= 3 && !lua_isnil(L, 3) ? 3 : 0, 1);
 }
 
 static int l_select_count(lua_State *L) {
@@ -716,14 +733,20 @@ static int l_select_delete(lua_State *L) {
 }
 
 static int l_match(lua_State *L) {
+  int n = nargs(L);
+  if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
   lpvm_tbuf *b = in_buf(L);
   lets_put_pattern_ms(L, 2, b, "$$");
+  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
   return run_select(L, b, LPVM_ETS_SELECT, 0);
 }
 
 static int l_match_object(lua_State *L) {
+  int n = nargs(L);
+  if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
   lpvm_tbuf *b = in_buf(L);
   lets_put_pattern_ms(L, 2, b, "$_");
+  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
   return run_select(L, b, LPVM_ETS_SELECT, 0);
 }
 
@@ -746,7 +769,8 @@ static const luaL_Reg ets_fns[] = {
   {"first", l_first}, {"last", l_last}, {"next", l_next}, {"prev", l_prev},
   {"tab2list", l_tab2list}, {"foldl", l_foldl},
   {"match", l_match}, {"match_object", l_match_object},
-  {"select", l_select}, {"select_count", l_select_count},
+  {"select", l_select}, {"select_reverse", l_select_reverse},
+  {"select_count", l_select_count},
   {"select_delete", l_select_delete}, {"match_delete", l_match_delete},
   {NULL, NULL}
 };
