@@ -422,11 +422,34 @@ static int l_safe_fixtable(lua_State *L) {
 
 /* ---- objects -------------------------------------------------------------------------- */
 
-/* insert(tab, obj, ...): one or more objects, all inserted atomically. */
+/* Is the value at idx a table with nothing in it? */
+static __attribute__((noinline, cold)) int empty_table(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TTABLE) return 0;
+  lua_pushnil(L);
+  if (lua_next(L, idx) == 0) return 1;
+  lua_pop(L, 2);
+  return 0;
+}
+
+/* The empty list of objects: true (the table's access checked all the same). */
+static __attribute__((noinline, cold)) int insert_nothing(lua_State *L, lpvm_tab tab,
+                                                         int only_new) {
+  static const uint8_t nil[] = {131, 106};   /* VERSION, NIL_EXT */
+  lpvm_task *self = self_of(L);
+  int rc = only_new ? lpvm_ets_insert_new(self, tab, nil, sizeof nil)
+                    : lpvm_ets_insert(self, tab, nil, sizeof nil);
+  if (rc < 0) return fail(L, rc, 2);
+  push_bool(L, 1);
+  return 1;
+}
+
+/* insert(tab, obj, ...): one or more objects, all inserted atomically. No objects, or
+** {} alone (an empty tuple has no key, so it can only be the empty list), is erl's
+** insert(T, []): true, and the table is unchanged (its access is still checked). */
 static int insert_common(lua_State *L, int only_new) {
   lpvm_tab tab = check_tab(L, 1);
   int n = nargs(L) - 1;
-  if (n < 1) luaL_checktype(L, 2, LUA_TTABLE);
+  if (n < 1) return insert_nothing(L, tab, only_new);
   uint8_t fast[LETS_OBJBUF];
   size_t len = n == 1 ? lets_object(L, 2, fast, sizeof fast) : 0;
   const uint8_t *data = fast;
@@ -442,7 +465,10 @@ static int insert_common(lua_State *L, int only_new) {
   lpvm_task *self = self_of(L);
   int rc = only_new ? lpvm_ets_insert_new(self, tab, data, len)
                     : lpvm_ets_insert(self, tab, data, len);
-  if (rc < 0) return fail(L, rc, 2);
+  if (rc < 0) {
+    if (rc == LPVM_ETS_EOBJECT && n == 1 && empty_table(L, 2)) return insert_nothing(L, tab, only_new);
+    return fail(L, rc, 2);
+  }
   push_bool(L, only_new ? rc : 1);
   return 1;
 }
