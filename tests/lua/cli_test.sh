@@ -113,6 +113,17 @@ err_has "syntax error names the file" "syntax.lua"
 check "missing file: status 1" 1 "$LPVM" "$TMP/does-not-exist.lua"
 err_lines "missing file: one line" 1
 err_has "missing file is named" "does-not-exist.lua"
+# lua5.4 runs -e and -l in order and compiles the script only when its turn comes
+check "-e before a missing script runs first, then status 1" 1 "$LPVM" -e 'print("first")' "$TMP/does-not-exist.lua"
+out_has "-e ran before the script was looked for" "first"
+err_has "then the missing script, named" "cannot open $TMP/does-not-exist.lua"
+err_lines "one line, no crash report on top" 1
+check "-e before an -e that does not compile" 1 "$LPVM" -e 'print("ran")' -e 'x = = 1'
+out_has "the first -e ran" "ran"
+err_lines "the second's syntax error: one line" 1
+check "-e before a script that does not compile" 1 "$LPVM" -e 'print("ran too")' "$TMP/syntax.lua"
+out_has "the -e ran" "ran too"
+err_has "the script's syntax error names it" "syntax.lua"
 
 check "boot process crashes: status 1" 1 "$LPVM" -e 'lpvm.spawn(function() lpvm.sleep(20) end) error("boot dies")'
 check "boot ends normally, others go on, then status 0" 0 "$LPVM" -e '
@@ -225,6 +236,30 @@ err_has "the boot process prints why it ended" "the boot process <0.1.0> was end
 check "a trapping process's crash is reported too" 0 "$LPVM" -e '
   lpvm.spawn(function() lpvm.trap_exit(true) error({code = 7}) end) lpvm.sleep(50)'
 err_has "a table reason prints as a Lua value" "{code = 7}"
+check "an error object with __tostring: the boot process, status 1" 1 "$LPVM" -e '
+  error(setmetatable({code = 7}, {__tostring = function(e) return "MyError: code " .. e.code end}))'
+err_has "the report shows its __tostring, as lua5.4 prints it" "MyError: code 7"
+err_has "with the traceback" "stack traceback:"
+check "__tostring that loops or raises: the report falls back, the reason is the object" 0 "$LPVM" -e '
+  local function crash(ts)
+    local _, ref = lpvm.spawn_monitor(function()
+      error(setmetatable({code = 5}, {__tostring = ts}))
+    end)
+    local _, r, _, _, reason = lpvm.receive(function(tag, r) return tag == "DOWN" and r == ref end)
+    assert(type(reason) == "table" and reason.code == 5, tostring(reason))
+  end
+  crash(function() while true do end end)
+  crash(function() error("tostring fails") end)
+  crash(function() return {} end)
+  local _, ref = lpvm.spawn_monitor(function()
+    error(setmetatable({code = 6}, {__tostring = function() return "Err6" end}))
+  end)
+  local down = {lpvm.receive(function(tag, r) return tag == "DOWN" and r == ref end)}
+  assert(down[5].code == 6 and getmetatable(down[5]) == nil)
+  print("all ended")'
+out_has "each ended and its DOWN carried the object" "all ended"
+err_has "the fallback: the object as a term" "{code = 5}"
+err_has "a working __tostring beside them" "Err6"
 check "normal and shutdown ends: no report" 0 "$LPVM" -e '
   lpvm.spawn(function() lpvm.exit("shutdown") end)
   lpvm.spawn(function() lpvm.exit({"shutdown", "done"}) end)
