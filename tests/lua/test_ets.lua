@@ -992,6 +992,8 @@ test("select/1 on a deleted table raises bad argument; bad limits and continuati
   T.raises(function() ets.select(u, {{{"$1"}, {}, {"$1"}}}, "x") end, "bad argument #3")
   T.raises(function() ets.select(u, {"not a clause"}, 5) end, "bad argument #2")
   T.raises(function() ets.select({}) end, "bad argument #1", "continuation")
+  T.raises(function() ets.select(u) end, "bad argument #2", "table expected")
+  T.raises(function() ets.match("limits") end, "bad argument #2", "table expected")
   T.eq(ets.select(u, {{{"$1"}, {}, {"$1"}}}, nil), {1})   -- nil: no limit, select/2
   ets.delete(u)
 end)
