@@ -13,6 +13,12 @@
 #include "lpvm/term.h"
 
 #define LTERM_DEPTH 200   /* nesting limit, both ways */
+/* lterm.c gc_before: a message of LTERM_GC_BEFORE bytes or more is decoded after the
+** collection its tables would bring forward, guessed at LTERM_GC_FACTOR times its
+** bytes (very_big(15) makes 2.8), at most LTERM_GC_ROOM */
+#define LTERM_GC_BEFORE 256
+#define LTERM_GC_FACTOR 4
+#define LTERM_GC_ROOM (1 << 20)
 #define LTERM_PATH_SLOTS 256  /* lterm.c's cycle check: a power of 2, <= 256 */
 #define LTERM_PID_MAX 48  /* lterm_raw.c's copied pid: a node name of up to 33 bytes */
 #define LTERM_RETRY (-2)  /* encoder: a function met outside a graph; start again as one */
