@@ -75,6 +75,10 @@ static inline void lterm_copy_bytes(uint8_t *d, const char *s, size_t n) {
     memcpy(d, &x, 4), memcpy(d + n - 4, &y, 4);
   } else if (n < 4) {
     if (n) d[0] = (uint8_t)s[0], d[n / 2] = (uint8_t)s[n / 2], d[n - 1] = (uint8_t)s[n - 1];
+  } else if (n <= 32) {   /* 17-32: four overlapping words (very_big's 17-byte string) */
+    uint64_t x, y, z, w;
+    memcpy(&x, s, 8), memcpy(&y, s + 8, 8), memcpy(&z, s + n - 16, 8), memcpy(&w, s + n - 8, 8);
+    memcpy(d, &x, 8), memcpy(d + 8, &y, 8), memcpy(d + n - 16, &z, 8), memcpy(d + n - 8, &w, 8);
   } else {
     memcpy(d, s, n);
   }
