@@ -158,14 +158,13 @@ static void free_objs(ets_obj **v, uint32_t n, ets_obj **stack) {
 
 /* One tuple (no version byte) at p, located (l), into a set or ordered_set, with the
 ** table entered for a single-key write and the key's stripe (st, or NULL) locked: by
-** the stripe alone when fast (ets_fast_enter). An object of the same size under the
-** key is overwritten where it is (the key's write lock keeps every reader out): no
-** allocation, nothing to free, and no change to the table's shape or counts. Else a
-** new object replaces it. */
-static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *p,
-                      const ets_loc *l, ets_stripe *st, int fast) {
-  ets_key k = {p + l->key_off - 1, p + l->key_off - 1 + l->key_len, l->hash};
-  ets_obj *o = ets_find(t, &k), *old = NULL;
+** the stripe alone when fast (ets_fast_enter); o is what ets_find gave for its key,
+** under those locks. An object of the same size under the key is overwritten where
+** it is (the key's write lock keeps every reader out): no allocation, nothing to
+** free, and no change to the table's shape or counts. Else a new object replaces it. */
+static int insert_found(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *p,
+                        const ets_loc *l, ets_stripe *st, int fast, ets_obj *o) {
+  ets_obj *old = NULL;
   int wants = 0, rc = 0;
   if (o && o->len == l->len) {
     ets_obj_fill(o, p, l);
@@ -181,11 +180,17 @@ static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *
   return rc;
 }
 
+static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *p,
+                      const ets_loc *l, ets_stripe *st, int fast) {
+  ets_key k = {p + l->key_off - 1, p + l->key_off - 1 + l->key_len, l->hash};
+  return insert_found(self, tab, t, p, l, st, fast, ets_find(t, &k));
+}
+
 /* The objects are built once the table is entered, so the table's shape is read
 ** under its lock with no extra lock round trip; only then is the key's stripe known
 ** (write_concurrency). One object: a single-key write; several: the table alone.
-** A flat tuple is first offered to a read_concurrency + write_concurrency set by its
-** stripe alone, located as if its key were first (checked once entered). */
+** (A flat tuple was first offered to a read_concurrency + write_concurrency set by
+** its stripe alone: lpvm_ets_insert.) */
 static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len,
                      int only_new) {
   ets_tab *t;
@@ -195,13 +200,6 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
   if (ets_term_check_flat(term, len, &first_end)) return LPVM_EBADTERM;
   ets_stripe *st;
   ets_loc l;
-  if (first_end && !only_new && len <= UINT32_MAX) {
-    ets_loc_first(term + 1, term + len, first_end, 1, &l);
-    if (ets_fast_enter(self, tab, 1, l.hash, &t, &st)) {
-      if (t->keypos == 1 && !tab_is_bag(t)) return insert_one(self, tab, t, term + 1, &l, st, 1);
-      ets_fast_leave(t, 1, st);
-    }
-  }
   /* (a checked term has a tag after its version byte) */
   long count = term[1] == TAG_SMALL_TUPLE ? 1 : count_objs(term, len);
   if (count < 0) return LPVM_ETS_EOBJECT;
@@ -245,7 +243,33 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
   return only_new ? fresh : 0;
 }
 
+/* The usual insert from Lua (one flat tuple into a read_concurrency +
+** write_concurrency set, over an object of the same size) all in one frame: the check,
+** the key's hash, the stripe, the find and the copy inline, with no call but memcmp
+** and memcpy (as calls through do_insert and insert_one, their frames cost ~45
+** instructions of an insert's ~500 in C). Anything else goes do_insert's way, which
+** checks the term (a flat tuple again: a few tens of instructions, off this path). */
 int lpvm_ets_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len) {
+  const uint8_t *first_end;
+  ets_tab *t;
+  ets_stripe *st;
+  ets_loc l;
+  if (len <= UINT32_MAX && ets_flat_tuple(term, len, &first_end) && first_end) {
+    ets_loc_first(term + 1, term + len, first_end, 1, &l);
+    if (ets_fast_enter(self, tab, 1, l.hash, &t, &st)) {   /* a hash table's */
+      if (t->keypos == 1 && t->type == LPVM_ETS_SET) {
+        ets_key k = {term + 3, first_end, l.hash};
+        ets_obj *o = hash_find(t, &k);
+        if (o && o->len == l.len) {
+          ets_obj_fill(o, term + 1, &l);
+          ets_fast_leave(t, 1, st);
+          return 0;
+        }
+        return insert_found(self, tab, t, term + 1, &l, st, 1, o);
+      }
+      ets_fast_leave(t, 1, st);
+    }
+  }
   return do_insert(self, tab, term, len, 0);
 }
 
