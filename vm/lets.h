@@ -44,36 +44,27 @@ static inline size_t lets_int_term(uint8_t *buf, size_t cap, lua_Integer v) {
 /* The Lua array at idx, all of whose elements are scalars, as a tuple (version byte
 ** first): its length, or 0 (another shape, or too big: use the general encoder). */
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap);
-/* The usual object, a Lua array of integers within 32 bits ({k, v}, a counter's row)
-** held in its array part alone (no hash part, no length search pending, its last slot
-** not nil: its length is alimit, as luaH_getn answers), as lets_object writes it:
-** its length, or 0 for anything else (lets_object's way then). Inline in an insert,
-** with lraw_ok() already asked by the caller: no call, no room check per element
-** (cap is checked once for the largest form). */
-static inline size_t lets_int_object(const lraw_table *t, uint8_t *buf, size_t cap) {
+/* The usual object, a Lua array of integers ({k, v}, a counter's row) held in its
+** array part alone (no hash part, no length search pending, its last slot not nil:
+** its length is alimit, as luaH_getn answers), copied into v (cap of them at most)
+** for lpvm_ets_insert_ints: how many, or 0 for anything else (lets_object's way
+** then). Inline in an insert, with lraw_ok() already asked by the caller. */
+static inline size_t lets_int_row(const lraw_table *t, int64_t *v, size_t cap) {
   unsigned n = t->alimit;
-  if ((t->flags & LRAW_BITRAS) || t->lastfree || n == 0 || n > 255 || cap < 3 + 5 * (size_t)n ||
+  if ((t->flags & LRAW_BITRAS) || t->lastfree || n == 0 || n > cap ||
       lraw_is_nil(&t->array[n - 1]))
     return 0;
-  buf[0] = 131, buf[1] = 104, buf[2] = (uint8_t)n;   /* VERSION, SMALL_TUPLE_EXT */
-  uint8_t *q = buf + 3;
-  for (const lraw_tvalue *v = t->array, *vend = v + n; v < vend; v++) {
-    if (v->tt != LRAW_VNUMINT) return 0;
-    lua_Integer x = v->v.i;
-    if (x >= 0 && x <= 255) {
-      q[0] = 97, q[1] = (uint8_t)x;   /* SMALL_INTEGER_EXT */
-      q += 2;
-    } else if (x >= INT32_MIN && x <= INT32_MAX) {
-      uint32_t u = (uint32_t)x;
-      q[0] = 98;   /* INTEGER_EXT, big-endian */
-      q[1] = (uint8_t)(u >> 24), q[2] = (uint8_t)(u >> 16);
-      q[3] = (uint8_t)(u >> 8), q[4] = (uint8_t)u;
-      q += 5;
-    } else {
-      return 0;
-    }
+  const lraw_tvalue *a = t->array;
+  if (n == 2) {   /* {k, v}: no loop */
+    if (a[0].tt != LRAW_VNUMINT || a[1].tt != LRAW_VNUMINT) return 0;
+    v[0] = a[0].v.i, v[1] = a[1].v.i;
+    return 2;
   }
-  return (size_t)(q - buf);
+  for (unsigned i = 0; i < n; i++) {
+    if (a[i].tt != LRAW_VNUMINT) return 0;
+    v[i] = a[i].v.i;
+  }
+  return n;
 }
 /* Push n tuples lying back to back in [p, p + len) (no version byte) as a Lua
 ** array of arrays, each made with its exact size. Raises on a malformed term. Uses 3

@@ -448,20 +448,21 @@ static int insert_common(lua_State *L, int only_new) {
 }
 
 /* insert(tab, {k, v}) by the held reference with an array of integers, the usual
-** call, read and answered in place after one lraw_ok(): the reference compared, the
-** tuple written by lets_int_object, `true` pushed (check_tab, nargs, lets_object and
-** push_bool each ask lraw_ok() and read the frame again: ~35 instructions more).
-** Anything else: insert_common, from the start. */
+** call: read after one lraw_ok() (check_tab, nargs, lets_object and push_bool each
+** ask it and read the frame again) and handed to lpvm_ets_insert_ints, which writes
+** the object's bytes itself, with no term to encode here and check there (~120
+** instructions an insert). Anything else: insert_common, from the start. */
+#define INSERT_INTS 16
 static int l_insert(lua_State *L) {
   if (lraw_ok()) {
     lraw_state *s = (lraw_state *)(void *)L;
     const lraw_tvalue *a = s->ci->func + 1, *held = lraw_upvalue(L, 3);
-    size_t len;
-    uint8_t fast[LETS_OBJBUF];
+    int64_t v[INSERT_INTS];
+    size_t n;
     if (s->top - a == 2 && a[0].tt == LRAW_VUSERDATA && held->tt == LRAW_VUSERDATA &&
         a[0].v.gc == held->v.gc && a[1].tt == LRAW_VTABLE &&
-        (len = lets_int_object(a[1].v.gc, fast, sizeof fast)) != 0) {
-      int rc = lpvm_ets_insert(self_of(L), (lpvm_tab)lraw_upvalue(L, 4)->v.i, fast, len);
+        (n = lets_int_row(a[1].v.gc, v, INSERT_INTS)) != 0) {
+      int rc = lpvm_ets_insert_ints(self_of(L), (lpvm_tab)lraw_upvalue(L, 4)->v.i, v, n);
       if (rc < 0) return fail(L, rc, 2);
       s->top->v.i = 0, s->top->tt = LRAW_VTRUE;   /* as push_bool */
       s->top++;
