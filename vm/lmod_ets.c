@@ -462,7 +462,9 @@ static int l_insert(lua_State *L) {
     if (s->top - a == 2 && a[0].tt == LRAW_VUSERDATA && held->tt == LRAW_VUSERDATA &&
         a[0].v.gc == held->v.gc && a[1].tt == LRAW_VTABLE &&
         (n = lets_int_row(a[1].v.gc, v, INSERT_INTS)) != 0) {
-      int rc = lpvm_ets_insert_ints(self_of(L), (lpvm_tab)lraw_upvalue(L, 4)->v.i, v, n);
+      lproc *p = (lproc *)s->l_G->ud;   /* lproc_check's, the layout trusted above */
+      if (!p || !p->L) lproc_not_a_process(L);
+      int rc = lpvm_ets_insert_ints(&p->task, (lpvm_tab)lraw_upvalue(L, 4)->v.i, v, n);
       if (rc < 0) return fail(L, rc, 2);
       s->top->v.i = 0, s->top->tt = LRAW_VTRUE;   /* as push_bool */
       s->top++;
