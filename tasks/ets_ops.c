@@ -245,9 +245,9 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
 
 /* The usual insert from Lua (one flat tuple into a read_concurrency +
 ** write_concurrency set, over an object of the same size) all in one frame: the check,
-** the key's hash, the stripe, the find and the copy inline, with no call but memcmp
-** and memcpy (as calls through do_insert and insert_one, their frames cost ~45
-** instructions of an insert's ~500 in C). Anything else goes do_insert's way, which
+** the key's hash, the stripe, the find and the copy inline, with no call but memcpy
+** (and memcmp for a key over 8 bytes): as calls through do_insert and insert_one,
+** their frames cost ~45 instructions of an insert's ~500 in C. Anything else goes do_insert's way, which
 ** checks the term (a flat tuple again: a few tens of instructions, off this path). */
 int lpvm_ets_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len) {
   const uint8_t *first_end;
@@ -305,9 +305,9 @@ static inline void ints_put(uint8_t *q, const int64_t *v, size_t n) {
 }
 
 static int insert_ints_term(lpvm_task *self, lpvm_tab tab, const int64_t *v, size_t n) {
+  if (n > UINT32_MAX) return LPVM_ETS_EOBJECT;
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
-  if (n > UINT32_MAX) return LPVM_ETS_EOBJECT;
   lpvm_put_tuple(&b, (uint32_t)n);
   for (size_t i = 0; i < n; i++) lpvm_put_int(&b, v[i]);
   int rc = b.err ? b.err : lpvm_ets_insert(self, tab, b.data, b.len);

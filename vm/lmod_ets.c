@@ -450,7 +450,7 @@ static int insert_common(lua_State *L, int only_new) {
 /* insert(tab, {k, v}) by the held reference with an array of integers, the usual
 ** call: read after one lraw_ok() (check_tab, nargs, lets_object and push_bool each
 ** ask it and read the frame again) and handed to lpvm_ets_insert_ints, which writes
-** the object's bytes itself, with no term to encode here and check there (~120
+** the object's bytes itself, with no term to encode here and check there (~100
 ** instructions an insert). Anything else: insert_common, from the start. */
 #define INSERT_INTS 16
 static int l_insert(lua_State *L) {
