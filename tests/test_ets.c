@@ -270,14 +270,14 @@ Test(ets, insert_ints_as_insert) {
             cr_assert_eq(lpvm_ets_lookup(NULL, t1, k.data, k.len, &out1),
                          lpvm_ets_lookup(NULL, t2, k.data, k.len, &out2));
             cr_assert_eq(out1.len, out2.len);
-            cr_assert_arr_eq(out1.data, out2.data, out1.len);
+            cr_assert(memcmp(out1.data, out2.data, out1.len) == 0, "the same bytes");
           }
         }
         lpvm_tbuf_reset(&out1);
         lpvm_tbuf_reset(&out2);
         cr_assert_eq(lpvm_ets_tab2list(NULL, t1, &out1), lpvm_ets_tab2list(NULL, t2, &out2));
         cr_assert_eq(out1.len, out2.len);
-        cr_assert_arr_eq(out1.data, out2.data, out1.len);
+        cr_assert(memcmp(out1.data, out2.data, out1.len) == 0, "the same bytes");
         lpvm_ets_tabinfo i1, i2;
         cr_assert_eq(lpvm_ets_info(t1, &i1), 0);
         cr_assert_eq(lpvm_ets_info(t2, &i2), 0);
