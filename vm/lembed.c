@@ -64,6 +64,7 @@ int lpvm_lua_boot_ok(void) { return lproc_boot_ok(); }
 int lpvm_lua_stop(void) {
   lsys_stop_children(2000);
   int rc = lpvm_stop();
+  lsys_stopped();
   lproc_teardown();
   return rc;
 }

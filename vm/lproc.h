@@ -72,6 +72,9 @@ int lproc_boot(const char *script, const char *code, int argc, char **argv,
 ** for in os.execute or io.popen (SIGTERM, then SIGKILL after grace_ms), so that
 ** none is left running as an orphan and no worker stays blocked in its wait. */
 void lsys_stop_children(int grace_ms);
+/* After lpvm_stop(): os.execute and io.popen may start commands again (an embedder's
+** next lpvm_lua_start). Until then a command is refused: nil, "Operation canceled". */
+void lsys_stopped(void);
 
 /* Interrupt process `id` as Ctrl-C interrupts lua5.4: its running code, or the
 ** receive or sleep it waits in, raises "interrupted!" (the shell's Ctrl-C). */

@@ -40,20 +40,32 @@ extern char **environ;
 
 /* ---- the children ------------------------------------------------------------------------ */
 
+/* `stopping` closes the list: set by lsys_stop_children, under mu, before it signals
+** the listed children, cleared by lsys_stopped once every task has ended. A command
+** started by a process that was still running when the stop began (a Ctrl-C just as it
+** called os.execute) is listed after the stop signalled the others, or never: the stop
+** then waited for it to end on its own (a `sleep 29` held Ctrl-C for 29 s). Now
+** kids_add refuses it while the list is closed, and start() kills it at once. */
 static struct {
   pthread_mutex_t mu;
   pid_t *v;
   int n, cap;
-} kids = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+  int stopping;   /* under mu */
+} kids = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
 
+/* 0, or ECANCELED (the VM is stopping), or ENOMEM. */
 static int kids_add(pid_t pid) {
   pthread_mutex_lock(&kids.mu);
+  if (kids.stopping) {
+    pthread_mutex_unlock(&kids.mu);
+    return ECANCELED;
+  }
   if (kids.n == kids.cap) {
     int cap = kids.cap ? kids.cap * 2 : 8;
     pid_t *v = realloc(kids.v, (size_t)cap * sizeof *v);
     if (!v) {
       pthread_mutex_unlock(&kids.mu);
-      return -1;
+      return ENOMEM;
     }
     kids.v = v;
     kids.cap = cap;
@@ -142,6 +154,9 @@ static int kids_signal(int sig) {
 }
 
 void lsys_stop_children(int grace_ms) {
+  pthread_mutex_lock(&kids.mu);
+  kids.stopping = 1;
+  pthread_mutex_unlock(&kids.mu);
   if (kids_signal(SIGTERM) == 0) return;
   struct timespec tick = {0, 10 * 1000 * 1000};
   for (int waited = 0; waited < grace_ms; waited += 10) {
@@ -149,6 +164,22 @@ void lsys_stop_children(int grace_ms) {
     if (kids_signal(0) == 0) return;   /* all reaped by their waiters */
   }
   kids_signal(SIGKILL);
+}
+
+void lsys_stopped(void) {
+  pthread_mutex_lock(&kids.mu);
+  kids.stopping = 0;
+  pthread_mutex_unlock(&kids.mu);
+}
+
+/* A child that may not be listed: it and whatever it started already, at once. */
+static void kill_now(pid_t pid) {
+  ptable t = {NULL, NULL, 0, 0};
+  ptable_read(&t);
+  kill_tree(&t, pid, SIGKILL);
+  free(t.pid);
+  free(t.ppid);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
 }
 
 /* ---- starting and reaping ------------------------------------------------------------------- */
@@ -175,11 +206,7 @@ static int start(const char *cmd, int child_fd, int fd, pid_t *pid) {
   int rc = posix_spawn(pid, "/bin/sh", &fa, &at, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
-  if (rc == 0 && kids_add(*pid) != 0) {   /* unlisted, it could be orphaned: refuse */
-    kill(*pid, SIGKILL);
-    waitpid(*pid, NULL, 0);
-    rc = ENOMEM;
-  }
+  if (rc == 0 && (rc = kids_add(*pid)) != 0) kill_now(*pid);   /* unlisted: an orphan */
   return rc;
 }
 

@@ -295,7 +295,11 @@ err_has "--log-level names the levels" "--log-level"
 
 # ---- signals -------------------------------------------------------------------
 sig_check() {  # NAME SIGNAL CODE: status must be 128 + the signal's number
-  # the code prints "ready" once running: the handler is installed by then
+  # the code prints "ready" once running: the handler is installed by then. The file
+  # is emptied first: the "ready" of the check before, still in it while the shell
+  # forks, sent the signal before exec, where a background job ignores SIGINT (status
+  # 0 at load ~15)
+  : >"$TMP/out"
   "$LPVM" -e "print('ready') io.stdout:flush() $3" >"$TMP/out" 2>"$TMP/err" </dev/null &
   pid=$!
   i=0
@@ -343,6 +347,18 @@ sig_check "SIGTERM stops a VM while processes wait in os.execute and io.popen" T
   os.execute("sleep 29.'"$M"'3 & sleep 29.'"$M"'4; wait")'
 orphan_check "io.popen's command is not orphaned" "sleep 29.${M}2"
 orphan_check "a command's own children are not orphaned" "sleep 29.${M}[34]"
+# A command started while the VM stops (a halt as the process called os.execute) was
+# started after the stop had ended the others: the stop waited for it to end on its
+# own. Now it is refused. The halt comes while the first command runs; the stop ends
+# that one, and the process, still in its step, starts the second.
+"$LPVM" --workers 2 -e '
+  lpvm.spawn(function() lpvm.sleep(200) lpvm.halt(7) end)
+  os.execute("sleep 28.'"$M"'5")
+  print("second", os.execute("sleep 28.'"$M"'6"))' >"$TMP/out" 2>"$TMP/err"
+st=$?
+if [ $st -eq 7 ]; then ok "a halt's status with a command in os.execute"; else bad "a halt's status with a command in os.execute" "status $st"; fi
+out_has "os.execute while the VM stops is refused" "second	nil	Operation canceled"
+orphan_check "a command started as the VM stops is not left" "sleep 28.${M}[56]"
 
 # ---- the shell -----------------------------------------------------------------
 shell() {  # INPUT: run the shell (-i) with INPUT on a pipe
