@@ -194,15 +194,22 @@ int task_step(lpvm_task *t) {
   }
   t->state = (uint8_t)st;
   t->reductions++;
+  int r;
   if (st == LPVM_EXIT) {
     task_die(t);
-    return STEP_DEAD;
+    r = STEP_DEAD;
+  } else if (t->tflags & (TF_TO_THREAD | TF_TO_WORKER)) {
+    /* a noted receive timer is started before t may run on another thread */
+    if (!(word & TS_THREAD)) task_timer_after_step(t, STEP_HANDOFF);
+    return migrate(t);
+  } else {
+    int runnable = more || (!t->suspended &&
+                            (st == LPVM_IDLE ||
+                             (st == LPVM_WAIT && (has_event(t) || (t->tflags & TF_TIMEOUT)))));
+    r = runnable ? to_queued(t) : end_step_wait(t);
   }
-  if (t->tflags & (TF_TO_THREAD | TF_TO_WORKER)) return migrate(t);
-  int runnable = more || (!t->suspended &&
-                          (st == LPVM_IDLE ||
-                           (st == LPVM_WAIT && (has_event(t) || (t->tflags & TF_TIMEOUT)))));
-  return runnable ? to_queued(t) : end_step_wait(t);
+  if (!(word & TS_THREAD)) task_timer_after_step(r == STEP_DEAD ? NULL : t, r);
+  return r;
 }
 
 /* ---- the running task's own business ------------------------------------------------ */

@@ -5,6 +5,25 @@
 ** task a TIMEOUT signal carrying the timer's sequence number, and the task accepts
 ** it only if that timer is still its current one. A cancelled or replaced timer's
 ** late signal is therefore ignored, and handle_timeout runs at most once per timer.
+**
+** A receive's timer, started late (lpvm_set_timer_lazy). In a VM of one worker, a
+** client's receive with a timeout waits while the server's step runs on the same
+** thread, and the reply wakes it before that step ends (a request/reply, a
+** gen_server call): its timer was started (a record on the timer service's
+** in-queue) and taken back at every call, ~250 instructions of ~7,100. There the
+** timer is only noted in the task (timer_seq holds the milliseconds with DEFERRED)
+** and the worker keeps the one task whose timer is noted (tl_deferred): at the end
+** of the next step the task is still WAITING, or before the worker looks for work
+** elsewhere and sleeps, the timer is started for real; a task made runnable by then
+** is left to its own step, which takes its message (the note is dropped: no timer
+** was ever started) or waits again (the timer is started at that step's end: a note
+** lives through one other step at most, so a stream of wake-ups that are not the
+** reply cannot put the timeout off). The timeout is counted from the start, so it
+** fires up to a step later than `ms` after the receive began, never earlier. Only
+** with one worker: every step of a worker task then runs on this thread, so the
+** note, the record and the start are this thread's alone (other threads only make
+** the task runnable, which is read from its scheduling word); with more workers the
+** woken task could run on another one while this one starts its timer.
 */
 #include <pthread.h>
 #include <stdlib.h>
@@ -19,9 +38,23 @@ static void fire_timeout(void *p, uint64_t id, uint64_t seq) {
   if (s && sig_send(id, s) != 0) free(s);
 }
 
+#define DEFERRED TIMER_NOTED
+#define FRESH    TIMER_NOTED_NOW
+#define MS_MASK  (FRESH - 1)
+
+/* The task whose timer this worker noted, or NULL (see the top). */
+_Thread_local lpvm_task *task_noted;
+#define tl_deferred task_noted
+
+/* This thread is the worker of a VM of one worker: 1, no: -1, not asked yet: 0. A
+** thread is a worker of one VM for its whole life, so it is asked once. */
+static _Thread_local int8_t tl_alone;
+
+static int is_deferred(const lpvm_task *t) { return (t->timer_seq & DEFERRED) != 0; }
+
 int lpvm_set_timer(lpvm_task *self, uint64_t ms) {
   if (!self) return LPVM_EINVAL;
-  lpvm_cancel_timer(self);
+  if (self->timer || self->timer_seq) lpvm_cancel_timer(self);
   uint64_t seq = lpvm_make_ref();
   lpvm_timer *tm = timer_start(ms, fire_timeout, NULL, self->id, seq);
   if (!tm) return LPVM_ENOMEM;
@@ -30,9 +63,63 @@ int lpvm_set_timer(lpvm_task *self, uint64_t ms) {
   return 0;
 }
 
+int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms) {
+  if (!self) return LPVM_EINVAL;
+  if (__builtin_expect(tl_alone == 0, 0)) tl_alone = sched_alone() ? 1 : -1;
+  if (tl_alone < 0 || ms > MS_MASK) return lpvm_set_timer(self, ms);
+  if (self->timer || self->timer_seq) lpvm_cancel_timer(self);
+  self->timer_seq = DEFERRED | FRESH | ms;
+  return 0;
+}
+
+/* Start t's noted timer for real. Out of memory, the note stays for the next try
+** (the next step's end, or before the worker sleeps). */
+static void start_noted(lpvm_task *t) {
+  uint64_t ms = t->timer_seq & MS_MASK;
+  t->timer_seq = 0;
+  if (lpvm_set_timer(t, ms) != 0) t->timer_seq = DEFERRED | ms;
+}
+
+/* Start d's noted timer if d still waits (nobody woke it); a task made runnable is
+** left to its own step, which comes next and sees to it. 0 if it stays noted (no
+** memory for the timer: d stays the kept task and is tried again later). */
+static int settle(lpvm_task *d) {
+  uint32_t w = atomic_load_explicit(&d->sched_word, memory_order_acquire);
+  if (ts_status(w) == TS_WAITING && !(w & TS_PENDING) && is_deferred(d)) {
+    start_noted(d);
+    if (is_deferred(d)) return 0;
+  }
+  return 1;
+}
+
+void task_timer_step_end(lpvm_task *t, int r) {
+  lpvm_task *d = tl_deferred;
+  if (d && d != t) {   /* noted in an earlier step: this was the next one */
+    if (settle(d)) tl_deferred = d = NULL;
+  }
+  if (r == STEP_DEAD) return;   /* t is gone (task_timer_drop forgot it) */
+  if (is_deferred(t)) {
+    if ((t->timer_seq & FRESH) && r != STEP_HANDOFF && (d == NULL || d == t)) {
+      t->timer_seq &= ~FRESH;   /* noted in this step: looked at after the next one */
+      tl_deferred = t;
+      return;
+    }
+    /* Noted before this step (its wake was not the end of its wait), leaving the
+    ** workers, or the kept task's timer could not be started: start it now. Out of
+    ** memory it stays noted, and its next step's end tries again. */
+    start_noted(t);
+  }
+  if (d == t) tl_deferred = NULL;
+}
+
+void task_timers_idle(void) {
+  lpvm_task *d = tl_deferred;
+  if (d && settle(d)) tl_deferred = NULL;
+}
+
 int lpvm_cancel_timer(lpvm_task *self) {
   if (!self) return LPVM_EINVAL;
-  int won = 0;
+  int won = is_deferred(self);   /* a noted timer never fires: cancelled */
   if (self->timer) {
     won = timer_cancel(self->timer);
     timer_release(self->timer);
@@ -62,6 +149,7 @@ int lpvm_timeout_reached(const lpvm_task *self, const lpvm_msg *seen) {
 
 void task_timer_drop(lpvm_task *t) {
   lpvm_cancel_timer(t);
+  if (tl_deferred == t) tl_deferred = NULL;   /* t is about to be freed */
 }
 
 /* ---- send-after --------------------------------------------------------------------

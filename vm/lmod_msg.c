@@ -492,7 +492,8 @@ int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_Sta
     return luaL_error(L, "receive: cannot wait here (inside a C call such as a metamethod)");
   }
   if (ms > 0 && !p->timer_set) {
-    if (lpvm_set_timer(&p->task, (uint64_t)ms) != 0) return luaL_error(L, "receive: no timer");
+    if (lpvm_set_timer_lazy(&p->task, (uint64_t)ms) != 0)
+      return luaL_error(L, "receive: no timer");
     p->timer_set = 1;
   }
   p->wait = LP_RECV;

@@ -347,6 +347,12 @@ LPVM_API uint64_t lpvm_make_ref(void);
 ** first and the task cancels or resets the timer. One timer per task: setting a new
 ** one replaces the old. */
 LPVM_API int lpvm_set_timer(lpvm_task *self, uint64_t ms);
+/* lpvm_set_timer for a wait that a message usually ends within the next step (a
+** receive's timeout): in a VM of one worker the timer is only noted, and started at
+** the end of the next step if the task still waits (tasks/task_timer.c); so it fires
+** no earlier than `ms` after the call, and up to a step later. Elsewhere, and on a
+** private thread, it is lpvm_set_timer. */
+LPVM_API int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms);
 /* 1 if a pending timer was cancelled, 0 if there was none or it already fired. */
 LPVM_API int lpvm_cancel_timer(lpvm_task *self);
 /* For a selective receive that scans the mailbox itself: 1 if the timer has fired
