@@ -356,29 +356,30 @@ static int send_cached(lpvm_id to, lpvm_msg *m, uint32_t *queued) {
   return 0;
 }
 
+int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued) {
+  if (queued) *queued = 0;
+  if (!m) return LPVM_EINVAL;
+  m->kind = SIG_MESSAGE;
+  m->from = self_id(self);
+  int rc = sig_pins.on && !node_id_is_remote(to) ? send_cached(to, m, queued)
+                                                   : sig_send_q(to, m, queued);
+  if (rc) lpvm_msg_free(m);
+  return rc;
+}
+
 /* A message to itself (EStone's timer micro sends itself 100 a loop) goes straight
 ** into the mailbox when its signal queue is empty: no signal of its own is then ahead
 ** of it (one that is, an exit to itself say, keeps it behind by the queue). A signal
 ** another sender pushes meanwhile may come after it: only each sender's own order is
 ** kept, as through the queue, where the two pushes race the same way. The running
 ** task alone touches its mailbox; the counts are the senders' atomic ones. */
-static int send_self(lpvm_task *self, lpvm_msg *m, uint32_t *queued) {
-  uint32_t q = mbox_count_in(self, m);
-  mbox_append(self, m);
-  if (queued) *queued = q;
-  return 0;
-}
-
-int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued) {
-  if (queued) *queued = 0;
-  if (!m) return LPVM_EINVAL;
+int lpvm_send_msg_self(lpvm_task *self, lpvm_msg *m) {
+  if (!self || !m || !mpsc_empty(self)) return lpvm_send_msg(self, self ? self->id : 0, m);
   m->kind = SIG_MESSAGE;
-  m->from = self_id(self);
-  if (self && to == self->id && mpsc_empty(self)) return send_self(self, m, queued);
-  int rc = sig_pins.on && !node_id_is_remote(to) ? send_cached(to, m, queued)
-                                                   : sig_send_q(to, m, queued);
-  if (rc) lpvm_msg_free(m);
-  return rc;
+  m->from = self->id;
+  mbox_count_in(self, m);
+  mbox_append(self, m);
+  return 0;
 }
 
 int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m) {

@@ -194,22 +194,23 @@ int task_step(lpvm_task *t) {
   }
   t->state = (uint8_t)st;
   t->reductions++;
-  int r;
   if (st == LPVM_EXIT) {
     task_die(t);
-    r = STEP_DEAD;
-  } else if (t->tflags & (TF_TO_THREAD | TF_TO_WORKER)) {
-    /* a noted receive timer is started before t may run on another thread */
+    if (task_noted) task_timer_after_step(NULL, STEP_DEAD);   /* another task's note */
+    return STEP_DEAD;
+  }
+  /* A receive timer noted in this step, or before it, is kept or started while t is
+  ** still this thread's (tasks/task_timer.c): once it is WAITING or QUEUED another
+  ** thread may take it. */
+  if (t->tflags & (TF_TO_THREAD | TF_TO_WORKER)) {
     if (!(word & TS_THREAD)) task_timer_after_step(t, STEP_HANDOFF);
     return migrate(t);
-  } else {
-    int runnable = more || (!t->suspended &&
-                            (st == LPVM_IDLE ||
-                             (st == LPVM_WAIT && (has_event(t) || (t->tflags & TF_TIMEOUT)))));
-    r = runnable ? to_queued(t) : end_step_wait(t);
   }
-  if (!(word & TS_THREAD)) task_timer_after_step(r == STEP_DEAD ? NULL : t, r);
-  return r;
+  if (!(word & TS_THREAD)) task_timer_after_step(t, STEP_WAIT);
+  int runnable = more || (!t->suspended &&
+                          (st == LPVM_IDLE ||
+                           (st == LPVM_WAIT && (has_event(t) || (t->tflags & TF_TIMEOUT)))));
+  return runnable ? to_queued(t) : end_step_wait(t);
 }
 
 /* ---- the running task's own business ------------------------------------------------ */

@@ -113,9 +113,11 @@ void task_timer_drop(lpvm_task *t);
 #define TIMER_NOTED_NOW (UINT64_C(1) << 62)
 /* The task whose receive timer this worker noted, or NULL. */
 extern _Thread_local lpvm_task *task_noted;
-/* At the end of each step of t (r: what task_step returns; t NULL after STEP_DEAD):
-** the noted timer of the task this worker keeps, and t's, started or kept. The
-** usual cases are task_timer_after_step's, inline; this is the rest. */
+/* At the end of each step of t on a worker, while t is still this thread's (before
+** it goes back to WAITING or QUEUED): the noted timer of the task this worker keeps,
+** and t's, started or kept. r: STEP_HANDOFF when t leaves the workers, STEP_DEAD (t
+** NULL) when it died, STEP_WAIT otherwise. The usual cases are
+** task_timer_after_step's, inline; this is the rest. */
 void task_timer_step_end(lpvm_task *t, int r);
 static inline void task_timer_after_step(lpvm_task *t, int r) {
   lpvm_task *d = task_noted;

@@ -118,8 +118,8 @@ static int lmod_send(lua_State *L) {
     m = build_msg(L, 2, "send");
   }
   uint32_t queued = 0;
-  lpvm_send_msg_queued(&p->task, to, m, &queued);
-  if (to == p->task.id) queued = 0;
+  if (to == p->task.id) lpvm_send_msg_self(&p->task, m);   /* seen by this step's receive */
+  else lpvm_send_msg_queued(&p->task, to, m, &queued);
   uint64_t charge = (uint64_t)p->punish + (uint64_t)queued * SEND_PUNISH_PER_MSG;
   p->punish = charge > UINT32_MAX ? UINT32_MAX : (uint32_t)charge;
   if (p->punish >= (uint32_t)lproc_cfg.reductions && lua_isyieldable(L)) {

@@ -289,6 +289,10 @@ LPVM_API int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m);
 ** in (Erlang charges a sender by it: see lmod_msg.c). */
 LPVM_API int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued);
 LPVM_API int lpvm_send_name(lpvm_task *self, const char *name, const void *term, size_t len);
+/* A message from the running task to itself: into its mailbox at once when no signal
+** is ahead of it in its own queue, so that its callbacks (a Lua process's receive)
+** see it in this step; through the queue, as lpvm_send_msg, otherwise. */
+LPVM_API int lpvm_send_msg_self(lpvm_task *self, lpvm_msg *m);
 
 /* ---- links, monitors, exits --------------------------------------------------- */
 
