@@ -113,32 +113,13 @@ void task_timer_drop(lpvm_task *t);
 #define TIMER_NOTED_NOW (UINT64_C(1) << 62)
 /* The task whose receive timer this worker noted, or NULL. */
 extern _Thread_local lpvm_task *task_noted;
-/* At the end of each step of t on a worker, while t is still this thread's (before
-** it goes back to WAITING or QUEUED): the noted timer of the task this worker keeps,
-** and t's, started or kept. r: STEP_HANDOFF when t leaves the workers, STEP_DEAD (t
-** NULL) when it died, STEP_WAIT otherwise. The usual cases are
-** task_timer_after_step's, inline; this is the rest. */
+/* At the end of each step of t on a worker while a task's receive timer is noted,
+** while t is still this thread's (before it goes back to WAITING or QUEUED): the kept
+** task's note started or kept. r: STEP_HANDOFF when t leaves the workers, STEP_DEAD
+** (t NULL) when it died, STEP_WAIT otherwise. */
 void task_timer_step_end(lpvm_task *t, int r);
 static inline void task_timer_after_step(lpvm_task *t, int r) {
-  lpvm_task *d = task_noted;
-  if (d && d != t) {   /* noted in an earlier step: this was the next one */
-    uint32_t w = atomic_load_explicit(&d->sched_word, memory_order_acquire);
-    if (ts_status(w) == TS_WAITING && !(w & TS_PENDING)) {
-      task_timer_step_end(t, r);   /* nobody woke it: its timer starts */
-      return;
-    }
-    task_noted = d = NULL;   /* woken: its own step, which comes, sees to it */
-  }
-  if (!t) return;
-  uint64_t seq = t->timer_seq;
-  if (!(seq & TIMER_NOTED)) {
-    if (d) task_noted = NULL;   /* d == t: its note was taken or cancelled */
-  } else if ((seq & TIMER_NOTED_NOW) && r != STEP_HANDOFF) {
-    t->timer_seq = seq & ~TIMER_NOTED_NOW;   /* looked at after the next step */
-    task_noted = t;
-  } else {
-    task_timer_step_end(t, r);
-  }
+  if (task_noted) task_timer_step_end(t, r);
 }
 void task_timer_fired(lpvm_task *t, uint64_t seq);
 

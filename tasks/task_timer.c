@@ -24,6 +24,11 @@
 ** note, the record and the start are this thread's alone (other threads only make
 ** the task runnable, which is read from its scheduling word); with more workers the
 ** woken task could run on another one while this one starts its timer.
+**
+** A noted task is always the kept one: a second task noting its timer first starts
+** the kept one's (a woken task's timer is then started and cancelled, as without the
+** note), so a step's end has only the kept task to look at (task_noted: one load
+** when there is none, every step of a ring).
 */
 #include <pthread.h>
 #include <stdlib.h>
@@ -63,53 +68,57 @@ int lpvm_set_timer(lpvm_task *self, uint64_t ms) {
   return 0;
 }
 
-int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms) {
-  if (!self) return LPVM_EINVAL;
-  if (__builtin_expect(tl_alone == 0, 0)) tl_alone = sched_alone() ? 1 : -1;
-  if (tl_alone < 0 || ms > MS_MASK) return lpvm_set_timer(self, ms);
-  if (self->timer || self->timer_seq) lpvm_cancel_timer(self);
-  self->timer_seq = DEFERRED | FRESH | ms;
-  return 0;
-}
-
-/* Start t's noted timer for real. Out of memory, the note stays for the next try
-** (the next step's end, or before the worker sleeps). */
+/* Start t's noted timer for real. Out of memory, the note stays (for the next try). */
 static void start_noted(lpvm_task *t) {
   uint64_t ms = t->timer_seq & MS_MASK;
   t->timer_seq = 0;
   if (lpvm_set_timer(t, ms) != 0) t->timer_seq = DEFERRED | ms;
 }
 
-/* Start d's noted timer if d still waits (nobody woke it); a task made runnable is
-** left to its own step, which comes next and sees to it. 0 if it stays noted (no
-** memory for the timer: d stays the kept task and is tried again later). */
-static int settle(lpvm_task *d) {
-  uint32_t w = atomic_load_explicit(&d->sched_word, memory_order_acquire);
-  if (ts_status(w) == TS_WAITING && !(w & TS_PENDING) && is_deferred(d)) {
+int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms) {
+  if (!self) return LPVM_EINVAL;
+  if (__builtin_expect(tl_alone == 0, 0)) tl_alone = sched_alone() ? 1 : -1;
+  if (tl_alone < 0 || ms > MS_MASK) return lpvm_set_timer(self, ms);
+  lpvm_task *d = tl_deferred;
+  if (d && d != self) {   /* another task's note is kept (woken, its step to come) */
     start_noted(d);
-    if (is_deferred(d)) return 0;
+    if (is_deferred(d)) return lpvm_set_timer(self, ms);   /* out of memory: d stays */
   }
-  return 1;
+  if (self->timer || self->timer_seq) lpvm_cancel_timer(self);
+  self->timer_seq = DEFERRED | FRESH | ms;
+  tl_deferred = self;
+  return 0;
+}
+
+/* The kept task d's note, at the end of another task's step or before the worker
+** sleeps: started if d still waits (nobody woke it); kept if d was woken, for its own
+** step's end. 1 if d is no longer kept. */
+static int settle(lpvm_task *d) {
+  if (!is_deferred(d)) return 1;
+  uint32_t w = atomic_load_explicit(&d->sched_word, memory_order_acquire);
+  if (ts_status(w) != TS_WAITING || (w & TS_PENDING)) return 0;
+  start_noted(d);
+  return !is_deferred(d);   /* out of memory: kept, tried again */
 }
 
 void task_timer_step_end(lpvm_task *t, int r) {
   lpvm_task *d = tl_deferred;
-  if (d && d != t) {   /* noted in an earlier step: this was the next one */
-    if (settle(d)) tl_deferred = d = NULL;
+  if (d != t) {   /* another task's note (t NULL: t died) */
+    if (settle(d)) tl_deferred = NULL;
+    return;
   }
-  if (r == STEP_DEAD) return;   /* t is gone (task_timer_drop forgot it) */
-  if (is_deferred(t)) {
-    if ((t->timer_seq & FRESH) && r != STEP_HANDOFF && (d == NULL || d == t)) {
-      t->timer_seq &= ~FRESH;   /* noted in this step: looked at after the next one */
-      tl_deferred = t;
-      return;
-    }
-    /* Noted before this step (its wake was not the end of its wait), leaving the
-    ** workers, or the kept task's timer could not be started: start it now. Out of
-    ** memory it stays noted, and its next step's end tries again. */
-    start_noted(t);
+  if (!is_deferred(t)) {   /* its message came (or it died, or slept): nothing started */
+    tl_deferred = NULL;
+    return;
   }
-  if (d == t) tl_deferred = NULL;
+  if ((t->timer_seq & FRESH) && r != STEP_HANDOFF) {
+    t->timer_seq &= ~FRESH;   /* noted in this step: looked at after the next one */
+    return;
+  }
+  /* Noted before this step (its wake was not the end of its wait), or leaving the
+  ** workers: start it now (out of memory, it stays kept and is tried again). */
+  start_noted(t);
+  if (!is_deferred(t)) tl_deferred = NULL;
 }
 
 void task_timers_idle(void) {
