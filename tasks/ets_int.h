@@ -499,6 +499,7 @@ typedef struct ets_ms {
   int maxvars;
   const uint8_t **bp, **be; /* bindings: extent, NULL = unbound (b_in or malloc'd) */
   const ets_obj *obj;       /* the object being matched */
+  int in_body;              /* evaluating a body: a failed call is 'EXIT' (ets_ms.c) */
   lpvm_tbuf arena;          /* values guards and bodies compute */
   ets_clause cl_in[ETS_MS_CLAUSES];
   const uint8_t *b_in[ETS_MS_VARS];

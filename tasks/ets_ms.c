@@ -17,7 +17,10 @@
 **            expressions.
 ** A call that is not one of these (or has another argument count) and a variable the
 ** head does not bind are refused when compiled (erl: badarg); a guard that fails to
-** evaluate (arithmetic on an atom) is false, as in Erlang. Values live in the object, in the specification or in a small
+** evaluate (arithmetic on an atom) is false, as in Erlang, and a call that fails in a
+** body is the atom 'EXIT' there (erl: {'+', '$1', 1} on an atom gives 'EXIT', and
+** {{'$1', {'+', '$1', 1}}} gives {a, 'EXIT'}; a call taking 'EXIT' may then fail in
+** turn, or compare it as the atom it is). Values live in the object, in the specification or in a small
 ** per-run arena (computed numbers and built terms); the object is only read.
 */
 #include <math.h>
@@ -40,6 +43,12 @@ typedef struct val {
 
 static const uint8_t atom_true[] = {TAG_SMALL_ATOM_UTF8, 4, 't', 'r', 'u', 'e'};
 static const uint8_t atom_false[] = {TAG_SMALL_ATOM_UTF8, 5, 'f', 'a', 'l', 's', 'e'};
+static const uint8_t atom_exit[] = {TAG_SMALL_ATOM_UTF8, 4, 'E', 'X', 'I', 'T'};
+
+/* eval's failures: SOFT, a call that fails on its arguments (arithmetic on an atom,
+** element/2 past the end), which is 'EXIT' in a body; HARD, no memory or too deep,
+** which drops the object. */
+enum { SOFT = -1, HARD = -2 };
 
 static const uint8_t *skip(const uint8_t *p, const uint8_t *end) {
   lpvm_tread r = {p, end, 0};
@@ -361,7 +370,7 @@ static size_t arena_start(ets_ms *m) {
 
 /* Build in the arena from `start`: the value of what was appended. */
 static int arena_val(ets_ms *m, size_t start, val *out) {
-  if (m->arena.err) return -1;
+  if (m->arena.err) return HARD;
   *out = (val){NULL, start, m->arena.len - start};
   return 0;
 }
@@ -492,7 +501,7 @@ static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
     uint32_t n;
     lpvm_get_tuple(&r, &n);
     val *vs = n ? malloc(n * sizeof *vs) : NULL;
-    if (n && !vs) return -1;
+    if (n && !vs) return HARD;
     int rc = 0;
     for (uint32_t i = 0; i < n && rc == 0; i++) {
       rc = eval(m, r.p, &vs[i], depth + 1);
@@ -518,13 +527,15 @@ static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
   }
   val a, b;
   int lazy = atom_is(f, fn, "andalso") || atom_is(f, fn, "orelse");
-  if (ar < 2 || ar > 3 || eval(m, r.p, &a, depth + 1)) return -1;
+  if (ar < 2 || ar > 3) return SOFT;
+  int rc = eval(m, r.p, &a, depth + 1);
+  if (rc) return rc;
   r.p = skip(r.p, m->end);
   if (lazy && ar == 3) {   /* the second operand only when needed */
     int stop = f[0] == 'a' ? v_is_false(m, &a) : v_is_true(m, &a);
     if (stop) { *out = a; return 0; }
     if (!v_is_true(m, &a) && !v_is_false(m, &a)) return -1;
-    if (eval(m, r.p, &b, depth + 1)) return -1;
+    if ((rc = eval(m, r.p, &b, depth + 1)) != 0) return rc;
     if (!v_is_true(m, &b) && !v_is_false(m, &b)) return -1;
     *out = b;
     return 0;
@@ -539,7 +550,7 @@ static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
     if (builtin(m, f, fn, &a, NULL, out) == 0) return 0;
     return arith(m, f, fn, &a, NULL, out);
   }
-  if (eval(m, r.p, &b, depth + 1)) return -1;
+  if ((rc = eval(m, r.p, &b, depth + 1)) != 0) return rc;
   int exact = atom_is(f, fn, "=:=") || atom_is(f, fn, "=/=");
   if (compare(f, fn, cmp_vals(m, &a, &b, exact), out) == 0) return 0;
   if (atom_is(f, fn, "and") || atom_is(f, fn, "or") || atom_is(f, fn, "xor")) {
@@ -553,7 +564,7 @@ static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
 }
 
 static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
-  if (depth > MAX_DEPTH) return -1;
+  if (depth > MAX_DEPTH) return HARD;
   int v = var_of(e, m->end);
   if (v >= 0) {
     if (v >= m->maxvars || !m->bp[v]) return -1;
@@ -573,12 +584,19 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
   }
   lpvm_tread r = {e, m->end, 0};
   int t = lpvm_get_type(&r);
-  if (t == LPVM_T_TUPLE) return eval_tuple(m, e, out, depth);
+  if (t == LPVM_T_TUPLE) {
+    int rc = eval_tuple(m, e, out, depth);
+    if (rc == SOFT && m->in_body) {   /* Erlang: a failed call in a body is 'EXIT' */
+      *out = lit(atom_exit, sizeof atom_exit);
+      return 0;
+    }
+    return rc;
+  }
   if (t == LPVM_T_LIST) {   /* a list built from expressions */
     uint32_t n;
     lpvm_get_list(&r, &n);
     val *vs = malloc(((size_t)n + 1) * sizeof *vs);
-    if (!vs) return -1;
+    if (!vs) return HARD;
     int rc = 0;
     for (uint32_t i = 0; i <= n && rc == 0; i++) {
       rc = eval(m, r.p, &vs[i], depth + 1);
@@ -606,6 +624,7 @@ int ets_ms_run(ets_ms *m, const ets_obj *o, lpvm_tbuf *out, int *is_true) {
     if (m->arena.data) lpvm_tbuf_reset(&m->arena);   /* else the first put makes it */
     const uint8_t *g = cl->guards;
     int ok = 1;
+    m->in_body = 0;
     for (uint32_t i = 0; i < cl->nguards && ok; i++) {
       val v;
       ok = eval(m, g, &v, 0) == 0 && v_is_true(m, &v);
@@ -625,7 +644,10 @@ int ets_ms_run(ets_ms *m, const ets_obj *o, lpvm_tbuf *out, int *is_true) {
       return 1;
     }
     val v;
-    if (eval(m, b, &v, 0)) return 0;   /* the body failed: no result */
+    m->in_body = 1;
+    int rc = eval(m, b, &v, 0);
+    m->in_body = 0;
+    if (rc) return 0;   /* no memory, or nested too deep: no result */
     *is_true = v_is_true(m, &v);
     if (out) term_put_raw(out, vptr(m, &v), v.len);
     return 1;

@@ -65,6 +65,13 @@ void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg);
 void lets_put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg);
 void lets_put_pattern_ms(lua_State *L, int idx, lpvm_tbuf *b, const char *body);
 
+/* lets_select.c: select/match/match_object with a limit (the argument limit_arg; 0:
+** none, select_reverse's list alone) and select_reverse, the first chunk, ms the
+** encoded specification: pushes the results and a continuation, or nil. */
+int lets_select_first(lua_State *L, lpvm_task *self, lpvm_tab tab, const lpvm_tbuf *ms,
+                      int limit_arg, int reverse, lpvm_tbuf *out);
+/* The next chunk of the continuation at argument 1: its results and a new one, or nil. */
+int lets_select_next(lua_State *L, lpvm_task *self, lpvm_tbuf *out);
 /* The table named by the string at arg, through the process's cache (upvalue 1 of
 ** every function of the module): 0 when there is none. A cached id is forgotten as
 ** soon as any table name changes (lpvm_ets_names_epoch), so a renamed or deleted table

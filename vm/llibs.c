@@ -15,6 +15,8 @@
 ** pass a scheduler yield (a count-hook preemption or a blocking lpvm call made inside
 ** the coroutine) up to the process's main thread and resume the coroutine again
 ** afterwards, so a coroutine can block in receive and can be preempted.
+** `coroutine.yield` on the process's own thread raises, as lua5.4's on its main thread
+** (it would otherwise yield to the scheduler and lose its values).
 */
 #include <lauxlib.h>
 #include <limits.h>
@@ -607,8 +609,34 @@ static int co_wrap(lua_State *L) {
   return 1;
 }
 
+/* coroutine.yield on a process's own thread (not in a coroutine it made) would yield
+** to lpvm's scheduler, which resumes it with nothing: lua5.4 raises there, so this
+** does too. lpvm's own yields (receive, preemption) come from C, not through here. */
+static int co_yield(lua_State *L) {
+  lproc *p = lproc_of(L);
+  if (p && L == p->L) {   /* lua5.4's words, without a position as there */
+    lua_pushliteral(L, "attempt to yield from outside a coroutine");
+    return lua_error(L);
+  }
+  return lua_yield(L, lua_gettop(L));
+}
+
+/* coroutine.isyieldable([co]): false for a process's own thread, as for lua5.4's main
+** thread. */
+static int co_isyieldable(lua_State *L) {
+  lua_State *co = lua_isnone(L, 1) ? L : lua_tothread(L, 1);
+  luaL_argexpected(L, co, 1, "coroutine");
+  lproc *p = lproc_of(L);
+  lua_pushboolean(L, lua_isyieldable(co) && !(p && co == p->L));
+  return 1;
+}
+
 static int open_coroutine(lua_State *L) {
   luaopen_coroutine(L);
+  lua_pushcfunction(L, co_yield);
+  lua_setfield(L, -2, "yield");
+  lua_pushcfunction(L, co_isyieldable);
+  lua_setfield(L, -2, "isyieldable");
   lua_pushcfunction(L, co_resume);
   lua_setfield(L, -2, "resume");
   lua_pushcfunction(L, co_wrap);

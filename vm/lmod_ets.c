@@ -422,11 +422,34 @@ static int l_safe_fixtable(lua_State *L) {
 
 /* ---- objects -------------------------------------------------------------------------- */
 
-/* insert(tab, obj, ...): one or more objects, all inserted atomically. */
+/* Is the value at idx a table with nothing in it? */
+static __attribute__((noinline, cold)) int empty_table(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TTABLE) return 0;
+  lua_pushnil(L);
+  if (lua_next(L, idx) == 0) return 1;
+  lua_pop(L, 2);
+  return 0;
+}
+
+/* The empty list of objects: true (the table's access checked all the same). */
+static __attribute__((noinline, cold)) int insert_nothing(lua_State *L, lpvm_tab tab,
+                                                         int only_new) {
+  static const uint8_t nil[] = {131, 106};   /* VERSION, NIL_EXT */
+  lpvm_task *self = self_of(L);
+  int rc = only_new ? lpvm_ets_insert_new(self, tab, nil, sizeof nil)
+                    : lpvm_ets_insert(self, tab, nil, sizeof nil);
+  if (rc < 0) return fail(L, rc, 2);
+  push_bool(L, 1);
+  return 1;
+}
+
+/* insert(tab, obj, ...): one or more objects, all inserted atomically. No objects, or
+** {} alone (an empty tuple has no key, so it can only be the empty list), is erl's
+** insert(T, []): true, and the table is unchanged (its access is still checked). */
 static int insert_common(lua_State *L, int only_new) {
   lpvm_tab tab = check_tab(L, 1);
   int n = nargs(L) - 1;
-  if (n < 1) luaL_checktype(L, 2, LUA_TTABLE);
+  if (n < 1) return insert_nothing(L, tab, only_new);
   uint8_t fast[LETS_OBJBUF];
   size_t len = n == 1 ? lets_object(L, 2, fast, sizeof fast) : 0;
   const uint8_t *data = fast;
@@ -442,7 +465,10 @@ static int insert_common(lua_State *L, int only_new) {
   lpvm_task *self = self_of(L);
   int rc = only_new ? lpvm_ets_insert_new(self, tab, data, len)
                     : lpvm_ets_insert(self, tab, data, len);
-  if (rc < 0) return fail(L, rc, 2);
+  if (rc < 0) {
+    if (rc == LPVM_ETS_EOBJECT && n == 1 && empty_table(L, 2)) return insert_nothing(L, tab, only_new);
+    return fail(L, rc, 2);
+  }
   push_bool(L, only_new ? rc : 1);
   return 1;
 }
@@ -697,10 +723,27 @@ static int run_select(lua_State *L, lpvm_tbuf *ms, int mode, int ret_true) {
   return 1;
 }
 
+/* With a limit (argument 3), or a continuation alone: lets_select.c. */
+static int run_limited(lua_State *L, lpvm_tbuf *ms, int limit_arg, int reverse) {
+  lpvm_tab tab = check_tab(L, 1);
+  return lets_select_first(L, self_of(L), tab, ms, limit_arg, reverse, out_buf(L));
+}
+
 static int l_select(lua_State *L) {
+  int n = nargs(L);
+  if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
   lpvm_tbuf *b = in_buf(L);
   lets_put_ms(L, 2, b, 2);
+  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
   return run_select(L, b, LPVM_ETS_SELECT, 0);
+}
+
+static int l_select_reverse(lua_State *L) {
+  int n = nargs(L);
+  if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
+  lpvm_tbuf *b = in_buf(L);
+  lets_put_ms(L, 2, b, 2);
+  return run_limited(L, b, n >= 3 && !lua_isnil(L, 3) ? 3 : 0, 1);
 }
 
 static int l_select_count(lua_State *L) {
@@ -716,14 +759,20 @@ static int l_select_delete(lua_State *L) {
 }
 
 static int l_match(lua_State *L) {
+  int n = nargs(L);
+  if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
   lpvm_tbuf *b = in_buf(L);
   lets_put_pattern_ms(L, 2, b, "$$");
+  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
   return run_select(L, b, LPVM_ETS_SELECT, 0);
 }
 
 static int l_match_object(lua_State *L) {
+  int n = nargs(L);
+  if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
   lpvm_tbuf *b = in_buf(L);
   lets_put_pattern_ms(L, 2, b, "$_");
+  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
   return run_select(L, b, LPVM_ETS_SELECT, 0);
 }
 
@@ -746,7 +795,8 @@ static const luaL_Reg ets_fns[] = {
   {"first", l_first}, {"last", l_last}, {"next", l_next}, {"prev", l_prev},
   {"tab2list", l_tab2list}, {"foldl", l_foldl},
   {"match", l_match}, {"match_object", l_match_object},
-  {"select", l_select}, {"select_count", l_select_count},
+  {"select", l_select}, {"select_reverse", l_select_reverse},
+  {"select_count", l_select_count},
   {"select_delete", l_select_delete}, {"match_delete", l_match_delete},
   {NULL, NULL}
 };

@@ -92,7 +92,9 @@ typedef struct lproc {
   ** message's ref field and is dropped unseen unless the alias is still active. */
   uint64_t *aliases;
   uint32_t nalias, calias;
-  uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding */
+  uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding; after an
+                            ** error with __tostring, the crash report's text (failed
+                            ** 2, lproc_exit.c); written by the worker running p */
   uint32_t exit_len;
   lua_State *helper;        /* lcode.c: coroutine that runs module updates */
   uint8_t want_thread;      /* migrate(): wanted mode */

@@ -175,6 +175,19 @@ enum {
 };
 LPVM_API int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *ms,
                              size_t len, int mode, lpvm_tbuf *out);
+/* select/3 and select/1 (also match/3, match_object/3, select_reverse): the results
+** of the objects from the key after `after` on (a key term, version byte first; NULL:
+** from the start), in the walk order of first/next (reverse: of last/prev), until
+** `limit` results or the end, appended to out as a list. `next` is reset and gets the
+** key to pass as `after` for the next chunk, or is left empty (len 0) at the end. A
+** bag's objects with one key come in one chunk, which may then pass `limit`. The key
+** need not be in the table any more: a walk by chunks sees every object present
+** throughout exactly once, whatever happens to the table between them (ETS: only
+** while it is fixed). Returns the number of results (0: none left) or an error. */
+LPVM_API int lpvm_ets_select_chunk(lpvm_task *self, lpvm_tab tab, const uint8_t *ms,
+                                   size_t len, int reverse, const uint8_t *after,
+                                   size_t alen, size_t limit, lpvm_tbuf *out,
+                                   lpvm_tbuf *next);
 
 LPVM_API const char *lpvm_ets_strerror(int err);
 

@@ -225,6 +225,30 @@ err_has "the boot process prints why it ended" "the boot process <0.1.0> was end
 check "a trapping process's crash is reported too" 0 "$LPVM" -e '
   lpvm.spawn(function() lpvm.trap_exit(true) error({code = 7}) end) lpvm.sleep(50)'
 err_has "a table reason prints as a Lua value" "{code = 7}"
+check "an error object with __tostring: the boot process, status 1" 1 "$LPVM" -e '
+  error(setmetatable({code = 7}, {__tostring = function(e) return "MyError: code " .. e.code end}))'
+err_has "the report shows its __tostring, as lua5.4 prints it" "MyError: code 7"
+err_has "with the traceback" "stack traceback:"
+check "__tostring that loops or raises: the report falls back, the reason is the object" 0 "$LPVM" -e '
+  local function crash(ts)
+    local _, ref = lpvm.spawn_monitor(function()
+      error(setmetatable({code = 5}, {__tostring = ts}))
+    end)
+    local _, r, _, _, reason = lpvm.receive(function(tag, r) return tag == "DOWN" and r == ref end)
+    assert(type(reason) == "table" and reason.code == 5, tostring(reason))
+  end
+  crash(function() while true do end end)
+  crash(function() error("tostring fails") end)
+  crash(function() return {} end)
+  local _, ref = lpvm.spawn_monitor(function()
+    error(setmetatable({code = 6}, {__tostring = function() return "Err6" end}))
+  end)
+  local down = {lpvm.receive(function(tag, r) return tag == "DOWN" and r == ref end)}
+  assert(down[5].code == 6 and getmetatable(down[5]) == nil)
+  print("all ended")'
+out_has "each ended and its DOWN carried the object" "all ended"
+err_has "the fallback: the object as a term" "{code = 5}"
+err_has "a working __tostring beside them" "Err6"
 check "normal and shutdown ends: no report" 0 "$LPVM" -e '
   lpvm.spawn(function() lpvm.exit("shutdown") end)
   lpvm.spawn(function() lpvm.exit({"shutdown", "done"}) end)

@@ -911,4 +911,139 @@ test("many objects: the buckets grow and shrink, and deletion frees them", funct
   ets.delete(t)
 end)
 
+-- select/3, select/1, match/3, match_object/3, select_reverse (vm/lets_select.c)
+local function chunks(step, objs, cont)
+  local all, sizes = {}, {}
+  while objs do
+    sizes[#sizes + 1] = #objs
+    for _, o in ipairs(objs) do all[#all + 1] = o end
+    objs, cont = step(cont)
+  end
+  return all, sizes
+end
+
+test("select with a limit: chunks that add up to select/2, for every table type", function()
+  for _, kind in ipairs({"set", "ordered_set", "bag", "duplicate_bag"}) do
+    local t = ets.new("chunks", {kind, write_concurrency = kind == "set"})
+    for i = 1, 200 do ets.insert(t, {i, i % 7}) end
+    local ms = {{{"$1", "$2"}, {{"<", "$2", 3}}, {"$1"}}}
+    local whole = ets.select(t, ms)
+    local all, sizes = chunks(ets.select, ets.select(t, ms, 10))
+    T.eq(sorted(all), sorted(whole), kind)
+    for i = 1, #sizes - 1 do T.eq(sizes[i], 10, kind) end
+    T.ok(sizes[#sizes] >= 1 and sizes[#sizes] <= 10, kind)
+    if kind == "ordered_set" then T.eq(all, whole) end   -- in term order
+    -- nothing matches at all: nil, as ETS's '$end_of_table'
+    T.eq(ets.select(t, {{{"$1", "_"}, {{">", "$1", 1000}}, {"$1"}}}, 5), nil)
+    ets.delete(t)
+  end
+end)
+
+test("select/1: a continuation can be run again; the last one gives nil", function()
+  local t = ets.new("again", {"ordered_set"})
+  for i = 1, 5 do ets.insert(t, {i}) end
+  local ms = {{{"$1"}, {}, {"$1"}}}
+  local a, c1 = ets.select(t, ms, 2)
+  T.eq(a, {1, 2})
+  local b, c2 = ets.select(c1)
+  T.eq(b, {3, 4})
+  T.eq(ets.select(c1), {3, 4})           -- the same chunk again
+  local c, c3 = ets.select(c2)
+  T.eq(c, {5})
+  T.eq(ets.select(c3), nil)
+  T.eq(ets.select(c3), nil)
+  T.eq(tostring(c1):match("^lpvm.ets_continuation"), "lpvm.ets_continuation")
+  ets.delete(t)
+end)
+
+test("select/1 after the table changed: every object present throughout, once", function()
+  for _, kind in ipairs({"set", "ordered_set", "bag"}) do
+    local t = ets.new("moving", {kind})
+    for i = 1, 100 do ets.insert(t, {i}) end
+    local seen, objs, cont = {}, ets.select(t, {{{"$1"}, {}, {"$1"}}}, 10)
+    local extra = 1000
+    while objs do
+      for _, k in ipairs(objs) do
+        T.eq(seen[k], nil, kind .. " twice: " .. tostring(k))
+        seen[k] = true
+        ets.delete(t, k)                       -- the continuation's own key goes
+      end
+      if extra < 1100 then   -- a resize or two (the new keys may come later: bounded)
+        for _ = 1, 20 do extra = extra + 1; ets.insert(t, {extra}) end
+      end
+      objs, cont = ets.select(cont)
+    end
+    for i = 1, 100 do T.ok(seen[i], kind .. " missed " .. i) end
+    ets.delete(t)
+  end
+end)
+
+test("select/1 on a deleted table raises bad argument; bad limits and continuations", function()
+  local t = ets.new("gone", {"set"})
+  for i = 1, 10 do ets.insert(t, {i}) end
+  local _, cont = ets.select(t, {{{"$1"}, {}, {"$1"}}}, 3)
+  local _, mcont = ets.match(t, {"$1"}, 3)
+  ets.delete(t)
+  T.raises(function() ets.select(cont) end, "bad argument #1", "no such table")
+  T.raises(function() ets.match(mcont) end, "bad argument #1", "no such table")
+  local u = ets.new("limits", {"set"})
+  ets.insert(u, {1})
+  T.raises(function() ets.select(u, {{{"$1"}, {}, {"$1"}}}, 0) end, "bad argument #3")
+  T.raises(function() ets.select(u, {{{"$1"}, {}, {"$1"}}}, "x") end, "bad argument #3")
+  T.raises(function() ets.select(u, {"not a clause"}, 5) end, "bad argument #2")
+  T.raises(function() ets.select({}) end, "bad argument #1", "continuation")
+  T.eq(ets.select(u, {{{"$1"}, {}, {"$1"}}}, nil), {1})   -- nil: no limit, select/2
+  ets.delete(u)
+end)
+
+test("match/3 and match_object/3 continue with match/1 and match_object/1", function()
+  local t = ets.new("m3", {"ordered_set"})
+  for i = 1, 9 do ets.insert(t, {i, i % 2 == 0 and "even" or "odd"}) end
+  local all = chunks(ets.match, ets.match(t, {"$1", "odd"}, 2))
+  T.eq(all, {{1}, {3}, {5}, {7}, {9}})
+  all = chunks(ets.match_object, ets.match_object(t, {"_", "even"}, 3))
+  T.eq(all, {{2, "even"}, {4, "even"}, {6, "even"}, {8, "even"}})
+  T.eq(ets.match(t, {"$1", "none"}, 2), nil)
+  -- a fully bound key: one chunk, then nil
+  local one, c = ets.match_object(t, {4, "_"}, 5)
+  T.eq(one, {{4, "even"}})
+  T.eq(ets.match_object(c), nil)
+  ets.delete(t)
+end)
+
+test("select_reverse: ordered_set backwards, others as select", function()
+  local t = ets.new("rev", {"ordered_set"})
+  for i = 1, 7 do ets.insert(t, {i}) end
+  local ms = {{{"$1"}, {}, {"$1"}}}
+  T.eq(ets.select_reverse(t, ms), {7, 6, 5, 4, 3, 2, 1})
+  T.eq(chunks(ets.select_reverse, ets.select_reverse(t, ms, 3)), {7, 6, 5, 4, 3, 2, 1})
+  T.eq(ets.select_reverse(t, {{{"$1"}, {{">", "$1", 9}}, {"$1"}}}), {})
+  ets.delete(t)
+  local s = ets.new("rev_set", {"set"})
+  for i = 1, 7 do ets.insert(s, {i}) end
+  T.eq(ets.select_reverse(s, ms), ets.select(s, ms))
+  ets.delete(s)
+end)
+
+test("insert of no objects ({} alone, or none) is true and changes nothing (erl: insert(T, []))", function()
+  local t = ets.new("nothing", {"set"})
+  ets.insert(t, {1, "a"})
+  T.eq(ets.insert(t, {}), true)
+  T.eq(ets.insert_new(t, {}), true)
+  T.eq(ets.insert(t), true)
+  T.eq(ets.insert(t, table.unpack({})), true)
+  T.eq(ets.insert_new(t), true)
+  T.eq(ets.tab2list(t), {{1, "a"}})
+  T.raises(function() ets.insert(t, {}, {}) end, "bad argument #2")   -- two objects without keys
+  T.raises(function() ets.insert(t, nil) end, "bad argument #2")
+  local prot = ets.new("nothing_prot", {"set", "protected"})
+  local reason = T.run_proc(function()
+    lpvm.exit(select(2, pcall(ets.insert, prot, {})))
+  end)
+  T.ok(T.mentions(reason, "no access"), T.show(reason))
+  ets.delete(prot)
+  T.raises(function() ets.insert(prot, {}) end, "no such table")
+  ets.delete(t)
+end)
+
 T.run()
