@@ -193,3 +193,114 @@ Test(ets_ms, select_in_chunks_from_c) {
   lpvm_tbuf_free(&after);
   vm_stop();
 }
+
+/* ---- chunks against writers ------------------------------------------------------- */
+
+typedef struct churn {
+  lpvm_tab tab;
+  int64_t lo, hi;        /* the keys it inserts and deletes (about half present) */
+  _Atomic int *stop;
+} churn;
+
+static void *churn_main(void *arg) {
+  churn *c = arg;
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  for (int64_t k = c->lo; !atomic_load(c->stop); k = k + 1 < c->hi ? k + 1 : c->lo) {
+    lpvm_tbuf_reset(&b);
+    lpvm_put_tuple(&b, 2);
+    lpvm_put_int(&b, k);
+    lpvm_put_int(&b, 0);
+    cr_assert_eq(lpvm_ets_insert(NULL, c->tab, b.data, b.len), 0);
+    lpvm_tbuf_reset(&b);
+    lpvm_put_int(&b, c->lo + (k - c->lo + (c->hi - c->lo) / 2) % (c->hi - c->lo));
+    cr_assert_geq(lpvm_ets_delete_key(NULL, c->tab, b.data, b.len), 0);
+  }
+  lpvm_tbuf_free(&b);
+  return NULL;
+}
+
+/* A walk by chunks of 7 while another thread inserts and deletes keys (a resize or
+** many): every key present throughout is seen exactly once, and no key twice. */
+static void chunks_against_writers(int type, int wc) {
+  vm_start_n(2, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.type = type;
+  o.access = LPVM_ETS_PUBLIC;
+  o.write_concurrency = wc;
+  lpvm_tab t;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  enum { STABLE = 300 };
+  lpvm_tbuf b, ms, out, next, after;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&ms);
+  lpvm_tbuf_init(&out);
+  lpvm_tbuf_init(&next);
+  lpvm_tbuf_init(&after);
+  for (int64_t k = 0; k < STABLE; k++) {
+    lpvm_tbuf_reset(&b);
+    lpvm_put_tuple(&b, 2);
+    lpvm_put_int(&b, k);
+    lpvm_put_int(&b, 1);
+    cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  }
+  /* [{{'$1', '_'}, [], ['$1']}] */
+  lpvm_tbuf_reset(&ms);
+  lpvm_put_list(&ms, 1);
+  lpvm_put_tuple(&ms, 3);
+  lpvm_put_tuple(&ms, 2); lpvm_put_atom(&ms, "$1"); lpvm_put_atom(&ms, "_");
+  lpvm_put_nil(&ms);
+  lpvm_put_list(&ms, 1); lpvm_put_atom(&ms, "$1"); lpvm_put_nil(&ms);
+  lpvm_put_nil(&ms);
+  _Atomic int stop = 0;
+  churn c = {t, 100000, 100000 + 2000, &stop};
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, churn_main, &c), 0);
+  static unsigned char seen[100000 + 2000];
+  int rounds = (int)test_scaled(200, 10);
+  for (int r = 0; r < rounds; r++) {
+    memset(seen, 0, sizeof seen);
+    const uint8_t *ap = NULL;
+    size_t alen = 0;
+    for (;;) {
+      lpvm_tbuf_reset(&out);
+      int n = lpvm_ets_select_chunk(NULL, t, ms.data, ms.len, 0, ap, alen, 7, &out, &next);
+      cr_assert_geq(n, 0);
+      lpvm_tread rd;
+      uint32_t len = 0;
+      cr_assert_eq(lpvm_tread_init(&rd, out.data, out.len), 0);
+      if (n > 0) cr_assert_eq(lpvm_get_list(&rd, &len), 0);
+      cr_assert_eq((int)len, n);
+      for (uint32_t i = 0; i < len; i++) {
+        int64_t k;
+        cr_assert_eq(lpvm_get_int(&rd, &k), 0);
+        cr_assert(k >= 0 && k < (int64_t)sizeof seen);
+        cr_assert_eq(seen[k], 0, "key %lld seen twice", (long long)k);
+        seen[k] = 1;
+      }
+      if (n == 0 || next.len == 0) break;
+      lpvm_tbuf_reset(&after);
+      after.len = 0;
+      memcpy(lpvm_tbuf_room(&after, next.len), next.data, next.len);
+      after.len = next.len;
+      ap = after.data;
+      alen = after.len;
+    }
+    for (int k = 0; k < STABLE; k++) cr_assert_eq(seen[k], 1, "key %d missed", k);
+  }
+  atomic_store(&stop, 1);
+  pthread_join(th, NULL);
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&ms);
+  lpvm_tbuf_free(&out);
+  lpvm_tbuf_free(&next);
+  lpvm_tbuf_free(&after);
+  vm_stop();
+}
+
+Test(ets_ms, stress_chunks_against_writers_set) { chunks_against_writers(LPVM_ETS_SET, 0); }
+Test(ets_ms, stress_chunks_against_writers_set_wc) { chunks_against_writers(LPVM_ETS_SET, 1); }
+Test(ets_ms, stress_chunks_against_writers_ordered_set) {
+  chunks_against_writers(LPVM_ETS_ORDERED_SET, 0);
+}

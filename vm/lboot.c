@@ -2,14 +2,18 @@
 ** lboot.c -- the boot process: the command line run as the stand-alone lua runs it.
 **
 ** lua5.4 runs LUA_INIT, then each -e and -l in the order given, then the script with
-** its arguments as `...`, then (with -i) its REPL in the same state. The boot process
-** does the same: its state is made here, on the caller's thread, and every chunk is
-** compiled into a table of steps {fn, args...} before the process is spawned, so a
-** script that does not compile (or a file that cannot be read) is one line on stderr
-** and nothing has run. The process's body is boot_main, a C function that calls the
-** steps in order through lua_callk, so every step may block (receive, sleep) and be
-** preempted; an error in a step ends the process with it, as lua stops at the first
-** error. The shell, last, is `require("lpvm_shell").run(tty, version)` (vm/lib/lpvm_shell.lua)
+** its arguments as `...`, then (with -i) its REPL in the same state, compiling each
+** just before running it. The boot process does the same: its state is made here, on
+** the caller's thread, with a table of steps {fn, args...}. The first step is compiled
+** here, before the process is spawned, so a script alone that does not compile (or a
+** file that cannot be read) is one line on stderr and nothing has run; a later step
+** is kept as {kind, text, name, args...} and compiled when its turn comes, so
+** `lpvm -e X missing.lua` runs X first, as lua5.4 does, and then says "lpvm: cannot
+** open missing.lua" on one line and ends the boot process (status 1, with the reason
+** {"shutdown", message}: no crash report on top of the line). The process's body is
+** boot_main, a C function that calls the steps in order through lua_callk, so every
+** step may block (receive, sleep) and be preempted; an error in a step ends the
+** process with it, as lua stops at the first error. The shell, last, is `require("lpvm_shell").run(tty, version)` (vm/lib/lpvm_shell.lua)
 ** reading lines from the terminal reader of vm/shell.c.
 */
 #include <lauxlib.h>
@@ -21,7 +25,36 @@
 #include "vm/lproc.h"
 #include "vm/lproc_int.h"
 
+static int load_step(lua_State *L, const lproc_step *st);
+
 /* ---- the body --------------------------------------------------------------------------- */
+
+/* A step kept as {kind, text, name, args...} (lua_gettop: at `step`): compiled now,
+** pushed with its arguments; returns how many values. One line on stderr and the end
+** of the boot process if it does not compile, as lua5.4 stops there. */
+static int push_late_step(lua_State *L, int step) {
+  int n = (int)lua_rawlen(L, step);
+  luaL_checkstack(L, n, "too many arguments");
+  lua_rawgeti(L, step, 1);
+  lua_rawgeti(L, step, 2);
+  lua_rawgeti(L, step, 3);
+  lproc_step st = {(int)lua_tointeger(L, -3), lua_tostring(L, -2), lua_tostring(L, -1)};
+  if (load_step(L, &st) != LUA_OK) {
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot load";
+    fprintf(stderr, "lpvm: %s\n", msg);
+    fflush(stderr);
+    lua_createtable(L, 2, 0);
+    lua_pushliteral(L, "shutdown");
+    lua_rawseti(L, -2, 1);
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, 2);
+    return lua_error(L);
+  }
+  lua_replace(L, step + 1);   /* the function where the kind was */
+  lua_settop(L, step + 1);
+  for (int k = 4; k <= n; k++) lua_rawgeti(L, step, k);
+  return n - 2;
+}
 
 /* Stack: [1] the steps. Call step i and those after it. */
 static int boot_k(lua_State *L, int status, lua_KContext i) {
@@ -31,8 +64,14 @@ static int boot_k(lua_State *L, int status, lua_KContext i) {
     if (lua_rawgeti(L, 1, (lua_Integer)i) == LUA_TNIL) return 0;
     int step = lua_gettop(L);
     int n = (int)lua_rawlen(L, step);
-    luaL_checkstack(L, n, "too many arguments");
-    for (int k = 1; k <= n; k++) lua_rawgeti(L, step, k);
+    if (lua_rawgeti(L, step, 1) == LUA_TNUMBER) {
+      lua_pop(L, 1);
+      n = push_late_step(L, step);
+    } else {
+      lua_pop(L, 1);
+      luaL_checkstack(L, n, "too many arguments");
+      for (int k = 1; k <= n; k++) lua_rawgeti(L, step, k);
+    }
     lua_callk(L, n - 1, 0, i + 1, boot_k);
   }
 }
@@ -91,7 +130,8 @@ static int load_stdin(lua_State *L) {
 static const char lib_chunk[] = "local g, m = ... _ENV[g] = require(m)";
 static const char shell_chunk[] = "return require('lpvm_shell').run(...)";
 
-static void load_step(lua_State *L, const lproc_step *st) {
+/* Push the step's function, or its message and a nonzero status. */
+static int load_step(lua_State *L, const lproc_step *st) {
   int rc;
   switch (st->kind) {
     case LPROC_STEP_CODE:
@@ -104,10 +144,10 @@ static void load_step(lua_State *L, const lproc_step *st) {
       rc = luaL_loadbuffer(L, lib_chunk, sizeof lib_chunk - 1, "=(command line)");
       break;
     default:
-      luaL_error(L, "bad boot step");
-      return;
+      lua_pushliteral(L, "bad boot step");
+      return LUA_ERRRUN;
   }
-  if (rc != LUA_OK) lua_error(L);
+  return rc;
 }
 
 static int load_cf(lua_State *L) {
@@ -121,9 +161,20 @@ static int load_cf(lua_State *L) {
   for (int i = 0; i < b->nsteps; i++) {
     const lproc_step *st = &b->steps[i];
     lua_createtable(L, 3, 0);
-    load_step(L, st);
-    lua_rawseti(L, -2, 1);
     int k = 1;
+    if (i == 0) {   /* compiled now: alone, its failure is the caller's one line */
+      if (load_step(L, st) != LUA_OK) lua_error(L);
+      lua_rawseti(L, -2, 1);
+    } else {        /* compiled when its turn comes (push_late_step) */
+      lua_pushinteger(L, st->kind);
+      lua_rawseti(L, -2, 1);
+      lua_pushstring(L, st->text);
+      lua_rawseti(L, -2, 2);
+      if (st->name) lua_pushstring(L, st->name);
+      else lua_pushboolean(L, 0);
+      lua_rawseti(L, -2, 3);
+      k = 3;
+    }
     if (st->kind == LPROC_STEP_LIB) {
       lua_pushstring(L, st->name ? st->name : st->text);
       lua_rawseti(L, -2, ++k);

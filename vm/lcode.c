@@ -47,6 +47,8 @@ typedef struct lcode_ver {
   size_t len;
   char *code;        /* its bytecode once a process compiled it (NULL: not yet) */
   size_t code_len;
+  int binary;        /* src may be bytecode: a file, as require reads it, or
+                     ** code.load with mode "b"; else it loads as text only ("t") */
 } lcode_ver;
 
 #define LCODE_MAX_BYTES (64u << 20)   /* bytecode kept in all; past it, compile */
@@ -101,8 +103,9 @@ static char *chunk_name(const char *name, const char *path, int vsn) {
 
 /* Make `src` the current version of m (the current one becomes old; after a delete,
 ** when there is none, the old one stays). */
-static int set_current(lcode_mod *m, const char *src, size_t len) {
-  lcode_ver v = {.vsn = m->last + 1, .src = malloc(len ? len : 1), .len = len};
+static int set_current(lcode_mod *m, const char *src, size_t len, int binary) {
+  lcode_ver v = {.vsn = m->last + 1, .src = malloc(len ? len : 1), .len = len,
+                 .binary = binary};
   v.chunk = chunk_name(m->name, m->path, v.vsn);
   if (!v.src || !v.chunk) {
     ver_free(&v);
@@ -130,7 +133,7 @@ static void stat_into(lcode_mod *m) {
 /* A copy of a version, taken under the lock, used without it: its bytecode if kept,
 ** else its source. */
 typedef struct snap {
-  int vsn, is_code;
+  int vsn, is_code, binary;
   char *src, *chunk, *path, *name;
   size_t len;
 } snap;
@@ -148,6 +151,7 @@ static int snap_take(lcode_mod *m, snap *s) {
   if (!m || !m->cur.vsn) return 0;
   s->vsn = m->cur.vsn;
   s->is_code = m->cur.code != NULL;
+  s->binary = m->cur.binary;
   s->len = s->is_code ? m->cur.code_len : m->cur.len;
   s->src = malloc(s->len ? s->len : 1);
   s->chunk = dup_str(m->cur.chunk);
@@ -227,7 +231,7 @@ static void push_vers(lua_State *L) {
 ** A version loaded from its source leaves its bytecode for the next process. */
 static int load_snap(lua_State *L, const snap *s) {
   if (s->is_code) return luaL_loadbufferx(L, s->src, s->len, s->chunk, "b");
-  int st = luaL_loadbufferx(L, s->src, s->len, s->chunk, NULL);
+  int st = luaL_loadbufferx(L, s->src, s->len, s->chunk, s->binary ? NULL : "t");
   if (st == LUA_OK) keep_code(L, s->name, s->vsn);
   return st;
 }
@@ -269,7 +273,7 @@ static int lcode_searcher(lua_State *L) {
       ours = 1;
       m->name = dup_str(name);
       m->path = dup_str(path);
-      if (!m->name || !m->path || set_current(m, src, len) != 0) {
+      if (!m->name || !m->path || set_current(m, src, len, 1) != 0) {
         free(m->name), free(m->path), free(m);
         m = NULL;
       } else {
@@ -283,7 +287,7 @@ static int lcode_searcher(lua_State *L) {
       if (np) {
         free(m->path);
         m->path = np;   /* the new version's chunk name says where it came from */
-        if (set_current(m, src, len) == 0) stat_into(m);
+        if (set_current(m, src, len, 1) == 0) stat_into(m);
       }
     }
     have = snap_take(m, &s);   /* ours, or what another process registered first */
@@ -488,14 +492,17 @@ int lcode_info(lproc *p, lpvm_tbuf *map) {
 
 /* ---- the Lua face: require "lpvm.codeserver" (used by vm/lib/lpvm/code.lua) -------------- */
 
-/* load(name, source [, path]) -> version | nil, "not_purged". The caller compiled
-** the source already: a syntax error never gets here. */
+/* load(name, source [, path [, from_file [, binary]]]) -> version | nil, "not_purged".
+** The caller compiled the source already (in the mode it allows): a syntax error never
+** gets here. A version may be bytecode if it came from a file (as require's) or the
+** caller allowed it (binary); else every later load of it is text only. */
 static int cs_load(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   size_t len;
   const char *src = luaL_checklstring(L, 2, &len);
   const char *path = luaL_optstring(L, 3, NULL);
   int from_file = lua_toboolean(L, 4);
+  int binary = from_file || lua_toboolean(L, 5);
   pthread_mutex_lock(&mu);
   lcode_mod *m = find(name);
   int rc = 0;
@@ -511,7 +518,7 @@ static int cs_load(lua_State *L) {
       char *np = dup_str(path);
       if (np) free(m->path), m->path = np;
     }
-    if (!m || set_current(m, src, len) != 0) rc = -1;
+    if (!m || set_current(m, src, len, binary) != 0) rc = -1;
     else if (from_file) stat_into(m);
   }
   int vsn = m ? m->cur.vsn : 0;

@@ -4,8 +4,9 @@
 **   lpvm [options] [script [args]]
 **
 ** As lua5.4: LUA_INIT_5_4 (or LUA_INIT), then each -e and -l in the order given,
-** then the script with its arguments, then with -i the shell; no script on a
-** terminal is the shell, on a pipe stdin is the script. All of it runs in the boot
+** then the script with its arguments (each compiled when its turn comes: vm/lboot.c),
+** then with -i the shell; no script on a terminal is the shell, on a pipe stdin is
+** the script. All of it runs in the boot
 ** process (vm/lboot.c). Start the VM, spawn the boot process, wait until every
 ** process has ended or one called lpvm.halt(code), stop the VM. The exit status is
 ** the halt code; otherwise 0 when the boot process ended normally and 1 when not.

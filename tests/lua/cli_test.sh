@@ -113,6 +113,17 @@ err_has "syntax error names the file" "syntax.lua"
 check "missing file: status 1" 1 "$LPVM" "$TMP/does-not-exist.lua"
 err_lines "missing file: one line" 1
 err_has "missing file is named" "does-not-exist.lua"
+# lua5.4 runs -e and -l in order and compiles the script only when its turn comes
+check "-e before a missing script runs first, then status 1" 1 "$LPVM" -e 'print("first")' "$TMP/does-not-exist.lua"
+out_has "-e ran before the script was looked for" "first"
+err_has "then the missing script, named" "cannot open $TMP/does-not-exist.lua"
+err_lines "one line, no crash report on top" 1
+check "-e before an -e that does not compile" 1 "$LPVM" -e 'print("ran")' -e 'x = = 1'
+out_has "the first -e ran" "ran"
+err_lines "the second's syntax error: one line" 1
+check "-e before a script that does not compile" 1 "$LPVM" -e 'print("ran too")' "$TMP/syntax.lua"
+out_has "the -e ran" "ran too"
+err_has "the script's syntax error names it" "syntax.lua"
 
 check "boot process crashes: status 1" 1 "$LPVM" -e 'lpvm.spawn(function() lpvm.sleep(20) end) error("boot dies")'
 check "boot ends normally, others go on, then status 0" 0 "$LPVM" -e '

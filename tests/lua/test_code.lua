@@ -387,4 +387,25 @@ test("concurrent loads and purges while processes run the module (stress)", func
   code.purge(name)
 end)
 
+test("a source string is text only: bytecode needs mode 'b' (Lua does not verify it)", function()
+  local bc = string.dump(load("return {f = function() return 42 end}"))
+  local vsn, err = code.load("bc_refused", bc)
+  T.eq(vsn, nil)
+  T.eq(err, "bc_refused: attempt to load a binary chunk (mode is 't')")
+  T.eq(code.is_loaded("bc_refused"), false)
+  T.eq(code.load("bc_text", "return 1", "b"), nil)   -- "b" alone refuses text
+  -- asked for: loaded, and a new process loads that version too
+  T.ok(code.load("bc_allowed", bc, "b"))
+  T.eq(require("bc_allowed").f(), 42)
+  local me = lpvm.self()
+  local _, ref = lpvm.spawn_monitor(function() lpvm.send(me, require("bc_allowed").f()) end)
+  T.eq(T.recv()[1], 42)
+  T.down(ref)
+  T.ok(code.load("bc_both", "return {f = function() return 7 end}", "bt"))
+  T.eq(require("bc_both").f(), 7)
+  T.raises(function() code.load("bc_bad", "return 1", "x") end, "bad argument #3")
+  T.raises(function() code.load("bc_bad", "return 1", "") end, "bad argument #3")
+  for _, m in ipairs({"bc_allowed", "bc_both"}) do code.delete(m) code.purge(m) end
+end)
+
 T.run()

@@ -36,13 +36,19 @@ local function find_path(module)
   return package.searchpath(module, package.path)
 end
 
--- load(module [, source]) -> version | nil, reason
+-- load(module [, source [, mode]]) -> version | nil, reason
 -- Compiles first: a syntax error changes nothing and returns nil, message. With
 -- old code still there (not purged) it returns nil, "not_purged", as Erlang does.
-function code.load(module, source)
+-- A source string is text only unless mode (Lua load's: "t", "b" or "bt") allows
+-- bytecode, which Lua does not verify (a crafted chunk can crash the VM). A module
+-- read from its file is loaded as require loads it (text or bytecode, as lua5.4's).
+function code.load(module, source, mode)
   check_name("load", module)
   if source ~= nil and type(source) ~= "string" then
     error("bad argument #2 to 'load' (string expected, got " .. type(source) .. ")", 2)
+  end
+  if mode ~= nil and (type(mode) ~= "string" or mode == "" or mode:find("[^bt]")) then
+    error("bad argument #3 to 'load' (mode \"t\", \"b\" or \"bt\" expected)", 2)
   end
   local path, from_file = find_path(module), false
   if source == nil then
@@ -52,9 +58,16 @@ function code.load(module, source)
     if not source then return nil, err end
     from_file = true
   end
-  local fn, err = load(source, path and ("@" .. path) or ("=" .. module))
-  if not fn then return nil, err end
-  local vsn, why = cs.load(module, source, path, from_file)
+  if from_file then mode = "bt" end
+  mode = mode or "t"
+  local fn, err = load(source, path and ("@" .. path) or ("=" .. module), mode)
+  if not fn then
+    if err:find("^attempt to load a") then   -- the mode's refusal: name the chunk
+      err = (path or module) .. ": " .. err
+    end
+    return nil, err
+  end
+  local vsn, why = cs.load(module, source, path, from_file, mode:find("b", 1, true) ~= nil)
   if not vsn then return nil, why end
   cs.sync()   -- the caller's own modules: at once
   return vsn
