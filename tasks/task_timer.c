@@ -75,7 +75,7 @@ static void start_noted(lpvm_task *t) {
   if (lpvm_set_timer(t, ms) != 0) t->timer_seq = DEFERRED | ms;
 }
 
-int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms) {
+static __attribute__((noinline)) int set_lazy_slow(lpvm_task *self, uint64_t ms) {
   if (!self) return LPVM_EINVAL;
   if (__builtin_expect(tl_alone == 0, 0)) tl_alone = sched_alone() ? 1 : -1;
   if (tl_alone < 0 || ms > MS_MASK) return lpvm_set_timer(self, ms);
@@ -88,6 +88,17 @@ int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms) {
   self->timer_seq = DEFERRED | FRESH | ms;
   tl_deferred = self;
   return 0;
+}
+
+/* The usual case first, with nothing to save: nothing kept but this task, no timer. */
+int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms) {
+  if (self && tl_alone > 0 && ms <= MS_MASK && (!tl_deferred || tl_deferred == self) &&
+      !self->timer && !self->timer_seq) {
+    self->timer_seq = DEFERRED | FRESH | ms;
+    tl_deferred = self;
+    return 0;
+  }
+  return set_lazy_slow(self, ms);
 }
 
 /* The kept task d's note, at the end of another task's step or before the worker
