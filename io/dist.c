@@ -406,7 +406,9 @@ static int full_name(const lpvm_dist_opts *o, char *out) {
   }
   if (!host[0]) return LPVM_EINVAL;
   int n = snprintf(out, NODE_NAME_MAX + 1, "%.*s@%s", (int)alen, o->name, host);
-  return n > 0 && n <= NODE_NAME_MAX ? 0 : LPVM_EINVAL;
+  /* a second '@' ("a@b@c") made a node whose own name valid_name refuses: no peer
+  ** could reach it and sends to {name, itself} went nowhere */
+  return n > 0 && n <= NODE_NAME_MAX && valid_name(out, (size_t)n) ? 0 : LPVM_EINVAL;
 }
 
 int lpvm_dist_start(const lpvm_dist_opts *o) {

@@ -24,12 +24,16 @@ typedef struct dlink { lpvm_id local, remote; } dlink;
 /* a local watcher monitors a remote target (our reference) */
 typedef struct dmon_out { uint64_t ref; lpvm_id watcher, target; } dmon_out;
 /* a remote watcher monitors a local target: the local reference stands for the
-** peer's, whose bytes (an encoded reference, no version byte) come back in the DOWN */
+** peer's, whose bytes (an encoded reference, no version byte) come back in the DOWN;
+** a monitor by name keeps the name (a complete atom term) for the DOWN's FromProc,
+** from which erl builds {Name, Node} (the pid there broke a match on it) */
 typedef struct dmon_in {
   uint64_t ref;
   lpvm_id target, watcher;
   uint8_t *eref;
   size_t elen;
+  uint8_t *ename;   /* NULL: by pid */
+  size_t nlen;
 } dmon_in;
 
 typedef struct dconn {

@@ -80,6 +80,7 @@ static dmon_in *mi_find_eref(dconn *c, lpvm_id watcher, const uint8_t *e, size_t
 
 static void mi_del(dconn *c, dmon_in *m) {
   free(m->eref);
+  free(m->ename);
   *m = c->mi[--c->nmi];
 }
 
@@ -292,11 +293,15 @@ void dconn_out(dconn *c, lpvm_msg *m) {
     case SIG_DOWN: {
       dmon_in *mi = mi_find_ref(c, m->ref);
       if (!mi) break;
-      lpvm_tbuf p;
-      lpvm_tbuf_init(&p);
-      lpvm_put_pid(&p, from);
-      if (!p.err) send_mon_exit(c, p.data, p.len, h.to, mi->eref, mi->elen, body, blen);
-      lpvm_tbuf_free(&p);
+      if (mi->ename) {
+        send_mon_exit(c, mi->ename, mi->nlen, h.to, mi->eref, mi->elen, body, blen);
+      } else {
+        lpvm_tbuf p;
+        lpvm_tbuf_init(&p);
+        lpvm_put_pid(&p, from);
+        if (!p.err) send_mon_exit(c, p.data, p.len, h.to, mi->eref, mi->elen, body, blen);
+        lpvm_tbuf_free(&p);
+      }
       mi_del(c, mi);
       break;
     }
@@ -333,7 +338,7 @@ void dconn_rel_lost(dconn *c) {
 }
 
 void dconn_rel_free(dconn *c) {
-  for (size_t i = 0; i < c->nmi; i++) free(c->mi[i].eref);
+  for (size_t i = 0; i < c->nmi; i++) free(c->mi[i].eref), free(c->mi[i].ename);
   free(c->links);
   free(c->mo);
   free(c->mi);
@@ -393,18 +398,24 @@ static int in_monitor(dconn *c, lpvm_tread *r) {
   if (lpvm_get_pid(r, &watcher)) return LPVM_EBADTERM;
   lpvm_tread pr = *r;
   if (sub_at(r, &proc, &plen) || sub_at(r, &eref, &elen)) return LPVM_EBADTERM;
-  if (lpvm_get_atom(&pr, &a, &al) == 0) target = local_name(a, al);
+  int by_name = lpvm_get_atom(&pr, &a, &al) == 0;
+  if (by_name) target = local_name(a, al);
   else if (lpvm_get_pid(&pr, &target)) return LPVM_EBADTERM;
-  if (!target && al == 10 && !memcmp(a, "net_kernel", 10)) return 0;  /* see above */
+  if (!target && by_name && al == 10 && !memcmp(a, "net_kernel", 10)) return 0;  /* see above */
   uint8_t *we = whole_of(eref, elen);
   if (!we) return 0;
   uint64_t ref = lpvm_make_ref();
-  if (target && !grow((void **)&c->mi, &c->cmi, c->nmi, sizeof(dmon_in))) {
-    c->mi[c->nmi++] = (dmon_in){ref, target, watcher, we, elen + 1};
-    if (local_sig(SIG_MONITOR, watcher, target, ref, NULL, 0, 0) == 0) return 0;
+  uint8_t *wp = whole_of(proc, plen);
+  if (target && (wp || !by_name) &&
+      !grow((void **)&c->mi, &c->cmi, c->nmi, sizeof(dmon_in))) {
+    c->mi[c->nmi++] = (dmon_in){ref, target, watcher, we, elen + 1, by_name ? wp : NULL,
+                                by_name ? plen + 1 : 0};
+    if (local_sig(SIG_MONITOR, watcher, target, ref, NULL, 0, 0) == 0) {
+      if (!by_name) free(wp);
+      return 0;
+    }
     c->nmi--;
   }
-  uint8_t *wp = whole_of(proc, plen);
   static const uint8_t noproc[] = {131, 119, 6, 'n', 'o', 'p', 'r', 'o', 'c'};
   if (wp) send_mon_exit(c, wp, plen + 1, watcher, we, elen + 1, noproc, sizeof noproc);
   free(wp);
@@ -531,7 +542,7 @@ static int in_spawn_request(dconn *c, lpvm_tread *r, const uint8_t *msg, size_t 
   uint8_t *we = monitor ? whole_of(reqid, rlen) : NULL;
   if (we && !grow((void **)&c->mi, &c->cmi, c->nmi, sizeof(dmon_in))) {
     uint64_t ref = lpvm_make_ref();
-    c->mi[c->nmi++] = (dmon_in){ref, pid, from, we, rlen + 1};
+    c->mi[c->nmi++] = (dmon_in){ref, pid, from, we, rlen + 1, NULL, 0};
     local_sig(SIG_MONITOR, from, pid, ref, NULL, 0, 0);
     flags |= 2;
   } else {

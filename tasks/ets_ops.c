@@ -158,14 +158,13 @@ static void free_objs(ets_obj **v, uint32_t n, ets_obj **stack) {
 
 /* One tuple (no version byte) at p, located (l), into a set or ordered_set, with the
 ** table entered for a single-key write and the key's stripe (st, or NULL) locked: by
-** the stripe alone when fast (ets_fast_enter). An object of the same size under the
-** key is overwritten where it is (the key's write lock keeps every reader out): no
-** allocation, nothing to free, and no change to the table's shape or counts. Else a
-** new object replaces it. */
-static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *p,
-                      const ets_loc *l, ets_stripe *st, int fast) {
-  ets_key k = {p + l->key_off - 1, p + l->key_off - 1 + l->key_len, l->hash};
-  ets_obj *o = ets_find(t, &k), *old = NULL;
+** the stripe alone when fast (ets_fast_enter); o is what ets_find gave for its key,
+** under those locks. An object of the same size under the key is overwritten where
+** it is (the key's write lock keeps every reader out): no allocation, nothing to
+** free, and no change to the table's shape or counts. Else a new object replaces it. */
+static int insert_found(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *p,
+                        const ets_loc *l, ets_stripe *st, int fast, ets_obj *o) {
+  ets_obj *old = NULL;
   int wants = 0, rc = 0;
   if (o && o->len == l->len) {
     ets_obj_fill(o, p, l);
@@ -181,11 +180,17 @@ static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *
   return rc;
 }
 
+static int insert_one(lpvm_task *self, lpvm_tab tab, ets_tab *t, const uint8_t *p,
+                      const ets_loc *l, ets_stripe *st, int fast) {
+  ets_key k = {p + l->key_off - 1, p + l->key_off - 1 + l->key_len, l->hash};
+  return insert_found(self, tab, t, p, l, st, fast, ets_find(t, &k));
+}
+
 /* The objects are built once the table is entered, so the table's shape is read
 ** under its lock with no extra lock round trip; only then is the key's stripe known
 ** (write_concurrency). One object: a single-key write; several: the table alone.
-** A flat tuple is first offered to a read_concurrency + write_concurrency set by its
-** stripe alone, located as if its key were first (checked once entered). */
+** (A flat tuple was first offered to a read_concurrency + write_concurrency set by
+** its stripe alone: lpvm_ets_insert.) */
 static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len,
                      int only_new) {
   ets_tab *t;
@@ -195,13 +200,6 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
   if (ets_term_check_flat(term, len, &first_end)) return LPVM_EBADTERM;
   ets_stripe *st;
   ets_loc l;
-  if (first_end && !only_new && len <= UINT32_MAX) {
-    ets_loc_first(term + 1, term + len, first_end, 1, &l);
-    if (ets_fast_enter(self, tab, 1, l.hash, &t, &st)) {
-      if (t->keypos == 1 && !tab_is_bag(t)) return insert_one(self, tab, t, term + 1, &l, st, 1);
-      ets_fast_leave(t, 1, st);
-    }
-  }
   /* (a checked term has a tag after its version byte) */
   long count = term[1] == TAG_SMALL_TUPLE ? 1 : count_objs(term, len);
   if (count < 0) return LPVM_ETS_EOBJECT;
@@ -245,8 +243,118 @@ static int do_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t 
   return only_new ? fresh : 0;
 }
 
+/* The usual insert from Lua (one flat tuple into a read_concurrency +
+** write_concurrency set, over an object of the same size) all in one frame: the check,
+** the key's hash, the stripe, the find and the copy inline, with no call but memcpy
+** (and memcmp for a key over 8 bytes): as calls through do_insert and insert_one,
+** their frames cost ~45 instructions of an insert's ~500 in C. Anything else goes do_insert's way, which
+** checks the term (a flat tuple again: a few tens of instructions, off this path). */
 int lpvm_ets_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len) {
+  const uint8_t *first_end;
+  ets_tab *t;
+  ets_stripe *st;
+  ets_loc l;
+  if (len <= UINT32_MAX && ets_flat_tuple(term, len, &first_end) && first_end) {
+    ets_loc_first(term + 1, term + len, first_end, 1, &l);
+    if (ets_fast_enter(self, tab, 1, l.hash, &t, &st)) {   /* a hash table's */
+      if (t->keypos == 1 && t->type == LPVM_ETS_SET) {
+        ets_key k = {term + 3, first_end, l.hash};
+        ets_obj *o = hash_find(t, &k);
+        if (o && o->len == l.len) {
+          ets_obj_fill(o, term + 1, &l);
+          ets_fast_leave(t, 1, st);
+          return 0;
+        }
+        return insert_found(self, tab, t, term + 1, &l, st, 1, o);
+      }
+      ets_fast_leave(t, 1, st);
+    }
+  }
   return do_insert(self, tab, term, len, 0);
+}
+
+/* A tuple of integers (lpvm_ets_insert_ints). Up to INTS_FAST of them within 32 bits
+** (SMALL_INTEGER_EXT or INTEGER_EXT, as lpvm_put_int writes them) are written by the
+** table itself, with no term to check: the key's hash is its value's (term_hash gives
+** an integer the same hash in every encoding), and on a read_concurrency +
+** write_concurrency set an object of the same size under the key is rewritten from
+** the integers where it is (lpvm_ets_insert's fast path, minus the term's check and
+** copy). Anything else is encoded and inserted as a term. */
+#define INTS_FAST 16
+
+static inline size_t int_size(int64_t x) { return x >= 0 && x <= 255 ? 2 : 5; }
+
+/* x (within 32 bits) at q: its bytes. */
+static inline size_t int_put(uint8_t *q, int64_t x) {
+  if (x >= 0 && x <= 255) {
+    q[0] = TAG_SMALL_INT, q[1] = (uint8_t)x;
+    return 2;
+  }
+  uint32_t be = __builtin_bswap32((uint32_t)x);   /* big-endian */
+  q[0] = TAG_INT;
+  memcpy(q + 1, &be, 4);
+  return 5;
+}
+
+/* The tuple's bytes without the version byte (its size checked by the caller). */
+static inline void ints_put(uint8_t *q, const int64_t *v, size_t n) {
+  q[0] = TAG_SMALL_TUPLE;
+  q[1] = (uint8_t)n;
+  q += 2;
+  for (size_t i = 0; i < n; i++) q += int_put(q, v[i]);
+}
+
+static int insert_ints_term(lpvm_task *self, lpvm_tab tab, const int64_t *v, size_t n) {
+  if (n > UINT32_MAX) return LPVM_ETS_EOBJECT;
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, (uint32_t)n);
+  for (size_t i = 0; i < n; i++) lpvm_put_int(&b, v[i]);
+  int rc = b.err ? b.err : lpvm_ets_insert(self, tab, b.data, b.len);
+  lpvm_tbuf_free(&b);
+  return rc;
+}
+
+/* With n in 1..INTS_FAST; always inline, so that {Key, Value} (n 2) gets its own
+** copy with the loops unrolled (~25 instructions less). */
+static inline __attribute__((always_inline)) int insert_ints(lpvm_task *self, lpvm_tab tab,
+                                                             const int64_t *v, size_t n) {
+  uint32_t len = 3;   /* version, SMALL_TUPLE_EXT, arity */
+  for (size_t i = 0; i < n; i++) {
+    if ((uint64_t)v[i] + UINT64_C(0x80000000) > UINT32_MAX)   /* outside 32 bits */
+      return insert_ints_term(self, tab, v, n);
+    len += (uint32_t)int_size(v[i]);
+  }
+  uint8_t buf[3 + 5 * INTS_FAST], key[5];
+  ets_loc l = {len, 3, (uint32_t)int_put(key, v[0]), term_mix(TERM_HASH_NUM, (uint64_t)v[0])};
+  ets_tab *t;
+  ets_stripe *st;
+  if (ets_fast_enter(self, tab, 1, l.hash, &t, &st)) {   /* a hash table's */
+    if (t->keypos == 1 && t->type == LPVM_ETS_SET) {
+      ets_key k = {key, key + l.key_len, l.hash};
+      ets_obj *o = hash_find(t, &k);
+      if (o && o->len == len) {   /* as ets_obj_fill, from the integers */
+        o->data[0] = TERM_VERSION;
+        ints_put(o->data + 1, v, n);
+        o->key_off = l.key_off;
+        o->key_len = l.key_len;
+        ets_fast_leave(t, 1, st);
+        return 0;
+      }
+      ints_put(buf + 1, v, n);
+      return insert_found(self, tab, t, buf + 1, &l, st, 1, o);
+    }
+    ets_fast_leave(t, 1, st);
+  }
+  buf[0] = TERM_VERSION;
+  ints_put(buf + 1, v, n);
+  return do_insert(self, tab, buf, len, 0);
+}
+
+int lpvm_ets_insert_ints(lpvm_task *self, lpvm_tab tab, const int64_t *v, size_t n) {
+  if (n == 2) return insert_ints(self, tab, v, 2);
+  if (n == 0 || n > INTS_FAST) return insert_ints_term(self, tab, v, n);
+  return insert_ints(self, tab, v, n);
 }
 
 int lpvm_ets_insert_new(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size_t len) {

@@ -218,6 +218,87 @@ Test(ets, insert_in_place) {
   vm_stop();
 }
 
+/* lpvm_ets_insert_ints writes what lpvm_ets_insert of the same tuple writes, in every
+** kind of table and both ways (the fast path of a read_concurrency +
+** write_concurrency set, in place or as a new object, and the term's way): after each
+** insert the key's objects and the whole table read the same bytes from two tables fed
+** the two ways. Integers at the edges of each encoding, arities 1 to 17 (past the
+** fast path), keypos 2, and the errors: no elements, a key position past the tuple. */
+Test(ets, insert_ints_as_insert) {
+  vm_start_n(1, 1);
+  static const int64_t edge[] = {0, 1, 255, 256, -1, 1000, 70000, INT32_MAX, INT32_MIN,
+                                 (int64_t)INT32_MAX + 1, (int64_t)INT32_MIN - 1,
+                                 INT64_MAX, INT64_MIN, 7};
+  enum { NE = sizeof edge / sizeof edge[0] };
+  lpvm_tbuf b, k, out1, out2;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&k);
+  lpvm_tbuf_init(&out1);
+  lpvm_tbuf_init(&out2);
+  for (int type = LPVM_ETS_SET; type <= LPVM_ETS_DUPLICATE_BAG; type++)
+    for (int conc = 0; conc < 4; conc++)
+      for (uint32_t keypos = 1; keypos <= 2; keypos++) {
+        lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+        o.type = type;
+        o.keypos = keypos;
+        o.write_concurrency = conc & 1;
+        o.read_concurrency = conc >> 1;
+        lpvm_tab t1, t2;
+        cr_assert_eq(lpvm_ets_new(NULL, &o, &t1), 0);
+        cr_assert_eq(lpvm_ets_new(NULL, &o, &t2), 0);
+        for (int i = 0; i < 6 * NE; i++) {
+          /* {key, value, ...}: a key from the edges, the rest varying in size so that
+          ** some inserts fit the old object and some do not; each row twice, the
+          ** second time with its values' low bits flipped (the same sizes: in place) */
+          int64_t v[17];
+          size_t n = 1 + (size_t)(i * 5) % 17;
+          if (i % 3 == 0) n = 2;
+          if (n == 1 && keypos == 2) n = 2;
+          for (size_t j = 0; j < n; j++) v[j] = edge[(i + j * (size_t)(i % 3 + 1)) % NE];
+          for (int again = 0; again < 2; again++) {
+            for (size_t j = 0; again && j < n; j++)
+              if (j != keypos - 1) v[j] ^= 1;
+            lpvm_tbuf_reset(&b);
+            lpvm_put_tuple(&b, (uint32_t)n);
+            for (size_t j = 0; j < n; j++) lpvm_put_int(&b, v[j]);
+            cr_assert_eq(lpvm_ets_insert(NULL, t1, b.data, b.len), 0);
+            cr_assert_eq(lpvm_ets_insert_ints(NULL, t2, v, n), 0, "type %d conc %d n %zu",
+                         type, conc, n);
+            int_term(&k, v[keypos - 1]);
+            lpvm_tbuf_reset(&out1);
+            lpvm_tbuf_reset(&out2);
+            cr_assert_eq(lpvm_ets_lookup(NULL, t1, k.data, k.len, &out1),
+                         lpvm_ets_lookup(NULL, t2, k.data, k.len, &out2));
+            cr_assert_eq(out1.len, out2.len);
+            cr_assert(memcmp(out1.data, out2.data, out1.len) == 0, "the same bytes");
+          }
+        }
+        lpvm_tbuf_reset(&out1);
+        lpvm_tbuf_reset(&out2);
+        cr_assert_eq(lpvm_ets_tab2list(NULL, t1, &out1), lpvm_ets_tab2list(NULL, t2, &out2));
+        cr_assert_eq(out1.len, out2.len);
+        cr_assert(memcmp(out1.data, out2.data, out1.len) == 0, "the same bytes");
+        lpvm_ets_tabinfo i1, i2;
+        cr_assert_eq(lpvm_ets_info(t1, &i1), 0);
+        cr_assert_eq(lpvm_ets_info(t2, &i2), 0);
+        cr_assert_eq(i1.size, i2.size);
+        cr_assert_eq(i1.memory, i2.memory);
+        int64_t one = 5;
+        cr_assert_eq(lpvm_ets_insert_ints(NULL, t2, &one, 0), LPVM_ETS_EOBJECT);
+        cr_assert_eq(lpvm_ets_insert_ints(NULL, t2, &one, 1),
+                     keypos == 1 ? 0 : LPVM_ETS_EOBJECT);
+        cr_assert_eq(lpvm_ets_delete(NULL, t1), 0);
+        cr_assert_eq(lpvm_ets_delete(NULL, t2), 0);
+        int64_t kv[2] = {1, 2};
+        cr_assert_eq(lpvm_ets_insert_ints(NULL, t2, kv, 2), LPVM_ETS_ENOTAB);
+      }
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&k);
+  lpvm_tbuf_free(&out1);
+  lpvm_tbuf_free(&out2);
+  vm_stop();
+}
+
 /* ---- stress ------------------------------------------------------------------------ */
 
 typedef struct stress {
@@ -350,9 +431,10 @@ Test(ets, stress_set_read_write_concurrency) { run_stress(LPVM_ETS_SET, 1, 1); }
 Test(ets, stress_ordered_set_read_concurrency) { run_stress(LPVM_ETS_ORDERED_SET, 0, 1); }
 
 /* Whole objects: readers look up a few keys while writers insert (in place and as new
-** objects of another size), update all fields at once, delete, insert_new and take the
-** same keys. Every object a reader gets is {K, V, V, V} with its own key: never half
-** written, never a mix of two writes. */
+** objects of another size; from a term and from integers, lpvm_ets_insert_ints), update
+** all fields at once, delete, insert_new and take the same keys. Every object a reader
+** gets is {K, V, V, V} with its own key: never half written, never a mix of two
+** writes. */
 enum { WHOLE_KEYS = 8 };
 
 static void obj_kvvv(lpvm_tbuf *b, int64_t k, int64_t v) {
@@ -400,10 +482,15 @@ static void *whole_writer(void *arg) {
     int64_t v = i % 3 == 0 ? i % 200 : i % 3 == 1 ? 100000 + i : (INT64_C(1) << 40) + i;
     int_term(&key, k);
     switch (i % 5) {
-      case 0: case 1:
+      case 0:
         obj_kvvv(&b, k, v);
         cr_assert_eq(lpvm_ets_insert(NULL, s->tab, b.data, b.len), 0);
         break;
+      case 1: {   /* the same object from its integers (rewritten in place from them) */
+        int64_t row[4] = {k, v, v, v};
+        cr_assert_eq(lpvm_ets_insert_ints(NULL, s->tab, row, 4), 0);
+        break;
+      }
       case 2:
         lpvm_tbuf_reset(&vals);
         lpvm_put_list(&vals, 3);

@@ -83,6 +83,11 @@ static const char *const cases[] = {
   /* strings of every length around the encoder's word copies (0 to 45 bytes) */
   "local t, s = {}, 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ' "
   "for i = 0, 45 do t[#t + 1] = s:sub(1, i) t[#t + 1] = {s:sub(i + 1)} end return t",
+  /* 17 to 32 bytes (compared as four words by the reader's cache): one byte changed
+  ** in each word, between copies of the string */
+  "local t, s = {}, 'abcdefghijklmnopqrstuvwxyz012345' for i = 17, 32 do "
+  "local b = s:sub(1, i) t[#t + 1] = b for _, j in ipairs({2, 9, 12, i - 8, i - 1}) do "
+  "t[#t + 1] = b:sub(1, j - 1) .. '#' .. b:sub(j + 1) t[#t + 1] = b end end return t",
 };
 
 static int pid_fn(lua_State *L) {

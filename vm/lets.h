@@ -13,6 +13,7 @@
 
 #include "lpvm/ets.h"
 #include "lpvm/term.h"
+#include "vm/lraw.h"
 
 /* Room for a key or an object on the fast paths; what does not fit takes the
 ** general path (lterm.c). */
@@ -43,6 +44,28 @@ static inline size_t lets_int_term(uint8_t *buf, size_t cap, lua_Integer v) {
 /* The Lua array at idx, all of whose elements are scalars, as a tuple (version byte
 ** first): its length, or 0 (another shape, or too big: use the general encoder). */
 size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap);
+/* The usual object, a Lua array of integers ({k, v}, a counter's row) held in its
+** array part alone (no hash part, no length search pending, its last slot not nil:
+** its length is alimit, as luaH_getn answers), copied into v (cap of them at most)
+** for lpvm_ets_insert_ints: how many, or 0 for anything else (lets_object's way
+** then). Inline in an insert, with lraw_ok() already asked by the caller. */
+static inline size_t lets_int_row(const lraw_table *t, int64_t *v, size_t cap) {
+  unsigned n = t->alimit;
+  if ((t->flags & LRAW_BITRAS) || t->lastfree || n == 0 || n > cap ||
+      lraw_is_nil(&t->array[n - 1]))
+    return 0;
+  const lraw_tvalue *a = t->array;
+  if (n == 2) {   /* {k, v}: no loop */
+    if (a[0].tt != LRAW_VNUMINT || a[1].tt != LRAW_VNUMINT) return 0;
+    v[0] = a[0].v.i, v[1] = a[1].v.i;
+    return 2;
+  }
+  for (unsigned i = 0; i < n; i++) {
+    if (a[i].tt != LRAW_VNUMINT) return 0;
+    v[i] = a[i].v.i;
+  }
+  return n;
+}
 /* Push n tuples lying back to back in [p, p + len) (no version byte) as a Lua
 ** array of arrays, each made with its exact size. Raises on a malformed term. Uses 3
 ** stack slots without asking: call it with LUA_MINSTACK's slots free (as a C

@@ -122,7 +122,11 @@ int lets_select_first(lua_State *L, lpvm_task *self, lpvm_tab tab, const lpvm_tb
 
 int lets_select_next(lua_State *L, lpvm_task *self, lpvm_tbuf *out) {
   lets_cont *old = luaL_testudata(L, 1, CONT_MT);
-  if (!old) return luaL_typeerror(L, 1, "continuation");
+  if (!old) {   /* select(t) without a specification: say so, as before */
+    if (lua_type(L, 1) == LUA_TSTRING || lua_type(L, 1) == LUA_TUSERDATA)
+      luaL_checktype(L, 2, LUA_TTABLE);
+    return luaL_typeerror(L, 1, "continuation");
+  }
   if (old->done) {
     lua_pushnil(L);
     return 1;

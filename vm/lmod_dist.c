@@ -99,17 +99,30 @@ static int opt_field(lua_State *L, int t, const char *k) {
 }
 
 /* net_start(name [, {cookie=, longnames=, listen=, ticktime=, remote_code=}]) -> true |
-** nil, reason; remote_code = false is lpvm --no-remote-code. */
+** nil, reason; remote_code = false is lpvm --no-remote-code. A name the node could not
+** be reached by (empty, a second '@', a NUL, too long), a cookie that does not fit and
+** an unknown option are mistakes and raise. remote_code is set before the node
+** listens (no peer may come in trusted first) and put back if it does not start. */
 static int lmod_net_start(lua_State *L) {
+  static const char *const known[] = {"cookie", "listen", "longnames", "ticktime",
+                                      "remote_code", NULL};
   lpvm_dist_opts o = {0};
-  o.name = luaL_checkstring(L, 1);
+  size_t nl, cl;
+  o.name = luaL_checklstring(L, 1, &nl);
+  luaL_argcheck(L, strlen(o.name) == nl, 1, "node name must not contain a NUL byte");
   o.hidden = 1;
+  int remote_code = -1;
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
-    if (opt_field(L, 2, "cookie") != LUA_TNIL) o.cookie = luaL_checkstring(L, -1);
+    lmod_check_keys(L, 2, known, "net_start option");
+    if (opt_field(L, 2, "cookie") != LUA_TNIL) {
+      o.cookie = luaL_checklstring(L, -1, &cl);
+      luaL_argcheck(L, strlen(o.cookie) == cl && cl <= 255, 2,
+                    "cookie must be at most 255 bytes without NUL");
+    }
     if (opt_field(L, 2, "listen") != LUA_TNIL) o.listen = luaL_checkstring(L, -1);
     if (opt_field(L, 2, "longnames") != LUA_TNIL) o.longnames = lua_toboolean(L, -1);
-    if (opt_field(L, 2, "remote_code") != LUA_TNIL) lterm_trust_remote_funs(lua_toboolean(L, -1));
+    if (opt_field(L, 2, "remote_code") != LUA_TNIL) remote_code = lua_toboolean(L, -1);
     if (opt_field(L, 2, "ticktime") != LUA_TNIL) {
       lua_Integer t = luaL_checkinteger(L, -1);
       luaL_argcheck(L, t >= 1 && t <= 3600, 2, "ticktime must be 1..3600 seconds");
@@ -117,8 +130,14 @@ static int lmod_net_start(lua_State *L) {
     }
   }
   lmod_dist_install();
+  int trusted = lterm_remote_funs_trusted();
+  if (remote_code >= 0) lterm_trust_remote_funs(remote_code);
   int rc = lpvm_dist_start(&o);
+  if (rc) lterm_trust_remote_funs(trusted);
   if (rc == LPVM_ESTATE) { lua_pushnil(L); lua_pushliteral(L, "already_started"); return 2; }
+  if (rc == LPVM_EINVAL)   /* the cookie was checked above: the name is wrong */
+    return luaL_argerror(L, 1, "node name expected (name or name@host: one '@', "
+                               "a name part of 1..200 bytes, a host)");
   if (rc) return lmod_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
@@ -197,12 +216,15 @@ static int lmod_disconnect(lua_State *L) {
 }
 
 /* monitor_node(node [, flag]): {"nodedown", node} arrives when the connection goes
-** (at once if it cannot be made); flag false removes one such monitor. */
+** (at once if it cannot be made); flag false removes one such monitor. This node,
+** once distributed, never goes down for its own processes (erl says nothing either):
+** there is no connection to it, and subscribing answered nodedown at once. */
 static int lmod_monitor_node(lua_State *L) {
   lproc *p = lproc_check(L);
   const char *n = check_node(L, 1);
   int on = lua_isnoneornil(L, 2) ? 1 : lua_toboolean(L, 2);
-  lpvm_dist_monitor_node(p->task.id, n, on);
+  if (strcmp(n, lpvm_node_name()) != 0 || strcmp(n, "nonode@nohost") == 0)
+    lpvm_dist_monitor_node(p->task.id, n, on);
   lua_pushboolean(L, 1);
   return 1;
 }

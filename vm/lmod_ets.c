@@ -473,7 +473,32 @@ static int insert_common(lua_State *L, int only_new) {
   return 1;
 }
 
-static int l_insert(lua_State *L) { return insert_common(L, 0); }
+/* insert(tab, {k, v}) by the held reference with an array of integers, the usual
+** call: read after one lraw_ok() (check_tab, nargs, lets_object and push_bool each
+** ask it and read the frame again) and handed to lpvm_ets_insert_ints, which writes
+** the object's bytes itself, with no term to encode here and check there (~100
+** instructions an insert). Anything else: insert_common, from the start. */
+#define INSERT_INTS 16
+static int l_insert(lua_State *L) {
+  if (lraw_ok()) {
+    lraw_state *s = (lraw_state *)(void *)L;
+    const lraw_tvalue *a = s->ci->func + 1, *held = lraw_upvalue(L, 3);
+    int64_t v[INSERT_INTS];
+    size_t n;
+    if (s->top - a == 2 && a[0].tt == LRAW_VUSERDATA && held->tt == LRAW_VUSERDATA &&
+        a[0].v.gc == held->v.gc && a[1].tt == LRAW_VTABLE &&
+        (n = lets_int_row(a[1].v.gc, v, INSERT_INTS)) != 0) {
+      lproc *p = (lproc *)s->l_G->ud;   /* lproc_check's, the layout trusted above */
+      if (!p || !p->L) lproc_not_a_process(L);
+      int rc = lpvm_ets_insert_ints(&p->task, (lpvm_tab)lraw_upvalue(L, 4)->v.i, v, n);
+      if (rc < 0) return fail(L, rc, 2);
+      s->top->v.i = 0, s->top->tt = LRAW_VTRUE;   /* as push_bool */
+      s->top++;
+      return 1;
+    }
+  }
+  return insert_common(L, 0);
+}
 static int l_insert_new(lua_State *L) { return insert_common(L, 1); }
 
 typedef int (*key_out_fn)(lpvm_task *, lpvm_tab, const uint8_t *, size_t, lpvm_tbuf *);

@@ -50,15 +50,23 @@ static lpvm_id check_target(lua_State *L, int arg, const char *fname) {
 }
 
 /* send({name, node}, ...): a registered name on another node (Erlang's {Name, Node} !
-** Msg). Like Erlang it succeeds even when nobody has that name over there. */
+** Msg). Like Erlang it succeeds even when nobody has that name over there, when the
+** node cannot be reached or this VM is not distributed (the message is dropped), and
+** when the node is this one and the name is free. A name lpvm could never register
+** or a node name without '@' is a mistake and raises. */
 static int send_remote_name(lua_State *L, lproc *p) {
   lua_rawgeti(L, 1, 1);
   lua_rawgeti(L, 1, 2);
-  const char *name = lua_tostring(L, -2), *node = lua_tostring(L, -1);
+  size_t nl;
+  const char *name = lua_tolstring(L, -2, &nl), *node = lua_tostring(L, -1);
   if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
     return luaL_argerror(L, 1, "pid, name or {name, node} expected");
+  luaL_argcheck(L, nl >= 1 && nl <= 255 && strlen(name) == nl, 1,
+                "{name, node}: name must be 1..255 bytes without NUL");
+  luaL_argcheck(L, strchr(node, '@') != NULL, 1, "{name, node}: node name (name@host) expected");
   lua_pop(L, 2);   /* the table at 1 keeps both strings alive */
   if (strcmp(node, lpvm_node_name()) == 0) {
+    if (!lpvm_whereis(name)) { lua_pushboolean(L, 1); return 1; }   /* dropped */
     lua_pushstring(L, name);
     lua_replace(L, 1);
     return -1;   /* a local name after all */
@@ -68,7 +76,7 @@ static int send_remote_name(lua_State *L, lproc *p) {
   int rc = flat ? lpvm_dist_send_name(&p->task, name, node, lpvm_msg_data(flat),
                                       lpvm_msg_len(flat)) : LPVM_ENOMEM;
   lpvm_msg_free(flat);
-  if (rc) return lmod_fail(L, rc);
+  if (rc && rc != LPVM_ENOPROC) return lmod_fail(L, rc);   /* ENOPROC: no connection */
   lua_pushboolean(L, 1);
   return 1;
 }

@@ -13,6 +13,7 @@
 #include "lpvm/task.h"
 #include "lpvm/term.h"
 #include "vm/lproc.h"
+#include "vm/lproc_small.h"
 #include "vm/lraw.h"
 
 /* What a process waits for while its main thread is suspended. */
@@ -180,6 +181,17 @@ void lproc_state_init(lua_State *L, int kept);
 void lproc_gc_default(lua_State *L);
 void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the owner */
 void *lproc_alloc_closing(void *ud, void *ptr, size_t osize, size_t nsize);   /* lua_close */
+
+/* lproc_alloc's most common case, inline for a maker of many objects (vm/lraw_new.c's
+** lists, when the state's allocator is lproc_alloc): a new block of nsize bytes from
+** the thread's lists, for an owner with no heap limit, no cleaning watch and no block
+** being bumped; NULL otherwise, and lproc_alloc decides as for any block. */
+static inline void *lproc_alloc_small(lproc *p, size_t nsize) {
+  if (!p || p->max_heap || p->clean_watch || p->blk_bump) return NULL;
+  void *q = lproc_small_pop(nsize);
+  if (q) p->mem += nsize;
+  return q;
+}
 size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */
 
 /* lproc_block.c: a new state's first objects carved from one block of LPROC_BLOCK

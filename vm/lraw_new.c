@@ -27,11 +27,22 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "vm/lproc_int.h"
 #include "vm/lraw.h"
 
 /* The node part of a table without one: liblua's one static dummy node, the same for
 ** every state; NULL until lraw_new_check has seen it (and then Lua's way). */
 static _Atomic(void *) dummy_node;
+
+/* A new block, as g->frealloc(g->ud, NULL, tag, n) gives it: a process's state takes
+** its allocator's common case inline (lproc_alloc_small), without the call. */
+static inline void *new_block(lraw_global *g, size_t tag, size_t n) {
+  if (g->frealloc == lproc_alloc) {
+    void *q = lproc_alloc_small(g->ud, n);
+    if (q) return q;
+  }
+  return g->frealloc(g->ud, NULL, tag, n);
+}
 
 /* The table and its array made here when the collector's debt stays <= 0 with both;
 ** NULL (nothing made, nothing counted): Lua's way. */
@@ -40,9 +51,9 @@ static lraw_tvalue *new_here(lraw_state *s, unsigned n) {
   size_t size = (size_t)n * sizeof(lraw_tvalue);
   void *node = atomic_load_explicit(&dummy_node, memory_order_relaxed);
   if (!node || g->GCdebt + (ptrdiff_t)(sizeof(lraw_table) + size) > 0) return NULL;
-  lraw_table *h = g->frealloc(g->ud, NULL, LUA_TTABLE, sizeof *h);   /* luaM_newobject */
+  lraw_table *h = new_block(g, LUA_TTABLE, sizeof *h);   /* luaM_newobject */
   if (!h) return NULL;
-  lraw_tvalue *a = g->frealloc(g->ud, NULL, 0, size);   /* luaM_reallocvector */
+  lraw_tvalue *a = new_block(g, 0, size);   /* luaM_reallocvector */
   if (!a) {
     g->frealloc(g->ud, h, sizeof *h, 0);
     return NULL;

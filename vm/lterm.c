@@ -12,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -791,7 +792,50 @@ static int push_trusted(lua_State *L) {
   return push_values(L, &r, 1, a->m, a->skip);
 }
 
+/* A big message is decoded after the minor collection its tables would have run
+** in the middle of being made (see docs/performance.md, "Collecting before a big
+** message"). */
+/* Collecting before a big message (docs/performance.md, "Collecting before a big
+** message"). Decoding a message whose tables are about as big as the receiver's heap
+** (very_big(15): ~9 KB of tables, a forwarding process's heap ~9 KB) ran the minor
+** collection its allocations were due in the middle of making them: the part made so
+** far was marked (it is alive), and the message before it, dead by then, swept. Now
+** the collection that the message's tables would bring forward (the debt plus a
+** guess of what they take, LTERM_GC_FACTOR times its bytes, is positive) runs before
+** they are made, while only the dead one is there; then the debt is lowered by what
+** is left of the guess, so they are made without one, and the next big message
+** collects them first. The guess is at most LTERM_GC_ROOM: past it a message's
+** collection in the middle is a small part of making it, and a guess of many
+** megabytes would leave that much garbage uncollected. Only in generational mode with the collector running, as Lua
+** set it (a stopped one or the incremental collector of a process that chose it are
+** left to their pace).
+**
+** LUA_GCSTEP 0 sets the debt to 0 first, and Lua 5.4's generational step takes its
+** major collection only when the debt is positive: the step here is always a minor
+** one, with the same effect as Lua's when the heap has not grown past the major
+** threshold. That test, the heap past GCestimate (the heap after the last major
+** collection) plus genmajormul percent of it, is made after the minor collection,
+** whose garbage is young and not what the threshold is for: past it, the debt is
+** made positive and Lua's own step decides (the major collection, or its full steps
+** after a bad one). */
+static void gc_before(lua_State *L, size_t len) {
+  if (len < LTERM_GC_BEFORE || !lraw_tail_ok()) return;
+  const lraw_global *g = lraw_g(L);
+  if (g->gckind != 1 || g->gcstp != 0) return;
+  ptrdiff_t need = len < LTERM_GC_ROOM / LTERM_GC_FACTOR ? (ptrdiff_t)len * LTERM_GC_FACTOR
+                                                          : LTERM_GC_ROOM;
+  if (g->GCdebt + need <= 0) return;
+  lua_gc(L, LUA_GCSTEP, 0);
+  if (g->gckind != 1) return;   /* a finalizer changed the mode */
+  size_t total = (size_t)(g->totalbytes + g->GCdebt), base = g->GCestimate;
+  if (g->lastatomic == 0 && total > base + base / 100 * (size_t)g->genmajormul * 4)
+    lua_gc(L, LUA_GCSTEP, (int)(-g->GCdebt / 1024) + 1);   /* debt > 0: Lua decides */
+  if (g->gckind == 1 && g->GCdebt + need > 0)
+    lua_gc(L, LUA_GCSTEP, -(int)((g->GCdebt + need) / 1024 + 1));
+}
+
 static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
+  gc_before(L, m->len);
   if (!(m->flags & LPVM_MSGF_BINS) && !lpvm_id_is_remote(m->from)) {
     int n = lterm_push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len, skip);
     if (n >= 0) return n;

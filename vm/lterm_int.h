@@ -13,6 +13,12 @@
 #include "lpvm/term.h"
 
 #define LTERM_DEPTH 200   /* nesting limit, both ways */
+/* lterm.c gc_before: a message of LTERM_GC_BEFORE bytes or more is decoded after the
+** collection its tables would bring forward, guessed at LTERM_GC_FACTOR times its
+** bytes (very_big(15) makes 2.8), at most LTERM_GC_ROOM */
+#define LTERM_GC_BEFORE 256
+#define LTERM_GC_FACTOR 4
+#define LTERM_GC_ROOM (1 << 20)
 #define LTERM_PATH_SLOTS 256  /* lterm.c's cycle check: a power of 2, <= 256 */
 #define LTERM_PID_MAX 48  /* lterm_raw.c's copied pid: a node name of up to 33 bytes */
 #define LTERM_RETRY (-2)  /* encoder: a function met outside a graph; start again as one */
@@ -69,6 +75,10 @@ static inline void lterm_copy_bytes(uint8_t *d, const char *s, size_t n) {
     memcpy(d, &x, 4), memcpy(d + n - 4, &y, 4);
   } else if (n < 4) {
     if (n) d[0] = (uint8_t)s[0], d[n / 2] = (uint8_t)s[n / 2], d[n - 1] = (uint8_t)s[n - 1];
+  } else if (n <= 32) {   /* 17-32: four overlapping words (very_big's 17-byte string) */
+    uint64_t x, y, z, w;
+    memcpy(&x, s, 8), memcpy(&y, s + 8, 8), memcpy(&z, s + n - 16, 8), memcpy(&w, s + n - 8, 8);
+    memcpy(d, &x, 8), memcpy(d + 8, &y, 8), memcpy(d + n - 16, &z, 8), memcpy(d + n - 8, &w, 8);
   } else {
     memcpy(d, s, n);
   }

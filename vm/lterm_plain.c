@@ -92,9 +92,12 @@ typedef struct strs {
   const lraw_string *s[STR_SLOTS];
 } strs;
 
-/* The k bytes at x and y are the same: up to 16 compared as two (overlapping) words,
-** without a call to memcmp. */
+/* The k bytes at x and y are the same: up to 32 compared as two or four (overlapping)
+** words, without a call to memcmp. */
 static inline int same_bytes(const char *x, const uint8_t *y, size_t k) {
+  if (k < 4)   /* first: atoms' names and very_big's one-letter strings */
+    return k == 0 || ((uint8_t)x[0] == y[0] && (uint8_t)x[k / 2] == y[k / 2] &&
+                      (uint8_t)x[k - 1] == y[k - 1]);
   if (k >= 8 && k <= 16) {
     uint64_t a, b, c, d;
     memcpy(&a, x, 8), memcpy(&b, x + k - 8, 8), memcpy(&c, y, 8), memcpy(&d, y + k - 8, 8);
@@ -105,9 +108,12 @@ static inline int same_bytes(const char *x, const uint8_t *y, size_t k) {
     memcpy(&a, x, 4), memcpy(&b, x + k - 4, 4), memcpy(&c, y, 4), memcpy(&d, y + k - 4, 4);
     return a == c && b == d;
   }
-  if (k < 4)
-    return k == 0 || ((uint8_t)x[0] == y[0] && (uint8_t)x[k / 2] == y[k / 2] &&
-                      (uint8_t)x[k - 1] == y[k - 1]);
+  if (k <= 32) {   /* 17-32: four overlapping words (very_big's 17-byte string) */
+    uint64_t a, b, c, d, e, f, g, h;
+    memcpy(&a, x, 8), memcpy(&b, x + 8, 8), memcpy(&c, x + k - 16, 8), memcpy(&d, x + k - 8, 8);
+    memcpy(&e, y, 8), memcpy(&f, y + 8, 8), memcpy(&g, y + k - 16, 8), memcpy(&h, y + k - 8, 8);
+    return ((a ^ e) | (b ^ f) | (c ^ g) | (d ^ h)) == 0;
+  }
   return memcmp(x, y, k) == 0;
 }
 

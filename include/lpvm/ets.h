@@ -108,6 +108,12 @@ LPVM_API int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir,
 /* term: one tuple, or a list of tuples (all inserted atomically, or none). */
 LPVM_API int lpvm_ets_insert(lpvm_task *self, lpvm_tab tab, const uint8_t *term,
                              size_t len);
+/* The tuple {v[0], ..., v[n - 1]} of integers, as lpvm_ets_insert of its term (each
+** integer in its smallest encoding) would insert it, without the caller writing the
+** term: a row of counters, or the {Key, Value} of an insert from Lua (ets.insert(t,
+** {k, v}) goes this way). The same errors (n 0: LPVM_ETS_EOBJECT). */
+LPVM_API int lpvm_ets_insert_ints(lpvm_task *self, lpvm_tab tab, const int64_t *v,
+                                  size_t n);
 /* As insert, but nothing is written if any key is present: 1 inserted, 0 not. */
 LPVM_API int lpvm_ets_insert_new(lpvm_task *self, lpvm_tab tab, const uint8_t *term,
                                  size_t len);

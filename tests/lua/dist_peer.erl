@@ -29,6 +29,8 @@ loop() ->
             From ! {linked, spawn(fun() -> watch_link(From, LpvmPid) end)};
         {<<"monitor">>, From, LpvmPid} ->
             From ! {monitoring, spawn(fun() -> watch_mon(From, LpvmPid) end)};
+        {<<"monitor_name">>, From, Name} ->           % monitor(process, {Name, LpvmNode})
+            spawn(fun() -> watch_name(From, {binary_to_atom(Name), node(From)}) end);
         {<<"rpc">>, From, M, F, A} ->
             From ! {rpc_result, rpc:call(node(From), binary_to_atom(M), binary_to_atom(F), A)};
         {<<"spawn_on">>, From, M, F, A} ->
@@ -40,6 +42,10 @@ loop() ->
                 {<<"back">>, R2, Ours2} -> From ! {back, R2 =:= R, Ours2 =:= Ours}
             after 10000 -> ok
             end;
+        {<<"odd_terms">>, From} ->                     % terms Lua has no twin for
+            {ok, U} = gen_udp:open(0),
+            From ! {odd_terms, fun() -> ok end, fun lists:map/2, <<1:3>>, [1|2], U, "abc"},
+            gen_udp:close(U);
         {<<"forged_fun">>, From} ->                    % damaged bytecode in a function term
             Fun = {lpvm_fun, <<27, "LuaT", 0, "not bytecode">>, []},
             From ! {lpvm_graph, {<<"forged">>, Fun}},
@@ -56,6 +62,11 @@ watch_link(From, Pid) ->
     link(Pid),
     From ! {link_ready, self()},
     receive {'EXIT', Pid, Reason} -> From ! {erl_saw_exit, Pid, Reason} end.
+
+watch_name(From, Target) ->
+    Ref = erlang:monitor(process, Target),
+    From ! {mon_ready, self()},
+    receive {'DOWN', Ref, process, Who, Reason} -> From ! {erl_saw_down_name, Who, Reason} end.
 
 watch_mon(From, Pid) ->
     Ref = erlang:monitor(process, Pid),

@@ -25,10 +25,20 @@ function m.handle_event(ev, content, state, d, from)
     return "next_state", state + 1, d, { { "next_event", "internal", "step2" } }
   end
   if ev == "internal" and content == "step2" then return "next_state", state + 10, d end
+  if ev == "cast" and content == "timed" then   -- a state timeout given with the new state
+    return "next_state", state + 1, d, { "state_timeout", 20, "st_fired" }
+  end
+  if ev == "state_timeout" then return "next_state", state + 100, d end
+  if ev == "cast" and type(content) == "table" and content[1] == "bad_action" then
+    return "keep_state_and_data", content[2]
+  end
   if ev == "cast" and content == "crash" then error("machine crashed") end
   if ev == "cast" and content == "bad" then return "what" end
   return "keep_state_and_data"
 end
+
+-- sys.change_code: OTP's gen_statem shape (old_vsn, state, data, extra) -> ok, state, data
+function m.code_change(_, state, d, extra) return "ok", state + (extra or 0), d end
 
 function m.terminate(reason, state, d) note(d, "terminate", reason, state) end
 

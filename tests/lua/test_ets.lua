@@ -911,6 +911,58 @@ test("many objects: the buckets grow and shrink, and deletion frees them", funct
   ets.delete(t)
 end)
 
+test("insert of an array of integers (its own fast path) reads back as any insert", function()
+  -- lmod_ets.c's l_insert hands {k, v, ...} of integers to lpvm_ets_insert_ints; every
+  -- other shape goes the general way: both must read back the same, in every kind
+  -- of table, over old objects of the same size (rewritten in place) and of others
+  local vals = {0, 1, 255, 256, -1, 1000, 70000, 2147483647, -2147483648, 2147483648,
+                -2147483649, math.maxinteger, math.mininteger}
+  for _, ty in ipairs({"set", "ordered_set", "bag", "duplicate_bag"}) do
+    for _, conc in ipairs({{}, {read_concurrency = true, write_concurrency = true}}) do
+      local t = ets.new("ints", {ty, "public", read_concurrency = conc.read_concurrency,
+                                 write_concurrency = conc.write_concurrency})
+      for i, k in ipairs(vals) do
+        for round = 1, 3 do
+          local v = vals[(i + 1) % #vals + 1]
+          if round == 3 then v = v ~ 1 end   -- the same size as round 2's: in place
+          local row = round == 1 and {k} or {k, v, i}
+          T.eq(ets.insert(t, row), true)
+          local got = ets.lookup(t, k)
+          if ty == "set" or ty == "ordered_set" then
+            T.eq(#got, 1, ty)
+            T.eq(#got[1], #row, ty)
+            for j = 1, #row do T.eq(got[1][j], row[j], ty) end
+            T.eq(math.type(got[1][1]), "integer", ty)
+          end
+        end
+      end
+      -- a hole, a hash part, a float, a string, a nested table: the general way
+      ets.insert(t, {5000, nil, 3})
+      local h = {5001, 2}; h.x = 1
+      ets.insert(t, h)
+      ets.insert(t, {5002, 1.5})
+      ets.insert(t, {5003, "s"})
+      ets.insert(t, {5004, {1, 2}})
+      T.eq(ets.lookup(t, 5000)[1][3], 3, ty)
+      T.eq(#ets.lookup(t, 5001)[1], 2, ty)
+      T.eq(ets.lookup(t, 5002)[1][2], 1.5, ty)
+      T.eq(ets.lookup(t, 5003)[1][2], "s", ty)
+      T.eq(ets.lookup(t, 5004)[1][2][2], 2, ty)
+      -- three distinct objects a key: a set keeps the last, a bag all three
+      T.eq(ets.info(t, "size"), ((ty == "set" or ty == "ordered_set") and 1 or 3) * #vals + 5,
+           ty)
+      ets.delete(t)
+    end
+  end
+  local k2 = ets.new("k2", {"set", "public", keypos = 2})
+  ets.insert(k2, {1, 2})
+  ets.insert(k2, {3, 2})
+  T.eq(ets.lookup(k2, 2)[1][1], 3)
+  local ok, err = pcall(ets.insert, k2, {7})   -- the integers' way, refused by the table
+  T.ok(not ok and tostring(err):find("bad argument #2", 1, true), "keypos 2 of a 1-tuple")
+  ets.delete(k2)
+end)
+
 -- select/3, select/1, match/3, match_object/3, select_reverse (vm/lets_select.c)
 local function chunks(step, objs, cont)
   local all, sizes = {}, {}
@@ -992,6 +1044,8 @@ test("select/1 on a deleted table raises bad argument; bad limits and continuati
   T.raises(function() ets.select(u, {{{"$1"}, {}, {"$1"}}}, "x") end, "bad argument #3")
   T.raises(function() ets.select(u, {"not a clause"}, 5) end, "bad argument #2")
   T.raises(function() ets.select({}) end, "bad argument #1", "continuation")
+  T.raises(function() ets.select(u) end, "bad argument #2", "table expected")
+  T.raises(function() ets.match("limits") end, "bad argument #2", "table expected")
   T.eq(ets.select(u, {{{"$1"}, {}, {"$1"}}}, nil), {1})   -- nil: no limit, select/2
   ets.delete(u)
 end)

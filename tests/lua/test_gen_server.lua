@@ -378,6 +378,18 @@ test("a bad callback return stops the server with bad_return_value", function()
   T.eq(ok, false)
   T.ok(T.mentions(err, "bad_return_value"), T.show(err))
   T.flush()
+  -- a timeout action below 0 or NaN too, through terminate (it ended the server with
+  -- receive's argument error, terminate never called: found by probing actions)
+  for _, t in ipairs({ -5, 0 / 0 }) do
+    pid = assert(start())
+    local ref = lpvm.monitor(pid)
+    T.eq(gs.call(pid, { "timeout", t }), true)
+    local r = T.recv_match(function(tag) return tag == "terminated" end)
+    T.eq(r[2][1], "bad_return_value", T.show(r[2]))
+    local _, why = T.down(ref)
+    T.eq(why[1], "bad_return_value")
+  end
+  T.flush()
 end)
 
 test("init: error, stop, ignore, already_started, start timeout", function()

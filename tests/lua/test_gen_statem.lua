@@ -52,6 +52,60 @@ test("a state timeout is cancelled by a state change", function()
   T.eq(T.recv()[1], "terminate locked")
 end)
 
+test("a state timeout given with a state change is the new state's (it fires); {} actions", function()
+  -- found by probing gen_statem timers: the state change after the actions cancelled it
+  local me = lpvm.self()
+  local m = assert(sm.start_link("otp_machine", { log = me }))
+  sm.cast(m, "timed")
+  T.eq(T.recv()[2], "timed")
+  local r = T.recv()
+  T.eq({ r[1], r[2], r[3] }, { "state_timeout", "st_fired", 1 })
+  T.eq(sm.call(m, "get"), 101)
+  T.recv()
+  sm.cast(m, { "bad_action", {} })   -- an empty list of actions is no action (it ended it)
+  T.recv()
+  T.eq(sm.call(m, "get"), 101)
+  T.recv()
+  T.eq(sm.call(m, "quit"), "bye")
+  T.flush()
+end)
+
+test("a bad time or reply target in an action ends the machine through terminate", function()
+  local me = lpvm.self()
+  for _, bad in ipairs({ { "state_timeout", -5, "x" }, { "timeout", "soon", "x" },
+                         { "state_timeout", 0 / 0, "x" }, { "reply", 42, "x" } }) do
+    local m = assert(sm.start("otp_machine", { log = me }))
+    local ref = lpvm.monitor(m)
+    sm.cast(m, { "bad_action", bad })
+    T.recv()                                           -- the cast, logged
+    local t = T.recv_match(function(tag) return tag == "terminate" end)
+    T.eq(t[2][1], "bad_action_from_state_function", T.show(t[2]))
+    T.eq(t[2][2], bad[1])
+    local _, why = T.down(ref)
+    T.eq(why[1], "bad_action_from_state_function")
+  end
+  T.flush()
+end)
+
+test("sys on a gen_statem: get_state is {state, data}, suspend/resume, change_code", function()
+  -- found by probing sys: a gen_statem took sys's requests for info events, so every
+  -- sys call on one timed out
+  local sys = require "sys"
+  local m = assert(sm.start_link("otp_machine", {}))
+  local st = sys.get_state(m)
+  T.eq(st[1], 0); T.eq(st[2].enters, 0)
+  T.eq(sys.suspend(m), true)
+  sm.cast(m, "chain")
+  T.eq(sys.get_state(m)[1], 0, "suspended: the cast waits in the mailbox")
+  T.eq(sys.resume(m), true)
+  T.eq(sm.call(m, "get"), 11)
+  T.eq(select(2, sys.change_code(m, "other_module", "1")), "not the server's module")
+  T.eq(sys.change_code(m, "otp_machine", "1", 5), true)
+  T.eq(sm.call(m, "get"), 16, "code_change(old_vsn, state, data, extra) gave the new state")
+  T.eq(sm.call(m, "quit"), "bye")
+  T.flush()
+end)
+
 test("handle_event_function: calls, casts, infos, next_event, event timeout", function()
   local me = lpvm.self()
   local m = assert(sm.start_link("otp_machine", { log = me }))

@@ -246,4 +246,32 @@ test("simple_one_for_one: 1,000 children started, restarted, stopped", function(
   lpvm.register("rep")
 end)
 
+test("a start whose module cannot be loaded fails that start only (the supervisor lived on)", function()
+  -- found by probing start specs: require's error ended the supervisor and its children
+  lpvm.trap_exit(true)
+  local s = assert(sup.start_link({ strategy = "one_for_one", children = { w("a") } }))
+  T.eq(started(1)[1], "a")
+  local a = pid_of(s, "a")
+  local pid, why = sup.start_child(s, { id = "z", start = { "no_such_module_x", "start_link" } })
+  T.eq(pid, nil)
+  T.ok(T.mentions(why, "no_such_module_x"), T.show(why))
+  T.ok(lpvm.is_alive(s), "the supervisor lives")
+  T.eq(pid_of(s, "a"), a, "its child was left alone")
+  T.eq(#sup.which_children(s), 1, "the failed spec is not kept")
+  -- at start_link, the same failure is failed_to_start_child, as for a start that raises
+  local p2, why2 = sup.start_link({ strategy = "one_for_one",
+                                    children = { { id = "m", start = { "no_such_module_x", "f" } } } })
+  T.eq(p2, nil)
+  T.eq(why2[1], "shutdown"); T.eq(why2[2][1], "failed_to_start_child"); T.eq(why2[2][2], "m")
+  T.eq(stop_sup(s), "shutdown")
+end)
+
+test("children that are not a table: bad_start_spec, not an error inside init", function()
+  lpvm.trap_exit(true)
+  local pid, why = sup.start_link({ strategy = "one_for_one", children = 5 })
+  T.eq(pid, nil)
+  T.eq(why[1], "bad_start_spec")
+  T.flush()
+end)
+
 T.run()

@@ -71,7 +71,7 @@ local function loop(action)
     elseif action == "hibernate" then
       collectgarbage("collect")
       action = serve()
-    elseif math.type(action) == "integer" or type(action) == "number" then
+    elseif type(action) == "number" and action >= 0 then   -- (-5, NaN: bad_return)
       r = table.pack(receive(nil, action))
       if r.n == 2 and r[1] == nil and r[2] == "timeout" then
         action = noreply_result("handle_info", run(xpcall(S.mod.handle_info or function(_, s)

@@ -74,12 +74,19 @@ local function set_state_timeout(ms, content)
   S.st_timer = lpvm.send_after(ms, lpvm.self(), "$statem_state_timeout", S.st_ref, content)
 end
 
+-- A list of actions, or one action? An empty table is the empty list (OTP's []: it
+-- was taken for one action without a kind and ended the machine with bad_action).
 local function is_list(actions)
-  return type(actions) == "table" and (type(actions[1]) == "table" or actions[1] == "postpone"
-    or actions[1] == "hibernate")
+  return type(actions) == "table" and (actions[1] == nil or type(actions[1]) == "table"
+    or actions[1] == "postpone" or actions[1] == "hibernate")
 end
 
--- Carry out the actions; returns postpone (boolean).
+-- A time an action may carry: ms >= 0, or math.huge (infinity)
+local function good_ms(ms) return type(ms) == "number" and ms >= 0 end
+
+-- Carry out the actions; returns postpone (boolean). A malformed one ends the machine
+-- through terminate, as OTP's {bad_action_from_state_function, Action} does (a bad
+-- time or reply target raised inside the loop: no terminate call, no report).
 local function do_actions(actions, event, enter)
   if actions == nil then return false end
   if type(actions) ~= "table" or not is_list(actions) then actions = { actions } end
@@ -87,16 +94,19 @@ local function do_actions(actions, event, enter)
   for _, a in ipairs(actions) do
     local kind = type(a) == "table" and a[1] or a
     if kind == "reply" then
-      gen.reply(a[2], a[3])
+      local ok, err = pcall(gen.reply, a[2], a[3])
+      if not ok then terminate({ "bad_action_from_state_function", "reply", tostring(err) }) end
     elseif kind == "postpone" then
       if enter then terminate({ "bad_action_from_state_function", "postpone" }) end
       postpone = true
     elseif kind == "hibernate" then
       S.hibernate = true
-    elseif kind == "state_timeout" then
-      set_state_timeout(a[2], a[3])
-    elseif kind == "timeout" then
-      S.ev_timeout, S.ev_content = a[2], a[3]
+    elseif kind == "state_timeout" or kind == "timeout" then
+      if not good_ms(a[2]) then
+        terminate({ "bad_action_from_state_function", kind, tostring(a[2]) })
+      end
+      if kind == "state_timeout" then set_state_timeout(a[2], a[3])
+      else S.ev_timeout, S.ev_content = a[2], a[3] end
     elseif kind == "next_event" then
       if enter then terminate({ "bad_action_from_state_function", "next_event" }) end
       S.inserted[#S.inserted + 1] = { a[2], a[3] }
@@ -155,10 +165,14 @@ local function handle(event)
   else
     terminate({ "bad_return_from_state_function", tostring(verb) })
   end
-  if do_actions(actions, event) then S.postponed[#S.postponed + 1] = event end
+  -- the state changes before the actions run: a state timeout given with a new state
+  -- is that state's (cancelling after the actions lost it: it never fired)
   if new_state ~= old then
     S.state = new_state
     cancel_state_timeout()
+  end
+  if do_actions(actions, event) then S.postponed[#S.postponed + 1] = event end
+  if new_state ~= old then
     -- postponed events are retried, oldest first, before anything newer
     for i = #S.postponed, 1, -1 do table.insert(S.queue, 1, S.postponed[i]) end
     S.postponed = {}
@@ -169,8 +183,52 @@ local function handle(event)
   if new_state ~= old or repeat_enter then enter_state(old) end
 end
 
--- A message as an event, or nil (handled here: stop, the parent's exit).
+-- sys.lua's requests ({"$gen_system", pid, ref, request}), answered on the alias ref
+-- as gen_server answers them (gen_sys.lua), with OTP's gen_statem shapes: get_state is
+-- {state, data}, code_change(old_vsn, state, data, extra) -> "ok", state, data. After
+-- "suspend" only system requests are taken until "resume" (events wait in the
+-- mailbox). They answered nothing before: sys on a gen_statem always timed out.
+local function system(pid, ref, request)
+  local send_alias = lpvm.send_alias
+  local suspended = false
+  while true do
+    local what = type(request) == "table" and request[1] or request
+    if what == "suspend" or what == "resume" then
+      send_alias(pid, ref, true)
+      suspended = what == "suspend"
+    elseif what == "get_state" then
+      send_alias(pid, ref, true, { S.state, S.data })
+    elseif what == "change_code" then
+      local module, old_vsn, extra = request[2], request[3], request[4]
+      local f = S.mod.code_change
+      if module ~= gen.module_spec(S.mod, "change_code") then
+        send_alias(pid, ref, nil, "not the server's module")
+      elseif not f then
+        send_alias(pid, ref, true)
+      else
+        local ok, verb, state, data = xpcall(f, traceback, old_vsn, S.state, S.data, extra)
+        if ok and verb == "ok" then
+          S.state, S.data = state, data
+          send_alias(pid, ref, true)
+        else
+          send_alias(pid, ref, nil, ok and ("bad return from code_change: " .. tostring(verb))
+            or verb)
+        end
+      end
+    else
+      send_alias(pid, ref, nil, "unknown system message")
+    end
+    if not suspended then return end
+    local _
+    _, pid, ref, request = lpvm.receive(function(tag, _, _, _, ...)
+      return tag == "$gen_system" and select("#", ...) == 0
+    end)
+  end
+end
+
+-- A message as an event, or nil (handled here: stop, the parent's exit, sys).
 local function to_event(n, tag, a, b, c, ...)
+  if tag == "$gen_system" and n == 4 then system(a, b, c); return nil end
   if tag == "$gen_call" and n == 4 then return { "call", c, { a, b } } end
   if tag == "$gen_cast" and n == 2 then return { "cast", a } end
   if tag == "$statem_state_timeout" and n == 3 then

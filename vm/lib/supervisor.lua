@@ -119,8 +119,12 @@ local function start_fn(c, extra)
   local f, args
   if type(c.start) == "function" then f, args = c.start, {}
   else
-    local mod = require(c.start[1])
-    f = mod[c.start[2]]
+    -- a module that cannot be loaded is the start's failure, not the supervisor's:
+    -- an error here ended the supervisor and every child it had (OTP catches the
+    -- start's exception and answers {error, Reason})
+    local ok, mod = pcall(require, c.start[1])
+    if not ok then return nil, mod end
+    f = type(mod) == "table" and mod[c.start[2]] or nil
     if type(f) ~= "function" then
       return nil, { "undef", c.start[1] .. "." .. c.start[2] }
     end
@@ -334,6 +338,9 @@ function M.init(a)
   end
   local sup, why = check_flags(flags)
   if not sup then return "stop", why end
+  if type(specs) ~= "table" then
+    return "stop", { "bad_start_spec", "children must be a list of child specs, got " .. type(specs) }
+  end
   sup.name = a.name
   sup.children, sup.by_pid, sup.by_id, sup.restarts = {}, {}, {}, {}
   sup.dyn, sup.ndyn = {}, 0

@@ -1,5 +1,6 @@
--- sys.lua -- OTP's sys for lpvm's gen_server: suspend a server, change its code, resume
--- it (docs/code.md, "Upgrading a gen_server").
+-- sys.lua -- OTP's sys for lpvm's gen_server and gen_statem: suspend a server, change
+-- its code, resume it (docs/code.md, "Upgrading a gen_server"). A gen_statem's state is
+-- {state, data}, its code_change(old_vsn, state, data, extra) (gen_statem.lua).
 --
 --   sys.suspend(server [, timeout])                               -> true
 --   sys.change_code(server, module, old_vsn, extra [, timeout])   -> true | nil, reason
