@@ -196,9 +196,18 @@ int task_step(lpvm_task *t) {
   t->reductions++;
   if (st == LPVM_EXIT) {
     task_die(t);
+    task_timer_after_step(NULL, STEP_DEAD);   /* the kept task's note, if any */
     return STEP_DEAD;
   }
-  if (t->tflags & (TF_TO_THREAD | TF_TO_WORKER)) return migrate(t);
+  /* A receive timer noted in this step, or before it, is kept or started while t is
+  ** still this thread's (tasks/task_timer.c): once it is WAITING or QUEUED another
+  ** thread may take it. (Only a worker of a VM of one worker notes: elsewhere
+  ** task_noted stays NULL.) */
+  if (t->tflags & (TF_TO_THREAD | TF_TO_WORKER)) {
+    task_timer_after_step(t, STEP_HANDOFF);
+    return migrate(t);
+  }
+  task_timer_after_step(t, STEP_WAIT);
   int runnable = more || (!t->suspended &&
                           (st == LPVM_IDLE ||
                            (st == LPVM_WAIT && (has_event(t) || (t->tflags & TF_TIMEOUT)))));

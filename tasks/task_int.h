@@ -105,6 +105,22 @@ int term_is(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 
 /* task_timer.c */
 void task_timer_drop(lpvm_task *t);
+/* timer_seq of a task whose receive timer is noted, not started (task_timer.c): the
+** milliseconds, NOTED, and NOTED_NOW until the end of the step that noted it. No
+** sequence number has bit 63 (lpvm_make_ref counts from 1 by one), so a stale
+** TIMEOUT never matches a note. */
+#define TIMER_NOTED     (UINT64_C(1) << 63)
+#define TIMER_NOTED_NOW (UINT64_C(1) << 62)
+/* The task whose receive timer this worker noted, or NULL. */
+extern _Thread_local lpvm_task *task_noted;
+/* At the end of each step of t on a worker while a task's receive timer is noted,
+** while t is still this thread's (before it goes back to WAITING or QUEUED): the kept
+** task's note started or kept. r: STEP_HANDOFF when t leaves the workers, STEP_DEAD
+** (t NULL) when it died, STEP_WAIT otherwise. */
+void task_timer_step_end(lpvm_task *t, int r);
+static inline void task_timer_after_step(lpvm_task *t, int r) {
+  if (task_noted) task_timer_step_end(t, r);
+}
 void task_timer_fired(lpvm_task *t, uint64_t seq);
 
 /* tasks.c: the live, spawned and exited counts. */

@@ -50,6 +50,9 @@ enum {
 
 /* Run one step of t (the thesis's RunTask); t's status is QUEUED. */
 int task_step(lpvm_task *t);
+/* A worker found no work of its own: a receive timer it noted (tasks/task_timer.c)
+** is started before it looks elsewhere and sleeps. */
+void task_timers_idle(void);
 
 /* ---- sched/ offers tasks/ ----------------------------------------------------------- */
 
@@ -60,6 +63,9 @@ void sched_make_runnable(lpvm_task *t);
 int sched_should_yield(void);
 /* Index of the calling worker, -1 on any other thread. */
 int sched_worker_index(void);
+/* 1 on the worker of a VM of one worker: every step of a task that is not on a
+** private thread runs on the calling thread. */
+int sched_alone(void);
 /* The VM now holds `live` tasks: past MEM_BIG_VM the workers move to their own
 ** pre-populated allocator arenas (sched/memory.c). */
 #define MEM_BIG_VM 4096

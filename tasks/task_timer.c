@@ -5,6 +5,30 @@
 ** task a TIMEOUT signal carrying the timer's sequence number, and the task accepts
 ** it only if that timer is still its current one. A cancelled or replaced timer's
 ** late signal is therefore ignored, and handle_timeout runs at most once per timer.
+**
+** A receive's timer, started late (lpvm_set_timer_lazy). In a VM of one worker, a
+** client's receive with a timeout waits while the server's step runs on the same
+** thread, and the reply wakes it before that step ends (a request/reply, a
+** gen_server call): its timer was started (a record on the timer service's
+** in-queue) and taken back at every call, ~250 instructions of ~7,100. There the
+** timer is only noted in the task (timer_seq holds the milliseconds with DEFERRED)
+** and the worker keeps the one task whose timer is noted (tl_deferred): at the end
+** of the next step the task is still WAITING, or before the worker looks for work
+** elsewhere and sleeps, the timer is started for real; a task made runnable by then
+** is left to its own step, which takes its message (the note is dropped: no timer
+** was ever started) or waits again (the timer is started at that step's end: a note
+** lives through one other step at most, so a stream of wake-ups that are not the
+** reply cannot put the timeout off). The timeout is counted from the start, so it
+** fires up to a step later than `ms` after the receive began, never earlier. Only
+** with one worker: every step of a worker task then runs on this thread, so the
+** note, the record and the start are this thread's alone (other threads only make
+** the task runnable, which is read from its scheduling word); with more workers the
+** woken task could run on another one while this one starts its timer.
+**
+** A noted task is always the kept one: a second task noting its timer first starts
+** the kept one's (a woken task's timer is then started and cancelled, as without the
+** note), so a step's end has only the kept task to look at (task_noted: one load
+** when there is none, every step of a ring).
 */
 #include <pthread.h>
 #include <stdlib.h>
@@ -19,9 +43,23 @@ static void fire_timeout(void *p, uint64_t id, uint64_t seq) {
   if (s && sig_send(id, s) != 0) free(s);
 }
 
+#define DEFERRED TIMER_NOTED
+#define FRESH    TIMER_NOTED_NOW
+#define MS_MASK  (FRESH - 1)
+
+/* The task whose timer this worker noted, or NULL (see the top). */
+_Thread_local lpvm_task *task_noted;
+#define tl_deferred task_noted
+
+/* This thread is the worker of a VM of one worker: 1, no: -1, not asked yet: 0. A
+** thread is a worker of one VM for its whole life, so it is asked once. */
+static _Thread_local int8_t tl_alone;
+
+static int is_deferred(const lpvm_task *t) { return (t->timer_seq & DEFERRED) != 0; }
+
 int lpvm_set_timer(lpvm_task *self, uint64_t ms) {
   if (!self) return LPVM_EINVAL;
-  lpvm_cancel_timer(self);
+  if (self->timer || self->timer_seq) lpvm_cancel_timer(self);
   uint64_t seq = lpvm_make_ref();
   lpvm_timer *tm = timer_start(ms, fire_timeout, NULL, self->id, seq);
   if (!tm) return LPVM_ENOMEM;
@@ -30,9 +68,78 @@ int lpvm_set_timer(lpvm_task *self, uint64_t ms) {
   return 0;
 }
 
+/* Start t's noted timer for real. Out of memory, the note stays (for the next try). */
+static void start_noted(lpvm_task *t) {
+  uint64_t ms = t->timer_seq & MS_MASK;
+  t->timer_seq = 0;
+  if (lpvm_set_timer(t, ms) != 0) t->timer_seq = DEFERRED | ms;
+}
+
+static __attribute__((noinline)) int set_lazy_slow(lpvm_task *self, uint64_t ms) {
+  if (!self) return LPVM_EINVAL;
+  if (__builtin_expect(tl_alone == 0, 0)) tl_alone = sched_alone() ? 1 : -1;
+  if (tl_alone < 0 || ms > MS_MASK) return lpvm_set_timer(self, ms);
+  lpvm_task *d = tl_deferred;
+  if (d && d != self) {   /* another task's note is kept (woken, its step to come) */
+    start_noted(d);
+    if (is_deferred(d)) return lpvm_set_timer(self, ms);   /* out of memory: d stays */
+  }
+  if (self->timer || self->timer_seq) lpvm_cancel_timer(self);
+  self->timer_seq = DEFERRED | FRESH | ms;
+  tl_deferred = self;
+  return 0;
+}
+
+/* The usual case first, with nothing to save: nothing kept but this task, no timer. */
+int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms) {
+  if (self && tl_alone > 0 && ms <= MS_MASK && (!tl_deferred || tl_deferred == self) &&
+      !self->timer && !self->timer_seq) {
+    self->timer_seq = DEFERRED | FRESH | ms;
+    tl_deferred = self;
+    return 0;
+  }
+  return set_lazy_slow(self, ms);
+}
+
+/* The kept task d's note, at the end of another task's step or before the worker
+** sleeps: started if d still waits (nobody woke it); kept if d was woken, for its own
+** step's end. 1 if d is no longer kept. */
+static int settle(lpvm_task *d) {
+  if (!is_deferred(d)) return 1;
+  uint32_t w = atomic_load_explicit(&d->sched_word, memory_order_acquire);
+  if (ts_status(w) != TS_WAITING || (w & TS_PENDING)) return 0;
+  start_noted(d);
+  return !is_deferred(d);   /* out of memory: kept, tried again */
+}
+
+void task_timer_step_end(lpvm_task *t, int r) {
+  lpvm_task *d = tl_deferred;
+  if (d != t) {   /* another task's note (t NULL: t died) */
+    if (settle(d)) tl_deferred = NULL;
+    return;
+  }
+  if (!is_deferred(t)) {   /* its message came (or it died, or slept): nothing started */
+    tl_deferred = NULL;
+    return;
+  }
+  if ((t->timer_seq & FRESH) && r != STEP_HANDOFF) {
+    t->timer_seq &= ~FRESH;   /* noted in this step: looked at after the next one */
+    return;
+  }
+  /* Noted before this step (its wake was not the end of its wait), or leaving the
+  ** workers: start it now (out of memory, it stays kept and is tried again). */
+  start_noted(t);
+  if (!is_deferred(t)) tl_deferred = NULL;
+}
+
+void task_timers_idle(void) {
+  lpvm_task *d = tl_deferred;
+  if (d && settle(d)) tl_deferred = NULL;
+}
+
 int lpvm_cancel_timer(lpvm_task *self) {
   if (!self) return LPVM_EINVAL;
-  int won = 0;
+  int won = is_deferred(self);   /* a noted timer never fires: cancelled */
   if (self->timer) {
     won = timer_cancel(self->timer);
     timer_release(self->timer);
@@ -62,6 +169,7 @@ int lpvm_timeout_reached(const lpvm_task *self, const lpvm_msg *seen) {
 
 void task_timer_drop(lpvm_task *t) {
   lpvm_cancel_timer(t);
+  if (tl_deferred == t) tl_deferred = NULL;   /* t is about to be freed */
 }
 
 /* ---- send-after --------------------------------------------------------------------

@@ -126,8 +126,8 @@ static int lmod_send(lua_State *L) {
     m = build_msg(L, 2, "send");
   }
   uint32_t queued = 0;
-  lpvm_send_msg_queued(&p->task, to, m, &queued);
-  if (to == p->task.id) queued = 0;
+  if (to == p->task.id) lpvm_send_msg_self(&p->task, m);   /* seen by this step's receive */
+  else lpvm_send_msg_queued(&p->task, to, m, &queued);
   uint64_t charge = (uint64_t)p->punish + (uint64_t)queued * SEND_PUNISH_PER_MSG;
   p->punish = charge > UINT32_MAX ? UINT32_MAX : (uint32_t)charge;
   if (p->punish >= (uint32_t)lproc_cfg.reductions && lua_isyieldable(L)) {
@@ -468,12 +468,9 @@ static inline void note_hints(lproc *p, lua_State *L) {
 /* Nothing matched so far (stack: [2] the timeout or nil): poll the signal queue once
 ** for receive(0), time out (-1, nothing pushed), or wait for more with continuation
 ** k; `again` rescans (what it returns is returned). */
-int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
-  const lraw_tvalue *t = lraw_ok() ? lraw_arg(L, 2) : NULL;   /* the timeout in place */
-  int64_t ms = t && t->tt == LRAW_VNUMINT ? t->v.i
-               : t && lraw_is_nil(t)     ? -1
-               : lua_isnil(L, 2)         ? -1
-                                         : (int64_t)lua_tointeger(L, 2);
+static inline __attribute__((always_inline)) int recv_wait_ms(lua_State *L, lproc *p, int64_t ms,
+                                                            lua_KFunction k,
+                                                            int (*again)(lua_State *, lproc *)) {
   /* Signals sent since this step began (a send to self, say) are still in the signal
   ** queue: before a poll says "timeout", and before a timer is started for a wait,
   ** bring them into the mailbox once (a message already sent is then taken with no
@@ -500,13 +497,23 @@ int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_Sta
     return luaL_error(L, "receive: cannot wait here (inside a C call such as a metamethod)");
   }
   if (ms > 0 && !p->timer_set) {
-    if (lpvm_set_timer(&p->task, (uint64_t)ms) != 0) return luaL_error(L, "receive: no timer");
+    if (lpvm_set_timer_lazy(&p->task, (uint64_t)ms) != 0)
+      return luaL_error(L, "receive: no timer");
     p->timer_set = 1;
   }
   p->wait = LP_RECV;
   if (L != p->L) p->sched_yield = 1;
   note_hints(p, L);
   return lua_yieldk(L, 0, 0, k);
+}
+
+int lmod_recv_wait(lua_State *L, lproc *p, lua_KFunction k, int (*again)(lua_State *, lproc *)) {
+  const lraw_tvalue *t = lraw_ok() ? lraw_arg(L, 2) : NULL;   /* the timeout in place */
+  int64_t ms = t && t->tt == LRAW_VNUMINT ? t->v.i
+               : t && lraw_is_nil(t)     ? -1
+               : lua_isnil(L, 2)         ? -1
+                                         : (int64_t)lua_tointeger(L, 2);
+  return recv_wait_ms(L, p, ms, k, again);
 }
 
 /* lmod_recv_wait for receive and receive_ref: a timeout returns nil, "timeout". */
@@ -554,6 +561,34 @@ static int recv_ever_k(lua_State *L, int status, lua_KContext ctx) {
   return take_push(L, p, m);
 }
 
+/* receive(ms), read in place (lmod_receive: slot 1 an integer, nothing after it), found
+** nothing: it waits with a continuation of its own too, which reads the timeout from
+** slot 1 as it is, instead of recv_loop's stack ([1] no predicate, [2] the timeout:
+** lua_settop and two pushes) read back on every wake. A request/reply's receive. */
+static int recv_ms_wait(lua_State *L, lproc *p);
+
+static int recv_ms_again(lua_State *L, lproc *p) {
+  lpvm_msg *m = recv_next(L, p);
+  if (!m) return recv_ms_wait(L, p);   /* timed out, or only dropped messages came */
+  lmod_recv_finish(p);
+  return take_push(L, p, m);
+}
+
+static int recv_ms_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  lproc *p = lproc_of(L);
+  p->wait = LP_RUN;
+  return recv_ms_again(L, p);
+}
+
+static __attribute__((noinline)) int recv_ms_wait(lua_State *L, lproc *p) {
+  int n = recv_wait_ms(L, p, lraw_arg(L, 1)->v.i, recv_ms_k, recv_ms_again);
+  if (n >= 0) return n;
+  lua_pushnil(L);
+  lua_pushliteral(L, "timeout");
+  return 2;
+}
+
 /* receive(ms) found nothing: wait ([1] no predicate, [2] the timeout). */
 static __attribute__((noinline)) int recv_any_wait(lua_State *L, lproc *p, int64_t ms) {
   lua_settop(L, 0);
@@ -563,12 +598,15 @@ static __attribute__((noinline)) int recv_any_wait(lua_State *L, lproc *p, int64
 }
 
 /* receive() and receive(ms): any message. One already queued (a receiver draining a
-** burst) is taken without the stack recv_loop keeps for a wait and without a timer. */
-__attribute__((always_inline)) static inline int recv_any(lua_State *L, lproc *p, int64_t ms) {
+** burst) is taken without the stack recv_loop keeps for a wait and without a timer.
+** in_place: receive(ms)'s ms is the integer in slot 1 (recv_ms_wait reads it there). */
+__attribute__((always_inline)) static inline int recv_any(lua_State *L, lproc *p, int64_t ms,
+                                                          int in_place) {
   lmod_drop_owned(p);
   lmod_recv_finish(p);   /* a receive an error cut short may have left its state */
   lpvm_msg *m = recv_next(L, p);
-  if (!m) return ms < 0 ? recv_ever_wait(L, p) : recv_any_wait(L, p, ms);
+  if (!m) return ms < 0 ? recv_ever_wait(L, p) : in_place ? recv_ms_wait(L, p)
+                                                          : recv_any_wait(L, p, ms);
   p->scan = NULL;   /* an eval taken on the way may have moved it */
   return take_push(L, p, m);
 }
@@ -576,12 +614,12 @@ __attribute__((always_inline)) static inline int recv_any(lua_State *L, lproc *p
 /* lmod_receive's arguments through the C API: every form. */
 static __attribute__((noinline)) int receive_args(lua_State *L, lproc *p) {
   int top = lua_gettop(L);
-  if (top == 0) return recv_any(L, p, -1);   /* receive(): nothing to check */
+  if (top == 0) return recv_any(L, p, -1, 0);   /* receive(): nothing to check */
   int t1 = lua_type(L, 1);
   int64_t ms = -1;
   if (t1 == LUA_TNUMBER) {           /* receive(timeout) */
     luaL_argexpected(L, top < 2 || lua_isnil(L, 2), 2, "no value after a timeout");
-    return recv_any(L, p, lmod_check_ms(L, 1));
+    return recv_any(L, p, lmod_check_ms(L, 1), 0);
   }
   /* receive([pred [, timeout]]) */
   luaL_argexpected(L, t1 == LUA_TNONE || t1 == LUA_TNIL || t1 == LUA_TFUNCTION, 1,
@@ -629,7 +667,7 @@ int lmod_receive(lua_State *L) {
       return receive_fn(L, p, a);
     ms = a->v.i;   /* what lmod_check_ms gives for it */
   }
-  return recv_any(L, p, ms);
+  return recv_any(L, p, ms, 1);
 }
 
 static int ref_loop(lua_State *L, lproc *p);

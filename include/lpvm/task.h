@@ -289,6 +289,10 @@ LPVM_API int lpvm_send_msg(lpvm_task *self, lpvm_id to, lpvm_msg *m);
 ** in (Erlang charges a sender by it: see lmod_msg.c). */
 LPVM_API int lpvm_send_msg_queued(lpvm_task *self, lpvm_id to, lpvm_msg *m, uint32_t *queued);
 LPVM_API int lpvm_send_name(lpvm_task *self, const char *name, const void *term, size_t len);
+/* A message from the running task to itself: into its mailbox at once when no signal
+** is ahead of it in its own queue, so that its callbacks (a Lua process's receive)
+** see it in this step; through the queue, as lpvm_send_msg, otherwise. */
+LPVM_API int lpvm_send_msg_self(lpvm_task *self, lpvm_msg *m);
 
 /* ---- links, monitors, exits --------------------------------------------------- */
 
@@ -347,6 +351,12 @@ LPVM_API uint64_t lpvm_make_ref(void);
 ** first and the task cancels or resets the timer. One timer per task: setting a new
 ** one replaces the old. */
 LPVM_API int lpvm_set_timer(lpvm_task *self, uint64_t ms);
+/* lpvm_set_timer for a wait that a message usually ends within the next step (a
+** receive's timeout): in a VM of one worker the timer is only noted, and started at
+** the end of the next step if the task still waits (tasks/task_timer.c); so it fires
+** no earlier than `ms` after the call, and up to a step later. Elsewhere, and on a
+** private thread, it is lpvm_set_timer. */
+LPVM_API int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms);
 /* 1 if a pending timer was cancelled, 0 if there was none or it already fired. */
 LPVM_API int lpvm_cancel_timer(lpvm_task *self);
 /* For a selective receive that scans the mailbox itself: 1 if the timer has fired

@@ -429,4 +429,24 @@ test("stop the echo process", function()
   T.eq(reason, "normal")
 end)
 
+-- A message to itself goes straight into the mailbox when nothing is in its signal
+-- queue (tasks/signal.c, send_self); one of its own signals there keeps it behind.
+test("messages to itself keep their order, behind its own exit signal", function()
+  local reason = T.run_proc(function()
+    local me = lpvm.self()
+    lpvm.trap_exit(true)
+    for i = 1, 3 do lpvm.send(me, "m", i) end
+    lpvm.exit(me, "to_self")   -- trapped: an EXIT message, through the signal queue
+    for i = 4, 6 do lpvm.send(me, "m", i) end
+    local got = {}
+    for _ = 1, 7 do
+      local a, b, c = lpvm.receive(1000)
+      got[#got + 1] = a == "EXIT" and ("EXIT:" .. tostring(c)) or (a .. b)
+    end
+    assert(table.concat(got, " ") == "m1 m2 m3 EXIT:to_self m4 m5 m6", table.concat(got, " "))
+    assert(select(2, lpvm.receive(0)) == "timeout", "nothing more")
+  end)
+  T.eq(reason, "normal")
+end)
+
 T.run()

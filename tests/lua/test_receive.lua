@@ -153,19 +153,21 @@ end)
 test("a blocked receive() skips what it drops on the wake and waits on", function()
   -- a late reply to an alias no longer active wakes the waiter and is dropped there
   -- (not seen by Lua): the receive must wait on for the next message, in a process
-  -- and in a coroutine, and receive(math.huge) returns only the message's values
+  -- and in a coroutine, and receive(math.huge) returns only the message's values;
+  -- receive(ms) (its own continuation too, vm/lmod_msg.c) alike
   local me = lpvm.self()
-  for _, form in ipairs({ "plain", "coroutine", "huge" }) do
+  for _, form in ipairs({ "plain", "coroutine", "huge", "ms", "ms_coroutine" }) do
     local waiter = lpvm.spawn(function(parent, how)
       local function recv()
         if how == "huge" then return lpvm.receive(math.huge) end
+        if how == "ms" or how == "ms_coroutine" then return lpvm.receive(600000) end
         return lpvm.receive()
       end
       local a = lpvm.alias()
       lpvm.unalias(a)
       lpvm.send(parent, "alias", a)
       local r
-      if how == "coroutine" then
+      if how == "coroutine" or how == "ms_coroutine" then
         r = table.pack(coroutine.wrap(function() return recv() end)())
       else
         r = table.pack(recv())
@@ -184,6 +186,28 @@ test("a blocked receive() skips what it drops on the wake and waits on", functio
     lpvm.send(waiter, "real", 1, nil, 3)
     T.eqv(T.recv(), table.pack("got", table.pack("real", 1, nil, 3)), form)
   end
+end)
+
+test("receive(ms) times out while dropped replies keep waking it", function()
+  -- two producers send late replies to an inactive alias for ever: each wakes the
+  -- waiter, which drops it and waits on; the timeout must still end the wait
+  local me = lpvm.self()
+  local waiter = lpvm.spawn(function(parent)
+    local a = lpvm.alias()
+    lpvm.unalias(a)
+    lpvm.send(parent, "alias", a)
+    lpvm.send(parent, "done", lpvm.receive(50))
+  end, me)
+  local m = T.recv_match(function(tag) return tag == "alias" end)
+  local producers = {}
+  for i = 1, 2 do
+    producers[i] = lpvm.spawn(function(to, a)
+      while true do lpvm.send_alias(to, a, "late") end
+    end, waiter, m[2])
+  end
+  local r = T.recv_match(function(tag) return tag == "done" end, 60000)
+  for _, pid in ipairs(producers) do lpvm.exit(pid, "kill") end
+  T.eqv(r, table.pack("done", nil, "timeout"))
 end)
 
 test("every form of a blocking receive in a big VM (frames noted for the waker)", function()

@@ -201,4 +201,106 @@ test("a message queued before the timeout fired still wins under a flood", funct
   T.eq(flooded("queued")[3], "reply")
 end)
 
+-- A receive's timer is only noted in a VM of one worker (tasks/task_timer.c) and
+-- started at the end of the next step if the process still waits, or before the
+-- worker sleeps. These run with one worker too (lua_timers_workers1).
+test("a receive timeout fires while another process keeps the worker busy", function()
+  local me = lpvm.self()
+  -- it spins until killed: the worker never runs out of work, so the note must be
+  -- started at a step's end
+  local spinner = lpvm.spawn(function() while true do end end)
+  local w = lpvm.spawn(function(parent)
+    lpvm.send(parent, "waited", lpvm.receive(function(x) return x == "never" end, 20))
+  end, me)
+  local r = T.recv_match(function(tag) return tag == "waited" end, 60000)
+  lpvm.exit(spinner, "kill")
+  lpvm.exit(w, "kill")
+  T.eq(r[2], nil)
+  T.eq(r[3], "timeout")
+end)
+
+test("a process killed while its receive timer is noted", function()
+  for _ = 1, 20 do
+    local me = lpvm.self()
+    local w, ref = lpvm.spawn_monitor(function(parent)
+      lpvm.send(parent, "ready")
+      lpvm.receive(function(x) return x == "never" end, 60000)
+    end, me)
+    T.recv_match(function(x) return x == "ready" end)
+    lpvm.exit(w, "kill")   -- its receive is noted, or started: either way it goes
+    local _, reason = T.down(ref)
+    T.eq(reason, "killed")
+  end
+  -- the timers of the processes after them still work
+  T.eqv(table.pack(lpvm.receive(function() return false end, 5)), table.pack(nil, "timeout"))
+end)
+
+test("many processes time out at once, and replies beat the rest", function()
+  local me = lpvm.self()
+  local n = T.scaled(200, 20)
+  for i = 1, n do
+    lpvm.spawn(function(parent, k)
+      -- odd ones get their answer from a timer (the timer thread's send wakes them),
+      -- even ones wait for nothing and time out
+      if k % 2 == 1 then lpvm.send_after(k % 7, lpvm.self(), "answer", k) end
+      local a, b = lpvm.receive(function(x) return x == "answer" end, 5 + k % 11)
+      lpvm.send(parent, "result", k, a, b)
+    end, me, i)
+  end
+  local timeouts, answers = 0, 0
+  for _ = 1, n do
+    local r = T.recv_match(function(tag) return tag == "result" end, 60000)
+    if r[3] == nil then
+      T.eq(r[4], "timeout")
+      timeouts = timeouts + 1
+    else
+      T.eq(r[3], "answer")
+      T.eq(r[4], r[2])
+      T.eq(r[2] % 2, 1, "only odd ones are answered")
+      answers = answers + 1
+    end
+  end
+  T.eq(timeouts + answers, n)
+  T.ok(timeouts >= n // 2, "every even one timed out: " .. timeouts)
+end)
+
+-- Request/reply with a timeout, as gen_server.call does, between processes that
+-- reply at once, late (after the timeout: the late reply stays in the mailbox) or
+-- never, from the workers and from the timer thread. Under TSan with one worker
+-- (lua_timers_workers1) this is the stress test of the noted timers.
+test("calls with timeouts: replied, late and never, many rounds", function()
+  local me = lpvm.self()
+  local server = lpvm.spawn(function()
+    while true do
+      local from, ref, how = lpvm.receive()
+      if from == "stop" then return end
+      if how == "now" then lpvm.send(from, "reply", ref)
+      elseif how == "later" then lpvm.send_after(30, from, "reply", ref) end
+    end
+  end)
+  local clients = 4
+  for c = 1, clients do
+    lpvm.spawn(function(parent, s, rounds)
+      local got = { now = 0, later = 0, never = 0 }
+      for i = 1, rounds do
+        local how = (i % 10 == 0) and "later" or (i % 10 == 5) and "never" or "now"
+        local ref = lpvm.make_ref()
+        lpvm.send(s, lpvm.self(), ref, how)
+        local tag, r = lpvm.receive(function(t, r2) return t == "reply" and r2 == ref end,
+                                    how == "now" and 60000 or 3)
+        if how == "now" then assert(tag == "reply" and r == ref, "no reply")
+        else assert(tag == nil and r == "timeout", how .. ": " .. tostring(tag)) end
+        got[how] = got[how] + 1
+      end
+      lpvm.send(parent, "client", got.now, got.later, got.never)
+    end, me, server, T.scaled(300, 30))
+  end
+  local rounds = T.scaled(300, 30)
+  for _ = 1, clients do
+    local r = T.recv_match(function(tag) return tag == "client" end, 120000)
+    T.eq(r[2] + r[3] + r[4], rounds)
+  end
+  lpvm.send(server, "stop")
+end)
+
 T.run()
