@@ -164,7 +164,7 @@ static int call_begin(lua_State *L, lproc *p, lpvm_id to, int64_t ms, int one) {
   if (rc != 0) return luaL_error(L, "call: cannot monitor (%s)", lpvm_strerror(rc));
   lmod_mark(p, ref);   /* the DOWN is a signal: it cannot be in the mailbox yet */
   char err[LTERM_ERRSZ] = "not enough memory";
-  lpvm_msg *m = lmod_alias_add(p, ref) == 0 ? call_msg(L, p, ref, err) : NULL;
+  lpvm_msg *m = lmod_alias_add(p, ref, 0) == 0 ? call_msg(L, p, ref, err) : NULL;
   if (!m) {
     lmod_alias_del(p, ref);
     lpvm_demonitor(&p->task, ref);

@@ -165,26 +165,54 @@ void lmod_drop_owned(lproc *p) {
 
 static int alias_find(const lproc *p, uint64_t ref) {
   for (uint32_t i = p->nalias; i-- > 0;)
-    if (p->aliases[i] == ref) return (int)i;
+    if (p->aliases[i].ref == ref) return (int)i;
   return -1;
 }
 
-int lmod_alias_add(lproc *p, uint64_t ref) {
+int lmod_alias_add(lproc *p, uint64_t ref, int mon) {
   if (p->nalias == p->calias) {
     uint32_t cap = p->calias ? p->calias * 2 : 4;
-    uint64_t *v = realloc(p->aliases, cap * sizeof *v);
+    struct lproc_alias *v = realloc(p->aliases, cap * sizeof *v);
     if (!v) return LPVM_ENOMEM;
     p->aliases = v, p->calias = cap;
   }
-  p->aliases[p->nalias++] = ref;
+  p->aliases[p->nalias++] = (struct lproc_alias){ref, mon != 0};
+  p->nalias_mon += mon != 0;
   return 0;
 }
 
 int lmod_alias_del(lproc *p, uint64_t ref) {
   int i = alias_find(p, ref);
   if (i < 0) return 0;
+  p->nalias_mon -= p->aliases[i].mon;
   p->aliases[i] = p->aliases[--p->nalias];
   return 1;
+}
+
+/* m (not a process's values) is met in the mailbox while monitor aliases are active:
+** if it is the DOWN of one, that alias ends here, as Erlang's {alias, demonitor} ends
+** when the DOWN is delivered. The messages sent to it that came before the DOWN stay
+** deliverable (LPVM_MSGF_ADMIT); later ones are dropped unseen (next_msg_drop). Every
+** receive meets a DOWN before what came after it: they go through the mailbox in
+** order, from its start, from a message already met, or from a mark made before the
+** monitor (lmod_mark); receive_ref from a later mark takes no message tagged with
+** another reference. */
+static void alias_down(lproc *p, lpvm_msg *m) {
+  lpvm_tread r;
+  uint32_t n;
+  const char *a;
+  size_t len;
+  uint64_t ref;
+  if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) ||
+      lpvm_get_type(&r) != LPVM_T_TUPLE || lpvm_get_tuple(&r, &n) || n != 5 ||
+      lpvm_get_type(&r) != LPVM_T_ATOM || lpvm_get_atom(&r, &a, &len) || len != 4 ||
+      memcmp(a, "DOWN", 4) != 0 || lpvm_get_type(&r) != LPVM_T_REF || lpvm_get_ref(&r, &ref))
+    return;
+  int i = alias_find(p, ref);
+  if (i < 0 || !p->aliases[i].mon) return;
+  for (lpvm_msg *e = lpvm_mbox_next(&p->task, NULL); e && e != m; e = lpvm_mbox_next(&p->task, e))
+    if (e->ref == ref) e->flags |= LPVM_MSGF_ADMIT;
+  lmod_alias_del(p, ref);
 }
 
 void lmod_mark(lproc *p, uint64_t ref) {
@@ -210,11 +238,12 @@ void lmod_mbox_take(lproc *p, lpvm_msg *m) {
 static __attribute__((noinline)) lpvm_msg *next_msg_drop(lproc *p, lpvm_msg *after) {
   lpvm_msg *m;
   while ((m = lpvm_mbox_next(&p->task, after)) != NULL &&
-         ((m->ref && alias_find(p, m->ref) < 0) ||
+         ((m->ref && !(m->flags & LPVM_MSGF_ADMIT) && alias_find(p, m->ref) < 0) ||
           (!(m->flags & LPVM_MSGF_VALUES) && lproc_is_interrupt_msg(m)))) {
     lmod_mbox_take(p, m);
     lpvm_msg_free(m);
   }
+  if (m && p->nalias_mon && !m->ref && !(m->flags & LPVM_MSGF_VALUES)) alias_down(p, m);
   return m;
 }
 
@@ -723,7 +752,7 @@ static int lmod_make_ref(lua_State *L) {
 static int lmod_alias(lua_State *L) {
   lproc *p = lproc_check(L);
   uint64_t ref = lpvm_make_ref();
-  if (lmod_alias_add(p, ref) != 0) return luaL_error(L, "alias: not enough memory");
+  if (lmod_alias_add(p, ref, 0) != 0) return luaL_error(L, "alias: not enough memory");
   lmod_mark(p, ref);
   lmod_push_ref(L, ref);
   return 1;

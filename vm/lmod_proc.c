@@ -186,8 +186,8 @@ static int opt_word(lua_State *L, int arg, const char *word) {
 }
 
 /* monitor(pid | name [, "alias"]) -> ref; a dead pid or unknown name gets DOWN with
-** noproc. With "alias" the reference is also an active alias until demonitor (what
-** gen_server.call waits on: the reply and the DOWN share one reference). */
+** noproc. With "alias" the reference is also an active alias until demonitor or the
+** DOWN (Erlang's {alias, demonitor}): a reply sent to it after the DOWN is dropped. */
 static int lmod_monitor(lua_State *L) {
   lproc *p = lproc_check(L);
   int is_name;
@@ -198,7 +198,7 @@ static int lmod_monitor(lua_State *L) {
   int rc = lpvm_monitor(&p->task, id ? id : LPVM_ID_DEAD, &ref);
   if (rc != 0) return lmod_fail(L, rc);
   lmod_mark(p, ref);   /* the DOWN is a signal: it cannot be in the mailbox yet */
-  if (alias && lmod_alias_add(p, ref) != 0) {
+  if (alias && lmod_alias_add(p, ref, 1) != 0) {
     lpvm_demonitor(&p->task, ref);
     return lmod_fail(L, LPVM_ENOMEM);
   }

@@ -606,7 +606,7 @@ static void lproc_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   p->exit_reason = NULL;
   free(p->aliases);
   p->aliases = NULL;
-  p->nalias = p->calias = 0;
+  p->nalias = p->calias = p->nalias_mon = 0;
 }
 
 /* Before the process runs (a slice, new mail, a timeout): a queue past max_mailbox,

@@ -90,13 +90,16 @@ typedef struct lproc {
   uint64_t recv_ref;        /* receive_ref: the reference waited for */
   uint64_t mark_ref;        /* the reference of mark_msg */
   /* Active aliases: a message sent with send_alias carries its alias in the
-  ** message's ref field and is dropped unseen unless the alias is still active. */
-  uint64_t *aliases;
+  ** message's ref field and is dropped unseen unless the alias is still active (or
+  ** came before the DOWN that ended it: LPVM_MSGF_ADMIT). nalias_mon counts those
+  ** made by monitor(pid, "alias"), which the monitor's DOWN ends (lmod_msg.c). */
+  struct lproc_alias { uint64_t ref; uint32_t mon; } *aliases;
   uint32_t nalias, calias;
   uint8_t *exit_reason;     /* exit(reason): the term, set before unwinding; after an
                             ** error with __tostring, the crash report's text (failed
                             ** 2, lproc_exit.c); written by the worker running p */
   uint32_t exit_len;
+  uint32_t nalias_mon;      /* see aliases above */
   lua_State *helper;        /* lcode.c: coroutine that runs module updates */
   uint8_t want_thread;      /* migrate(): wanted mode */
   uint8_t tries;            /* migrate(): steps waited */
@@ -437,7 +440,8 @@ int leval_open(lua_State *L);                           /* require "lpvm.evalser
 int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
 void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
-int lmod_alias_add(lproc *p, uint64_t ref);   /* 0, or LPVM_ENOMEM */
+int lmod_alias_add(lproc *p, uint64_t ref, int mon);   /* 0, or LPVM_ENOMEM; mon: the
+                                                       ** monitor ref's DOWN ends it */
 int lmod_alias_del(lproc *p, uint64_t ref);   /* 1 if it was active */
 void lmod_flush_down(lproc *p, uint64_t ref); /* drop a queued DOWN for ref */
 /* What lmod_call.c's wait shares with receive_ref: */

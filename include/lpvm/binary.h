@@ -45,6 +45,9 @@ extern "C" {
 ** (vm/lterm_plain.c's, from vm/lproc_small.h's free lists), so its taker may put it
 ** back in the list of that size (vm/lmod_msg.c) */
 #define LPVM_MSGF_SMALL 8u
+/* lpvm_sig.flags, set by its receiver (vm/lmod_msg.c): a message sent to an alias
+** that came before the DOWN which ended the alias, so it stays deliverable */
+#define LPVM_MSGF_ADMIT 16u
 #define LPVM_BIN_MAX 0xFFFFFFFFu   /* BINARY_EXT's 32-bit length */
 
 typedef struct lpvm_bin lpvm_bin;
