@@ -183,8 +183,27 @@ typedef struct pending {
   struct pending *next;
   uint64_t ref;
   lpvm_timer *tm;
-  lpvm_msg *m;     /* still ours to free if a cancel wins */
+  void *arg;       /* the timer's: still ours to free if a cancel wins (arg_free) */
+  int named;
 } pending;
+
+/* The argument of a send-after to a name: the name is looked up when the timer fires
+** (Erlang's send_after/3 with an atom), and the message dropped if nobody holds it
+** then. Its timer has the id 0 (no task's) for target. */
+typedef struct named_msg {
+  lpvm_msg *m;
+  char name[];
+} named_msg;
+
+static void arg_free(void *arg, int named) {
+  if (!named) {
+    lpvm_msg_free(arg);
+    return;
+  }
+  named_msg *nm = arg;
+  lpvm_msg_free(nm->m);
+  free(nm);
+}
 
 static struct shard {
   pthread_mutex_t mu;
@@ -197,7 +216,7 @@ static struct shard {
 
 static struct shard *shard_of(uint64_t ref) { return &shards[ref % SHARDS]; }
 
-static lpvm_timer *pending_take(uint64_t ref, lpvm_msg **m) {
+static lpvm_timer *pending_take(uint64_t ref, pending *out) {
   struct shard *sh = shard_of(ref);
   lpvm_timer *tm = NULL;
   pthread_mutex_lock(&sh->mu);
@@ -206,7 +225,7 @@ static lpvm_timer *pending_take(uint64_t ref, lpvm_msg **m) {
       pending *p = *pp;
       *pp = p->next;
       tm = p->tm;
-      if (m) *m = p->m;
+      if (out) *out = *p;
       free(p);
       break;
     }
@@ -215,9 +234,19 @@ static lpvm_timer *pending_take(uint64_t ref, lpvm_msg **m) {
 }
 
 static void fire_send(void *p, uint64_t to, uint64_t ref) {
-  lpvm_msg *m = p;
   lpvm_timer *tm = pending_take(ref, NULL);
   if (tm) timer_release(tm);
+  lpvm_msg *m = p;
+  if (to == 0) {   /* to a name: whoever holds it now */
+    named_msg *nm = p;
+    m = nm->m;
+    to = lpvm_whereis(nm->name);
+    free(nm);
+    if (!to) {
+      lpvm_msg_free(m);
+      return;
+    }
+  }
   if (sig_send(to, m) != 0) lpvm_msg_free(m);
 }
 
@@ -230,27 +259,25 @@ int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const void *term,
   return lpvm_send_msg_after(self, ms, to, m, ref);
 }
 
-int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m,
-                        uint64_t *ref) {
-  if (!m || !ref) {
-    lpvm_msg_free(m);
-    return LPVM_EINVAL;
-  }
+/* Start the timer of m (arg: m, or its named_msg when named). Takes arg. */
+static int start_send(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m, void *arg,
+                      int named, uint64_t *ref) {
   pending *p = malloc(sizeof *p);
   if (!p) {
-    lpvm_msg_free(m);
+    arg_free(arg, named);
     return LPVM_ENOMEM;
   }
   m->kind = SIG_MESSAGE;
   m->from = self ? self->id : 0;
   uint64_t r = lpvm_make_ref();
   p->ref = r;
-  p->m = m;
+  p->arg = arg;
+  p->named = named;
   struct shard *sh = shard_of(r);
   /* Hold the shard lock across start so the entry exists before it can fire; once
   ** unlocked, p belongs to whoever takes it (the firing timer may free it at once). */
   pthread_mutex_lock(&sh->mu);
-  lpvm_timer *tm = p->tm = timer_start(ms, fire_send, m, to, r);
+  lpvm_timer *tm = p->tm = timer_start(ms, fire_send, arg, named ? 0 : to, r);
   if (tm) {
     p->next = sh->head;
     sh->head = p;
@@ -258,19 +285,46 @@ int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m,
   pthread_mutex_unlock(&sh->mu);
   if (!tm) {
     free(p);
-    lpvm_msg_free(m);
+    arg_free(arg, named);
     return LPVM_ENOMEM;
   }
   *ref = r;
   return 0;
 }
 
+int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m,
+                        uint64_t *ref) {
+  if (!m || !ref) {
+    lpvm_msg_free(m);
+    return LPVM_EINVAL;
+  }
+  /* 0 is no task: dropped when it fires, as before (0 marks a name to fire_send) */
+  return start_send(self, ms, to ? to : LPVM_ID_DEAD, m, m, 0, ref);
+}
+
+int lpvm_send_msg_after_name(lpvm_task *self, uint64_t ms, const char *name, lpvm_msg *m,
+                             uint64_t *ref) {
+  if (!m || !ref || !name) {
+    lpvm_msg_free(m);
+    return LPVM_EINVAL;
+  }
+  size_t len = strlen(name);
+  named_msg *nm = malloc(sizeof *nm + len + 1);
+  if (!nm) {
+    lpvm_msg_free(m);
+    return LPVM_ENOMEM;
+  }
+  nm->m = m;
+  memcpy(nm->name, name, len + 1);
+  return start_send(self, ms, 0, m, nm, 1, ref);
+}
+
 int lpvm_cancel_send_after(uint64_t ref) {
-  lpvm_msg *m = NULL;
-  lpvm_timer *tm = pending_take(ref, &m);
+  pending e;
+  lpvm_timer *tm = pending_take(ref, &e);
   if (!tm) return 0;
   int won = timer_cancel(tm);
-  if (won) lpvm_msg_free(m);  /* it will never fire: the message is ours again */
+  if (won) arg_free(e.arg, e.named);  /* it will never fire: the message is ours again */
   timer_release(tm);
   return won;
 }
@@ -286,7 +340,7 @@ void task_timer_shutdown(void) {
     pthread_mutex_unlock(&sh->mu);
     while (p) {
       pending *next = p->next;
-      if (timer_cancel(p->tm)) lpvm_msg_free(p->m);
+      if (timer_cancel(p->tm)) arg_free(p->arg, p->named);
       timer_release(p->tm);
       free(p);
       p = next;

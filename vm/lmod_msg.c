@@ -810,15 +810,21 @@ static int lmod_sleep(lua_State *L) {
   return lua_yieldk(L, 0, 0, sleep_k);
 }
 
-/* send_after(ms, pid | name, ...) -> reference */
+/* send_after(ms, pid | name, ...) -> reference. A name is looked up when the timer
+** fires (Erlang's send_after/3 with an atom): free then, the message is dropped; one
+** with a NUL can never be registered, so its message goes nowhere. */
 static int lmod_send_after(lua_State *L) {
   lproc *p = lproc_check(L);
   int64_t ms = lmod_check_ms(L, 1);
   luaL_argcheck(L, ms >= 0, 1, "finite timeout expected (a message never sent is no message)");
-  lpvm_id to = check_target(L, 2, "send_after");
+  size_t nlen = 0;
+  const char *name = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &nlen) : NULL;
+  lpvm_id to = name ? LPVM_ID_DEAD : lmod_check_pid(L, 2);
   lpvm_msg *m = build_msg(L, 3, "send_after");
   uint64_t ref;
-  int rc = lpvm_send_msg_after(&p->task, (uint64_t)ms, to, m, &ref);   /* takes m */
+  int rc = name && strlen(name) == nlen
+               ? lpvm_send_msg_after_name(&p->task, (uint64_t)ms, name, m, &ref)
+               : lpvm_send_msg_after(&p->task, (uint64_t)ms, to, m, &ref);   /* take m */
   if (rc != 0) return lmod_fail(L, rc);
   lmod_push_ref(L, ref);
   return 1;

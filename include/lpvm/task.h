@@ -372,6 +372,10 @@ LPVM_API int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const voi
 ** shared binaries keeps them until it is delivered or cancelled). */
 LPVM_API int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m,
                                  uint64_t *ref);
+/* The same to a registered name, looked up when it fires (Erlang's send_after/3 with
+** an atom): nobody holding the name then drops the message. */
+LPVM_API int lpvm_send_msg_after_name(lpvm_task *self, uint64_t ms, const char *name,
+                                      lpvm_msg *m, uint64_t *ref);
 /* 1 if cancelled before it fired, 0 if it already fired or is unknown. */
 LPVM_API int lpvm_cancel_send_after(uint64_t ref);
 

@@ -73,6 +73,32 @@ test("send_after to a registered name", function()
   lpvm.unregister("timer_test_me")
 end)
 
+test("send_after to a name looks it up when it fires (Erlang's send_after/3)", function()
+  -- a free name at the call is no error; still free when it fires: dropped silently
+  T.eq(lpvm.whereis("erlsem_timer_free"), nil)
+  T.ok(lpvm.send_after(10, "erlsem_timer_free", "lost"))
+  lpvm.send_after(60, lpvm.self(), "marker")   -- fires after it
+  T.eq(T.recv()[1], "marker")
+  T.no_msg(30)
+  -- held by A at the call, by us when it fires: it comes here
+  local a, mref = lpvm.spawn_monitor(function() lpvm.receive() end)
+  lpvm.register("erlsem_timer_name", a)
+  local ref = lpvm.send_after(1000, "erlsem_timer_name", "late bound")
+  lpvm.send(a, "stop")
+  T.down(mref)
+  lpvm.register("erlsem_timer_name")
+  T.eq(T.recv()[1], "late bound")
+  T.eq(lpvm.cancel_timer(ref), false, "it fired")
+  -- a named one can be cancelled; a name with a NUL is never anyone's
+  local r2 = lpvm.send_after(60000, "erlsem_timer_name", "never")
+  T.eq(lpvm.cancel_timer(r2), true)
+  lpvm.send_after(5, "erlsem_timer_name\0x", "nul")
+  lpvm.send_after(50, lpvm.self(), "marker2")
+  T.eq(T.recv()[1], "marker2")
+  T.no_msg(30)
+  lpvm.unregister("erlsem_timer_name")
+end)
+
 test("cancel_timer before it fires: nothing arrives", function()
   local ref = lpvm.send_after(50, lpvm.self(), "never")
   T.ok(lpvm.cancel_timer(ref), "cancel_timer returns a true value when it cancelled")
