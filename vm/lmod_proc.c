@@ -19,11 +19,25 @@
 
 /* ---- spawn -------------------------------------------------------------------------------- */
 
+/* Option k of table t: nil (dflt) or a boolean; anything else raises naming it. */
 static int opt_bool(lua_State *L, int t, const char *k, int dflt) {
   int ty = lua_getfield(L, t, k);
+  if (ty != LUA_TNIL && ty != LUA_TBOOLEAN)
+    luaL_argerror(L, t, lua_pushfstring(L, "option '%s' must be a boolean, got %s", k,
+                                        luaL_typename(L, -1)));
   int v = ty == LUA_TNIL ? dflt : lua_toboolean(L, -1);
   lua_pop(L, 1);
   return v;
+}
+
+/* Option k of table t: nil (0) or a string (1); anything else raises naming it. */
+static int opt_string(lua_State *L, int t, const char *k) {
+  int ty = lua_getfield(L, t, k);
+  lua_pop(L, 1);
+  if (ty != LUA_TNIL && ty != LUA_TSTRING)
+    luaL_argerror(L, t, lua_pushfstring(L, "option '%s' must be a string, got %s", k,
+                                        lua_typename(L, ty)));
+  return ty == LUA_TSTRING;
 }
 
 typedef struct spawn_opts {
@@ -60,6 +74,8 @@ static void check_options(lua_State *L, int t, spawn_opts *so) {
   so->o.thread = opt_bool(L, t, "thread", so->o.thread);
   so->o.link = opt_bool(L, t, "link", so->o.link);
   so->monitor = opt_bool(L, t, "monitor", so->monitor);
+  opt_string(L, t, "node");
+  opt_string(L, t, "fn");
 }
 
 static int spawn_common(lua_State *L, int link, int monitor) {
@@ -83,6 +99,10 @@ static int spawn_common(lua_State *L, int link, int monitor) {
         return lmod_dist_spawn(L, so.o.link);
       }
     }
+    lua_pop(L, 1);
+    /* a local spawn runs the module's main: a function named for it would be ignored */
+    if (lua_getfield(L, 1, "fn") != LUA_TNIL)
+      luaL_argerror(L, 1, "option 'fn' goes with 'node' naming another node");
     lua_pop(L, 1);
   }
   int top = lua_gettop(L);

@@ -101,6 +101,25 @@ test("an option name with a NUL is an unknown option, not the name before it", f
            "unknown option 'active\\x00'")
 end)
 
+test("spawn options of a wrong type or out of place raise naming the option", function()
+  local f = function() end
+  T.raises(function() lpvm.spawn({ fn = 5 }, f) end, "#1", "option 'fn' must be a string, got number")
+  T.raises(function() lpvm.spawn({ fn = "main" }, f) end, "#1", "option 'fn' goes with 'node'")
+  T.raises(function() lpvm.spawn({ fn = "main", node = lpvm.node() }, "mod_echo") end, "#1",
+           "option 'fn' goes with 'node'")
+  T.raises(function() lpvm.spawn({ node = 1 }, f) end, "#1", "option 'node' must be a string")
+  T.raises(function() lpvm.spawn({ link = 1 }, f) end, "#1", "option 'link' must be a boolean, got number")
+  T.raises(function() lpvm.spawn({ thread = "yes" }, f) end, "#1", "option 'thread' must be a boolean")
+  T.raises(function() lpvm.spawn_link({ monitor = {} }, f) end, "#1", "option 'monitor' must be a boolean")
+  T.raises(function() lpvm.spawn({ [1] = true }, f) end, "#1", "unknown spawn option")
+  -- the documented ones still go, false as nil
+  local pid, ref = lpvm.spawn({ link = false, thread = false, monitor = true, priority = 20,
+                                max_heap = 0, max_mailbox = 0, node = lpvm.node() }, f)
+  T.ok(pid)
+  T.eq(T.down(ref, T.WAIT), pid)
+  T.no_msg(30)
+end)
+
 test("migrate quotes a bad mode cut short", function()
   short(T.raises(function() lpvm.migrate(BIG) end, "#1", "invalid option", "10000000 bytes"))
 end)
