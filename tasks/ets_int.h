@@ -431,6 +431,11 @@ int ets_first_key(ets_tab *t, lpvm_tbuf *out);
 int ets_last_key(ets_tab *t, lpvm_tbuf *out);
 int ets_after_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out);
 int ets_before_key(ets_tab *t, const ets_key *k, lpvm_tbuf *out);
+/* A result list whose length is known only at its end (ets_ops.c): open appends a
+** LIST header and returns its place, close patches in n (n == 0: NIL alone) and
+** appends the tail. */
+size_t ets_list_open(lpvm_tbuf *out);
+void ets_list_close(lpvm_tbuf *out, size_t mark, uint32_t n);
 /* Every object in walk order; fn returns nonzero to stop (returned). fn must not
 ** change the table (select_delete collects first, then removes). */
 int ets_walk(ets_tab *t, int (*fn)(ets_tab *t, ets_obj *o, void *ud), void *ud);

@@ -78,13 +78,13 @@ static void free_chain(ets_obj *o) {
 }
 
 /* A list whose length is known only at its end: a LIST header to patch. */
-static size_t list_open(lpvm_tbuf *out) {
+size_t ets_list_open(lpvm_tbuf *out) {
   size_t mark = out->len;
   lpvm_put_list(out, 1);
   return mark;
 }
 
-static void list_close(lpvm_tbuf *out, size_t mark, uint32_t n) {
+void ets_list_close(lpvm_tbuf *out, size_t mark, uint32_t n) {
   if (out->err) return;
   if (n == 0) out->len = mark;   /* [] is NIL alone */
   else {
@@ -604,11 +604,11 @@ int lpvm_ets_tab2list(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out) {
   ets_tab *t;
   int rc = ets_enter(self, tab, 0, 0, &t);
   if (rc) return rc;
-  size_t mark = list_open(out);
+  size_t mark = ets_list_open(out);
   list_ud l = {out, 0};
   ets_walk(t, add_obj, &l);
   ets_leave(t);
-  list_close(out, mark, l.n);
+  ets_list_close(out, mark, l.n);
   return out_rc(out, (int)l.n);
 }
 
@@ -660,7 +660,7 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
     return rc;
   }
   sel_ud s = {ms, mode, out, 0, NULL, 0, 0, 0};
-  size_t mark = mode == LPVM_ETS_SELECT ? list_open(out) : 0;
+  size_t mark = mode == LPVM_ETS_SELECT ? ets_list_open(out) : 0;
   const uint8_t *kp, *kend;
   if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
     ets_key k = {kp, kend, term_hash(kp, kend)};
@@ -686,7 +686,7 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
   free(s.hits);
   free_chain(gone);
   ets_ms_free(ms);
-  if (mode == LPVM_ETS_SELECT) list_close(out, mark, s.n);
+  if (mode == LPVM_ETS_SELECT) ets_list_close(out, mark, s.n);
   if (s.err) return s.err;
   return out_rc(mode == LPVM_ETS_SELECT ? out : NULL, (int)s.n);
 }

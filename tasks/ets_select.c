@@ -60,8 +60,7 @@ int lpvm_ets_select_chunk(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm,
   lpvm_tbuf_init(&kb[1]);
   ets_tab *t;
   if ((rc = ets_enter(self, tab, 0, 0, &t)) != 0) goto done;
-  size_t mark = out->len;
-  lpvm_put_list(out, 1);   /* patched at the end */
+  size_t mark = ets_list_open(out);
   uint32_t n = 0;
   int cur = 0, more;
   const uint8_t *kp, *kend;
@@ -84,13 +83,7 @@ int lpvm_ets_select_chunk(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm,
   ets_leave(t);
   rc = out->err ? out->err : kb[cur].err ? kb[cur].err : 0;
   if (rc) goto done;
-  if (n == 0) out->len = mark;   /* [] is NIL alone */
-  else {
-    uint8_t *q = out->data + mark + 1;
-    q[0] = (uint8_t)(n >> 24); q[1] = (uint8_t)(n >> 16);
-    q[2] = (uint8_t)(n >> 8); q[3] = (uint8_t)n;
-  }
-  lpvm_put_nil(out);
+  ets_list_close(out, mark, n);
   lpvm_tbuf_reset(next);
   if (more) {   /* stopped at the limit: continue after this key */
     term_put_raw(next, kb[cur].data + 1, kb[cur].len - 1);
