@@ -622,6 +622,9 @@ static void stream_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   free(s->waiters);
   s->rbuf = NULL;
   s->waiters = NULL;
+  /* whoever reads "closed" and sends again gets ENOPROC, not a command dropped by a
+  ** port that is still in the table until it has finished dying */
+  atomic_store_explicit(&s->gone, 1, memory_order_release);
   io_notify(s, "closed");
 }
 

@@ -102,8 +102,10 @@ static int send_allowed(lpvm_task *self, lpvm_id port) {
   if (!t) return LPVM_ENOPROC;
   io_stream *s = io_stream_of(t);
   int busy = s && atomic_load_explicit(&s->queued_pub, memory_order_relaxed) >= s->hwm;
+  int gone = s && atomic_load_explicit(&s->gone, memory_order_acquire);
   ptab_unpin(t);
   if (!s) return LPVM_EINVAL;
+  if (gone) return LPVM_ENOPROC;
   if (busy) {
     io_cmd_atom(self, port, "ready_req");
     return LPVM_EBUSY;

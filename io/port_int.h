@@ -70,6 +70,8 @@ struct io_stream {
   io_wq *wq_head, *wq_tail;
   size_t queued;                /* bytes in the write queue */
   _Atomic size_t queued_pub;    /* the same, for senders checking LPVM_EBUSY */
+  _Atomic uint8_t gone;         /* set by terminate (the port's own step) before it says
+                                ** "closed"; read by senders: ENOPROC from then on */
   size_t hwm;
   lpvm_id *waiters;             /* senders refused with LPVM_EBUSY */
   size_t nwait, capwait;

@@ -123,7 +123,8 @@ LPVM_API int lpvm_tcp_connect(lpvm_task *self, const char *host, int port, uint6
 /* Queue data for writing (framed by the packet option). Never lost: written in
 ** order, partial writes resume when writable. LPVM_EBUSY when the queue is over
 ** the high-water mark: nothing was queued, and {ready, Port} comes to the caller
-** once the queue has drained to half of it. */
+** once the queue has drained to half of it. LPVM_ENOPROC once the port has sent
+** {closed, Port}, even while it is still finishing its exit. */
 LPVM_API int lpvm_port_send(lpvm_task *self, lpvm_id port, const void *data, size_t len);
 struct lpvm_bin;
 /* The same for bytes [off, off + len) of a shared binary (lpvm/binary.h), without a
