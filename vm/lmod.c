@@ -267,8 +267,8 @@ static int lmod_index(lua_State *L) {
     return 1;
   }
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns};
-  for (int t = 0; t < 7; t++)
+                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns, lmod_time_fns};
+  for (int t = 0; t < 8; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++)
       if (f->name[0] == k[0] && strcmp(f->name, k) == 0) {   /* ~100 names: skip calls */
         lua_pushcfunction(L, f->fn);
@@ -283,8 +283,8 @@ static int lmod_index(lua_State *L) {
 /* pairs(lpvm) should list every function: load them all first. */
 static int lmod_pairs(lua_State *L) {
   const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns};
-  for (int t = 0; t < 7; t++)
+                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns, lmod_time_fns};
+  for (int t = 0; t < 8; t++)
     for (const lmod_fn *f = tabs[t]; f->name; f++) {
       lua_pushcfunction(L, f->fn);
       lua_setfield(L, 1, f->name);

@@ -1,5 +1,5 @@
 /*
-** lmod_msg.c -- messages and time: send, receive, sleep, send_after, cancel_timer, now.
+** lmod_msg.c -- messages: send, receive, receive_ref, aliases (time: lmod_time.c).
 **
 ** receive keeps Erlang's save pointer (`scan`): the last message it looked at and
 ** left. A wake-up for new mail resumes the scan after it, so a mailbox of N messages
@@ -18,7 +18,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lpvm/binary.h"
 #include "lpvm/dist.h"
@@ -32,7 +31,7 @@
 
 /* Encode the values from `first` to the top as one message. Raises on a value that
 ** cannot travel. */
-static lpvm_msg *build_msg(lua_State *L, int first, const char *fname) {
+lpvm_msg *lmod_build_msg(lua_State *L, int first, const char *fname) {
   char err[LTERM_ERRSZ];
   lpvm_msg *m = lterm_msg(L, first, lua_gettop(L) - first + 1, err);
   if (!m) luaL_error(L, "%s: %s", fname, err);
@@ -71,7 +70,7 @@ static int send_remote_name(lua_State *L, lproc *p) {
     lua_replace(L, 1);
     return -1;   /* a local name after all */
   }
-  lpvm_msg *m = build_msg(L, 2, "send"), *flat = lpvm_msg_flatten(m);   /* binaries: bytes */
+  lpvm_msg *m = lmod_build_msg(L, 2, "send"), *flat = lpvm_msg_flatten(m);   /* binaries: bytes */
   if (!flat) lpvm_msg_free(m);
   int rc = flat ? lpvm_dist_send_name(&p->task, name, node, lpvm_msg_data(flat),
                                       lpvm_msg_len(flat)) : LPVM_ENOMEM;
@@ -123,7 +122,7 @@ static int lmod_send(lua_State *L) {
     if (!(m = lterm_msg(L, 2, (int)(st->top - (st->ci->func + 2)), err)))
       luaL_error(L, "send: %s", err);
   } else {
-    m = build_msg(L, 2, "send");
+    m = lmod_build_msg(L, 2, "send");
   }
   uint32_t queued = 0;
   if (to == p->task.id) lpvm_send_msg_self(&p->task, m);   /* seen by this step's receive */
@@ -775,78 +774,10 @@ static int lmod_send_alias(lua_State *L) {
   /* a caller on another node gave its own reference: it arrives here as a foreign
   ** value, and the reply goes back to that node as an alias send */
   if (!ref && !lterm_foreign(L, 2, &flen)) ref = lmod_check_ref(L, 2);
-  lpvm_msg *m = build_msg(L, 2, "send_alias");
+  lpvm_msg *m = lmod_build_msg(L, 2, "send_alias");
   m->ref = lpvm_id_is_remote(to) ? LPVM_DIST_ALIAS_SEND : ref;
   lpvm_send_msg(&p->task, to, m);
   lua_pushboolean(L, 1);
-  return 1;
-}
-
-/* ---- time ---------------------------------------------------------------------------------- */
-
-static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
-  (void)status, (void)ctx;
-  if (lproc_take_interrupt(lproc_of(L))) return luaL_error(L, "interrupted!");
-  return 0;
-}
-
-/* sleep(ms): messages that arrive meanwhile wait in the mailbox. sleep(math.huge)
-** never returns (a kill or an exit signal still ends the process). */
-static int lmod_sleep(lua_State *L) {
-  lproc *p = lproc_check(L);
-  lmod_check_wait(L, p, "sleep");
-  int64_t ms = lmod_check_ms(L, 1);
-  if (!lua_isyieldable(L))
-    return luaL_error(L, "sleep: cannot wait here (inside a C call such as a metamethod)");
-  if (ms == 0) {
-    p->wait = LP_RUN;   /* just give the others a turn */
-  } else if (ms < 0) {
-    p->wait = LP_SLEEP;   /* sleep(math.huge): for ever, as timer:sleep(infinity) */
-  } else {
-    if (lpvm_set_timer(&p->task, (uint64_t)ms) != 0) return luaL_error(L, "sleep: no timer");
-    p->wait = LP_SLEEP;
-  }
-  if (L != p->L) p->sched_yield = 1;
-  return lua_yieldk(L, 0, 0, sleep_k);
-}
-
-/* send_after(ms, pid | name, ...) -> reference. A name is looked up when the timer
-** fires (Erlang's send_after/3 with an atom): free then, the message is dropped; one
-** with a NUL can never be registered, so its message goes nowhere. */
-static int lmod_send_after(lua_State *L) {
-  lproc *p = lproc_check(L);
-  int64_t ms = lmod_check_ms(L, 1);
-  luaL_argcheck(L, ms >= 0, 1, "finite timeout expected (a message never sent is no message)");
-  size_t nlen = 0;
-  const char *name = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &nlen) : NULL;
-  lpvm_id to = name ? LPVM_ID_DEAD : lmod_check_pid(L, 2);
-  lpvm_msg *m = build_msg(L, 3, "send_after");
-  uint64_t ref;
-  int rc = name && strlen(name) == nlen
-               ? lpvm_send_msg_after_name(&p->task, (uint64_t)ms, name, m, &ref)
-               : lpvm_send_msg_after(&p->task, (uint64_t)ms, to, m, &ref);   /* take m */
-  if (rc != 0) return lmod_fail(L, rc);
-  lmod_push_ref(L, ref);
-  return 1;
-}
-
-/* cancel_timer(ref) -> true if it was cancelled before it fired */
-static int lmod_cancel_timer(lua_State *L) {
-  uint64_t ref = lmod_check_ref(L, 1);
-  lua_pushboolean(L, lpvm_cancel_send_after(ref) == 1);
-  return 1;
-}
-
-static int lmod_now(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)lpvm_now_ms());
-  return 1;
-}
-
-/* For measuring: the same monotonic clock in microseconds. */
-static int lmod_now_us(lua_State *L) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
   return 1;
 }
 
@@ -859,9 +790,4 @@ const lmod_fn lmod_msg_fns[] = {
     {"unalias", lmod_unalias},
     {"send_alias", lmod_send_alias},
     {"call", lmod_call},   /* lmod_call.c */
-    {"sleep", lmod_sleep},
-    {"send_after", lmod_send_after},
-    {"cancel_timer", lmod_cancel_timer},
-    {"now", lmod_now},
-    {"now_us", lmod_now_us},
     {NULL, NULL}};

@@ -380,6 +380,7 @@ typedef struct lmod_fn {
 } lmod_fn;
 extern const lmod_fn lmod_proc_fns[];
 extern const lmod_fn lmod_msg_fns[];
+extern const lmod_fn lmod_time_fns[];   /* lmod_time.c */
 extern const lmod_fn lmod_dist_fns[];   /* lmod_dist.c: distribution */
 /* spawn({node = N, ...}, "mod", ...) on another node (stack: opts, mod, args...) */
 int lmod_dist_spawn(lua_State *L, int link);
@@ -438,6 +439,9 @@ int leval_open(lua_State *L);                           /* require "lpvm.evalser
 
 /* lmod_msg.c */
 int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
+/* Encode the values from `first` to the top as one message; raises, naming fname,
+** on a value that cannot travel. */
+lpvm_msg *lmod_build_msg(lua_State *L, int first, const char *fname);
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
 void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
 int lmod_alias_add(lproc *p, uint64_t ref, int mon);   /* 0, or LPVM_ENOMEM; mon: the

@@ -1,0 +1,89 @@
+/*
+** lmod_time.c -- the lpvm module's time functions: sleep, send_after, cancel_timer,
+** now, now_us.
+**
+** A sleep is a wait like receive's (the task's own timer, then a yield with a
+** continuation) that takes no message: what arrives meanwhile stays in the mailbox.
+** send_after's timers belong to the timer service (tasks/task_timer.c), not to the
+** process: a process that ends leaves them to fire, as Erlang's do for a pid.
+*/
+#include <lauxlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lpvm/lpvm.h"
+#include "vm/lproc_int.h"
+
+static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status, (void)ctx;
+  if (lproc_take_interrupt(lproc_of(L))) return luaL_error(L, "interrupted!");
+  return 0;
+}
+
+/* sleep(ms): messages that arrive meanwhile wait in the mailbox. sleep(math.huge)
+** never returns (a kill or an exit signal still ends the process). */
+static int lmod_sleep(lua_State *L) {
+  lproc *p = lproc_check(L);
+  lmod_check_wait(L, p, "sleep");
+  int64_t ms = lmod_check_ms(L, 1);
+  if (!lua_isyieldable(L))
+    return luaL_error(L, "sleep: cannot wait here (inside a C call such as a metamethod)");
+  if (ms == 0) {
+    p->wait = LP_RUN;   /* just give the others a turn */
+  } else if (ms < 0) {
+    p->wait = LP_SLEEP;   /* sleep(math.huge): for ever, as timer:sleep(infinity) */
+  } else {
+    if (lpvm_set_timer(&p->task, (uint64_t)ms) != 0) return luaL_error(L, "sleep: no timer");
+    p->wait = LP_SLEEP;
+  }
+  if (L != p->L) p->sched_yield = 1;
+  return lua_yieldk(L, 0, 0, sleep_k);
+}
+
+/* send_after(ms, pid | name, ...) -> reference. A name is looked up when the timer
+** fires (Erlang's send_after/3 with an atom): free then, the message is dropped; one
+** with a NUL can never be registered, so its message goes nowhere. */
+static int lmod_send_after(lua_State *L) {
+  lproc *p = lproc_check(L);
+  int64_t ms = lmod_check_ms(L, 1);
+  luaL_argcheck(L, ms >= 0, 1, "finite timeout expected (a message never sent is no message)");
+  size_t nlen = 0;
+  const char *name = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &nlen) : NULL;
+  lpvm_id to = name ? LPVM_ID_DEAD : lmod_check_pid(L, 2);
+  lpvm_msg *m = lmod_build_msg(L, 3, "send_after");
+  uint64_t ref;
+  int rc = name && strlen(name) == nlen
+               ? lpvm_send_msg_after_name(&p->task, (uint64_t)ms, name, m, &ref)
+               : lpvm_send_msg_after(&p->task, (uint64_t)ms, to, m, &ref);   /* take m */
+  if (rc != 0) return lmod_fail(L, rc);
+  lmod_push_ref(L, ref);
+  return 1;
+}
+
+/* cancel_timer(ref) -> true if it was cancelled before it fired */
+static int lmod_cancel_timer(lua_State *L) {
+  uint64_t ref = lmod_check_ref(L, 1);
+  lua_pushboolean(L, lpvm_cancel_send_after(ref) == 1);
+  return 1;
+}
+
+static int lmod_now(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)lpvm_now_ms());
+  return 1;
+}
+
+/* For measuring: the same monotonic clock in microseconds. */
+static int lmod_now_us(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+  return 1;
+}
+
+const lmod_fn lmod_time_fns[] = {
+    {"sleep", lmod_sleep},
+    {"send_after", lmod_send_after},
+    {"cancel_timer", lmod_cancel_timer},
+    {"now", lmod_now},
+    {"now_us", lmod_now_us},
+    {NULL, NULL}};
