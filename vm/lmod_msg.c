@@ -188,6 +188,26 @@ int lmod_alias_del(lproc *p, uint64_t ref) {
   return 1;
 }
 
+/* The reference at the head of m's term: 1 and *ref for a reference itself, a tuple
+** whose first element is one, or {'DOWN', ref, _, _, _} (*down set); else 0. Reads
+** only the head of the term: what receive_ref matches and what ends a monitor alias. */
+static int head_ref(lpvm_msg *m, uint64_t *ref, int *down) {
+  lpvm_tread r;
+  uint32_t n;
+  const char *a;
+  size_t len;
+  *down = 0;
+  if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m))) return 0;
+  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
+    if (lpvm_get_tuple(&r, &n) || n == 0) return 0;
+    if (n == 5 && lpvm_get_type(&r) == LPVM_T_ATOM) {
+      if (lpvm_get_atom(&r, &a, &len) || len != 4 || memcmp(a, "DOWN", 4) != 0) return 0;
+      *down = 1;
+    }
+  }
+  return lpvm_get_type(&r) == LPVM_T_REF && !lpvm_get_ref(&r, ref);
+}
+
 /* m (not a process's values) is met in the mailbox while monitor aliases are active:
 ** if it is the DOWN of one, that alias ends here, as Erlang's {alias, demonitor} ends
 ** when the DOWN is delivered. The messages sent to it that came before the DOWN stay
@@ -197,16 +217,9 @@ int lmod_alias_del(lproc *p, uint64_t ref) {
 ** monitor (lmod_mark); receive_ref from a later mark takes no message tagged with
 ** another reference. */
 static void alias_down(lproc *p, lpvm_msg *m) {
-  lpvm_tread r;
-  uint32_t n;
-  const char *a;
-  size_t len;
   uint64_t ref;
-  if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) ||
-      lpvm_get_type(&r) != LPVM_T_TUPLE || lpvm_get_tuple(&r, &n) || n != 5 ||
-      lpvm_get_type(&r) != LPVM_T_ATOM || lpvm_get_atom(&r, &a, &len) || len != 4 ||
-      memcmp(a, "DOWN", 4) != 0 || lpvm_get_type(&r) != LPVM_T_REF || lpvm_get_ref(&r, &ref))
-    return;
+  int down;
+  if (!head_ref(m, &ref, &down) || !down) return;
   int i = alias_find(p, ref);
   if (i < 0 || !p->aliases[i].mon) return;
   for (lpvm_msg *e = lpvm_mbox_next(&p->task, NULL); e && e != m; e = lpvm_mbox_next(&p->task, e))
@@ -256,23 +269,11 @@ static inline lpvm_msg *next_msg(lproc *p, lpvm_msg *after) {
   return next_msg_drop(p, after);
 }
 
-/* 1 if m is for ref: tagged with it, ref itself, a tuple whose first element is ref,
-** or {'DOWN', ref, _, _, _}. Reads only the head of the term. */
+/* 1 if m is for ref: tagged with it, or its head's reference is ref. */
 static int ref_match(lpvm_msg *m, uint64_t ref) {
-  if (m->ref == ref) return 1;
-  lpvm_tread r;
-  uint32_t n;
   uint64_t got;
-  const char *a;
-  size_t len;
-  if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m))) return 0;
-  if (lpvm_get_type(&r) == LPVM_T_TUPLE) {
-    if (lpvm_get_tuple(&r, &n) || n == 0) return 0;
-    if (n == 5 && lpvm_get_type(&r) == LPVM_T_ATOM) {
-      if (lpvm_get_atom(&r, &a, &len) || len != 4 || memcmp(a, "DOWN", 4) != 0) return 0;
-    }
-  }
-  return lpvm_get_type(&r) == LPVM_T_REF && !lpvm_get_ref(&r, &got) && got == ref;
+  int down;
+  return m->ref == ref || (head_ref(m, &got, &down) && got == ref);
 }
 
 /* Where a search for ref may start: after the mark if it is ref's and still valid. */
