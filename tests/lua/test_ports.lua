@@ -470,6 +470,26 @@ port_test("active false: nothing until recv; recv n takes exactly n bytes", func
   lpvm.port_close(l)
 end)
 
+-- A passive connection whose write fails (the peer has gone) ends with
+-- "error", reason then "closed" in its owner's mailbox; a recv after that end used
+-- to answer "closed" and leave the reason unread. It answers the reason once
+-- (Erlang's recv: {error, econnreset}, then {error, closed}).
+port_test("recv on a passive connection that ended on a write error gives the reason", function()
+  local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0, { active = false }))
+  local c = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false }))
+  local s = assert(lpvm.tcp_accept(l))
+  lpvm.port_close(s)   -- our writes now meet a reset
+  T.ok(T.wait_until(function()
+    lpvm.port_send(c, "x")
+    return lpvm.info(c) == nil
+  end, T.WAIT), "the connection did not end on its write error")
+  local _, why = lpvm.recv(c, 0, 1000)
+  T.ok(why == "econnreset" or why == "epipe", "recv's reason: " .. tostring(why))
+  T.eqv(table.pack(lpvm.recv(c, 0, 1000)), table.pack(nil, "closed"))
+  T.eqv(from(c), table.pack("closed", c))
+  lpvm.port_close(l)
+end)
+
 port_test("recv timeout: the request stays and the next recv collects it", function()
   local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0))
   local go = {}
