@@ -89,6 +89,11 @@ port_test("bad arguments raise errors naming the argument", function()
   T.raises(function() lpvm.open_port({ "cat" }, { active = "sometimes" }) end, "active must be")
   T.raises(function() lpvm.open_port({ "cat" }, { packet = 3 }) end, "packet must be")
   T.raises(function() lpvm.open_port({ "cat" }, { stderr = "nowhere" }) end, "stderr must be")
+  -- an option of the wrong type names its own type, not the options table's; an env
+  -- value true (neither a string nor false) used to remove the variable silently
+  T.raises(function() lpvm.open_port({ "true" }, { cwd = 5 }) end, "#2", "cwd must be a string, got number")
+  T.raises(function() lpvm.open_port({ "true" }, { env = "A=1" }) end, "#2", "env must be a table, got string")
+  T.raises(function() lpvm.open_port({ "true" }, { env = { A = true } }) end, "#2", "strings or false")
   T.raises(function() lpvm.port_send(lpvm.self(), "x") end, "#1", "port expected")
   T.raises(function() lpvm.port_send(nil, "x") end, "#1", "port expected")
   T.raises(function() lpvm.recv("p") end, "#1", "port expected")
