@@ -708,6 +708,47 @@ port_test("file ports: write, seek, read, eof, errors", function()
   T.eqv(table.pack(lpvm.file_open("/nonexistent/dir/file")), table.pack(nil, "enoent"))
 end)
 
+-- A FIFO through file_open: opening one for reading waits for a writer, and the open
+-- ran on the caller's worker (one worker: the whole VM stopped; the caller could not
+-- be killed, nor the VM stop); a read of a FIFO with nothing in it held the port's
+-- thread for ever. Now neither waits. Each step runs in a process watched with a
+-- deadline, so the old behaviour fails the test instead of hanging it.
+port_test("a FIFO through file_open: the open and the reads never wait", function()
+  local path = os.tmpname()
+  os.remove(path)
+  T.ok(os.execute("mkfifo " .. path), "mkfifo")
+  local function within(fn)
+    local pid, ref = lpvm.spawn_monitor(function(parent, fn)
+      lpvm.send(parent, "result", lpvm.self(), table.pack(fn()))
+    end, lpvm.self(), fn)
+    local r = T.recv_match(function(tag, from) return tag == "result" and from == pid end)
+    T.ok(r, "the call did not return within the wait")
+    T.down(ref)
+    return table.unpack(r[3], 1, r[3].n)
+  end
+  -- no writer: the open answers at once, the read finds the end
+  local r = table.pack(within(function()
+    local f = lpvm.file_open(path)
+    local a, b = lpvm.file_read(f, 10)
+    lpvm.file_close(f)
+    return lpvm.is_port(f), a, b
+  end))
+  T.eqv(r, table.pack(true, nil, "eof"))
+  -- for writing with no reader: ENXIO (it waited for a reader)
+  T.eqv(table.pack(within(function() return lpvm.file_open(path, "w") end)), table.pack(nil, "enxio"))
+  -- both ends in one port: nothing there is eagain, what has come is read
+  r = table.pack(within(function()
+    local f = assert(lpvm.file_open(path, "r+"))
+    local a, b = lpvm.file_read(f, 10)
+    local w = lpvm.file_write(f, "hello")
+    local c = lpvm.file_read(f, 10)
+    lpvm.file_close(f)
+    return a, b, w, c
+  end))
+  T.eqv(r, table.pack(nil, "eagain", true, "hello"))
+  os.remove(path)
+end)
+
 -- ---- fd ports --------------------------------------------------------------------------------------------
 
 port_test("fd ports over the VM's own descriptors", function()
