@@ -180,7 +180,6 @@ static int file_event(lpvm_task *t) {
 }
 
 static int file_setup(lpvm_task *t) {
-  lpvm_trap_exit(t, 1);
   if (!((io_file *)t)->linked) lpvm_link(t, ((io_file *)t)->owner);
   return LPVM_WAIT;
 }
@@ -209,6 +208,10 @@ static int file_init(lpvm_task *t, void *arg) {
     int fl = fcntl(f->fd, F_GETFL);
     if (fl >= 0) (void)fcntl(f->fd, F_SETFL, fl & ~O_NONBLOCK);
   }
+  /* Trap exits from the start, not from setup: a port linked at its spawn whose
+  ** owner ends normally before the port's first step would ignore that EXIT (signals
+  ** are handled before setup) and outlive its owner. Not visible yet: no race. */
+  lpvm_trap_exit(t, 1);
   return LPVM_SETUP;
 }
 

@@ -217,6 +217,31 @@ port_test("an owner that ends normally closes its ports too", function()
   T.ok(pid)
 end)
 
+-- A port is linked to its owner at its spawn but trapped exits only from its setup,
+-- its first step: an owner that ended normally before that step (open, then return
+-- at once) sent an EXIT normal the port ignored, and the port lived on, holding its
+-- descriptor (and its program) with no owner. Every kind, 20 owners each.
+port_test("an owner that ends right after opening closes its port, whatever the kind", function()
+  local me = lpvm.self()
+  local path = os.tmpname()
+  local opens = {
+    program = function() return lpvm.open_port({ "cat" }) end,
+    file = function() return lpvm.file_open(path) end,
+    listener = function() return lpvm.tcp_listen("127.0.0.1", 0) end,
+    fd = function() return lpvm.fd_port(nil, 1) end,
+  }
+  for kind, open in pairs(opens) do
+    for _ = 1, 20 do
+      local _, ref = lpvm.spawn_monitor(function() lpvm.send(me, "port", assert(open())) end)
+      local port = T.recv_match(function(tag) return tag == "port" end)[2]
+      T.down(ref)
+      T.ok(T.wait_until(function() return lpvm.info(port) == nil end, T.WAIT),
+           kind .. " port outlived its owner")
+    end
+  end
+  os.remove(path)
+end)
+
 port_test("port_close kills the program and leaves no message behind", function()
   local p = assert(lpvm.open_port({ "sh", "-c", "echo hi; exec sleep 100" }))
   T.eqv(from(p), table.pack("data", p, "hi\n"))
