@@ -22,6 +22,7 @@
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 #include "vm/lraw.h"
+#include "vm/lraw_new.h"
 
 /* The external format's tags these paths write and read (tasks/term_int.h has them all). */
 enum {
@@ -359,7 +360,8 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
     }
     return p;
   }
-  lraw_tvalue *a = lraw_new_array(L, n);   /* lua_createtable(L, n, 0)'s, made for less */
+  lraw_tvalue *a = lraw_new_here(L, n);   /* lua_createtable(L, n, 0)'s, made for less */
+  if (!a) a = lraw_new_array(L, n);        /* the collector's step due, or Lua's way */
   const lraw_table *h = ((const lraw_state *)(void *)L)->top[-1].v.gc;   /* just made */
   if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
     lproc *pr = lproc_of(L);
