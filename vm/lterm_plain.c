@@ -546,11 +546,13 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
     n--;
     tuple = 1;   /* what is left are values of a tuple (none, for a lone reference) */
   }
-  if (!lua_checkstack(L, (int)n + 3)) return -1;
+  if (!lua_checkstack(L, (int)n + 3 + 20)) return -1;
   strs c;
   strs_init(L, &c);
   int base = c.proc ? lraw_top(L) : lua_gettop(L);
-  c.room = base + (int)n + 3;   /* the n values and a sequence's 4 past the last one's */
+  /* the n values and a sequence's 4 past the last one's, and seq_room's 20 more at
+  ** once (a nested list in the first sequence asked lua_checkstack again: ~28) */
+  c.room = base + (int)n + 3 + 20;
   if (!tuple) {
     const uint8_t *q = plain_scalar(L, p, end, &c);
     p = q ? q : plain_nested(L, p, end, 0, &c);
