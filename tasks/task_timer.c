@@ -12,7 +12,7 @@
 ** gen_server call): its timer was started (a record on the timer service's
 ** in-queue) and taken back at every call, ~250 instructions of ~7,100. There the
 ** timer is only noted in the task (timer_seq holds the milliseconds with DEFERRED)
-** and the worker keeps the one task whose timer is noted (tl_deferred): at the end
+** and the worker keeps the one task whose timer is noted (task_noted): at the end
 ** of the next step the task is still WAITING, or before the worker looks for work
 ** elsewhere and sleeps, the timer is started for real; a task made runnable by then
 ** is left to its own step, which takes its message (the note is dropped: no timer
@@ -49,7 +49,6 @@ static void fire_timeout(void *p, uint64_t id, uint64_t seq) {
 
 /* The task whose timer this worker noted, or NULL (see the top). */
 _Thread_local lpvm_task *task_noted;
-#define tl_deferred task_noted
 
 /* This thread is the worker of a VM of one worker: 1, no: -1, not asked yet: 0. A
 ** thread is a worker of one VM for its whole life, so it is asked once. */
@@ -79,23 +78,23 @@ static __attribute__((noinline)) int set_lazy_slow(lpvm_task *self, uint64_t ms)
   if (!self) return LPVM_EINVAL;
   if (__builtin_expect(tl_alone == 0, 0)) tl_alone = sched_alone() ? 1 : -1;
   if (tl_alone < 0 || ms > MS_MASK) return lpvm_set_timer(self, ms);
-  lpvm_task *d = tl_deferred;
+  lpvm_task *d = task_noted;
   if (d && d != self) {   /* another task's note is kept (woken, its step to come) */
     start_noted(d);
     if (is_deferred(d)) return lpvm_set_timer(self, ms);   /* out of memory: d stays */
   }
   if (self->timer || self->timer_seq) lpvm_cancel_timer(self);
   self->timer_seq = DEFERRED | FRESH | ms;
-  tl_deferred = self;
+  task_noted = self;
   return 0;
 }
 
 /* The usual case first, with nothing to save: nothing kept but this task, no timer. */
 int lpvm_set_timer_lazy(lpvm_task *self, uint64_t ms) {
-  if (self && tl_alone > 0 && ms <= MS_MASK && (!tl_deferred || tl_deferred == self) &&
+  if (self && tl_alone > 0 && ms <= MS_MASK && (!task_noted || task_noted == self) &&
       !self->timer && !self->timer_seq) {
     self->timer_seq = DEFERRED | FRESH | ms;
-    tl_deferred = self;
+    task_noted = self;
     return 0;
   }
   return set_lazy_slow(self, ms);
@@ -113,13 +112,13 @@ static int settle(lpvm_task *d) {
 }
 
 void task_timer_step_end(lpvm_task *t, int r) {
-  lpvm_task *d = tl_deferred;
+  lpvm_task *d = task_noted;
   if (d != t) {   /* another task's note (t NULL: t died) */
-    if (settle(d)) tl_deferred = NULL;
+    if (settle(d)) task_noted = NULL;
     return;
   }
   if (!is_deferred(t)) {   /* its message came (or it died, or slept): nothing started */
-    tl_deferred = NULL;
+    task_noted = NULL;
     return;
   }
   if ((t->timer_seq & FRESH) && r != STEP_HANDOFF) {
@@ -129,12 +128,12 @@ void task_timer_step_end(lpvm_task *t, int r) {
   /* Noted before this step (its wake was not the end of its wait), or leaving the
   ** workers: start it now (out of memory, it stays kept and is tried again). */
   start_noted(t);
-  if (!is_deferred(t)) tl_deferred = NULL;
+  if (!is_deferred(t)) task_noted = NULL;
 }
 
 void task_timers_idle(void) {
-  lpvm_task *d = tl_deferred;
-  if (d && settle(d)) tl_deferred = NULL;
+  lpvm_task *d = task_noted;
+  if (d && settle(d)) task_noted = NULL;
 }
 
 int lpvm_cancel_timer(lpvm_task *self) {
@@ -169,7 +168,7 @@ int lpvm_timeout_reached(const lpvm_task *self, const lpvm_msg *seen) {
 
 void task_timer_drop(lpvm_task *t) {
   lpvm_cancel_timer(t);
-  if (tl_deferred == t) tl_deferred = NULL;   /* t is about to be freed */
+  if (task_noted == t) task_noted = NULL;   /* t is about to be freed */
 }
 
 /* ---- send-after --------------------------------------------------------------------

@@ -183,47 +183,12 @@ local function handle(event)
   if new_state ~= old or repeat_enter then enter_state(old) end
 end
 
--- sys.lua's requests ({"$gen_system", pid, ref, request}), answered on the alias ref
--- as gen_server answers them (gen_sys.lua), with OTP's gen_statem shapes: get_state is
--- {state, data}, code_change(old_vsn, state, data, extra) -> "ok", state, data. After
--- "suspend" only system requests are taken until "resume" (events wait in the
--- mailbox). They answered nothing before: sys on a gen_statem always timed out.
+-- sys.lua's requests ({"$gen_system", pid, ref, request}): gen_sys.lua answers them
+-- as for a gen_server, in OTP's gen_statem shapes (get_state is {state, data},
+-- code_change(old_vsn, state, data, extra) -> "ok", state, data); after "suspend"
+-- only system requests are taken until "resume" (events wait in the mailbox).
 local function system(pid, ref, request)
-  local send_alias = lpvm.send_alias
-  local suspended = false
-  while true do
-    local what = type(request) == "table" and request[1] or request
-    if what == "suspend" or what == "resume" then
-      send_alias(pid, ref, true)
-      suspended = what == "suspend"
-    elseif what == "get_state" then
-      send_alias(pid, ref, true, { S.state, S.data })
-    elseif what == "change_code" then
-      local module, old_vsn, extra = request[2], request[3], request[4]
-      local f = S.mod.code_change
-      if module ~= gen.module_spec(S.mod, "change_code") then
-        send_alias(pid, ref, nil, "not the server's module")
-      elseif not f then
-        send_alias(pid, ref, true)
-      else
-        local ok, verb, state, data = xpcall(f, traceback, old_vsn, S.state, S.data, extra)
-        if ok and verb == "ok" then
-          S.state, S.data = state, data
-          send_alias(pid, ref, true)
-        else
-          send_alias(pid, ref, nil, ok and ("bad return from code_change: " .. tostring(verb))
-            or verb)
-        end
-      end
-    else
-      send_alias(pid, ref, nil, "unknown system message")
-    end
-    if not suspended then return end
-    local _
-    _, pid, ref, request = lpvm.receive(function(tag, _, _, _, ...)
-      return tag == "$gen_system" and select("#", ...) == 0
-    end)
-  end
+  require("gen_sys").system(S, pid, ref, request, true)
 end
 
 -- A message as an event, or nil (handled here: stop, the parent's exit, sys).

@@ -15,13 +15,16 @@ local send_alias = lpvm.send_alias
 
 -- A system request {"$gen_system", pid, ref, request} to the server S (mod, state):
 -- suspend, resume, get_state and change_code. Returns true when it was "suspend".
-function G.handle_system(S, pid, ref, request)
+-- statem: S is a gen_statem's (mod, state, data), answered in OTP's gen_statem shapes:
+-- get_state is {state, data}, code_change(old_vsn, state, data, extra) -> "ok",
+-- state, data (a gen_server's: code_change(old_vsn, state, extra) -> "ok", state).
+function G.handle_system(S, pid, ref, request, statem)
   local what = type(request) == "table" and request[1] or request
   if what == "suspend" or what == "resume" then
     send_alias(pid, ref, true)
     return what == "suspend"
   elseif what == "get_state" then
-    send_alias(pid, ref, true, S.state)
+    send_alias(pid, ref, true, statem and { S.state, S.data } or S.state)
   elseif what == "change_code" then
     -- {"change_code", module, old_vsn, extra}: the module is loaded already, and this
     -- process took its new version at this message (lcode.c's safe point)
@@ -32,9 +35,15 @@ function G.handle_system(S, pid, ref, request)
     elseif not f then
       send_alias(pid, ref, true)   -- as OTP: no callback, the state stays
     else
-      local ok, verb, state = xpcall(f, gen.traceback, old_vsn, S.state, extra)
+      local ok, verb, state, data
+      if statem then
+        ok, verb, state, data = xpcall(f, gen.traceback, old_vsn, S.state, S.data, extra)
+      else
+        ok, verb, state = xpcall(f, gen.traceback, old_vsn, S.state, extra)
+      end
       if ok and verb == "ok" then
         S.state = state
+        if statem then S.data = data end
         send_alias(pid, ref, true)
       else
         send_alias(pid, ref, nil, ok and ("bad return from code_change: " .. tostring(verb))
@@ -47,10 +56,10 @@ function G.handle_system(S, pid, ref, request)
   return false
 end
 
--- A system request to gen_server S, then, after a "suspend", only system messages
--- until "resume". Returns nil (no action).
-function G.system(S, pid, ref, request)
-  if G.handle_system(S, pid, ref, request) then G.suspended(S) end
+-- A system request to the server S (a gen_statem's when statem), then, after a
+-- "suspend", only system messages until "resume". Returns nil (no action).
+function G.system(S, pid, ref, request, statem)
+  if G.handle_system(S, pid, ref, request, statem) then G.suspended(S, statem) end
   return nil
 end
 
@@ -62,7 +71,7 @@ function G.dropped(S, msg)
 end
 
 -- Suspended (sys.suspend): only system messages are taken until "resume".
-function G.suspended(S)
+function G.suspended(S, statem)
   while true do
     local _, pid, ref, request = lpvm.receive(function(tag, _, _, _, ...)
       return tag == "$gen_system" and select("#", ...) == 0
@@ -71,7 +80,7 @@ function G.suspended(S)
       send_alias(pid, ref, true)
       return
     end
-    G.handle_system(S, pid, ref, request)
+    G.handle_system(S, pid, ref, request, statem)
   end
 end
 
