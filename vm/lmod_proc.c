@@ -206,16 +206,24 @@ static int opt_word(lua_State *L, int arg, const char *word) {
 }
 
 /* monitor(pid | name [, "alias"]) -> ref; a dead pid or unknown name gets DOWN with
-** noproc. With "alias" the reference is also an active alias until demonitor or the
-** DOWN (Erlang's {alias, demonitor}): a reply sent to it after the DOWN is dropped. */
+** noproc. By name the DOWN names {name, node}, as Erlang's monitor(process, Name).
+** With "alias" the reference is also an active alias until demonitor or the DOWN
+** (Erlang's {alias, demonitor}): a reply sent to it after the DOWN is dropped. */
 static int lmod_monitor(lua_State *L) {
   lproc *p = lproc_check(L);
-  int is_name;
-  lpvm_id id = lmod_check_dest(L, 1, &is_name);
+  const char *name = NULL;
+  lpvm_id id = 0;
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    size_t len;
+    name = lua_tolstring(L, 1, &len);
+    luaL_argcheck(L, strlen(name) == len, 1, "name must not hold NUL");
+    luaL_argcheck(L, len <= 255, 1, "name must be at most 255 bytes");
+  } else {
+    id = lmod_check_pid(L, 1);
+  }
   int alias = opt_word(L, 2, "alias");
   uint64_t ref;
-  /* an unregistered name: monitor an id no task has, to get the noproc DOWN */
-  int rc = lpvm_monitor(&p->task, id ? id : LPVM_ID_DEAD, &ref);
+  int rc = name ? lpvm_monitor_name(&p->task, name, &ref) : lpvm_monitor(&p->task, id, &ref);
   if (rc != 0) return lmod_fail(L, rc);
   lmod_mark(p, ref);   /* the DOWN is a signal: it cannot be in the mailbox yet */
   if (alias && lmod_alias_add(p, ref, 1) != 0) {
