@@ -283,6 +283,22 @@ static int encode_reason(lua_State *L, int idx, lpvm_tbuf *b) {
   return 0;
 }
 
+/* exit(self(), reason): as in Erlang the signal takes effect before exit returns.
+** The signals queued so far, ours last, are handled now (in order: the queue is
+** ours); if that ended the process, its step ends here with nothing more run (the
+** task's state is EXIT: LP_HALT waits for the end). A yield of its own would not do:
+** a step resumed by a message goes on resuming a process that yields to run. A
+** trapping process got the "EXIT" message and exit returns true. */
+static int exit_self(lua_State *L, lproc *p) {
+  if (lpvm_fetch_signals(&p->task) && lua_isyieldable(L)) {
+    p->wait = LP_HALT;
+    if (L != p->L) p->sched_yield = 1;
+    return lua_yieldk(L, 0, 0, exit_k);
+  }
+  lua_pushboolean(L, 1);   /* (not yieldable: it ends when the step does) */
+  return 1;
+}
+
 /* exit(reason): end this process now (it cannot be caught). exit(pid, reason):
 ** send an exit signal (Erlang exit/2: "kill" cannot be trapped). */
 static int lmod_exit(lua_State *L) {
@@ -294,8 +310,8 @@ static int lmod_exit(lua_State *L) {
     int rc = lpvm_exit(&p->task, id, b.data, b.len);
     lpvm_tbuf_free(&b);
     if (rc != 0 && rc != LPVM_ENOPROC) return lmod_fail(L, rc);
+    if (id == p->task.id) return exit_self(L, p);
     lua_pushboolean(L, 1);
-    if (id == p->task.id) return yield_now(L, p) ? 0 : 1;
     return 1;
   }
   if (lua_isnone(L, 1)) lua_pushliteral(L, "normal");
