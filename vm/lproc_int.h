@@ -186,14 +186,12 @@ void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the
 void *lproc_alloc_closing(void *ud, void *ptr, size_t osize, size_t nsize);   /* lua_close */
 
 /* lproc_alloc's most common case, inline for a maker of many objects (vm/lraw_new.c's
-** lists, when the state's allocator is lproc_alloc): a new block of nsize bytes from
-** the thread's lists, for an owner with no heap limit, no cleaning watch and no block
-** being bumped; NULL otherwise, and lproc_alloc decides as for any block. */
-static inline void *lproc_alloc_small(lproc *p, size_t nsize) {
-  if (!p || p->max_heap || p->clean_watch || p->blk_bump) return NULL;
-  void *q = lproc_small_pop(nsize);
-  if (q) p->mem += nsize;
-  return q;
+** lists, when the state's allocator is lproc_alloc): p if it is an owner with no heap
+** limit, no cleaning watch and no block being bumped, whose new blocks then come from
+** the thread's lists (lproc_small_pop; the caller adds their bytes to p->mem); NULL
+** otherwise, and lproc_alloc decides as for any block. One test for several blocks. */
+static inline lproc *lproc_alloc_direct(lproc *p) {
+  return p && !p->max_heap && !p->clean_watch && !p->blk_bump ? p : NULL;
 }
 size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */
 
@@ -447,7 +445,9 @@ void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
 int lmod_alias_add(lproc *p, uint64_t ref, int mon);   /* 0, or LPVM_ENOMEM; mon: the
                                                        ** monitor ref's DOWN ends it */
 int lmod_alias_del(lproc *p, uint64_t ref);   /* 1 if it was active */
-void lmod_flush_down(lproc *p, uint64_t ref); /* drop a queued DOWN for ref */
+/* End the alias ref (1 if it was active) as at arrival, and with flush drop its DOWN
+** and its queued messages (lmod_msg.c) */
+int lmod_ref_end(lproc *p, uint64_t ref, int flush);
 /* What lmod_call.c's wait shares with receive_ref: */
 void lmod_check_wait(lua_State *L, lproc *p, const char *fname);  /* raise if it cannot wait */
 void lmod_recv_finish(lproc *p);              /* a receive is over: timer, scan */

@@ -89,6 +89,11 @@ port_test("bad arguments raise errors naming the argument", function()
   T.raises(function() lpvm.open_port({ "cat" }, { active = "sometimes" }) end, "active must be")
   T.raises(function() lpvm.open_port({ "cat" }, { packet = 3 }) end, "packet must be")
   T.raises(function() lpvm.open_port({ "cat" }, { stderr = "nowhere" }) end, "stderr must be")
+  -- an option of the wrong type names its own type, not the options table's; an env
+  -- value true (neither a string nor false) used to remove the variable silently
+  T.raises(function() lpvm.open_port({ "true" }, { cwd = 5 }) end, "#2", "cwd must be a string, got number")
+  T.raises(function() lpvm.open_port({ "true" }, { env = "A=1" }) end, "#2", "env must be a table, got string")
+  T.raises(function() lpvm.open_port({ "true" }, { env = { A = true } }) end, "#2", "strings or false")
   T.raises(function() lpvm.port_send(lpvm.self(), "x") end, "#1", "port expected")
   T.raises(function() lpvm.port_send(nil, "x") end, "#1", "port expected")
   T.raises(function() lpvm.recv("p") end, "#1", "port expected")
@@ -210,6 +215,31 @@ port_test("an owner that ends normally closes its ports too", function()
   T.down(ref)
   T.ok(T.wait_until(function() return not alive(os_pid) end, 5000), "child still there")
   T.ok(pid)
+end)
+
+-- A port is linked to its owner at its spawn but trapped exits only from its setup,
+-- its first step: an owner that ended normally before that step (open, then return
+-- at once) sent an EXIT normal the port ignored, and the port lived on, holding its
+-- descriptor (and its program) with no owner. Every kind, 20 owners each.
+port_test("an owner that ends right after opening closes its port, whatever the kind", function()
+  local me = lpvm.self()
+  local path = os.tmpname()
+  local opens = {
+    program = function() return lpvm.open_port({ "cat" }) end,
+    file = function() return lpvm.file_open(path) end,
+    listener = function() return lpvm.tcp_listen("127.0.0.1", 0) end,
+    fd = function() return lpvm.fd_port(nil, 1) end,
+  }
+  for kind, open in pairs(opens) do
+    for _ = 1, 20 do
+      local _, ref = lpvm.spawn_monitor(function() lpvm.send(me, "port", assert(open())) end)
+      local port = T.recv_match(function(tag) return tag == "port" end)[2]
+      T.down(ref)
+      T.ok(T.wait_until(function() return lpvm.info(port) == nil end, T.WAIT),
+           kind .. " port outlived its owner")
+    end
+  end
+  os.remove(path)
 end)
 
 port_test("port_close kills the program and leaves no message behind", function()
@@ -470,6 +500,26 @@ port_test("active false: nothing until recv; recv n takes exactly n bytes", func
   lpvm.port_close(l)
 end)
 
+-- A passive connection whose write fails (the peer has gone) ends with
+-- "error", reason then "closed" in its owner's mailbox; a recv after that end used
+-- to answer "closed" and leave the reason unread. It answers the reason once
+-- (Erlang's recv: {error, econnreset}, then {error, closed}).
+port_test("recv on a passive connection that ended on a write error gives the reason", function()
+  local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0, { active = false }))
+  local c = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false }))
+  local s = assert(lpvm.tcp_accept(l))
+  lpvm.port_close(s)   -- our writes now meet a reset
+  T.ok(T.wait_until(function()
+    lpvm.port_send(c, "x")
+    return lpvm.info(c) == nil
+  end, T.WAIT), "the connection did not end on its write error")
+  local _, why = lpvm.recv(c, 0, 1000)
+  T.ok(why == "econnreset" or why == "epipe", "recv's reason: " .. tostring(why))
+  T.eqv(table.pack(lpvm.recv(c, 0, 1000)), table.pack(nil, "closed"))
+  T.eqv(from(c), table.pack("closed", c))
+  lpvm.port_close(l)
+end)
+
 port_test("recv timeout: the request stays and the next recv collects it", function()
   local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0))
   local go = {}
@@ -681,6 +731,47 @@ port_test("file ports: write, seek, read, eof, errors", function()
   T.no_msg(20)
   os.remove(path)
   T.eqv(table.pack(lpvm.file_open("/nonexistent/dir/file")), table.pack(nil, "enoent"))
+end)
+
+-- A FIFO through file_open: opening one for reading waits for a writer, and the open
+-- ran on the caller's worker (one worker: the whole VM stopped; the caller could not
+-- be killed, nor the VM stop); a read of a FIFO with nothing in it held the port's
+-- thread for ever. Now neither waits. Each step runs in a process watched with a
+-- deadline, so the old behaviour fails the test instead of hanging it.
+port_test("a FIFO through file_open: the open and the reads never wait", function()
+  local path = os.tmpname()
+  os.remove(path)
+  T.ok(os.execute("mkfifo " .. path), "mkfifo")
+  local function within(fn)
+    local pid, ref = lpvm.spawn_monitor(function(parent, fn)
+      lpvm.send(parent, "result", lpvm.self(), table.pack(fn()))
+    end, lpvm.self(), fn)
+    local r = T.recv_match(function(tag, from) return tag == "result" and from == pid end)
+    T.ok(r, "the call did not return within the wait")
+    T.down(ref)
+    return table.unpack(r[3], 1, r[3].n)
+  end
+  -- no writer: the open answers at once, the read finds the end
+  local r = table.pack(within(function()
+    local f = lpvm.file_open(path)
+    local a, b = lpvm.file_read(f, 10)
+    lpvm.file_close(f)
+    return lpvm.is_port(f), a, b
+  end))
+  T.eqv(r, table.pack(true, nil, "eof"))
+  -- for writing with no reader: ENXIO (it waited for a reader)
+  T.eqv(table.pack(within(function() return lpvm.file_open(path, "w") end)), table.pack(nil, "enxio"))
+  -- both ends in one port: nothing there is eagain, what has come is read
+  r = table.pack(within(function()
+    local f = assert(lpvm.file_open(path, "r+"))
+    local a, b = lpvm.file_read(f, 10)
+    local w = lpvm.file_write(f, "hello")
+    local c = lpvm.file_read(f, 10)
+    lpvm.file_close(f)
+    return a, b, w, c
+  end))
+  T.eqv(r, table.pack(nil, "eagain", true, "hello"))
+  os.remove(path)
 end)
 
 -- ---- fd ports --------------------------------------------------------------------------------------------
