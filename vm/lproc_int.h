@@ -186,14 +186,12 @@ void *lproc_alloc(void *ud, void *ptr, size_t osize, size_t nsize);   /* ud: the
 void *lproc_alloc_closing(void *ud, void *ptr, size_t osize, size_t nsize);   /* lua_close */
 
 /* lproc_alloc's most common case, inline for a maker of many objects (vm/lraw_new.c's
-** lists, when the state's allocator is lproc_alloc): a new block of nsize bytes from
-** the thread's lists, for an owner with no heap limit, no cleaning watch and no block
-** being bumped; NULL otherwise, and lproc_alloc decides as for any block. */
-static inline void *lproc_alloc_small(lproc *p, size_t nsize) {
-  if (!p || p->max_heap || p->clean_watch || p->blk_bump) return NULL;
-  void *q = lproc_small_pop(nsize);
-  if (q) p->mem += nsize;
-  return q;
+** lists, when the state's allocator is lproc_alloc): p if it is an owner with no heap
+** limit, no cleaning watch and no block being bumped, whose new blocks then come from
+** the thread's lists (lproc_small_pop; the caller adds their bytes to p->mem); NULL
+** otherwise, and lproc_alloc decides as for any block. One test for several blocks. */
+static inline lproc *lproc_alloc_direct(lproc *p) {
+  return p && !p->max_heap && !p->clean_watch && !p->blk_bump ? p : NULL;
 }
 size_t lproc_state_bytes(lua_State *L);  /* by Lua's own count */
 

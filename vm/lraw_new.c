@@ -29,53 +29,11 @@
 
 #include "vm/lproc_int.h"
 #include "vm/lraw.h"
+#include "vm/lraw_new.h"
 
 /* The node part of a table without one: liblua's one static dummy node, the same for
 ** every state; NULL until lraw_new_check has seen it (and then Lua's way). */
-static _Atomic(void *) dummy_node;
-
-/* A new block, as g->frealloc(g->ud, NULL, tag, n) gives it: a process's state takes
-** its allocator's common case inline (lproc_alloc_small), without the call. */
-static inline void *new_block(lraw_global *g, size_t tag, size_t n) {
-  if (g->frealloc == lproc_alloc) {
-    void *q = lproc_alloc_small(g->ud, n);
-    if (q) return q;
-  }
-  return g->frealloc(g->ud, NULL, tag, n);
-}
-
-/* The table and its array made here when the collector's debt stays <= 0 with both;
-** NULL (nothing made, nothing counted): Lua's way. */
-static lraw_tvalue *new_here(lraw_state *s, unsigned n) {
-  lraw_global *g = s->l_G;
-  size_t size = (size_t)n * sizeof(lraw_tvalue);
-  void *node = atomic_load_explicit(&dummy_node, memory_order_relaxed);
-  if (!node || g->GCdebt + (ptrdiff_t)(sizeof(lraw_table) + size) > 0) return NULL;
-  lraw_table *h = new_block(g, LUA_TTABLE, sizeof *h);   /* luaM_newobject */
-  if (!h) return NULL;
-  lraw_tvalue *a = new_block(g, 0, size);   /* luaM_reallocvector */
-  if (!a) {
-    g->frealloc(g->ud, h, sizeof *h, 0);
-    return NULL;
-  }
-  g->GCdebt += (ptrdiff_t)(sizeof *h + size);
-  h->marked = g->currentwhite & LRAW_WHITES;   /* luaC_newobj: white, linked first */
-  h->tt = LRAW_VTABLE & 0x3F;
-  h->next = (void *)g->allgc;
-  g->allgc = h;
-  h->flags = LRAW_FLAGS_NEW;   /* luaH_new: no metamethods, the dummy node */
-  h->lsizenode = 0;
-  h->node = node;
-  h->lastfree = NULL;
-  h->metatable = NULL;
-  for (unsigned i = 0; i < n; i++) a[i].tt = LRAW_VEMPTY;   /* luaH_resize's setempty */
-  h->array = a;
-  h->alimit = n;   /* the real size: LRAW_BITRAS is clear */
-  lraw_tvalue *top = s->top;   /* lua_createtable's push */
-  top->v.gc = h, top->tt = LRAW_VTABLE;
-  s->top = top + 1;
-  return a;
-}
+_Atomic(void *) lraw_dummy_node;
 
 lraw_tvalue *lraw_new_array(lua_State *L, unsigned n) {
   lraw_state *s = (lraw_state *)(void *)L;
@@ -83,7 +41,7 @@ lraw_tvalue *lraw_new_array(lua_State *L, unsigned n) {
     lua_createtable(L, (int)(n > INT_MAX ? INT_MAX : n), 0);
     return ((lraw_table *)s->top[-1].v.gc)->array;
   }
-  lraw_tvalue *a = new_here(s, n);
+  lraw_tvalue *a = lraw_new_here(L, n);
   if (a) return a;
   lua_createtable(L, 0, 0);   /* the table, and its collector step */
   lraw_table *h = s->top[-1].v.gc;
@@ -154,7 +112,7 @@ static int check_on(lua_State *L, watch *u) {
        h->lsizenode == 0 && h->metatable == NULL && h->flags == LRAW_FLAGS_NEW &&
        h->tt == (LRAW_VTABLE & 0x3F) && h->node != NULL && g->allgc == h;
   if (!ok) return 0;
-  atomic_store(&dummy_node, h->node);
+  atomic_store(&lraw_dummy_node, h->node);
   lua_pop(L, 2);
   lua_gc(L, LUA_GCRESTART);
   lua_gc(L, LUA_GCCOLLECT);   /* the debt now below 0 */
@@ -206,6 +164,6 @@ int lraw_new_check(void) {
   lua_pushlightuserdata(L, &u);
   int ok = lua_pcall(L, 1, 1, 0) == LUA_OK && lua_toboolean(L, -1);
   lua_close(L);
-  if (!ok) atomic_store(&dummy_node, NULL);
+  if (!ok) atomic_store(&lraw_dummy_node, NULL);
   return ok;
 }

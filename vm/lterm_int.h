@@ -65,16 +65,18 @@ int lterm_enc_value(lterm_enc *e, int idx);
 ** call to memcpy (a message's strings are mostly short: very_big's are 1 to 17 bytes):
 ** lterm_raw.c's walk, lterm_plain_msg.c's in-place writer. */
 static inline void lterm_copy_bytes(uint8_t *d, const char *s, size_t n) {
-  if (n >= 8 && n <= 16) {
-    uint64_t x, y;
-    memcpy(&x, s, 8), memcpy(&y, s + n - 8, 8);
-    memcpy(d, &x, 8), memcpy(d + n - 8, &y, 8);
-  } else if (n >= 4 && n < 8) {
-    uint32_t x, y;
-    memcpy(&x, s, 4), memcpy(&y, s + n - 4, 4);
-    memcpy(d, &x, 4), memcpy(d + n - 4, &y, 4);
-  } else if (n < 4) {
+  if (n < 4) {   /* first: very_big's one-letter strings, atoms' names */
     if (n) d[0] = (uint8_t)s[0], d[n / 2] = (uint8_t)s[n / 2], d[n - 1] = (uint8_t)s[n - 1];
+  } else if (n <= 16) {
+    if (n >= 8) {
+      uint64_t x, y;
+      memcpy(&x, s, 8), memcpy(&y, s + n - 8, 8);
+      memcpy(d, &x, 8), memcpy(d + n - 8, &y, 8);
+    } else {
+      uint32_t x, y;
+      memcpy(&x, s, 4), memcpy(&y, s + n - 4, 4);
+      memcpy(d, &x, 4), memcpy(d + n - 4, &y, 4);
+    }
   } else if (n <= 32) {   /* 17-32: four overlapping words (very_big's 17-byte string) */
     uint64_t x, y, z, w;
     memcpy(&x, s, 8), memcpy(&y, s + 8, 8), memcpy(&z, s + n - 16, 8), memcpy(&w, s + n - 8, 8);

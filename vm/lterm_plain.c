@@ -22,6 +22,7 @@
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 #include "vm/lraw.h"
+#include "vm/lraw_new.h"
 
 /* The external format's tags these paths write and read (tasks/term_int.h has them all). */
 enum {
@@ -86,8 +87,8 @@ typedef struct strs {
   uint32_t used;   /* the slots set: a message's first look clears 4 bytes, not 256 */
   int pids;        /* the state has the pid metatable (once set, for the message) */
   int room;        /* the stack has room up to this index (lraw_top's) with c->proc */
-  uint8_t pidn;    /* a local pid's tag and node atom: their length, 0 if none yet */
-  const uint8_t *pid0;   /* ... where they are in the message (seen_pid) */
+  uint8_t pidn;    /* a local pid's tag and node atom: their length (9 to 16) */
+  const uint8_t *pid0;   /* ... where they are: local_pid0, or in the message (seen_pid) */
   lproc *proc;     /* the state's process when the mirror is trusted (strc), else NULL */
   const lraw_string *s[STR_SLOTS];
 } strs;
@@ -226,19 +227,27 @@ static inline int lraw_top(lua_State *L) {
   return (int)(st->top - (st->ci->func + 1));
 }
 
+/* A pid of this node when it is not distributed: NEW_PID_EXT's tag and the node atom
+** nonode@nohost (which local_node takes on a named node too), for seen_pid to
+** recognise a message's first pid without local_pid's reading of the atom. */
+static const uint8_t local_pid0[16] = {T_NEW_PID, T_SMALL_ATOM_UTF8, 13, 'n', 'o', 'n', 'o',
+                                       'd', 'e', '@', 'n', 'o', 'h', 'o', 's', 't'};
+
 /* The per-message state: c->proc set when the mirror is trusted. */
 static inline void strs_init(lua_State *L, strs *c) {
-  c->used = 0, c->pids = 0, c->room = 0, c->pidn = 0;
+  c->used = 0, c->pids = 0, c->room = 0;
+  c->pid0 = local_pid0, c->pidn = sizeof local_pid0;   /* until a named node's is noted */
   c->proc = lraw_ok() ? (lproc *)((const lraw_state *)(const void *)L)->l_G->ud : NULL;
 }
 
 /* A NEW_PID_EXT at p of this node, by the bytes of the message's first one: its tag
-** and node atom (c->pidn of them, 9 to 16, at c->pid0 in the message) compared as two
+** and node atom (c->pidn of them, 9 to 16, at c->pid0: nonode@nohost's, or the
+** message's first local pid's on a named node) compared as two
 ** overlapping words instead of local_pid's reading of the atom; where its ID word
 ** begins, or NULL (local_pid then reads it, and notes where it is for the next). */
 static inline const uint8_t *seen_pid(const uint8_t *p, size_t left, const strs *c) {
   size_t n = c->pidn;
-  if (n == 0 || left < n + 12) return NULL;
+  if (left < n + 12) return NULL;
   uint64_t x, y, x0, y0;
   memcpy(&x, p, 8), memcpy(&y, p + n - 8, 8);
   memcpy(&x0, c->pid0, 8), memcpy(&y0, c->pid0 + n - 8, 8);
@@ -281,13 +290,19 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
       else push_str(L, p, k, c);
       return p + k;
     case T_NEW_PID: {
-      const uint8_t *q = local_pid(p, left);
+      const uint8_t *q = seen_pid(p, left, c);
       lpvm_id id;
-      if (q) note_pid(p, q, c);
+      if (!q && (q = local_pid(p, left))) note_pid(p, q, c);
       if (q) {   /* this node's: ID and serial words, the creation is not checked */
         id = be32(q) | (uint64_t)be32(q + 4) << 32;
         if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return NULL;   /* too wide */
-        lmod_push_pid(L, id);
+        if (c->proc && c->proc->pid_mt) {   /* lmod_push_pid's push, in place */
+          lraw_state *st = (lraw_state *)(void *)L;
+          st->top->v.p = (void *)(uintptr_t)id, st->top->tt = LRAW_VLIGHTUD;
+          st->top++;
+        } else {
+          lmod_push_pid(L, id);   /* the state's first: its pid metatable made */
+        }
         return q + 12;
       }
       lpvm_tread r = {p, end, 0};
@@ -359,7 +374,8 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
     }
     return p;
   }
-  lraw_tvalue *a = lraw_new_array(L, n);   /* lua_createtable(L, n, 0)'s, made for less */
+  lraw_tvalue *a = lraw_new_here(L, n);   /* lua_createtable(L, n, 0)'s, made for less */
+  if (!a) a = lraw_new_array(L, n);        /* the collector's step due, or Lua's way */
   const lraw_table *h = ((const lraw_state *)(void *)L)->top[-1].v.gc;   /* just made */
   if (!c->pids) {   /* looked up until a pid's first push installs the metatable */
     lproc *pr = lproc_of(L);
@@ -544,11 +560,13 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
     n--;
     tuple = 1;   /* what is left are values of a tuple (none, for a lone reference) */
   }
-  if (!lua_checkstack(L, (int)n + 3)) return -1;
+  if (!lua_checkstack(L, (int)n + 3 + 20)) return -1;
   strs c;
   strs_init(L, &c);
   int base = c.proc ? lraw_top(L) : lua_gettop(L);
-  c.room = base + (int)n + 3;   /* the n values and a sequence's 4 past the last one's */
+  /* the n values and a sequence's 4 past the last one's, and seq_room's 20 more at
+  ** once (a nested list in the first sequence asked lua_checkstack again: ~28) */
+  c.room = base + (int)n + 3 + 20;
   if (!tuple) {
     const uint8_t *q = plain_scalar(L, p, end, &c);
     p = q ? q : plain_nested(L, p, end, 0, &c);

@@ -1,0 +1,74 @@
+/*
+** lraw_new.h -- lraw_new_array's common case (vm/lraw_new.c), inline for the reader of
+** a message's lists (vm/lterm_plain.c's plain_seq), which makes one a list.
+**
+** Why: a received very_big(15) makes 76 lists; through the call each paid the
+** function's saved registers and its tests (~20 instructions), and both blocks each
+** tested the owner again (lproc_alloc_direct). Here: the collector's debt, one test of
+** the owner, two pops from the thread's lists, the stores of luaC_newobj and luaH_new.
+** What is not that case (the debt would turn positive, another allocator, an empty
+** list on the thread, 0 or more than LRAW_NEWMAX slots) answers NULL, nothing made
+** and nothing counted, and the caller takes lraw_new_array (Lua's way, its collector
+** step). The same rules and the same check (lraw_new_check) as lraw_new_array: the
+** mirror trusted (lraw_ok()), room on the stack for the push.
+*/
+#ifndef LPVM_VM_LRAW_NEW_H
+#define LPVM_VM_LRAW_NEW_H
+
+#include <stdatomic.h>
+
+#include "vm/lproc_int.h"
+#include "vm/lraw.h"
+
+/* The node part of a table without one: liblua's one static dummy node, the same for
+** every state; NULL until lraw_new_check has seen it (and then Lua's way). Written
+** once by lraw_new_check (any thread that runs it), read by every maker. */
+extern _Atomic(void *) lraw_dummy_node;
+
+/* Push a new table with n empty array slots, made here when the collector's debt
+** stays <= 0 with both its blocks, and return its array; NULL (nothing pushed, made or
+** counted) otherwise. Each block as g->frealloc(g->ud, NULL, tag, n) gives it: a
+** process's state takes its allocator's common case (lproc_alloc_direct: both blocks
+** from the thread's lists) inline, with one test of the owner for the two, and the
+** rest through the allocator. */
+static inline lraw_tvalue *lraw_new_here(lua_State *L, unsigned n) {
+  lraw_state *s = (lraw_state *)(void *)L;
+  lraw_global *g = s->l_G;
+  size_t size = (size_t)n * sizeof(lraw_tvalue);
+  void *node = atomic_load_explicit(&lraw_dummy_node, memory_order_relaxed);
+  if (n - 1 >= LRAW_NEWMAX || !node ||
+      g->GCdebt + (ptrdiff_t)(sizeof(lraw_table) + size) > 0)
+    return NULL;
+  lproc *p = g->frealloc == lproc_alloc ? lproc_alloc_direct(g->ud) : NULL;
+  lraw_table *h = p ? lproc_small_pop(sizeof *h) : NULL;   /* luaM_newobject */
+  lraw_tvalue *a = h ? lproc_small_pop(size) : NULL;      /* luaM_reallocvector */
+  if (a) {
+    p->mem += sizeof *h + size;
+  } else {
+    if (h) p->mem += sizeof *h;
+    else if (!(h = g->frealloc(g->ud, NULL, LUA_TTABLE, sizeof *h))) return NULL;
+    if (!(a = g->frealloc(g->ud, NULL, 0, size))) {
+      g->frealloc(g->ud, h, sizeof *h, 0);
+      return NULL;
+    }
+  }
+  g->GCdebt += (ptrdiff_t)(sizeof *h + size);
+  h->marked = g->currentwhite & LRAW_WHITES;   /* luaC_newobj: white, linked first */
+  h->tt = LRAW_VTABLE & 0x3F;
+  h->next = (void *)g->allgc;
+  g->allgc = h;
+  h->flags = LRAW_FLAGS_NEW;   /* luaH_new: no metamethods, the dummy node */
+  h->lsizenode = 0;
+  h->node = node;
+  h->lastfree = NULL;
+  h->metatable = NULL;
+  for (unsigned i = 0; i < n; i++) a[i].tt = LRAW_VEMPTY;   /* luaH_resize's setempty */
+  h->array = a;
+  h->alimit = n;   /* the real size: LRAW_BITRAS is clear */
+  lraw_tvalue *top = s->top;   /* lua_createtable's push */
+  top->v.gc = h, top->tt = LRAW_VTABLE;
+  s->top = top + 1;
+  return a;
+}
+
+#endif
