@@ -339,7 +339,10 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
       lua_pushnumber(L, d);
       return p + 9;
     }
-    case T_NIL: lua_createtable(L, 0, 0); return p + 1;
+    case T_NIL:   /* [] */
+      if (c->proc) lraw_new_empty(L);
+      else lua_createtable(L, 0, 0);
+      return p + 1;
     case T_NEWER_REF: {
       uint64_t ref;
       const uint8_t *q = local_ref(p, left, &ref);
