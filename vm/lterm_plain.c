@@ -75,8 +75,9 @@ static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
   return q + 4 * (size_t)nw;
 }
 
-/* The short strings a message's lists already hold, by their length and end bytes:
-** one met again is written from here into its slot (vm/lraw.h), without
+/* The short strings a message's lists already hold, by their length and end bytes (or,
+** for 0 to 3 bytes, by their element's bytes as one word: word_key): one met again is
+** written from here into its slot (vm/lraw.h), without
 ** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
 ** of the message being read, which the stack reaches until the end (each pair of a
 ** map empties the cache: see plain_map): the collector keeps them. Per
