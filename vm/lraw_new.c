@@ -1,6 +1,7 @@
 /*
 ** lraw_new.c -- lraw_new_array, the one maker of Lua objects through lraw.h's mirror
-** (a message's lists, vm/lterm_plain.c), and the check that its tables are Lua's.
+** (a message's lists, vm/lterm_plain.c; its common cases inline in vm/lraw_new.h), and
+** the check that its tables are Lua's.
 **
 ** Why: a received very_big(15) is 76 new tables, and lua_createtable(L, n, 0) cost
 ** ~310 instructions a table beside the collector: luaH_new (~100 with the table's
@@ -17,9 +18,10 @@
 **
 ** Trust: lraw_new_check (run by lraw_check, on a state of its own whose allocator
 ** watches the blocks) compares a table made here (a list's, and an empty one by
-** lraw_new_empty) with the one lua_createtable makes right after it: the header (tag, colour, flags, node, sizes), its place on the
-** collector's list, the bytes counted; then Lua reads, resizes, gives a metatable to
-** and collects it, and frees both blocks with the sizes given here. The template it
+** lraw_new_empty) with the one lua_createtable makes right after it: the header (tag,
+** colour, flags, node, sizes), its place on the collector's list, the bytes counted;
+** then Lua reads, resizes, gives a metatable to and collects the list, and frees both
+** its blocks with the sizes given here. The template it
 ** learns (liblua's static dummy node) is an atomic: a thread that does not see it yet
 ** takes Lua's way.
 */
