@@ -186,7 +186,7 @@ static int counter_fast(const ets_tab *t, ets_obj *o, const lpvm_ets_incr *s, in
 int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                             size_t klen, const lpvm_ets_incr *steps, int n,
                             const uint8_t *dflt, size_t dlen, int64_t *results) {
-  if (!steps || n < 1 || n > 64 || !results) return LPVM_EINVAL;
+  if ((!steps && n) || n < 0 || n > 64 || (!results && n)) return LPVM_EINVAL;
   if (dflt && lpvm_term_check(dflt, dlen)) return LPVM_EBADTERM;
   ets_key k;
   ets_tab *t;
@@ -237,9 +237,9 @@ int lpvm_ets_update_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                             const uint8_t *vals, size_t vlen) {
   lpvm_tread r;
   uint32_t count;
-  if (!pos || n < 1 || n > 64) return LPVM_EINVAL;
+  if ((!pos && n) || n < 0 || n > 64) return LPVM_EINVAL;
   if (!vals || lpvm_term_check(vals, vlen) || lpvm_tread_init(&r, vals, vlen) ||
-      lpvm_get_list(&r, &count) || count != (uint32_t)n)
+      (n ? lpvm_get_list(&r, &count) || count != (uint32_t)n : lpvm_get_nil(&r)))
     return LPVM_EBADTERM;
   change ch[64];
   for (int i = 0; i < n; i++) {

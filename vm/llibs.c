@@ -153,12 +153,41 @@ static int c_preload(const char *name) {
 ** and is handed to that -- unless the code server holds that module's bytecode
 ** (lcode_require: a gen_server child loads gen_server, gen and its callbacks so).
 ** The answers are the real require's: (module, ":preload:" or the module's path). */
+/* light_require's common case, `require "lpvm"` not loaded yet: what open_lib's
+** luaL_requiref(L, "lpvm", lmod_open, 1) does (package.loaded.lpvm, then the global
+** `lpvm`, both set as lua_setfield would) without what it repeats of light_require's
+** work (package.loaded found again, the name made again from C) and without calling
+** lmod_open through lua_call: that call frame was the deepest of a process that
+** requires lpvm and then waits, and Lua keeps a thread's frames (64 B each) until a
+** collection shrinks them. Stack: the name, package.loaded. */
+static int require_lpvm(lua_State *L) {
+  lmod_open(L);                                          /* 3: the module */
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 3);
+  lua_settable(L, 2);                                    /* loaded.lpvm = module */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 3);
+  lua_settable(L, 4);                                    /* lpvm = module */
+  lua_settop(L, 3);
+  lua_pushliteral(L, ":preload:");
+  return 2;
+}
+
 static int light_require(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_settop(L, 1);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE) != LUA_TTABLE) {
+    /* luaL_getsubtable's, with a slot for the module about to be loaded (a resize
+    ** of the new empty table saved, ~800 instructions) */
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 1);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  }
   if (lua_getfield(L, 2, name) != LUA_TNIL) return 1;   /* loaded already */
   lua_pop(L, 1);
+  if (lua_rawlen(L, 1) == 4 && memcmp(name, "lpvm", 4) == 0) return require_lpvm(L);
   for (const lib *l = libs; l->name; l++)
     if (name[0] == l->name[0] && l->open != open_package && strcmp(name, l->name) == 0) {
       open_lib(L, l);
@@ -405,7 +434,6 @@ void llibs_install(lua_State *L, int kept) {
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
 }
-
 /* ---- package: `require "lpvm"` finds the module ---------------------------------------- */
 
 /* require "string" (and every other library name) returns the library even before

@@ -20,6 +20,8 @@
 ** state in a weak table so that it too is one value per reference ("references").
 */
 #include <lauxlib.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,12 +58,19 @@ static int light_tostring(lua_State *L) {
 
 static void light_mt(lua_State *L, lproc *p) {
   if (p && p->pid_mt) return;
+  /* made in every process that gets a pid (its first argument, often): the keys are
+  ** pushed with their lengths and set raw (the table is new), which skips the C
+  ** string cache's lookups of lua_setfield and lua_pushstring (~80 instructions each
+  ** of the three strings, all new to the state) */
   lua_pushlightuserdata(L, NULL);
   lua_createtable(L, 0, 2);
+  lua_pushlstring(L, "__tostring", sizeof "__tostring" - 1);
   lua_pushcfunction(L, light_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushliteral(L, "pid or reference");   /* what luaL_typeerror says was given */
-  lua_setfield(L, -2, "__name");
+  lua_rawset(L, -3);
+  lua_pushlstring(L, "__name", sizeof "__name" - 1);
+  lua_pushlstring(L, "pid or reference", sizeof "pid or reference" - 1);   /* what
+                                                 ** luaL_typeerror says was given */
+  lua_rawset(L, -3);
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
   if (p) p->pid_mt = 1;
@@ -247,45 +256,111 @@ int lmod_fail(lua_State *L, int err) {
 
 /* ---- the module table ------------------------------------------------------------------------ */
 
-static int lmod_index(lua_State *L) {
-  if (lua_type(L, 2) != LUA_TSTRING) return 0;
-  const char *k = lua_tostring(L, 2);
-  int ets = strcmp(k, "ets") == 0;
-  if (ets || strcmp(k, "code") == 0 || strcmp(k, "eval") == 0) {
-    /* lpvm.ets is require "ets"; lpvm.code, lpvm.eval: vm/lib/lpvm/code.lua and
-    ** eval.lua, on first use */
-    if (ets) {
-      luaL_requiref(L, "ets", lmod_ets_open, 0);
-    } else {
-      lua_getglobal(L, "require");
-      lua_pushstring(L, k[0] == 'c' ? "lpvm.code" : "lpvm.eval");
-      lua_call(L, 1, 1);
-    }
-    lua_pushvalue(L, 2);
-    lua_pushvalue(L, -2);
-    lua_rawset(L, 1);
-    return 1;
+/* The module's names, hashed once per VM: lmod_index compared the key with strcmp to
+** every name of its first letter (three special names first), ~1,400 instructions for
+** a process's first `l.receive`. A slot holds a function, or a special name (ets,
+** code, eval) with fn NULL. The first table naming a function wins, as in the scan. */
+#define NAME_SLOTS 512   /* a power of two; more than twice the names, else no table */
+typedef struct name_slot {
+  const char *name;      /* NULL: empty */
+  size_t len;
+  lua_CFunction fn;      /* NULL: ets, code or eval */
+} name_slot;
+static name_slot name_tab[NAME_SLOTS];
+static int name_tab_ok;   /* 0: too many names, the scan below answers */
+static pthread_once_t name_once = PTHREAD_ONCE_INIT;
+
+static const lmod_fn *const fn_tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns,
+                                         lmod_log_fns,  lmod_dist_fns, lmod_bin_fns,
+                                         lmod_call_fns, lmod_time_fns};
+#define NTABS (sizeof fn_tabs / sizeof *fn_tabs)
+
+static uint32_t name_hash(const char *s, size_t len) {   /* FNV-1a */
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h;
+}
+
+/* The slot of (s, len): its own, or the empty one where it would go. */
+static name_slot *name_find(const char *s, size_t len) {
+  uint32_t i = name_hash(s, len);
+  for (;; i++) {
+    name_slot *e = &name_tab[i & (NAME_SLOTS - 1)];
+    if (!e->name || (e->len == len && memcmp(e->name, s, len) == 0)) return e;
   }
-  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns, lmod_time_fns};
-  for (int t = 0; t < 8; t++)
-    for (const lmod_fn *f = tabs[t]; f->name; f++)
-      if (f->name[0] == k[0] && strcmp(f->name, k) == 0) {   /* ~100 names: skip calls */
-        lua_pushcfunction(L, f->fn);
-        lua_pushvalue(L, 2);
-        lua_pushvalue(L, -2);
-        lua_rawset(L, 1);
+}
+
+static void name_add(const char *name, lua_CFunction fn, int *n) {
+  size_t len = strlen(name);
+  name_slot *e = name_find(name, len);
+  if (e->name) return;   /* named by an earlier table */
+  e->name = name;
+  e->len = len;
+  e->fn = fn;
+  ++*n;
+}
+
+static void name_build(void) {
+  int n = 0, total = 3;
+  for (size_t t = 0; t < NTABS; t++)
+    for (const lmod_fn *f = fn_tabs[t]; f->name; f++) total++;
+  if (total > NAME_SLOTS / 2) return;   /* the scan answers: never with today's ~100 */
+  name_add("ets", NULL, &n);
+  name_add("code", NULL, &n);
+  name_add("eval", NULL, &n);
+  for (size_t t = 0; t < NTABS; t++)
+    for (const lmod_fn *f = fn_tabs[t]; f->name; f++) name_add(f->name, f->fn, &n);
+  name_tab_ok = 1;
+}
+
+/* Whether the key names something: 1 and its function (NULL: ets, code or eval), or 0.
+** Without the table, the scan (strcmp stops at a NUL: there "receive\0x" named
+** receive, which the table, comparing the whole key, does not). */
+static int name_lookup(const char *k, size_t len, lua_CFunction *fn) {
+  pthread_once(&name_once, name_build);
+  *fn = NULL;
+  if (name_tab_ok) {
+    const name_slot *e = name_find(k, len);
+    *fn = e->fn;
+    return e->name != NULL;
+  }
+  if (strcmp(k, "ets") == 0 || strcmp(k, "code") == 0 || strcmp(k, "eval") == 0) return 1;
+  for (size_t t = 0; t < NTABS; t++)
+    for (const lmod_fn *f = fn_tabs[t]; f->name; f++)
+      if (f->name[0] == k[0] && strcmp(f->name, k) == 0) {
+        *fn = f->fn;
         return 1;
       }
   return 0;
 }
 
+static int lmod_index(lua_State *L) {
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
+  size_t len;
+  const char *k = lua_tolstring(L, 2, &len);
+  lua_CFunction fn;
+  if (!name_lookup(k, len, &fn)) return 0;
+  if (fn) {
+    lua_pushcfunction(L, fn);
+  } else if (k[0] == 'e' && k[1] == 't') {
+    /* lpvm.ets is require "ets"; lpvm.code, lpvm.eval: vm/lib/lpvm/code.lua and
+    ** eval.lua, on first use */
+    luaL_requiref(L, "ets", lmod_ets_open, 0);
+  } else {
+    lua_getglobal(L, "require");
+    lua_pushstring(L, k[0] == 'c' ? "lpvm.code" : "lpvm.eval");
+    lua_call(L, 1, 1);
+  }
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, 1);
+  return 1;
+}
+
 /* pairs(lpvm) should list every function: load them all first. */
 static int lmod_pairs(lua_State *L) {
-  const lmod_fn *tabs[] = {lmod_proc_fns, lmod_msg_fns, lmod_port_fns, lmod_log_fns,
-                           lmod_dist_fns, lmod_bin_fns, lmod_call_fns, lmod_time_fns};
-  for (int t = 0; t < 8; t++)
-    for (const lmod_fn *f = tabs[t]; f->name; f++) {
+  for (size_t t = 0; t < NTABS; t++)
+    for (const lmod_fn *f = fn_tabs[t]; f->name; f++) {
       lua_pushcfunction(L, f->fn);
       lua_setfield(L, 1, f->name);
     }
@@ -295,8 +370,11 @@ static int lmod_pairs(lua_State *L) {
   return 3;
 }
 
+/* The module table is made with one hash slot: every process that requires the
+** module uses a function of it, whose first __index stored it into an empty table
+** through a resize (~800 instructions); an unused module table keeps 24 B more. */
 int lmod_open(lua_State *L) {
-  lua_newtable(L);
+  lua_createtable(L, 0, 1);
   lua_createtable(L, 0, 2);
   lua_pushcfunction(L, lmod_index);
   lua_setfield(L, -2, "__index");

@@ -33,12 +33,11 @@
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
-/* The call is over (stack: nothing of ours): the monitor, the alias and a queued
-** DOWN go. */
+/* The call is over (stack: nothing of ours): the monitor, the alias, a queued DOWN
+** and a reply that arrived since the wait last looked go. */
 static void call_end(lproc *p, uint64_t ref) {
   lpvm_demonitor(&p->task, ref);
-  lmod_alias_del(p, ref);
-  lmod_flush_down(p, ref);
+  lmod_ref_end(p, ref, 1);
 }
 
 /* m answers the call: a reply (its values after the reference are returned) or the

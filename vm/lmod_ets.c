@@ -586,7 +586,7 @@ static void incr_op(lua_State *L, int arg, lpvm_ets_incr *s) {
   *s = (lpvm_ets_incr){(uint32_t)v[0], v[1], n == 4, n == 4 ? v[2] : 0, n == 4 ? v[3] : 0};
 }
 
-/* update_counter(tab, key, incr | {pos, incr[, thr, set]} | {{...}, ...} [, default]) */
+/* update_counter(tab, key, incr | {pos, incr[, thr, set]} | {{...}, ...} | {} [, default]) */
 static int l_update_counter(lua_State *L) {
   lpvm_tab tab = check_tab(L, 1);
   lpvm_ets_incr steps[64];
@@ -607,7 +607,7 @@ static int l_update_counter(lua_State *L) {
   } else {
     luaL_checktype(L, 3, LUA_TTABLE);
     lua_rawgeti(L, 3, 1);
-    many = lua_type(L, -1) == LUA_TTABLE;
+    many = lua_type(L, -1) == LUA_TTABLE || empty_table(L, 3);
     lua_pop(L, 1);
     if (!many) {
       lua_pushvalue(L, 3);
@@ -643,13 +643,13 @@ static int l_update_element(lua_State *L) {
   lpvm_tab tab = check_tab(L, 1);
   luaL_checktype(L, 3, LUA_TTABLE);
   lua_rawgeti(L, 3, 1);
-  int many = lua_type(L, -1) == LUA_TTABLE;
+  int many = lua_type(L, -1) == LUA_TTABLE || empty_table(L, 3);
   lua_pop(L, 1);
   int n = many ? (int)lua_rawlen(L, 3) : 1;
-  if (n < 1 || n > 64) luaL_argerror(L, 3, "1 to 64 {pos, value} updates");
+  if (n > 64) luaL_argerror(L, 3, "at most 64 {pos, value} updates");
   uint32_t pos[64];
   lpvm_tbuf *vb = out_buf(L);   /* the new values as one list term */
-  lpvm_put_list(vb, (uint32_t)n);
+  if (n) lpvm_put_list(vb, (uint32_t)n);   /* (none: just the empty list) */
   for (int i = 0; i < n; i++) {
     if (many) lua_rawgeti(L, 3, i + 1);
     else lua_pushvalue(L, 3);

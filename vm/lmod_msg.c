@@ -289,13 +289,44 @@ void lmod_ref_wait_begin(lproc *p, uint64_t ref) {
   p->scan = ref_start(p, ref);
 }
 
-void lmod_flush_down(lproc *p, uint64_t ref) {
-  for (lpvm_msg *m = next_msg(p, ref_start(p, ref)); m; m = next_msg(p, m))
-    if (m->ref == 0 && ref_match(m, ref)) {
-      lmod_mbox_take(p, m);
-      lpvm_msg_free(m);
-      return;
+/* unalias(ref), demonitor(ref [, "flush"]) and a call's end (lmod_call.c): the alias
+** ref, if active, ends as Erlang ends one, at arrival. What came into the mailbox
+** while it was active stays deliverable (LPVM_MSGF_ADMIT); what comes from the signal
+** queue afterwards is dropped unseen (next_msg_drop). A monitor alias whose DOWN is
+** already in the mailbox (no receive has met it yet) ended at that DOWN: only what
+** came before it is kept, and it was not active. With flush, the DOWN of ref goes
+** (Erlang's demonitor flush: {_, Ref, _, _, _}, one) and so does every message sent
+** to the alias still queued: nothing of a call made by hand stays behind. Messages
+** queued before ref was made cannot hold it: the walk starts at its mark if valid.
+** Returns 1 if the alias was active. */
+int lmod_ref_end(lproc *p, uint64_t ref, int flush) {
+  int i = alias_find(p, ref);
+  int active = i >= 0, mon = active && p->aliases[i].mon, down_seen = 0;
+  if (!active && !flush) return 0;
+  for (lpvm_msg *e = lpvm_mbox_next(&p->task, ref_start(p, ref)), *next; e; e = next) {
+    next = lpvm_mbox_next(&p->task, e);
+    uint64_t got;
+    int down;
+    if (e->ref == ref) {
+      if (flush) {
+        lmod_mbox_take(p, e);
+        lpvm_msg_free(e);
+      } else if (active) {
+        e->flags |= LPVM_MSGF_ADMIT;
+      }
+    } else if (!down_seen && !e->ref && head_ref(e, &got, &down) && down && got == ref) {
+      down_seen = 1;
+      if (mon && !(e->flags & LPVM_MSGF_VALUES)) active = 0;   /* the DOWN ended it */
+      if (flush) {
+        lmod_mbox_take(p, e);
+        lpvm_msg_free(e);
+      } else if (!active) {
+        break;   /* what came after the DOWN is not admitted */
+      }
     }
+  }
+  if (i >= 0) lmod_alias_del(p, ref);
+  return active;
 }
 
 /* ---- receive ------------------------------------------------------------------------------ */
@@ -758,10 +789,11 @@ static int lmod_alias(lua_State *L) {
   return 1;
 }
 
-/* unalias(ref) -> true if it was an active alias; its later messages are dropped. */
+/* unalias(ref) -> true if it was an active alias; the messages that arrive for it
+** afterwards are dropped (lmod_ref_end). */
 static int lmod_unalias(lua_State *L) {
   lproc *p = lproc_check(L);
-  lua_pushboolean(L, lmod_alias_del(p, lmod_check_ref(L, 1)));
+  lua_pushboolean(L, lmod_ref_end(p, lmod_check_ref(L, 1), 0));
   return 1;
 }
 

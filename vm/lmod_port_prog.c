@@ -49,7 +49,8 @@ static const char **spawn_env(lua_State *L, int t) {
   for (char **e = environ; *e; e++) n++;
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    if (lua_type(L, -2) != LUA_TSTRING || (!lua_isstring(L, -1) && !lua_isboolean(L, -1)))
+    int is_false = lua_isboolean(L, -1) && !lua_toboolean(L, -1);   /* true is no value */
+    if (lua_type(L, -2) != LUA_TSTRING || (!lua_isstring(L, -1) && !is_false))
       luaL_argerror(L, 2, "env must map names to strings or false");
     size_t len;
     const char *name = lmod_cstr(L, -2, 2, "an env name");
@@ -106,11 +107,13 @@ int lmod_open_port(lua_State *L) {
   lpvm_port_opts po;
   lport_opts(L, t, &po);
   if (t && lua_getfield(L, t, "cwd") != LUA_TNIL) {
-    luaL_argexpected(L, lua_type(L, -1) == LUA_TSTRING, 2, "cwd string");
+    if (lua_type(L, -1) != LUA_TSTRING)   /* the option's type, not the table's */
+      luaL_argerror(L, 2, lua_pushfstring(L, "cwd must be a string, got %s", luaL_typename(L, -1)));
     so.cwd = lmod_cstr(L, -1, 2, "cwd");
   }
   if (t && lua_getfield(L, t, "env") != LUA_TNIL) {
-    luaL_argexpected(L, lua_type(L, -1) == LUA_TTABLE, 2, "env table");
+    if (lua_type(L, -1) != LUA_TTABLE)
+      luaL_argerror(L, 2, lua_pushfstring(L, "env must be a table, got %s", luaL_typename(L, -1)));
     so.env = spawn_env(L, lua_gettop(L));
   }
   lpvm_id port;

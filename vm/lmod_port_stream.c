@@ -75,6 +75,14 @@ static int recv_k(lua_State *L, int status, lua_KContext base) {
   return n ? n : lport_reason(L, tag);   /* eof, closed */
 }
 
+/* A recv on a port that has ended: the error it ended on, if its message is still in
+** the mailbox (taken: the next recv says "closed"), else "closed". */
+static int ended_k(lua_State *L, int status, lua_KContext base) {
+  (void)status;
+  const char *tag = lport_answer(L, base);
+  return tag ? lport_value(L, base, tag, 0) : lport_reason(L, "closed");
+}
+
 /* recv(port [, n [, timeout]]) -> bytes | nil, "eof" | "closed" | "timeout" | reason.
 ** For ports with active = false; only the owner gets the answer. */
 int lmod_recv(lua_State *L) {
@@ -87,6 +95,7 @@ int lmod_recv(lua_State *L) {
   if (!lport_pending_get(L, port)) {
     int rc = lpvm_port_recv(&p->task, port, (size_t)n);
     if (rc == LPVM_EINVAL) return luaL_argerror(L, 2, "byte count over the port's max_packet");
+    if (rc == LPVM_ENOPROC) return lport_wait(L, port, LPORT_W_ERROR, 0, 0, ended_k);
     if (rc != 0) return lport_fail(L, rc, 0);
     lport_pending_set(L, port, 1);
   }

@@ -227,14 +227,14 @@ static int lmod_monitor(lua_State *L) {
 }
 
 /* demonitor(ref [, "flush"]): no DOWN for ref arrives afterwards; "flush" also
-** removes one already in the mailbox. The alias of ref, if any, ends too. */
+** removes one already in the mailbox. The alias of ref, if any, ends too: what
+** arrived for it stays, unless flushed (lmod_ref_end). */
 static int lmod_demonitor(lua_State *L) {
   lproc *p = lproc_check(L);
   uint64_t ref = lmod_check_ref(L, 1);
   int flush = opt_word(L, 2, "flush");
   lpvm_demonitor(&p->task, ref);
-  lmod_alias_del(p, ref);
-  if (flush) lmod_flush_down(p, ref);
+  lmod_ref_end(p, ref, flush);
   lua_pushboolean(L, 1);
   return 1;
 }

@@ -445,7 +445,9 @@ void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
 int lmod_alias_add(lproc *p, uint64_t ref, int mon);   /* 0, or LPVM_ENOMEM; mon: the
                                                        ** monitor ref's DOWN ends it */
 int lmod_alias_del(lproc *p, uint64_t ref);   /* 1 if it was active */
-void lmod_flush_down(lproc *p, uint64_t ref); /* drop a queued DOWN for ref */
+/* End the alias ref (1 if it was active) as at arrival, and with flush drop its DOWN
+** and its queued messages (lmod_msg.c) */
+int lmod_ref_end(lproc *p, uint64_t ref, int flush);
 /* What lmod_call.c's wait shares with receive_ref: */
 void lmod_check_wait(lua_State *L, lproc *p, const char *fname);  /* raise if it cannot wait */
 void lmod_recv_finish(lproc *p);              /* a receive is over: timer, scan */

@@ -141,13 +141,15 @@ LPVM_API int lpvm_ets_delete_object(lpvm_task *self, lpvm_tab tab, const uint8_t
 LPVM_API int lpvm_ets_delete_all(lpvm_task *self, lpvm_tab tab);
 /* Erlang's update_counter/3,4: the steps apply in order to one object, atomically;
 ** results[i] is element pos after step i. dflt (or NULL) is the object inserted
-** first when the key is absent. */
+** first when the key is absent. n may be 0 (steps and results then unused): the key
+** must still exist or dflt is inserted, as Erlang's update_counter(T, K, []). */
 LPVM_API int lpvm_ets_update_counter(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                                      size_t klen, const lpvm_ets_incr *steps, int n,
                                      const uint8_t *dflt, size_t dlen,
                                      int64_t *results);
 /* Erlang's update_element/3: element pos[i] becomes the i-th value of vals, a whole
-** term that is the list [V1, ..., Vn]. 1 done, 0 no such key. */
+** term that is the list [V1, ..., Vn]. 1 done, 0 no such key. n may be 0 (vals the
+** empty list): 1 when the key exists, as Erlang's update_element(T, K, []). */
 LPVM_API int lpvm_ets_update_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                                      size_t klen, const uint32_t *pos, int n,
                                      const uint8_t *vals, size_t vlen);

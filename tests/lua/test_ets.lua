@@ -160,6 +160,28 @@ test("update_counter: increments, thresholds, several ops, defaults", function()
   ets.delete(b)
 end)
 
+test("update_counter and update_element with no updates ({}: Erlang's [])", function()
+  -- erl: update_counter(T, K, []) -> [] when K is there, badarg when not, and inserts
+  -- the default first (update_counter/4); update_element(T, K, []) -> true or false
+  local t = ets.new("none", {"set"})
+  ets.insert(t, {1, 5})
+  T.eq(ets.update_counter(t, 1, {}), {})
+  T.raises(function() ets.update_counter(t, 2, {}) end, "bad argument #2", "no object")
+  T.eq(ets.update_counter(t, 3, {}, {"ignored", 9}), {})
+  T.eq(ets.lookup(t, 3), {{3, 9}})
+  T.eq(ets.update_element(t, 1, {}), true)
+  T.eq(ets.update_element(t, 2, {}), false)
+  T.eq(ets.lookup(t, 1), {{1, 5}})
+  -- a table with fields is not the empty list
+  T.raises(function() ets.update_counter(t, 1, {pos = 2}) end, "bad argument #3")
+  T.raises(function() ets.update_element(t, 1, {pos = 2}) end, "bad argument #3")
+  local b = ets.new("none_bag", {"bag"})
+  T.raises(function() ets.update_counter(b, 1, {}) end, "table type")
+  T.raises(function() ets.update_element(b, 1, {}) end, "table type")
+  ets.delete(t)
+  ets.delete(b)
+end)
+
 test("update_counter's default may be deeply nested (the stack grows while it is encoded)", function()
   local t = ets.new("ucdeep", {"set", "public"})
   local nested = {}

@@ -89,6 +89,11 @@ port_test("bad arguments raise errors naming the argument", function()
   T.raises(function() lpvm.open_port({ "cat" }, { active = "sometimes" }) end, "active must be")
   T.raises(function() lpvm.open_port({ "cat" }, { packet = 3 }) end, "packet must be")
   T.raises(function() lpvm.open_port({ "cat" }, { stderr = "nowhere" }) end, "stderr must be")
+  -- an option of the wrong type names its own type, not the options table's; an env
+  -- value true (neither a string nor false) used to remove the variable silently
+  T.raises(function() lpvm.open_port({ "true" }, { cwd = 5 }) end, "#2", "cwd must be a string, got number")
+  T.raises(function() lpvm.open_port({ "true" }, { env = "A=1" }) end, "#2", "env must be a table, got string")
+  T.raises(function() lpvm.open_port({ "true" }, { env = { A = true } }) end, "#2", "strings or false")
   T.raises(function() lpvm.port_send(lpvm.self(), "x") end, "#1", "port expected")
   T.raises(function() lpvm.port_send(nil, "x") end, "#1", "port expected")
   T.raises(function() lpvm.recv("p") end, "#1", "port expected")
@@ -467,6 +472,26 @@ port_test("active false: nothing until recv; recv n takes exactly n bytes", func
   T.eqv(table.pack(lpvm.recv(c)), table.pack(nil, "eof"))
   T.no_msg(20)
   lpvm.port_close(c)
+  lpvm.port_close(l)
+end)
+
+-- A passive connection whose write fails (the peer has gone) ends with
+-- "error", reason then "closed" in its owner's mailbox; a recv after that end used
+-- to answer "closed" and leave the reason unread. It answers the reason once
+-- (Erlang's recv: {error, econnreset}, then {error, closed}).
+port_test("recv on a passive connection that ended on a write error gives the reason", function()
+  local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0, { active = false }))
+  local c = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false }))
+  local s = assert(lpvm.tcp_accept(l))
+  lpvm.port_close(s)   -- our writes now meet a reset
+  T.ok(T.wait_until(function()
+    lpvm.port_send(c, "x")
+    return lpvm.info(c) == nil
+  end, T.WAIT), "the connection did not end on its write error")
+  local _, why = lpvm.recv(c, 0, 1000)
+  T.ok(why == "econnreset" or why == "epipe", "recv's reason: " .. tostring(why))
+  T.eqv(table.pack(lpvm.recv(c, 0, 1000)), table.pack(nil, "closed"))
+  T.eqv(from(c), table.pack("closed", c))
   lpvm.port_close(l)
 end)
 

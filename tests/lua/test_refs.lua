@@ -271,6 +271,95 @@ test("monitor alias: the DOWN ends it; a reply that came before the DOWN stays",
   T.eq(lpvm.unalias(a), true)
 end)
 
+test("alias: a message that arrived while active stays after unalias (Erlang: at arrival)", function()
+  -- erl: A = alias(), spawn(fun() -> A ! one, Self ! sent end), receive sent -> ok end,
+  -- unalias(A), receive one -> ok after 100 -> timeout end  gives ok
+  local me = lpvm.self()
+  local a = lpvm.alias()
+  lpvm.spawn(function() lpvm.send_alias(me, a, "one"); lpvm.send(me, "sent") end)
+  -- "sent" came after "one" from the same sender: "one" is in the mailbox now
+  T.eq(lpvm.receive(function(x) return x == "sent" end, T.WAIT), "sent")
+  T.eq(lpvm.unalias(a), true)
+  lpvm.send_alias(me, a, "late")   -- arrives after the unalias: dropped
+  lpvm.send(me, "plain")
+  local r, v = lpvm.receive_ref(a, T.WAIT)
+  T.ok(r == a, "the message that arrived before the unalias")
+  T.eq(v, "one")
+  T.eq(lpvm.receive(T.WAIT), "plain", "the one sent after the unalias was dropped unseen")
+  T.no_msg(30)
+  -- to itself: a poll brings it into the mailbox (the brief's sleep(10) does the same)
+  local b = lpvm.alias()
+  lpvm.send_alias(me, b, "two")
+  T.eq(lpvm.receive(function() return false end, 0), nil)
+  lpvm.unalias(b)
+  r, v = lpvm.receive(function(x) return x == b end, T.WAIT)
+  T.ok(r == b)
+  T.eq(v, "two")
+end)
+
+test("monitor alias: demonitor keeps what arrived, flush removes it; a DOWN queued ends it there", function()
+  local me = lpvm.self()
+  local srv = lpvm.spawn(function()
+    while true do
+      local from, tag, what = lpvm.receive()
+      if from == "stop" then return end
+      lpvm.send_alias(from, tag, what)
+      lpvm.send(from, "sent")
+    end
+  end)
+  -- demonitor without flush: the reply that arrived stays (erl {alias, demonitor}: ok)
+  local m = lpvm.monitor(srv, "alias")
+  lpvm.send(srv, me, m, "kept")
+  T.eq(lpvm.receive(function(x) return x == "sent" end, T.WAIT), "sent")
+  lpvm.demonitor(m)
+  T.eq(lpvm.unalias(m), false, "demonitor ended the alias")
+  lpvm.send_alias(me, m, "late")
+  local r, v = lpvm.receive_ref(m, T.WAIT)
+  T.ok(r == m)
+  T.eq(v, "kept")
+  T.no_msg(30)
+  -- with flush the reply goes too: nothing of the exchange stays behind
+  m = lpvm.monitor(srv, "alias")
+  lpvm.send(srv, me, m, "flushed")
+  T.eq(lpvm.receive(function(x) return x == "sent" end, T.WAIT), "sent")
+  lpvm.demonitor(m, "flush")
+  T.no_msg(30)
+  -- the DOWN already in the mailbox (no receive has met it) ended the alias there:
+  -- unalias says so, and a message that came after the DOWN is dropped
+  m = lpvm.monitor(srv, "alias")
+  lpvm.send(srv, me, m, "before")
+  T.eq(lpvm.receive(function(x) return x == "sent" end, T.WAIT), "sent")
+  local pid2, ref2 = lpvm.spawn_monitor(function() end)
+  T.eq(lpvm.receive_ref(ref2, T.WAIT), "DOWN")
+  lpvm.send(srv, "stop")
+  -- "before" counts from its send, the DOWN once it is in the mailbox; no receive
+  -- meets the DOWN before the unalias
+  T.wait_until(function() return lpvm.info().message_queue_len >= 2 end)
+  T.ok(pid2)
+  lpvm.send_alias(me, m, "after")
+  T.eq(lpvm.unalias(m), false, "the DOWN had ended it")
+  r, v = lpvm.receive_ref(m, T.WAIT)
+  T.ok(r == m)
+  T.eq(v, "before")
+  T.eq(lpvm.receive_ref(m, T.WAIT), "DOWN")
+  T.no_msg(30)
+end)
+
+test("demonitor flush removes the DOWN, not a message whose first value is the ref", function()
+  -- erl: demonitor(Ref, [flush]) removes {_, Ref, _, _, _} only
+  local me = lpvm.self()
+  local pid, ref = lpvm.spawn_monitor(function(parent) lpvm.send(parent, lpvm.receive(), "mine") end, me)
+  T.ok(pid)
+  lpvm.send(pid, ref)
+  -- "mine" counts from its send, the DOWN (after it) once it is in the mailbox
+  T.wait_until(function() return lpvm.info().message_queue_len >= 2 end)
+  lpvm.demonitor(ref, "flush")
+  local r, v = lpvm.receive(T.WAIT)
+  T.ok(r == ref)
+  T.eq(v, "mine")
+  T.no_msg(30)
+end)
+
 test("demonitor flush removes a DOWN already queued", function()
   local pid, ref = lpvm.spawn_monitor(function() end)
   lpvm.sleep(50)

@@ -22,6 +22,22 @@ test("require of a standard library name returns it, before and after the global
   T.ok(package.loaded.string == string)
 end)
 
+test("require 'lpvm' first thing: the module, ':preload:', package.loaded and the global", function()
+  local me = lpvm.self()
+  lpvm.spawn(function(parent)
+    local m, how = require "lpvm"
+    local global = rawget(_G, "lpvm")   -- set by require, not by the lazy global
+    local again = require "lpvm"
+    local names = 0
+    for k, v in pairs(m) do if type(v) == "function" then names = names + 1 end end
+    m.send(parent, type(m), how, global == m, again == m, package.loaded.lpvm == m,
+           m.self == m.self and type(m.receive) == "function", m.nosuchfn == nil,
+           m["receive\0x"] == nil, m[1] == nil, names > 40, type(m.ets.new))
+  end, me)
+  T.eqv(T.recv(), table.pack("table", ":preload:", true, true, true, true, true, true, true,
+                             true, "function"))
+end)
+
 -- Each worker process requires the three modules and uses them for real: a TCP
 -- round trip over loopback with lua-socket, a JSON round trip with lua-cjson, a
 -- grammar with lua-lpeg. Worker-mode and thread-mode processes, many at once.
