@@ -330,10 +330,13 @@ function M.init(a)
     flags, specs = a.spec, a.spec.children or {}
   else
     local mod = gen.load_module(a.mod)
-    local verb
-    verb, flags, specs = mod.init(a.args)
+    local r = table.pack(mod.init(a.args))
+    local verb = r[1]
+    flags, specs = r[2], r[3]
     if verb == "ignore" then return "ignore" end
-    if verb ~= "ok" then return "stop", { "bad_return", "init", tostring(verb) } end
+    if verb ~= "ok" then
+      return "stop", { "bad_return", "init", require("gen_sys").show_values(r, 1, r.n) }
+    end
     specs = specs or {}
   end
   local sup, why = check_flags(flags)
