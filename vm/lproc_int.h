@@ -435,11 +435,15 @@ void leval_take(lua_State *L, lproc *p, lpvm_msg *m);   /* unlink m, run it, ans
 void leval_poll(lua_State *L, lproc *p);                /* the hook: run queued requests */
 int leval_open(lua_State *L);                           /* require "lpvm.evalserver" */
 
-/* lmod_msg.c */
-int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
+/* lmod_send.c */
+int lmod_send(lua_State *L);             /* send(dest, ...) */
+int lmod_send_alias(lua_State *L);       /* send_alias(pid, alias, ...) */
 /* Encode the values from `first` to the top as one message; raises, naming fname,
 ** on a value that cannot travel. */
 lpvm_msg *lmod_build_msg(lua_State *L, int first, const char *fname);
+
+/* lmod_msg.c */
+int lmod_receive(lua_State *L);          /* receive(pred, ms): ports wait with it */
 void lmod_drop_owned(lproc *p);          /* free a message a failed decode left */
 void lmod_mark(lproc *p, uint64_t ref);  /* note the mailbox's end for `ref` */
 int lmod_alias_add(lproc *p, uint64_t ref, int mon);   /* 0, or LPVM_ENOMEM; mon: the
