@@ -418,6 +418,24 @@ test("a wrong return shows its values: a tuple-like table by its contents, none 
   T.flush()
 end)
 
+test("a callback module without handle_call / handle_cast: the reason names it", function()
+  -- a call or cast to such a server ended it with "attempt to call a nil value"
+  local M = { init = function() return "ok", 0 end }
+  local pid = assert(gs.start(M))
+  local ref = lpvm.monitor(pid)
+  local ok, err = pcall(gs.call, pid, "x", 10000)
+  T.eq(ok, false)
+  T.eq(err, "the callback table has no function 'handle_call' (undef)")
+  local _, why = T.down(ref)
+  T.eq(why, err)
+  pid = assert(gs.start(M))
+  ref = lpvm.monitor(pid)
+  gs.cast(pid, "x")
+  _, why = T.down(ref)
+  T.eq(why, "the callback table has no function 'handle_cast' (undef)")
+  T.flush()
+end)
+
 test("init: error, stop, ignore, already_started, start timeout", function()
   local pid, why = gs.start("otp_kv", { fail = true })
   T.eq(pid, nil)
