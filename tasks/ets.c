@@ -497,7 +497,7 @@ int lpvm_ets_rename(lpvm_task *self, lpvm_tab tab, const char *name) {
   int rc;
   pthread_rwlock_wrlock(&E.lock);
   ets_tab *t = reg_find_writable(self, tab, &rc);
-  if (t && t->named && strcmp(t->name, name) != 0 && name_link(name, NULL)) {
+  if (t && t->named && name_link(name, NULL)) {   /* its own name too, as ETS */
     rc = LPVM_EEXIST;
   } else if (t) {
     int kind = ets_tab_kind(t);

@@ -479,6 +479,9 @@ test("named tables: by name, whereis, rename, name clashes, all, info", function
   T.eq(ets.lookup(id, 1)[1][2], "one")
   T.raises(function() ets.new("ets_named", {"named_table"}) end, "exists")
   T.eq(ets.rename("ets_named", "ets_named2"), "ets_named2")
+  -- a name in use, its own too (erl: ets:rename(t, t) is badarg)
+  T.raises(function() ets.rename("ets_named2", "ets_named2") end, "bad argument #2")
+  T.eq(ets.whereis("ets_named2") ~= nil, true)
   T.eq(ets.whereis("ets_named"), nil)
   T.eq(ets.lookup("ets_named2", 1)[1][2], "one")
   local found = false
