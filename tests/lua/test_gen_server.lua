@@ -406,7 +406,7 @@ test("a wrong return shows its values: a tuple-like table by its contents, none 
   for req, shown in pairs(cases) do
     local pid = assert(gs.start(M, 0))
     local ref = lpvm.monitor(pid)
-    local ok, err = pcall(gs.call, pid, req)
+    local ok, err = pcall(gs.call, pid, req, 60000)
     T.eq(ok, false)
     T.eq(err, { "bad_return_value", "handle_call", shown }, req)
     local _, why = T.down(ref)
@@ -423,7 +423,7 @@ test("a callback module without handle_call / handle_cast: the reason names it",
   local M = { init = function() return "ok", 0 end }
   local pid = assert(gs.start(M))
   local ref = lpvm.monitor(pid)
-  local ok, err = pcall(gs.call, pid, "x", 10000)
+  local ok, err = pcall(gs.call, pid, "x", 60000)
   T.eq(ok, false)
   T.eq(err, "the callback table has no function 'handle_call' (undef)")
   local _, why = T.down(ref)
