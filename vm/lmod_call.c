@@ -332,7 +332,14 @@ static int handle_done(lua_State *L, int status, int dispatcher) {
       return dispatcher ? 1 : 3;
     }
   }
-  if (!ok) nres = 1;   /* the error object, on top */
+  if (!ok) {
+    nres = 1;   /* the error object, on top */
+    if (dispatcher && lua_isnil(L, 1)) {   /* a gen_server module without handle_call: */
+      lua_pushliteral(L,                   /* say so (was "attempt to call a nil value") */
+                      "the callback table has no function 'handle_call' (undef)");
+      lua_replace(L, top);
+    }
+  }
   if (dispatcher) {    /* on_result(pid, ref, ok, results...) */
     luaL_checkstack(L, 4, "too many results");
     lua_pushvalue(L, 4);

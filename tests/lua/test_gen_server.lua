@@ -406,7 +406,7 @@ test("a wrong return shows its values: a tuple-like table by its contents, none 
   for req, shown in pairs(cases) do
     local pid = assert(gs.start(M, 0))
     local ref = lpvm.monitor(pid)
-    local ok, err = pcall(gs.call, pid, req)
+    local ok, err = pcall(gs.call, pid, req, 60000)
     T.eq(ok, false)
     T.eq(err, { "bad_return_value", "handle_call", shown }, req)
     local _, why = T.down(ref)
@@ -415,6 +415,24 @@ test("a wrong return shows its values: a tuple-like table by its contents, none 
   local pid, why = gs.start(M, "tuple")
   T.eq(pid, nil)
   T.eq(why, { "bad_return_value", "init", '{"ok", 0}' })
+  T.flush()
+end)
+
+test("a callback module without handle_call / handle_cast: the reason names it", function()
+  -- a call or cast to such a server ended it with "attempt to call a nil value"
+  local M = { init = function() return "ok", 0 end }
+  local pid = assert(gs.start(M))
+  local ref = lpvm.monitor(pid)
+  local ok, err = pcall(gs.call, pid, "x", 60000)
+  T.eq(ok, false)
+  T.eq(err, "the callback table has no function 'handle_call' (undef)")
+  local _, why = T.down(ref)
+  T.eq(why, err)
+  pid = assert(gs.start(M))
+  ref = lpvm.monitor(pid)
+  gs.cast(pid, "x")
+  _, why = T.down(ref)
+  T.eq(why, "the callback table has no function 'handle_cast' (undef)")
   T.flush()
 end)
 

@@ -84,7 +84,9 @@ end
 -- One message other than a call (n values): returns the next action.
 local function handle_common(n, tag, a, b, c, ...)
   if tag == "$gen_cast" and n == 2 then
-    return noreply_result("handle_cast", run(xpcall(S.mod.handle_cast, gen.traceback, a, S.state)))
+    local f = S.mod.handle_cast
+    if f == nil then terminate("the callback table has no function 'handle_cast' (undef)") end
+    return noreply_result("handle_cast", run(xpcall(f, gen.traceback, a, S.state)))
   elseif tag == "$gen_stop" and n == 2 then
     terminate(a)
   elseif tag == "$gen_system" and n == 4 then   -- sys.lua's requests: gen_sys.lua
