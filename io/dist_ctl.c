@@ -193,6 +193,11 @@ static void out_spawn_request(dconn *c, lpvm_id from, uint64_t ref, const uint8_
   send_ctl(c, &b, args, alen);
 }
 
+static void refuse_with(lpvm_msg *m, const uint8_t *reason, size_t rlen);
+
+/* the atom noproc as an external term */
+static const uint8_t noproc[] = {131, 119, 6, 'n', 'o', 'p', 'r', 'o', 'c'};
+
 void dconn_out(dconn *c, lpvm_msg *m) {
   if (lpvm_msg_len(m) < sizeof(dist_wrap)) return;
   dist_wrap h;
@@ -218,7 +223,9 @@ void dconn_out(dconn *c, lpvm_msg *m) {
   }
   node_desc *d = node_get(node_id_index(h.to));
   if (!d || d->creation != c->peer_creation) {
-    dconn_refuse(c, m);     /* a process of an earlier incarnation of that node */
+    /* a process of an earlier incarnation of that node: it is gone, the node is up, so
+    ** a link or monitor gets noproc, as erl answers (a message is dropped) */
+    refuse_with(m, noproc, sizeof noproc);
     return;
   }
   switch (h.kind) {
@@ -310,15 +317,20 @@ void dconn_out(dconn *c, lpvm_msg *m) {
   }
 }
 
-void dconn_refuse(dconn *c, lpvm_msg *m) {
-  (void)c;
+/* A link or monitor that cannot be set up ends at once with `reason`. */
+static void refuse_with(lpvm_msg *m, const uint8_t *reason, size_t rlen) {
   if (lpvm_msg_len(m) < sizeof(dist_wrap)) return;
   dist_wrap h;
   memcpy(&h, lpvm_msg_data(m), sizeof h);
   if (h.kind == SIG_LINK)
-    local_sig(SIG_EXIT_LINK, h.to, m->from, 0, term_noconnection, term_noconnection_len, 1);
+    local_sig(SIG_EXIT_LINK, h.to, m->from, 0, reason, rlen, 1);
   else if (h.kind == SIG_MONITOR)
-    local_sig(SIG_DOWN, h.to, m->from, m->ref, term_noconnection, term_noconnection_len, 1);
+    local_sig(SIG_DOWN, h.to, m->from, m->ref, reason, rlen, 1);
+}
+
+void dconn_refuse(dconn *c, lpvm_msg *m) {
+  (void)c;
+  refuse_with(m, term_noconnection, term_noconnection_len);
 }
 
 void dconn_rel_lost(dconn *c) {
@@ -416,7 +428,6 @@ static int in_monitor(dconn *c, lpvm_tread *r) {
     }
     c->nmi--;
   }
-  static const uint8_t noproc[] = {131, 119, 6, 'n', 'o', 'p', 'r', 'o', 'c'};
   if (wp) send_mon_exit(c, wp, plen + 1, watcher, we, elen + 1, noproc, sizeof noproc);
   free(wp);
   free(we);
@@ -621,7 +632,6 @@ static int in_ctl(dconn *c, int64_t op, uint32_t arity, lpvm_tread *r, const uin
       if (arity != 3 || lpvm_get_pid(r, &from) || lpvm_get_pid(r, &to)) return LPVM_EBADTERM;
       link_add(c, to, from);
       if (local_sig(SIG_LINK, from, to, 0, NULL, 0, 0) == LPVM_ENOPROC) {
-        static const uint8_t noproc[] = {131, 119, 6, 'n', 'o', 'p', 'r', 'o', 'c'};
         link_del(c, to, from);
         send_exit(c, OP_EXIT, to, from, noproc, sizeof noproc);
       }

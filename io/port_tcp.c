@@ -251,6 +251,7 @@ static int listener_exit_msg(io_listener *l, lpvm_tread *r) {
 static void listener_owner(io_listener *l, lpvm_msg *m, lpvm_id to) {
   if (lpvm_msg_from(m) != l->owner || to == l->owner || lpvm_id_is_port(to)) return;
   lpvm_unlink(&l->task, l->owner);
+  io_drop_exit_from(&l->task, l->owner);
   l->owner = to;
   lpvm_link(&l->task, to);
 }

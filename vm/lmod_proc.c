@@ -181,9 +181,23 @@ static int lmod_self(lua_State *L) {
   return 1;
 }
 
+/* link(pid): Erlang's link/1. A local pid already dead raises noproc in a process
+** that does not trap exits (it may catch it and live on); one that traps gets the
+** "EXIT", pid, "noproc" message. A pid that dies after the look links, and its end
+** comes as an exit signal (noproc if it was gone when the link arrived), as in
+** Erlang. */
 static int lmod_link(lua_State *L) {
   lproc *p = lproc_check(L);
-  int rc = lpvm_link(&p->task, lmod_check_pid(L, 1));
+  lpvm_id id = lmod_check_pid(L, 1);
+  if (id != p->task.id && !lpvm_id_is_remote(id) && !lpvm_is_alive(id)) {
+    int trap = lpvm_trap_exit(&p->task, 0);
+    lpvm_trap_exit(&p->task, trap);
+    if (!trap) {
+      lua_pushliteral(L, "noproc");
+      return lua_error(L);
+    }
+  }
+  int rc = lpvm_link(&p->task, id);
   if (rc != 0) return lmod_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;

@@ -75,8 +75,9 @@ static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
   return q + 4 * (size_t)nw;
 }
 
-/* The short strings a message's lists already hold, by their length and end bytes:
-** one met again is written from here into its slot (vm/lraw.h), without
+/* The short strings a message's lists already hold, by their length and end bytes (or,
+** for 0 to 3 bytes, by their element's bytes as one word: word_key): one met again is
+** written from here into its slot (vm/lraw.h), without
 ** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
 ** of the message being read, which the stack reaches until the end (each pair of a
 ** map empties the cache: see plain_map): the collector keeps them. Per
@@ -339,7 +340,10 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
       lua_pushnumber(L, d);
       return p + 9;
     }
-    case T_NIL: lua_createtable(L, 0, 0); return p + 1;
+    case T_NIL:   /* [] */
+      if (c->proc) lraw_new_empty(L);
+      else lua_createtable(L, 0, 0);
+      return p + 1;
     case T_NEWER_REF: {
       uint64_t ref;
       const uint8_t *q = local_ref(p, left, &ref);

@@ -298,4 +298,33 @@ test("noconnection exactly once when the erl OS process is killed", function()
   for _, n in ipairs(lpvm.nodes()) do T.ok(n ~= peer, "peer still listed") end
 end)
 
+test("the erl node restarted under its name: old pids are noproc, sends to them dropped", function()
+  -- a new incarnation (another creation) of the same name: erl answers a link or a
+  -- monitor of a pid of the old one with noproc and drops a message to it
+  lpvm.trap_exit(true)
+  local port2 = start_peer("erlt" .. tag, cookie)
+  local hello2 = table.pack(lpvm.receive(function(t) return t == "hello" end, 90000))
+  T.eq(hello2[1], "hello", "the restarted peer said hello")
+  local agent2 = hello2[2]
+  T.ok(agent2 ~= agent, "a pid of the new incarnation is another pid")
+  -- the old agent's ID and Serial are most likely the new agent's: a stale send that
+  -- reached the new node would come back before the reply to the fresh one
+  lpvm.send(agent, "echo", lpvm.self(), "stale")
+  lpvm.send(agent2, "echo", lpvm.self(), "fresh")
+  local r = T.recv_match(function(t) return t == "echo_reply" end)
+  T.eq(r[3], "fresh")
+  lpvm.link(agent)
+  T.eq(T.exit_from(agent, 15000), "noproc")
+  local ref = lpvm.monitor(agent)
+  T.eq(select(2, T.down(ref, 15000)), "noproc")
+  local found = false
+  for _, n in ipairs(lpvm.nodes()) do found = found or n == peer end
+  T.ok(found, "the new incarnation stays connected")
+  lpvm.send(agent2, "echo", lpvm.self(), "after")
+  T.eq(T.recv_match(function(t) return t == "echo_reply" end)[3], "after")
+  T.eq(lpvm.receive(function(t) return t == "echo_reply" end, 300), nil)
+  os.execute("kill -9 " .. hello2[4])
+  lpvm.port_close(port2)
+end)
+
 T.run()

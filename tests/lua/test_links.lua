@@ -143,14 +143,27 @@ test("linking to a dead process gives noproc", function()
   T.eq(T.exit_from(pid), "noproc")
 end)
 
-test("linking to a dead process kills a non-trapping linker", function()
+test("linking to a dead process raises noproc in a non-trapping linker", function()
+  -- erl: link(Dead) in a process that does not trap exits raises error:noproc (the
+  -- process lives on if it catches it); one that traps gets {'EXIT', Dead, noproc}
   local me = lpvm.self()
   local dead, ref0 = lpvm.spawn_monitor(function() end)
   T.down(ref0)
-  local pid, ref = lpvm.spawn_monitor(function(target) lpvm.link(target); lpvm.receive(1000) end, dead)
-  local _, reason = T.down(ref)
-  T.eq(reason, "noproc")
-  T.ok(pid and me)
+  local _, ref = lpvm.spawn_monitor(function(target)
+    local ok, err = pcall(lpvm.link, target)
+    lpvm.send(me, "linked", ok, err)
+    lpvm.receive(function() return false end, 0)   -- an exit signal would land here
+    lpvm.send(me, "alive")
+  end, dead)
+  local r = T.recv_match(function(t) return t == "linked" end)
+  T.eq(r[2], false)
+  T.eq(r[3], "noproc")
+  T.recv_match(function(t) return t == "alive" end)
+  T.eq(select(2, T.down(ref)), "normal")
+  -- not caught, it ends the process as any error does
+  local _, ref2 = lpvm.spawn_monitor(function(target) lpvm.link(target) end, dead)
+  local _, reason = T.down(ref2)
+  T.ok(T.mentions(reason, "noproc"), T.show(reason))
 end)
 
 test("exit(reason) ends the calling process with that reason", function()

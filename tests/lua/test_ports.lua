@@ -686,6 +686,47 @@ port_test("controlling_process hands a connection over", function()
   lpvm.port_close(l)
 end)
 
+-- An owner that hands its port over and then crashes at once: its EXIT reached the
+-- port before the port took the hand-over, waited behind it as a message, and the
+-- port, no longer its owner's, died of that reason and took its new owner along.
+-- After controlling_process the old owner's death does nothing to the port (as
+-- Erlang's unlink). 20 rounds of each kind, the new owner trapping exits.
+port_test("an owner that crashes right after controlling_process leaves the port alone", function()
+  local reason = T.run_proc(function()
+    lpvm.trap_exit(true)
+    local me = lpvm.self()
+    local kinds = {
+      program = function() return assert(lpvm.open_port({ "cat" }, { active = false })) end,
+      listener = function() return assert(lpvm.tcp_listen("127.0.0.1", 0)) end,
+    }
+    for kind, open in pairs(kinds) do
+      for _ = 1, 20 do
+        local _, ref = lpvm.spawn_monitor(function()
+          local p = open()
+          lpvm.controlling_process(p, me)
+          lpvm.send(me, "port", p)
+          error("crash after the hand-over")
+        end)
+        local port = T.recv_match(function(tag) return tag == "port" end)[2]
+        T.down(ref)
+        -- a command after the old owner's end: answered only by a live port
+        if kind == "program" then
+          lpvm.port_send(port, "x")
+          T.eqv(table.pack(lpvm.recv(port, 1, T.WAIT)), table.pack("x"), kind)
+        else
+          T.eqv(table.pack(lpvm.tcp_accept(port, 0)), table.pack(nil, "timeout"), kind)
+        end
+        local exit = table.pack(lpvm.receive(function(tag, from)
+          return tag == "EXIT" and from == port end, 0))
+        T.eq(exit[1], nil, kind .. " port died with its old owner: " .. tostring(exit[3]))
+        lpvm.port_close(port)
+        T.flush()
+      end
+    end
+  end)
+  T.eq(reason, "normal")
+end)
+
 port_test("a listener's owner dying closes it; a port in use fails to listen", function()
   local me = lpvm.self()
   local pid, ref = lpvm.spawn_monitor(function()
