@@ -424,13 +424,17 @@ int lpvm_ets_delete(lpvm_task *self, lpvm_tab tab) {
 /* ---- owners and heirs -------------------------------------------------------------------- */
 
 /* {'ETS-TRANSFER', Tab, From, Data} to the new owner. */
-static void send_transfer(lpvm_task *from, lpvm_id to, lpvm_tab tab, const uint8_t *data,
-                          size_t len) {
+/* {'ETS-TRANSFER', Tab, From, Data}: Tab as new gave it, the name of a named table
+** (an atom, as ETS's; a Lua process reads it as the name string), else the reference.
+** Registry lock held. */
+static void send_transfer(lpvm_task *from, lpvm_id to, const ets_tab *t,
+                          const uint8_t *data, size_t len) {
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
   lpvm_put_tuple(&b, 4);
   lpvm_put_atom(&b, "ETS-TRANSFER");
-  lpvm_put_ref(&b, tab);
+  if (t->named) lpvm_put_atom(&b, t->name);
+  else lpvm_put_ref(&b, atomic_load_explicit(&t->tid, memory_order_relaxed));
   lpvm_put_pid(&b, from ? from->id : 0);
   if (data) lpvm_put_term(&b, data, len);
   else lpvm_put_atom(&b, "undefined");
@@ -459,7 +463,7 @@ int lpvm_ets_give_away(lpvm_task *self, lpvm_tab tab, lpvm_id to, const uint8_t 
   else if (to == me || !to || lpvm_id_is_port(to) || !mark_owner(to)) rc = LPVM_ENOPROC;
   else {
     set_owner(t, to);
-    send_transfer(self, to, tab, data, len);
+    send_transfer(self, to, t, data, len);
   }
   pthread_rwlock_unlock(&E.lock);
   return rc;
@@ -530,8 +534,7 @@ void ets_task_exit(lpvm_task *task) {
       lpvm_id heir = t->heir;
       if (heir && heir != task->id && mark_owner(heir)) {
         set_owner(t, heir);
-        send_transfer(task, heir, atomic_load_explicit(&t->tid, memory_order_relaxed),
-                      t->heir_data, t->heir_len);
+        send_transfer(task, heir, t, t->heir_data, t->heir_len);
         continue;
       }
       if (nd == BATCH) { again = 1; break; }

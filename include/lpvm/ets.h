@@ -6,7 +6,8 @@
 ** `keypos` (1-based). Objects are copied in and out: the table owns its own bytes, a
 ** reader gets a copy, and every single-object operation is atomic and isolated.
 ** A table belongs to the task that made it and is deleted when that task ends,
-** unless its heir takes it (the heir gets {'ETS-TRANSFER', Tab, FromPid, HeirData}).
+** unless its heir takes it (the heir gets {'ETS-TRANSFER', Tab, FromPid, HeirData}, Tab
+** the name of a named table as an atom, else the table's reference, as in ETS).
 **
 ** Terms passed in and out are whole external terms (the 131 byte first), as term.h
 ** builds and reads them. Results are appended to a builder `out` that the caller

@@ -523,6 +523,7 @@ test("an heir takes the table when its owner dies and gets ETS-TRANSFER", functi
   T.recv()
   lpvm.send(pid, "die")
   local m = T.recv_match(function(tag) return tag == "ETS-TRANSFER" end)
+  T.eq(m[2], "ets_bequest")   -- a named table by its name, as new gave it (erl: the atom)
   T.eq(m[3], pid)
   T.eq(m[4], "gift")
   T.eq(ets.info("ets_bequest", "owner"), me)
@@ -566,8 +567,9 @@ test("give_away hands a table over; only the owner may", function()
   T.raises(function() ets.give_away(t, me) end, "bad argument #2")
   T.eq(ets.give_away(t, pid, 42), true)
   local r = T.recv_match(function(tag) return tag == "done" end)
+  local back = T.recv_match(function(tag) return tag == "ETS-TRANSFER" end)
+  T.eq(back[2], t)            -- an unnamed table by its reference
   T.eq(r[2], true)
-  T.recv_match(function(tag) return tag == "ETS-TRANSFER" end)
   T.eq(ets.lookup(t, "mine"), {{"mine", 42}})
   T.eq(ets.info(t, "owner"), me)   -- it gave the table back
   lpvm.exit(pid, "kill")
