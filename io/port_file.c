@@ -6,11 +6,20 @@
 ** thread and may block in read, write and lseek without stalling a worker. Each
 ** command is answered, in order, to the owner; a failed command answers
 ** {error, Port, Reason} and leaves the file open.
+**
+** The open runs in init, on the caller's worker, so it must never wait: a FIFO opened
+** for reading waits for a writer, for ever. Every open is O_NONBLOCK; a regular file
+** (or a directory or a block device, which never wait) is made blocking again. Any
+** other descriptor (a FIFO, a character device) stays non-blocking, so no read or
+** write can hold the port's thread for ever either (the port then could not take its
+** owner's exit, and the VM could not stop): nothing to read answers EAGAIN (what has
+** arrived, if anything has), a full pipe EAGAIN with the rest of the write unwritten.
 */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/port_int.h"
@@ -66,6 +75,7 @@ static void do_read(io_file *f, int64_t n) {
   while (got < (size_t)n) {  /* a short read before EOF is not the end */
     ssize_t r = read(f->fd, buf + got, (size_t)n - got);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EAGAIN && got > 0) break;   /* a FIFO: what has come */
     if (r < 0) {
       free(buf);
       reply_error(f, errno);
@@ -170,7 +180,6 @@ static int file_event(lpvm_task *t) {
 }
 
 static int file_setup(lpvm_task *t) {
-  lpvm_trap_exit(t, 1);
   if (!((io_file *)t)->linked) lpvm_link(t, ((io_file *)t)->owner);
   return LPVM_WAIT;
 }
@@ -191,8 +200,19 @@ static int file_init(lpvm_task *t, void *arg) {
   io_file *f = (io_file *)t;
   f->owner = a->owner;
   f->linked = a->linked;
-  f->fd = open(a->path, a->flags | O_CLOEXEC, 0666);
-  return f->fd < 0 ? LPVM_ESYS : LPVM_SETUP;
+  f->fd = open(a->path, a->flags | O_CLOEXEC | O_NONBLOCK, 0666);
+  if (f->fd < 0) return LPVM_ESYS;
+  struct stat st;
+  if (fstat(f->fd, &st) == 0 &&
+      (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode))) {
+    int fl = fcntl(f->fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(f->fd, F_SETFL, fl & ~O_NONBLOCK);
+  }
+  /* Trap exits from the start, not from setup: a port linked at its spawn whose
+  ** owner ends normally before the port's first step would ignore that EXIT (signals
+  ** are handled before setup) and outlive its owner. Not visible yet: no race. */
+  lpvm_trap_exit(t, 1);
+  return LPVM_SETUP;
 }
 
 static const lpvm_task_def file_def = {

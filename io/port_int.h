@@ -130,6 +130,9 @@ void io_send_term3(lpvm_task *self, lpvm_id to, const char *tag, lpvm_id port,
 /* helpers shared by the kinds */
 #define IO_OWNER_DIED (-100)
 int io_exit_signal(lpvm_task *t, lpvm_tread *r, lpvm_id owner);
+/* After unlinking a former owner (controlling_process): drop its {'EXIT', From, _}
+** already queued as a message. */
+void io_drop_exit_from(lpvm_task *t, lpvm_id from);
 int io_set_nonblock(int fd, int on);
 void io_close_fd(io_fdw *w);
 /* Build and send a command {Tag, Arg...} with the right shape (port.c). */

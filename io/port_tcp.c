@@ -251,6 +251,7 @@ static int listener_exit_msg(io_listener *l, lpvm_tread *r) {
 static void listener_owner(io_listener *l, lpvm_msg *m, lpvm_id to) {
   if (lpvm_msg_from(m) != l->owner || to == l->owner || lpvm_id_is_port(to)) return;
   lpvm_unlink(&l->task, l->owner);
+  io_drop_exit_from(&l->task, l->owner);
   l->owner = to;
   lpvm_link(&l->task, to);
 }
@@ -291,7 +292,6 @@ static int listener_event(lpvm_task *t) {
 
 static int listener_setup(lpvm_task *t) {
   io_listener *l = (io_listener *)t;
-  lpvm_trap_exit(t, 1);
   if (!l->linked) lpvm_link(t, l->owner);
   return try_accept(l);
 }
@@ -321,6 +321,10 @@ static int listener_init(lpvm_task *t, void *arg) {
   l->linked = a->linked;
   if (a->po) l->po = *a->po;
   else l->po = (lpvm_port_opts)LPVM_PORT_OPTS_INIT;
+  /* Trap exits from the start, not from setup: a port linked at its spawn whose
+  ** owner ends normally before the port's first step would ignore that EXIT (signals
+  ** are handled before setup) and outlive its owner. Not visible yet: no race. */
+  lpvm_trap_exit(t, 1);
   return LPVM_SETUP;
 }
 

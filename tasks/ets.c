@@ -324,7 +324,8 @@ static int tab_setup(ets_tab *t, uint32_t slot, const lpvm_ets_opts *o, const ch
 int lpvm_ets_new(lpvm_task *self, const lpvm_ets_opts *o, lpvm_tab *tab) {
   static const lpvm_ets_opts dflt = LPVM_ETS_OPTS_INIT;
   if (!o) o = &dflt;
-  if (!E.up || !tab) return LPVM_EINVAL;
+  if (!tab) return LPVM_EINVAL;
+  if (!E.up) return LPVM_ESTATE;
   if (o->type < LPVM_ETS_SET || o->type > LPVM_ETS_DUPLICATE_BAG ||
       o->access < LPVM_ETS_PROTECTED || o->access > LPVM_ETS_PRIVATE ||
       lpvm_id_is_port(o->heir))   /* an heir is a process: a port gets no messages */
@@ -496,7 +497,7 @@ int lpvm_ets_rename(lpvm_task *self, lpvm_tab tab, const char *name) {
   int rc;
   pthread_rwlock_wrlock(&E.lock);
   ets_tab *t = reg_find_writable(self, tab, &rc);
-  if (t && t->named && strcmp(t->name, name) != 0 && name_link(name, NULL)) {
+  if (t && t->named && name_link(name, NULL)) {   /* its own name too, as ETS */
     rc = LPVM_EEXIST;
   } else if (t) {
     int kind = ets_tab_kind(t);
@@ -545,6 +546,7 @@ void ets_task_exit(lpvm_task *task) {
 
 int lpvm_ets_info(lpvm_tab tab, lpvm_ets_tabinfo *info) {
   ets_tab *t;
+  if (!info) return LPVM_EINVAL;
   int rc = ets_enter(NULL, tab, 0, -1, &t);   /* info is open to anyone, as in ETS */
   if (rc) return rc;
   info->type = t->type;
@@ -569,7 +571,7 @@ size_t lpvm_ets_all(lpvm_tab *out, size_t cap) {
   for (uint32_t s = 0; s < E.used; s++) {
     lpvm_tab tid = atomic_load_explicit(&ets_slot_at(s)->tid, memory_order_relaxed);
     if (!tid) continue;
-    if (n < cap) out[n] = tid;
+    if (n < cap && out) out[n] = tid;
     n++;
   }
   pthread_rwlock_unlock(&E.lock);

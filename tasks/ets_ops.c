@@ -352,6 +352,7 @@ static inline __attribute__((always_inline)) int insert_ints(lpvm_task *self, lp
 }
 
 int lpvm_ets_insert_ints(lpvm_task *self, lpvm_tab tab, const int64_t *v, size_t n) {
+  if (__builtin_expect(!v, 0)) return n ? LPVM_EINVAL : insert_ints_term(self, tab, v, 0);
   if (n == 2) return insert_ints(self, tab, v, 2);
   if (n == 0 || n > INTS_FAST) return insert_ints_term(self, tab, v, n);
   return insert_ints(self, tab, v, n);
@@ -365,6 +366,7 @@ int lpvm_ets_insert_new(lpvm_task *self, lpvm_tab tab, const uint8_t *term, size
 
 int lpvm_ets_lookup(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
                     lpvm_tbuf *out) {
+  if (!out) return LPVM_EINVAL;
   ets_key k;
   ets_tab *t;
   ets_stripe *st;
@@ -387,6 +389,7 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   ets_tab *t;
   ets_stripe *st;
   int fast;
+  if (!len || (!buf && cap)) return LPVM_EINVAL;
   *len = 0;
   int rc = ets_key_parse(key, klen, &k);
   if (rc || (rc = key_enter(self, tab, 0, &k, &t, &st, &fast))) return rc;
@@ -431,6 +434,7 @@ static int element_at(const ets_obj *o, uint32_t pos, const uint8_t **p,
 
 int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                             size_t klen, uint32_t pos, lpvm_tbuf *out) {
+  if (!out) return LPVM_EINVAL;
   ets_key k;
   ets_tab *t;
   ets_stripe *st;
@@ -553,6 +557,7 @@ int lpvm_ets_delete_all(lpvm_task *self, lpvm_tab tab) {
 
 static int walk_key(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen,
                     int which, lpvm_tbuf *out) {
+  if (!out) return LPVM_EINVAL;
   ets_key k = {0};
   ets_tab *t;
   int rc = key ? ets_key_parse(key, klen, &k) : 0;
@@ -601,6 +606,7 @@ static int add_obj(ets_tab *t, ets_obj *o, void *ud) {
 }
 
 int lpvm_ets_tab2list(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out) {
+  if (!out) return LPVM_EINVAL;
   ets_tab *t;
   int rc = ets_enter(self, tab, 0, 0, &t);
   if (rc) return rc;

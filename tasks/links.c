@@ -16,12 +16,20 @@ typedef struct mon {
   lpvm_id id;
 } mon;
 
+/* A monitor this task made by name: its DOWN names {Name, Node}, as Erlang's
+** monitor(process, Name) does, instead of the pid that held the name. */
+typedef struct mon_name {
+  uint64_t ref;
+  char *name;       /* malloc'd, NUL-ended */
+} mon_name;
+
 struct task_rel {
   lpvm_id *links;
   lpvm_id *unlinking;   /* local ids unlinked whose UNLINK_ACK has not come (one per unlink) */
   mon *mons;        /* monitors this task holds: ref -> target */
   mon *watch;       /* monitors on this task: ref -> watcher */
-  uint32_t nlinks, clinks, nunl, cunl, nmons, cmons, nwatch, cwatch;
+  mon_name *names;  /* those of mons made by name: ref -> name */
+  uint32_t nlinks, clinks, nunl, cunl, nmons, cmons, nwatch, cwatch, nnames, cnames;
 };
 
 static struct task_rel *rel_get(lpvm_task *t) {
@@ -109,8 +117,38 @@ int rel_mon_add(lpvm_task *t, uint64_t ref, lpvm_id target) {
   return r ? mon_add(&r->mons, &r->nmons, &r->cmons, ref, target) : LPVM_ENOMEM;
 }
 
+/* Note that monitor ref was made by `name` (len bytes, no NUL). */
+int rel_mon_name_add(lpvm_task *t, uint64_t ref, const char *name, size_t len) {
+  struct task_rel *r = rel_get(t);
+  if (!r) return LPVM_ENOMEM;
+  if (r->nnames == r->cnames && grow((void **)&r->names, &r->cnames, sizeof(mon_name)))
+    return LPVM_ENOMEM;
+  char *copy = malloc(len + 1);
+  if (!copy) return LPVM_ENOMEM;
+  memcpy(copy, name, len);
+  copy[len] = 0;
+  r->names[r->nnames++] = (mon_name){ref, copy};
+  return 0;
+}
+
+/* The name monitor ref was made by, taken out of the record (the caller frees it);
+** NULL for a monitor by pid. */
+char *rel_mon_name_take(lpvm_task *t, uint64_t ref) {
+  struct task_rel *r = t->rel;
+  if (!r) return NULL;
+  for (uint32_t i = 0; i < r->nnames; i++)
+    if (r->names[i].ref == ref) {
+      char *name = r->names[i].name;
+      r->names[i] = r->names[--r->nnames];
+      return name;
+    }
+  return NULL;
+}
+
 int rel_mon_del(lpvm_task *t, uint64_t ref, lpvm_id *target) {
-  return t->rel ? mon_del(t->rel->mons, &t->rel->nmons, ref, target, 0) : 0;
+  if (!t->rel) return 0;
+  if (t->rel->nnames) free(rel_mon_name_take(t, ref));
+  return mon_del(t->rel->mons, &t->rel->nmons, ref, target, 0);
 }
 
 int rel_watch_add(lpvm_task *t, uint64_t ref, lpvm_id watcher) {
@@ -150,6 +188,8 @@ void rel_free(lpvm_task *t) {
   free(r->unlinking);
   free(r->mons);
   free(r->watch);
+  for (uint32_t i = 0; i < r->nnames; i++) free(r->names[i].name);
+  free(r->names);
   free(r);
   t->rel = NULL;
 }

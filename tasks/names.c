@@ -12,6 +12,11 @@
 ** generation has not moved, the answer stands. A change completes before its writer
 ** unlocks, and whoever learns of it (a message its writer sent afterwards) reads the
 ** moved generation, so a send after an unregister it has heard of still fails.
+**
+** The lock is made once, statically, and never destroyed, and the buckets are NULL
+** while no VM runs: a name call from outside a VM (before lpvm_start, after lpvm_stop)
+** finds no name (whereis 0, send_name and unregister ENOPROC) instead of walking a
+** table that is not there.
 */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,11 +33,11 @@ typedef struct entry {
 } entry;
 
 static struct {
-  entry **b;
+  entry **b;              /* NULL while no VM runs */
   uint32_t nb, n;
-  pthread_rwlock_t lock;
+  pthread_rwlock_t lock;  /* static, never destroyed */
   _Atomic uint64_t gen;   /* moved by every change (under the write lock) and init */
-} N;
+} N = {.lock = PTHREAD_RWLOCK_INITIALIZER};
 
 /* A thread's last lookup: the name (up to 47 bytes), its id (0: none) and the
 ** generation it was read at (0: nothing remembered). Each thread's own. */
@@ -56,28 +61,38 @@ static uint32_t hash_str(const char *s) {
 }
 
 int names_init(void) {
+  entry **b = calloc(256, sizeof(entry *));
+  if (!b) return LPVM_ENOMEM;
+  pthread_rwlock_wrlock(&N.lock);
   N.nb = 256;
   N.n = 0;
+  N.b = b;
   changed();   /* from 1; a runtime started again never meets an old memo */
-  N.b = calloc(N.nb, sizeof(entry *));
-  if (!N.b) return LPVM_ENOMEM;
-  pthread_rwlock_init(&N.lock, NULL);
+  pthread_rwlock_unlock(&N.lock);
   return 0;
 }
 
 void names_fini(void) {
-  if (!N.b) return;
-  for (uint32_t i = 0; i < N.nb; i++)
-    for (entry *e = N.b[i], *nx; e; e = nx) {
+  pthread_rwlock_wrlock(&N.lock);
+  entry **b = N.b;
+  uint32_t nb = N.nb;
+  N.b = NULL;
+  N.nb = N.n = 0;
+  changed();
+  pthread_rwlock_unlock(&N.lock);
+  if (!b) return;
+  for (uint32_t i = 0; i < nb; i++)
+    for (entry *e = b[i], *nx; e; e = nx) {
       nx = e->next;
       free(e);
     }
-  free(N.b);
-  N.b = NULL;
-  pthread_rwlock_destroy(&N.lock);
+  free(b);
 }
 
+/* The link to the name's entry, or the empty link where it would go; NULL when no VM
+** runs. Under the lock. */
 static entry **find(const char *name, uint32_t h) {
+  if (!N.b) return NULL;
   entry **pe = &N.b[h & (N.nb - 1)];
   for (; *pe; pe = &(*pe)->next)
     if ((*pe)->hash == h && strcmp((*pe)->name, name) == 0) break;
@@ -115,7 +130,9 @@ int lpvm_register(const char *name, lpvm_id id) {
   int rc = 0;
   pthread_rwlock_wrlock(&N.lock);
   entry **pe = find(name, h);
-  if (*pe || t->reg_name) {
+  if (!pe) {
+    rc = LPVM_ENOPROC;
+  } else if (*pe || t->reg_name) {
     rc = LPVM_EEXIST;
   } else if (ts_status(atomic_load(&t->sched_word)) == TS_DEAD) {
     rc = LPVM_ENOPROC;
@@ -149,7 +166,7 @@ static lpvm_id remove_name(const char *name, lpvm_id only) {
   lpvm_id id = 0;
   pthread_rwlock_wrlock(&N.lock);
   entry **pe = find(name, h);
-  if (*pe && (!only || (*pe)->id == only)) {
+  if (pe && *pe && (!only || (*pe)->id == only)) {
     entry *e = *pe;
     id = e->id;
     *pe = e->next;
@@ -187,7 +204,7 @@ lpvm_id lpvm_whereis(const char *name) {
   uint32_t h = hash_str(name);
   pthread_rwlock_rdlock(&N.lock);
   entry **pe = find(name, h);
-  lpvm_id id = *pe ? (*pe)->id : 0;
+  lpvm_id id = pe && *pe ? (*pe)->id : 0;
   g = atomic_load_explicit(&N.gen, memory_order_relaxed);   /* no change while we hold it */
   pthread_rwlock_unlock(&N.lock);
   if (len < sizeof mm->name) {
@@ -198,9 +215,9 @@ lpvm_id lpvm_whereis(const char *name) {
 }
 
 void lpvm_foreach_name(void (*fn)(const char *name, lpvm_id id, void *ud), void *ud) {
-  if (!fn || !N.b) return;
+  if (!fn) return;
   pthread_rwlock_rdlock(&N.lock);
-  for (uint32_t i = 0; i < N.nb; i++)
+  for (uint32_t i = 0; N.b && i < N.nb; i++)
     for (entry *e = N.b[i]; e; e = e->next) fn(e->name, e->id, ud);
   pthread_rwlock_unlock(&N.lock);
 }

@@ -98,6 +98,7 @@ static void freeq_release_behind(void) {
 
 int ptab_alloc(lpvm_task *t, int port, lpvm_id *id) {
   uint32_t n;
+  if (!P.cap) return LPVM_ESTATE;   /* no VM (before lpvm_start, after lpvm_stop) */
   pthread_mutex_lock(&P.mu);
   if (P.fcount > REUSE_AFTER || (P.hwm >= P.cap && P.fcount > 0)) {
     n = P.freeq[P.fhead];

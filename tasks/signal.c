@@ -183,15 +183,28 @@ static void on_exit_sig(lpvm_task *t, struct lpvm_sig *s, int linked) {
   }
 }
 
+/* {'DOWN', Ref, process | port, Who, Reason}: Who is the pid, or {Name, Node} for a
+** monitor made by name (lpvm_monitor_name), as Erlang's. */
 static void on_down(lpvm_task *t, struct lpvm_sig *s) {
-  if (!rel_mon_del(t, s->ref, NULL)) return;  /* demonitored: no DOWN */
+  char *name = rel_mon_name_take(t, s->ref);   /* before rel_mon_del frees it */
+  if (!rel_mon_del(t, s->ref, NULL)) {          /* demonitored: no DOWN */
+    free(name);
+    return;
+  }
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
   lpvm_put_tuple(&b, 5);
   lpvm_put_atom(&b, "DOWN");
   lpvm_put_ref(&b, s->ref);
   lpvm_put_atom(&b, lpvm_id_is_port(s->from) ? "port" : "process");
-  lpvm_put_pid(&b, s->from);
+  if (name) {
+    lpvm_put_tuple(&b, 2);
+    lpvm_put_atom(&b, name);
+    lpvm_put_atom(&b, node_self()->name);
+    free(name);
+  } else {
+    lpvm_put_pid(&b, s->from);
+  }
   lpvm_put_term(&b, sig_data(s), s->len);
   deliver(t, &b, s->from);
 }
@@ -438,15 +451,35 @@ int lpvm_unlink(lpvm_task *self, lpvm_id other) {
   return 0;
 }
 
-int lpvm_monitor(lpvm_task *self, lpvm_id target, uint64_t *ref) {
-  if (!self || !target || !ref) return LPVM_EINVAL;
+/* A monitor of target (name: by that name, its DOWN names it). */
+static int monitor(lpvm_task *self, lpvm_id target, const char *name, size_t len,
+                   uint64_t *ref) {
   uint64_t r = lpvm_make_ref();
   int rc = rel_mon_add(self, r, target);
   if (rc) return rc;
+  if (name && (rc = rel_mon_name_add(self, r, name, len)) != 0) {
+    rel_mon_del(self, r, NULL);
+    return rc;
+  }
   *ref = r;
   if (send_new(target, SIG_MONITOR, self->id, r, NULL, 0) == LPVM_ENOPROC)
     self_notice(self, SIG_DOWN, target, r);
   return 0;
+}
+
+int lpvm_monitor(lpvm_task *self, lpvm_id target, uint64_t *ref) {
+  if (!self || !target || !ref) return LPVM_EINVAL;
+  return monitor(self, target, NULL, 0, ref);
+}
+
+/* Erlang's monitor(process, Name): the task that holds name now is watched; a free
+** name gets its noproc DOWN at once (an id no task has is watched). */
+int lpvm_monitor_name(lpvm_task *self, const char *name, uint64_t *ref) {
+  if (!self || !name || !ref) return LPVM_EINVAL;
+  size_t len = strlen(name);
+  if (len > 255) return LPVM_EINVAL;
+  lpvm_id target = lpvm_whereis(name);
+  return monitor(self, target ? target : LPVM_ID_DEAD, name, len, ref);
 }
 
 int lpvm_demonitor(lpvm_task *self, uint64_t ref) {

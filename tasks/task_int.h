@@ -70,6 +70,8 @@ void rel_unlinking_del(lpvm_task *t, lpvm_id other); /* one ACK came */
 int rel_unlinking(const lpvm_task *t, lpvm_id other); /* 1 while an ACK is awaited */
 int rel_mon_add(lpvm_task *t, uint64_t ref, lpvm_id target);
 int rel_mon_del(lpvm_task *t, uint64_t ref, lpvm_id *target);
+int rel_mon_name_add(lpvm_task *t, uint64_t ref, const char *name, size_t len);
+char *rel_mon_name_take(lpvm_task *t, uint64_t ref);   /* NULL: by pid; caller frees */
 int rel_watch_add(lpvm_task *t, uint64_t ref, lpvm_id watcher);
 int rel_watch_del(lpvm_task *t, uint64_t ref, lpvm_id watcher);   /* watcher 0: any */
 void rel_notify_exit(lpvm_task *t, const uint8_t *reason, size_t len);

@@ -407,3 +407,44 @@ Test(core, timers_of_killed_tasks_and_pending_send_afters_are_freed) {
   vm_stop();  /* LeakSanitizer (ASan build) fails this test if a timer leaked */
   cr_assert_eq(lpvm_cancel_send_after(ref), 0, "stop left a send-after pending");
 }
+
+/* ---- the API outside a VM ------------------------------------------------------------ */
+
+/* Before lpvm_start and after lpvm_stop, the name and spawn calls answer with a code
+** (probe5: lpvm_whereis and so lpvm_send_name walked the name table that is not there,
+** a crash; a spawn said ELIMIT, "process table full"). */
+static void no_vm_answers(void) {
+  const uint8_t term[] = {131, 97, 5};
+  lpvm_id id = 0;
+  cr_assert_eq(lpvm_whereis("someone"), 0);
+  cr_assert_eq(lpvm_send_name(NULL, "someone", term, sizeof term), LPVM_ENOPROC);
+  cr_assert_eq(lpvm_unregister("someone"), LPVM_ENOPROC);
+  cr_assert_eq(lpvm_register("someone", 1), LPVM_ENOPROC);
+  cr_assert_eq(lpvm_send(NULL, 1, term, sizeof term), LPVM_ENOPROC);
+  cr_assert_eq(lpvm_spawn_task(NULL, &xmpl_def, NULL, 0, &id), LPVM_ESTATE);
+  lpvm_foreach_name(NULL, NULL);
+}
+
+static void count_name(const char *name, lpvm_id id, void *ud) {
+  (void)name, (void)id;
+  ++*(int *)ud;
+}
+
+Test(core, api_outside_a_vm_answers_with_codes) {
+  no_vm_answers();
+  int n = 0;
+  lpvm_foreach_name(count_name, &n);
+  cr_assert_eq(n, 0);
+  for (int round = 0; round < 2; round++) {   /* and again after each stop */
+    vm_start_n(2, 1);
+    lpvm_id id;
+    cr_assert_eq(lpvm_spawn_task(NULL, &xmpl_def, NULL, 0, &id), 0);
+    cr_assert_eq(lpvm_register("someone", id), 0);
+    cr_assert_eq(lpvm_whereis("someone"), id);   /* (this thread remembers the answer) */
+    vm_stop();
+    no_vm_answers();
+    n = 0;
+    lpvm_foreach_name(count_name, &n);
+    cr_assert_eq(n, 0);
+  }
+}

@@ -800,3 +800,48 @@ Test(ets, big_table_frees_everything) {
   lpvm_tbuf_free(&b);
   vm_stop();   /* u is still there: lpvm_stop frees it */
 }
+
+/* The C API with NULL results and outside a VM: an error code, never a crash (probe5:
+** lpvm_ets_lookup, lookup_element, first/last/next/prev and tab2list wrote through a
+** NULL `out`, lookup_into through a NULL `len` or `buf`, insert_ints read a NULL `v`,
+** info wrote a NULL `info`, all(NULL, cap) stored into NULL; new outside a VM said
+** EINVAL for good options). */
+Test(ets, null_results_and_no_vm) {
+  lpvm_tab t = 0;
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), LPVM_ESTATE);
+  vm_start_n(2, 1);
+  o.access = LPVM_ETS_PUBLIC;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  lpvm_tbuf b, out;
+  lpvm_tbuf_init(&b);
+  lpvm_tbuf_init(&out);
+  obj_ii(&b, 1, 2);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  const uint8_t key[] = {131, 97, 1};
+  cr_assert_eq(lpvm_ets_lookup(NULL, t, key, 3, NULL), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_lookup_element(NULL, t, key, 3, 2, NULL), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_take(NULL, t, key, 3, NULL), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_first(NULL, t, NULL), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_last(NULL, t, NULL), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_next(NULL, t, key, 3, NULL), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_prev(NULL, t, key, 3, NULL), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_tab2list(NULL, t, NULL), LPVM_EINVAL);
+  uint8_t buf[64];
+  size_t len = 99;
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, key, 3, buf, sizeof buf, NULL), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, key, 3, NULL, sizeof buf, &len), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, key, 3, NULL, 0, &len), LPVM_ETS_ESPACE);
+  cr_assert_eq(lpvm_ets_insert_ints(NULL, t, NULL, 2), LPVM_EINVAL);
+  cr_assert_eq(lpvm_ets_info(t, NULL), LPVM_EINVAL);
+  cr_assert_geq(lpvm_ets_all(NULL, 16), 1);
+  /* the table is as it was */
+  cr_assert_eq(lpvm_ets_lookup_into(NULL, t, key, 3, buf, sizeof buf, &len), 1);
+  cr_assert_eq(lpvm_ets_lookup(NULL, t, key, 3, &out), 1);
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  lpvm_tbuf_free(&b);
+  lpvm_tbuf_free(&out);
+  vm_stop();
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), LPVM_ESTATE);
+  cr_assert_eq(lpvm_ets_lookup(NULL, t, key, 3, &out), LPVM_ETS_ENOTAB);
+}

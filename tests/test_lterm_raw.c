@@ -88,6 +88,12 @@ static const char *const cases[] = {
   "local t, s = {}, 'abcdefghijklmnopqrstuvwxyz012345' for i = 17, 32 do "
   "local b = s:sub(1, i) t[#t + 1] = b for _, j in ipairs({2, 9, 12, i - 8, i - 1}) do "
   "t[#t + 1] = b:sub(1, j - 1) .. '#' .. b:sub(j + 1) t[#t + 1] = b end end return t",
+  /* 0 to 3 bytes (the reader's cache keys them by the element's word): more of them
+  ** than slots, zero bytes inside, ones that differ only by their length ('a', 'a\0'),
+  ** met again nested and at the message's end (fewer than 8 bytes left there) */
+  "local t = {} for r = 1, 3 do for i = 0, 90 do local b = string.char(i % 7, 65 + i % 5, "
+  "i % 3) t[#t + 1] = b:sub(1, i % 4) t[#t + 1] = {b:sub(1, (i + 1) % 4), b:sub(2)} end "
+  "end t[#t + 1] = 'a\\0' t[#t + 1] = 'ab' t[#t + 1] = 'a' return t",
 };
 
 static int pid_fn(lua_State *L) {

@@ -12,8 +12,18 @@
 ** each chunk returns a new one, so an old one can be run again and gives the same
 ** chunk of whatever the table then holds. It is valid as long as its table lives,
 ** whatever happens to the table (tasks/ets_select.c says why), and raises bad argument
-** #1 (no such table) once the table is gone, as ETS's badarg. Being a userdata, it
-** cannot be sent to another process (ETS's can: a term).
+** #1 (no such table) once the table is gone, as ETS's badarg.
+**
+** A continuation is a term, as ETS's is: a plain Lua table
+**   {tab = <the table's reference>, ms = <the specification, encoded>, limit = n,
+**    reverse = true (select_reverse; else absent), after = <the key, encoded>}
+** (no `after`: the last chunk reached the end, the next is nil), so a process can send
+** it to another, which continues on the same table (the sender's access rights are
+** not carried: the receiver's own are checked, as for any call). Its bytes are read
+** again by the table at every chunk, which checks them as it checks any term from
+** outside (a forged or damaged one raises bad argument #1, never reaches further).
+** Why not a userdata, as it was: a userdata cannot be sent; and the specification,
+** encoded once, is one Lua string every later continuation shares.
 */
 #include <lauxlib.h>
 #include <lua.h>
@@ -21,49 +31,27 @@
 #include <string.h>
 
 #include "vm/lets.h"
+#include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
-#define CONT_MT "lpvm.ets_continuation"
+#define SCRATCH_MT "lpvm.ets_select_scratch"
 
-/* A continuation (userdata; both builders freed by __gc, so an error between its
-** making and its return leaks nothing). Written only by the process that made it. */
-typedef struct lets_cont {
-  lpvm_tab tab;
-  size_t limit;
-  int reverse;     /* select_reverse */
-  int done;        /* the last chunk reached the end: the next one is nil */
-  lpvm_tbuf ms;    /* the specification, version byte first */
-  lpvm_tbuf key;   /* the key to continue after, version byte first */
-} lets_cont;
-
-static int cont_gc(lua_State *L) {
-  lets_cont *c = luaL_checkudata(L, 1, CONT_MT);
-  lpvm_tbuf_free(&c->ms);
-  lpvm_tbuf_free(&c->key);
+/* The next key's builder, in a userdata freed by __gc, so an error between the chunk
+** and the continuation's making leaks nothing. */
+static int scratch_gc(lua_State *L) {
+  lpvm_tbuf_free(luaL_checkudata(L, 1, SCRATCH_MT));
   return 0;
 }
 
-static lets_cont *cont_new(lua_State *L) {
-  lets_cont *c = lua_newuserdatauv(L, sizeof *c, 0);
-  memset(c, 0, sizeof *c);
-  lpvm_tbuf_init(&c->ms);
-  lpvm_tbuf_init(&c->key);
-  if (luaL_newmetatable(L, CONT_MT)) {
-    lua_pushcfunction(L, cont_gc);
+static lpvm_tbuf *scratch_new(lua_State *L) {
+  lpvm_tbuf *b = lua_newuserdatauv(L, sizeof *b, 0);
+  lpvm_tbuf_init(b);
+  if (luaL_newmetatable(L, SCRATCH_MT)) {
+    lua_pushcfunction(L, scratch_gc);
     lua_setfield(L, -2, "__gc");
   }
   lua_setmetatable(L, -2);
-  return c;
-}
-
-/* b := the bytes [p, p + n) (a whole term). */
-static void copy_term(lua_State *L, lpvm_tbuf *b, const uint8_t *p, size_t n) {
-  lpvm_tbuf_reset(b);
-  b->len = 0;
-  uint8_t *q = lpvm_tbuf_room(b, n);
-  if (!q) luaL_error(L, "not enough memory");
-  memcpy(q, p, n);
-  b->len = n;
+  return b;
 }
 
 /* The whole term in b as one Lua value (as lmod_ets.c decodes results). */
@@ -80,16 +68,19 @@ static int fail(lua_State *L, int rc, int arg) {
   return luaL_argerror(L, arg, lpvm_ets_strerror(rc));
 }
 
-/* Run one chunk for the continuation at index ci (filled but for key and done) after
-** the key term [after, after + alen) (NULL: from the start); push the results. */
-static int chunk(lua_State *L, lpvm_task *self, int ci, const uint8_t *after,
-                 size_t alen, lpvm_tbuf *out, int spec_arg) {
-  lets_cont *c = lua_touserdata(L, ci);
-  int rc = lpvm_ets_select_chunk(self, c->tab, c->ms.data, c->ms.len, c->reverse,
-                                 after, alen, c->limit, out, &c->key);
+/* One chunk of tab after the key term [after, after + alen) (NULL: from the start),
+** the specification the string at ms_idx; pushes the results and the continuation
+** (or nil; the list alone for select_reverse/2, limit SIZE_MAX). */
+static int chunk(lua_State *L, lpvm_task *self, lpvm_tab tab, int ms_idx, size_t limit,
+                 int reverse, const uint8_t *after, size_t alen, lpvm_tbuf *out,
+                 int spec_arg) {
+  size_t mlen;
+  const uint8_t *ms = (const uint8_t *)lua_tolstring(L, ms_idx, &mlen);
+  lpvm_tbuf *next = scratch_new(L);
+  int rc = lpvm_ets_select_chunk(self, tab, ms, mlen, reverse, after, alen, limit, out,
+                                 next);
   if (rc < 0) return fail(L, rc, spec_arg);
-  c->done = c->key.len == 0;
-  if (c->limit == SIZE_MAX) {   /* select_reverse/2: the list alone, [] when empty */
+  if (limit == SIZE_MAX) {
     push_term(L, out);
     return 1;
   }
@@ -98,7 +89,21 @@ static int chunk(lua_State *L, lpvm_task *self, int ci, const uint8_t *after,
     return 1;
   }
   push_term(L, out);
-  lua_pushvalue(L, ci);
+  lua_createtable(L, 0, 5);
+  lmod_push_ref(L, tab);
+  lua_setfield(L, -2, "tab");
+  lua_pushvalue(L, ms_idx);
+  lua_setfield(L, -2, "ms");
+  lua_pushinteger(L, (lua_Integer)limit);
+  lua_setfield(L, -2, "limit");
+  if (reverse) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "reverse");
+  }
+  if (next->len) {
+    lua_pushlstring(L, (const char *)next->data, next->len);
+    lua_setfield(L, -2, "after");
+  }
   return 2;
 }
 
@@ -111,31 +116,41 @@ int lets_select_first(lua_State *L, lpvm_task *self, lpvm_tab tab, const lpvm_tb
     limit = (uint64_t)n > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)n;
   }
   if (ms->err) return fail(L, ms->err, 2);
-  lets_cont *c = cont_new(L);
-  int ci = lua_gettop(L);
-  c->tab = tab;
-  c->limit = limit;
-  c->reverse = reverse;
-  copy_term(L, &c->ms, ms->data, ms->len);
-  return chunk(L, self, ci, NULL, 0, out, 2);
+  lua_pushlstring(L, (const char *)ms->data, ms->len);
+  return chunk(L, self, tab, lua_gettop(L), limit, reverse, NULL, 0, out, 2);
+}
+
+/* Field f of the table at 1 has type ty, or the argument is not a continuation. */
+static void cont_field(lua_State *L, const char *f, int ty, int optional) {
+  int got = lua_getfield(L, 1, f);
+  if (got != ty && !(optional && got == LUA_TNIL))
+    luaL_argerror(L, 1, "not a continuation");
 }
 
 int lets_select_next(lua_State *L, lpvm_task *self, lpvm_tbuf *out) {
-  lets_cont *old = luaL_testudata(L, 1, CONT_MT);
-  if (!old) {   /* select(t) without a specification: say so, as before */
+  if (lua_type(L, 1) != LUA_TTABLE) {   /* select(t) without a specification: say so */
     if (lua_type(L, 1) == LUA_TSTRING || lua_type(L, 1) == LUA_TUSERDATA)
       luaL_checktype(L, 2, LUA_TTABLE);
     return luaL_typeerror(L, 1, "continuation");
   }
-  if (old->done) {
+  lua_settop(L, 1);
+  lua_getfield(L, 1, "tab");                     /* 2 */
+  uint64_t tab = lmod_to_ref(L, 2);
+  if (!tab) luaL_argerror(L, 1, "not a continuation");
+  cont_field(L, "ms", LUA_TSTRING, 0);           /* 3 */
+  cont_field(L, "limit", LUA_TNUMBER, 0);        /* 4 */
+  lua_Integer limit = lua_tointeger(L, 4);
+  if (!lua_isinteger(L, 4) || limit < 1) luaL_argerror(L, 1, "not a continuation");
+  if ((uint64_t)limit > SIZE_MAX - 1) limit = (lua_Integer)(SIZE_MAX - 1);
+  int rt = lua_getfield(L, 1, "reverse");        /* 5 */
+  if (rt != LUA_TNIL && rt != LUA_TBOOLEAN) luaL_argerror(L, 1, "not a continuation");
+  cont_field(L, "after", LUA_TSTRING, 1);        /* 6 */
+  if (lua_isnil(L, 6)) {   /* the last chunk reached the end */
     lua_pushnil(L);
     return 1;
   }
-  lets_cont *c = cont_new(L);
-  int ci = lua_gettop(L);
-  c->tab = old->tab;
-  c->limit = old->limit;
-  c->reverse = old->reverse;
-  copy_term(L, &c->ms, old->ms.data, old->ms.len);
-  return chunk(L, self, ci, old->key.data, old->key.len, out, 1);
+  size_t alen;
+  const uint8_t *after = (const uint8_t *)lua_tolstring(L, 6, &alen);
+  return chunk(L, self, (lpvm_tab)tab, 3, (size_t)limit, lua_toboolean(L, 5), after, alen,
+               out, 1);
 }

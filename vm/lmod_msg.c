@@ -299,6 +299,17 @@ void lmod_ref_wait_begin(lproc *p, uint64_t ref) {
 ** to the alias still queued: nothing of a call made by hand stays behind. Messages
 ** queued before ref was made cannot hold it: the walk starts at its mark if valid.
 ** Returns 1 if the alias was active. */
+/* Flush m while a receive may be scanning: a receive predicate may call
+** demonitor(ref, "flush"). The message the predicate is looking at stays, for its
+** receive to take or leave (freeing it crashed the receive); the save pointer steps
+** back over m. */
+static void flush_msg(lproc *p, lpvm_msg *m) {
+  if (m == p->cur) return;
+  if (m == p->scan) p->scan = m->prev;
+  lmod_mbox_take(p, m);
+  lpvm_msg_free(m);
+}
+
 int lmod_ref_end(lproc *p, uint64_t ref, int flush) {
   int i = alias_find(p, ref);
   int active = i >= 0, mon = active && p->aliases[i].mon, down_seen = 0;
@@ -309,8 +320,7 @@ int lmod_ref_end(lproc *p, uint64_t ref, int flush) {
     int down;
     if (e->ref == ref) {
       if (flush) {
-        lmod_mbox_take(p, e);
-        lpvm_msg_free(e);
+        flush_msg(p, e);
       } else if (active) {
         e->flags |= LPVM_MSGF_ADMIT;
       }
@@ -318,8 +328,7 @@ int lmod_ref_end(lproc *p, uint64_t ref, int flush) {
       down_seen = 1;
       if (mon && !(e->flags & LPVM_MSGF_VALUES)) active = 0;   /* the DOWN ended it */
       if (flush) {
-        lmod_mbox_take(p, e);
-        lpvm_msg_free(e);
+        flush_msg(p, e);
       } else if (!active) {
         break;   /* what came after the DOWN is not admitted */
       }

@@ -181,9 +181,23 @@ static int lmod_self(lua_State *L) {
   return 1;
 }
 
+/* link(pid): Erlang's link/1. A local pid already dead raises noproc in a process
+** that does not trap exits (it may catch it and live on); one that traps gets the
+** "EXIT", pid, "noproc" message. A pid that dies after the look links, and its end
+** comes as an exit signal (noproc if it was gone when the link arrived), as in
+** Erlang. */
 static int lmod_link(lua_State *L) {
   lproc *p = lproc_check(L);
-  int rc = lpvm_link(&p->task, lmod_check_pid(L, 1));
+  lpvm_id id = lmod_check_pid(L, 1);
+  if (id != p->task.id && !lpvm_id_is_remote(id) && !lpvm_is_alive(id)) {
+    int trap = lpvm_trap_exit(&p->task, 0);
+    lpvm_trap_exit(&p->task, trap);
+    if (!trap) {
+      lua_pushliteral(L, "noproc");
+      return lua_error(L);
+    }
+  }
+  int rc = lpvm_link(&p->task, id);
   if (rc != 0) return lmod_fail(L, rc);
   lua_pushboolean(L, 1);
   return 1;
@@ -206,16 +220,24 @@ static int opt_word(lua_State *L, int arg, const char *word) {
 }
 
 /* monitor(pid | name [, "alias"]) -> ref; a dead pid or unknown name gets DOWN with
-** noproc. With "alias" the reference is also an active alias until demonitor or the
-** DOWN (Erlang's {alias, demonitor}): a reply sent to it after the DOWN is dropped. */
+** noproc. By name the DOWN names {name, node}, as Erlang's monitor(process, Name).
+** With "alias" the reference is also an active alias until demonitor or the DOWN
+** (Erlang's {alias, demonitor}): a reply sent to it after the DOWN is dropped. */
 static int lmod_monitor(lua_State *L) {
   lproc *p = lproc_check(L);
-  int is_name;
-  lpvm_id id = lmod_check_dest(L, 1, &is_name);
+  const char *name = NULL;
+  lpvm_id id = 0;
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    size_t len;
+    name = lua_tolstring(L, 1, &len);
+    luaL_argcheck(L, strlen(name) == len, 1, "name must not hold NUL");
+    luaL_argcheck(L, len <= 255, 1, "name must be at most 255 bytes");
+  } else {
+    id = lmod_check_pid(L, 1);
+  }
   int alias = opt_word(L, 2, "alias");
   uint64_t ref;
-  /* an unregistered name: monitor an id no task has, to get the noproc DOWN */
-  int rc = lpvm_monitor(&p->task, id ? id : LPVM_ID_DEAD, &ref);
+  int rc = name ? lpvm_monitor_name(&p->task, name, &ref) : lpvm_monitor(&p->task, id, &ref);
   if (rc != 0) return lmod_fail(L, rc);
   lmod_mark(p, ref);   /* the DOWN is a signal: it cannot be in the mailbox yet */
   if (alias && lmod_alias_add(p, ref, 1) != 0) {
@@ -275,6 +297,22 @@ static int encode_reason(lua_State *L, int idx, lpvm_tbuf *b) {
   return 0;
 }
 
+/* exit(self(), reason): as in Erlang the signal takes effect before exit returns.
+** The signals queued so far, ours last, are handled now (in order: the queue is
+** ours); if that ended the process, its step ends here with nothing more run (the
+** task's state is EXIT: LP_HALT waits for the end). A yield of its own would not do:
+** a step resumed by a message goes on resuming a process that yields to run. A
+** trapping process got the "EXIT" message and exit returns true. */
+static int exit_self(lua_State *L, lproc *p) {
+  if (lpvm_fetch_signals(&p->task) && lua_isyieldable(L)) {
+    p->wait = LP_HALT;
+    if (L != p->L) p->sched_yield = 1;
+    return lua_yieldk(L, 0, 0, exit_k);
+  }
+  lua_pushboolean(L, 1);   /* (not yieldable: it ends when the step does) */
+  return 1;
+}
+
 /* exit(reason): end this process now (it cannot be caught). exit(pid, reason):
 ** send an exit signal (Erlang exit/2: "kill" cannot be trapped). */
 static int lmod_exit(lua_State *L) {
@@ -286,8 +324,8 @@ static int lmod_exit(lua_State *L) {
     int rc = lpvm_exit(&p->task, id, b.data, b.len);
     lpvm_tbuf_free(&b);
     if (rc != 0 && rc != LPVM_ENOPROC) return lmod_fail(L, rc);
+    if (id == p->task.id) return exit_self(L, p);
     lua_pushboolean(L, 1);
-    if (id == p->task.id) return yield_now(L, p) ? 0 : 1;
     return 1;
   }
   if (lua_isnone(L, 1)) lua_pushliteral(L, "normal");

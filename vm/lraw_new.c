@@ -1,6 +1,7 @@
 /*
 ** lraw_new.c -- lraw_new_array, the one maker of Lua objects through lraw.h's mirror
-** (a message's lists, vm/lterm_plain.c), and the check that its tables are Lua's.
+** (a message's lists, vm/lterm_plain.c; its common cases inline in vm/lraw_new.h), and
+** the check that its tables are Lua's.
 **
 ** Why: a received very_big(15) is 76 new tables, and lua_createtable(L, n, 0) cost
 ** ~310 instructions a table beside the collector: luaH_new (~100 with the table's
@@ -16,10 +17,11 @@
 ** array is allocated here; memory refused goes Lua's way too.
 **
 ** Trust: lraw_new_check (run by lraw_check, on a state of its own whose allocator
-** watches the blocks) compares a table made here with the one lua_createtable makes
-** right after it: the header (tag, colour, flags, node, sizes), its place on the
-** collector's list, the bytes counted; then Lua reads, resizes, gives a metatable to
-** and collects it, and frees both blocks with the sizes given here. The template it
+** watches the blocks) compares a table made here (a list's, and an empty one by
+** lraw_new_empty) with the one lua_createtable makes right after it: the header (tag,
+** colour, flags, node, sizes), its place on the collector's list, the bytes counted;
+** then Lua reads, resizes, gives a metatable to and collects the list, and frees both
+** its blocks with the sizes given here. The template it
 ** learns (liblua's static dummy node) is an atomic: a thread that does not see it yet
 ** takes Lua's way.
 */
@@ -132,6 +134,21 @@ static int check_on(lua_State *L, watch *u) {
        h->lsizenode == k->lsizenode && h->node == k->node && h->lastfree == k->lastfree &&
        h->metatable == NULL && k->next == h && g->allgc == k;
   lua_pop(L, 1);
+  if (!ok) return 0;
+  /* an empty one (lraw_new_empty) against the API's, made next: header, bytes, list */
+  head = g->allgc;
+  at = api_bytes(L);
+  lraw_new_empty(L);
+  const lraw_table *e = lua_topointer(L, -1);
+  size_t here_bytes = api_bytes(L) - at;
+  lua_createtable(L, 0, 0);
+  k = lua_topointer(L, -1);
+  ok = e->next == head && k->next == e && g->allgc == k && counted(L) &&
+       api_bytes(L) - at == 2 * here_bytes && e->array == NULL && e->alimit == 0 &&
+       e->tt == k->tt && e->marked == k->marked && e->flags == k->flags &&
+       e->lsizenode == k->lsizenode && e->node == k->node && e->lastfree == k->lastfree &&
+       e->metatable == NULL && lua_rawlen(L, -2) == 0 && lua_rawgeti(L, -2, 1) == LUA_TNIL;
+  lua_pop(L, 3);   /* the nil, both tables */
   if (!ok) return 0;
   u->p[0] = a, u->size[0] = 3 * sizeof *a;
   u->p[1] = (void *)h, u->size[1] = sizeof *h;

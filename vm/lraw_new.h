@@ -71,4 +71,43 @@ static inline lraw_tvalue *lraw_new_here(lua_State *L, unsigned n) {
   return a;
 }
 
+/* Push a new empty table (lua_createtable(L, 0, 0)'s: no array, the dummy node), made
+** here as lraw_new_here makes a list's (one block: the table) while the collector's
+** debt stays <= 0 with it; else lua_createtable makes it (and takes its collector step,
+** or Lua's way with memory refused). The mirror trusted, room on the stack for the
+** push. (msgp_medium's big() has one, {123, true, []}: lua_createtable's luaH_new
+** cost ~60 instructions more.) */
+static inline void lraw_new_empty(lua_State *L) {
+  lraw_state *s = (lraw_state *)(void *)L;
+  lraw_global *g = s->l_G;
+  void *node = atomic_load_explicit(&lraw_dummy_node, memory_order_relaxed);
+  if (!node || g->GCdebt + (ptrdiff_t)sizeof(lraw_table) > 0) {
+    lua_createtable(L, 0, 0);
+    return;
+  }
+  lproc *p = g->frealloc == lproc_alloc ? lproc_alloc_direct(g->ud) : NULL;
+  lraw_table *h = p ? lproc_small_pop(sizeof *h) : NULL;   /* luaM_newobject */
+  if (h) {
+    p->mem += sizeof *h;
+  } else if (!(h = g->frealloc(g->ud, NULL, LUA_TTABLE, sizeof *h))) {
+    lua_createtable(L, 0, 0);
+    return;
+  }
+  g->GCdebt += (ptrdiff_t)sizeof *h;
+  h->marked = g->currentwhite & LRAW_WHITES;   /* luaC_newobj: white, linked first */
+  h->tt = LRAW_VTABLE & 0x3F;
+  h->next = (void *)g->allgc;
+  g->allgc = h;
+  h->flags = LRAW_FLAGS_NEW;   /* luaH_new: no metamethods, the dummy node, no array */
+  h->lsizenode = 0;
+  h->node = node;
+  h->lastfree = NULL;
+  h->metatable = NULL;
+  h->array = NULL;
+  h->alimit = 0;
+  lraw_tvalue *top = s->top;   /* lua_createtable's push */
+  top->v.gc = h, top->tt = LRAW_VTABLE;
+  s->top = top + 1;
+}
+
 #endif

@@ -75,8 +75,9 @@ static const uint8_t *local_ref(const uint8_t *p, size_t left, uint64_t *ref) {
   return q + 4 * (size_t)nw;
 }
 
-/* The short strings a message's lists already hold, by their length and end bytes:
-** one met again is written from here into its slot (vm/lraw.h), without
+/* The short strings a message's lists already hold, by their length and end bytes (or,
+** for 0 to 3 bytes, by their element's bytes as one word: word_key): one met again is
+** written from here into its slot (vm/lraw.h), without
 ** lua_pushlstring's hashing and lookup. Each was stored into an array slot of a table
 ** of the message being read, which the stack reaches until the end (each pair of a
 ** map empties the cache: see plain_map): the collector keeps them. Per
@@ -91,6 +92,7 @@ typedef struct strs {
   const uint8_t *pid0;   /* ... where they are: local_pid0, or in the message (seen_pid) */
   lproc *proc;     /* the state's process when the mirror is trusted (strc), else NULL */
   const lraw_string *s[STR_SLOTS];
+  uint64_t key[STR_SLOTS];   /* a string of 0-3 bytes: its element's bytes (word_key), else 0 */
 } strs;
 
 /* The k bytes at x and y are the same: up to 32 compared as two or four (overlapping)
@@ -116,6 +118,26 @@ static inline int same_bytes(const char *x, const uint8_t *y, size_t k) {
     return ((a ^ e) | (b ^ f) | (c ^ g) | (d ^ h)) == 0;
   }
   return memcmp(x, y, k) == 0;
+}
+
+/* A BINARY_EXT of k <= 3 bytes at p (8 bytes readable there), which very_big's strings
+** mostly are: its tag, length and bytes as one word, the bytes past the element masked
+** off (never 0: the tag is in it). Two such words are equal if and only if the strings
+** are, so one compare finds a string met again: no length test, no byte compares. */
+static inline uint64_t word_key(const uint8_t *p, size_t k) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  /* the element's 5 + k bytes are the word's first in memory: its low bytes on a
+  ** little-endian machine, its high ones on a big-endian one */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return k == 3 ? w : w & ~(~(uint64_t)0 >> (8 * (5 + k)));
+#else
+  return w & (~(uint64_t)0 >> (8 * (3 - k)));
+#endif
+}
+
+static inline unsigned word_slot(uint64_t key) {   /* the length and bytes mixed */
+  return (unsigned)((uint32_t)(key ^ key >> 32) * 0x9E3779B1u >> 27);   /* STR_SLOTS == 32 */
 }
 
 static inline unsigned str_slot(const uint8_t *s, size_t k) {
@@ -318,7 +340,10 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
       lua_pushnumber(L, d);
       return p + 9;
     }
-    case T_NIL: lua_createtable(L, 0, 0); return p + 1;
+    case T_NIL:   /* [] */
+      if (c->proc) lraw_new_empty(L);
+      else lua_createtable(L, 0, 0);
+      return p + 1;
     case T_NEWER_REF: {
       uint64_t ref;
       const uint8_t *q = local_ref(p, left, &ref);
@@ -385,6 +410,7 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
     lraw_tvalue *v = &a[i];
     size_t left = (size_t)(end - p), k;
     unsigned slot = STR_SLOTS;
+    uint64_t wkey = 0;
     const uint8_t *q;
     if (left < 2) goto other;   /* [] alone is a single byte */
     switch (p[0]) {
@@ -431,7 +457,17 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
         continue;
       }
       case T_BINARY:
-        if (left >= 5 && (k = be32(p + 1)) <= LRAW_SHORTMAX && k <= left - 5) {
+        if (left < 5) goto other;
+        if ((k = be32(p + 1)) <= 3 && left >= 8) {   /* the element's word is the key */
+          const lraw_string *s = c->s[slot = word_slot(wkey = word_key(p, k))];
+          if ((c->used >> slot & 1) && c->key[slot] == wkey && !(h->marked & LRAW_BLACK)) {
+            v->v.gc = (void *)s, v->tt = LRAW_VSHRSTR;
+            p += 5 + k;
+            continue;
+          }
+          goto other;
+        }
+        if (k <= LRAW_SHORTMAX && k <= left - 5) {
           /* a short string: met before in this message? */
           const lraw_string *s = c->s[slot = str_slot(p + 5, k)];
           /* a table the collector has blackened needs lua_rawseti's barrier */
@@ -471,6 +507,7 @@ static const uint8_t *plain_seq(lua_State *L, const uint8_t *p, const uint8_t *e
     }
     if (slot < STR_SLOTS && v->tt == LRAW_VSHRSTR) {
       c->s[slot] = v->v.gc;
+      c->key[slot] = wkey;
       c->used |= UINT32_C(1) << slot;
     }
   }

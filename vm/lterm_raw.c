@@ -160,6 +160,19 @@ resumed:
           lpvm_put_binary(b, s, len);
           goto nomem;
         }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (len <= 3) {   /* very_big's one-letter strings: the element as one word */
+          /* a Lua string's bytes end with a NUL, so s[len] is there to read; the word's
+          ** bytes past the element are room NEED made, written over next */
+          uint64_t x = 109 | (uint64_t)len << 32 | (uint64_t)(uint8_t)s[0] << 40;
+          if (len >= 1) x |= (uint64_t)(uint8_t)s[1] << 48;
+          if (len >= 2) x |= (uint64_t)(uint8_t)s[2] << 56;
+          NEED(8);
+          memcpy(w, &x, 8);
+          w += 5 + len;
+          break;
+        }
+#endif
         NEED(5 + len);
         w[0] = 109;
         wr32(w + 1, (uint32_t)len);

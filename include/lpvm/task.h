@@ -302,6 +302,11 @@ LPVM_API int lpvm_unlink(lpvm_task *self, lpvm_id other);
 /* Monitor `target`: exactly one {'DOWN', Ref, process, Id, Reason} message follows
 ** (reason noproc for a dead id), unless demonitored first. */
 LPVM_API int lpvm_monitor(lpvm_task *self, lpvm_id target, uint64_t *ref);
+/* Monitor the task registered as `name` (0..255 bytes, else LPVM_EINVAL) now, as
+** Erlang's monitor(process, Name): its DOWN is {'DOWN', Ref, process, {Name, Node},
+** Reason} with this node's name (nonode@nohost when not distributed), and comes at
+** once with noproc when nobody holds the name. */
+LPVM_API int lpvm_monitor_name(lpvm_task *self, const char *name, uint64_t *ref);
 LPVM_API int lpvm_demonitor(lpvm_task *self, uint64_t ref);
 /* A call's reply without the DEMONITOR signal (vm/lmod_call.c): the monitored side
 ** drops watcher's monitor of it (ref) as if the DEMONITOR had come, 1 if it was

@@ -281,6 +281,21 @@ check "logger: levels filter, formats print tables as Lua" 0 "$LPVM" -e '
 err_has "a warning is written with level and pid" "warning <0.1.0>: shown 5 {1, 2}"
 err_has "after set_level debug, debug shows" "debug <0.1.0>: now shown"
 err_lines "info was filtered at the default level (notice)" 2
+# A format that does not fit its arguments is logged as such, as Erlang's logger
+# writes "FORMAT ERROR: ..." (it raised inside logger.lua: a log call in an error
+# handler turned a handled error into a crash); a bad level names the caller's call.
+check "logger: a bad format is logged, not raised" 0 "$LPVM" -e '
+  local logger = require "logger"
+  assert(logger.error("disk %d%% full", "x") == true)
+  assert(logger.warning("%s and %s", "one") == true)
+  local ok, e = pcall(logger.set_level, "loud")
+  assert(not ok and e:find("bad argument #1 to .logger.set_level. %(log level expected"), e)
+  assert(not e:find("logger.lua"), e)
+  ok, e = pcall(logger.log, "loud", "x")
+  assert(not ok and e:find("bad argument #1 to .logger.log. %(log level expected"), e)
+  assert(not e:find("logger.lua"), e)'
+err_has "logger: the bad format and its arguments" 'error <0.1.0>: FORMAT ERROR: "disk %d%% full" - {"x"}'
+err_has "logger: a missing argument" 'warning <0.1.0>: FORMAT ERROR: "%s and %s" - {"one"}'
 check "log level none silences crash reports" 0 "$LPVM" -e '
   lpvm.log_level("none") lpvm.spawn(function() error("quiet") end) lpvm.sleep(50)'
 err_lines "none: nothing on stderr" 0

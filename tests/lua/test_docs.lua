@@ -48,4 +48,61 @@ test("one spelling of the binary: build/lpvm", function()
   T.eq(found, "", "files that name the binary by its path inside build/vm/")
 end)
 
+-- The ```lua block of `file` that contains `marker` (plain text), as written.
+local function doc_block(file, marker)
+  local text = io.open(root .. "/" .. file):read("a")
+  for code in text:gmatch("```lua\n(.-)```") do
+    if code:find(marker, 1, true) then return code end
+  end
+  error(file .. ": no lua block containing " .. marker)
+end
+
+-- Run `code` as a script with this very binary, from a scratch folder: its output
+-- (stdout and stderr) and whether it exited 0. A crash report is on stderr.
+local exe = arg[-1]          -- this binary, as the test was started (lowest index)
+do local i = -1 while arg[i - 1] do i = i - 1 end exe = arg[i] end
+exe = io.popen("readlink -f '" .. exe .. "'"):read("l")
+
+local function run_example(code)
+  local dir = io.popen("mktemp -d /tmp/lpvm-docs.XXXXXX"):read("l")
+  local f = assert(io.open(dir .. "/example.lua", "w"))
+  f:write(code)
+  f:close()
+  local p = io.popen("cd " .. dir .. " && timeout 60 '" .. exe .. "' example.lua 2>&1")
+  local out = p:read("a")
+  local ok = p:close()
+  os.execute("rm -rf " .. dir)
+  return out, ok
+end
+
+-- The values a block says it prints: its `--> x` comments, in order.
+local function promised(code)
+  local want = {}
+  for v in code:gmatch("%-%->%s*([^\n]-)%s*\n") do
+    want[#want + 1] = v:gsub("%s+%(.*%)$", "")     -- "--> v   (ours now)": v
+  end
+  return table.concat(want, "\n") .. "\n"
+end
+
+test("doc examples run as shown and print what they promise", function()
+  -- ets.md's first example ended its owner before the process it spawned wrote to
+  -- the table: a new user got "no such table" and a crash report
+  for _, ex in ipairs({
+    { "docs/ets.md", 'local users = ets.new("users"' },
+    { "docs/ets.md", 'heir = me, heir_data = "cache"' },   -- had no `ets`: hung
+  }) do
+    local code = doc_block(ex[1], ex[2])
+    local out, ok = run_example(code)
+    T.eq(ok, true, ex[1] .. ": " .. out)
+    T.eq(out, promised(code), ex[1])
+  end
+  -- README's hello.lua: three greetings, in any order
+  local out, ok = run_example(doc_block("README.md", "hello.lua"))
+  T.eq(ok, true, out)
+  local lines = {}
+  for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+  table.sort(lines)
+  T.eq(lines, { "hello from\t1", "hello from\t2", "hello from\t3" })
+end)
+
 T.run()

@@ -479,6 +479,9 @@ test("named tables: by name, whereis, rename, name clashes, all, info", function
   T.eq(ets.lookup(id, 1)[1][2], "one")
   T.raises(function() ets.new("ets_named", {"named_table"}) end, "exists")
   T.eq(ets.rename("ets_named", "ets_named2"), "ets_named2")
+  -- a name in use, its own too (erl: ets:rename(t, t) is badarg)
+  T.raises(function() ets.rename("ets_named2", "ets_named2") end, "bad argument #2")
+  T.eq(ets.whereis("ets_named2") ~= nil, true)
   T.eq(ets.whereis("ets_named"), nil)
   T.eq(ets.lookup("ets_named2", 1)[1][2], "one")
   local found = false
@@ -1026,7 +1029,80 @@ test("select/1: a continuation can be run again; the last one gives nil", functi
   T.eq(c, {5})
   T.eq(ets.select(c3), nil)
   T.eq(ets.select(c3), nil)
-  T.eq(tostring(c1):match("^lpvm.ets_continuation"), "lpvm.ets_continuation")
+  T.eq(type(c1), "table")   -- a term (ETS's continuation is one)
+  ets.delete(t)
+end)
+
+test("a select continuation is a term: another process continues it on the same table", function()
+  for _, kind in ipairs({"set", "ordered_set", "bag"}) do
+    local t = ets.new("shared_cont", {kind, "public"})
+    for i = 1, 20 do ets.insert(t, {i, i * i}) end
+    local ms = {{{"$1", "$2"}, {{">", "$1", 2}}, {"$2"}}}
+    local first, cont = ets.select(t, ms, 5)
+    T.eq(#first, 5)
+    -- another process runs the rest of the chunks and sends back what it saw
+    local me = lpvm.self()
+    local pid, ref = lpvm.spawn_monitor(function()
+      local _, c = lpvm.receive(function(m) return m == "cont" end, T.WAIT)
+      local got, objs = {}, nil
+      objs, c = ets.select(c)
+      while objs do
+        for _, v in ipairs(objs) do got[#got + 1] = v end
+        objs, c = ets.select(c)
+      end
+      lpvm.send(me, "got", got)
+    end)
+    lpvm.send(pid, "cont", cont)
+    local tag, got = lpvm.receive(function(m) return m == "got" end, T.WAIT)
+    T.eq(tag, "got")
+    local all = {}
+    for _, v in ipairs(first) do all[#all + 1] = v end
+    for _, v in ipairs(got) do all[#all + 1] = v end
+    table.sort(all)
+    local want = {}
+    for i = 3, 20 do want[#want + 1] = i * i end
+    T.eq(all, want, kind)
+    lpvm.receive(function(m, r) return m == "DOWN" and r == ref end, T.WAIT)
+    -- sent and received back (a map and back to a table), select_reverse's too
+    if kind == "ordered_set" then
+      local r1, rc = ets.select_reverse(t, {{{"$1", "_"}, {}, {"$1"}}}, 3)
+      T.eq(r1, {20, 19, 18})
+      lpvm.send(me, "again", rc)
+      local _, back = lpvm.receive(function(m) return m == "again" end, T.WAIT)
+      T.eq(ets.select_reverse(back), {17, 16, 15})
+      T.eq(ets.select(back), {17, 16, 15})   -- select/1 continues any of them
+    end
+    ets.delete(t)
+    T.raises(function() ets.select(cont) end, "bad argument #1", "no such table")
+  end
+end)
+
+test("a forged or damaged continuation raises bad argument #1", function()
+  local t = ets.new("forged", {"ordered_set"})
+  for i = 1, 10 do ets.insert(t, {i}) end
+  local _, c = ets.select(t, {{{"$1"}, {}, {"$1"}}}, 3)
+  local function with(field, v)
+    local d = {}
+    for k, x in pairs(c) do d[k] = x end
+    d[field] = v
+    return d
+  end
+  T.eq(ets.select(with("limit", 100)), {4, 5, 6, 7, 8, 9, 10})
+  T.eq(ets.select(with("after", nil)), nil)   -- no key to continue after: the end
+  for _, bad in ipairs({
+      with("tab", nil), with("tab", "forged"), with("tab", lpvm.self()),
+      with("ms", nil), with("ms", 3), with("limit", 0), with("limit", -1),
+      with("limit", 1.5), with("limit", nil), with("reverse", 1), with("after", 7)}) do
+    T.raises(function() ets.select(bad) end, "bad argument #1", "continuation")
+  end
+  T.raises(function() ets.select(with("tab", lpvm.make_ref())) end, "bad argument #1", "no such table")
+  for _, bad in ipairs({"", "\131", "\131\104", "garbage", string.rep("\255", 40),
+                        c.ms:sub(1, #c.ms - 1), c.ms .. "x"}) do
+    T.raises(function() ets.select(with("ms", bad)) end, "bad argument #1")
+    T.raises(function() ets.select(with("after", bad)) end, "bad argument #1")
+  end
+  -- a key of another type is still a key: the first one after it, in term order
+  T.eq(ets.select(with("after", c.after:sub(1, 1) .. "\97\0")), {1, 2, 3})
   ets.delete(t)
 end)
 

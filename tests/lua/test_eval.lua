@@ -81,6 +81,12 @@ test("a dead process, a slow one, bad arguments", function()
   T.eqv(table.pack(lpvm.eval(lpvm.self(), "return 1 + 1")), table.pack(true, 2))
   T.raises(function() lpvm.eval("x", "return 1") end, "bad argument #1 to 'eval'")
   T.raises(function() lpvm.eval(lpvm.self(), 42) end, "bad argument #2 to 'eval'")
+  -- a NaN timeout passed the check (NaN < 0 is false): the request went out, then
+  -- receive raised naming its own argument, the monitor left behind
+  local waiter = lpvm.spawn(function() lpvm.receive() end)
+  T.raises(function() lpvm.eval(waiter, "return 1", 0 / 0) end, "bad argument #3 to 'eval'")
+  T.raises(function() lpvm.eval(waiter, "return 1", "5") end, "bad argument #3 to 'eval'")
+  lpvm.exit(waiter, "kill")
   T.no_msg(350)   -- the sleeper never reached a safe point that runs it: no late answer
 end)
 

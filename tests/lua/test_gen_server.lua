@@ -392,6 +392,32 @@ test("a bad callback return stops the server with bad_return_value", function()
   T.flush()
 end)
 
+test("a wrong return shows its values: a tuple-like table by its contents, none by '(no values)'", function()
+  -- an Erlang user returns {reply, R, S} as a table: the reason showed `table: 0x...`
+  local M = {
+    init = function(a) if a == "tuple" then return { "ok", 0 } end return "ok", 0 end,
+    handle_call = function(req, _, s)
+      if req == "tuple" then return { "reply", 1, s } end
+      if req == "none" then return end
+      return "replay", 1, s
+    end,
+  }
+  local cases = { tuple = '{"reply", 1, 0}', none = "(no values)", typo = '"replay", 1, 0' }
+  for req, shown in pairs(cases) do
+    local pid = assert(gs.start(M, 0))
+    local ref = lpvm.monitor(pid)
+    local ok, err = pcall(gs.call, pid, req)
+    T.eq(ok, false)
+    T.eq(err, { "bad_return_value", "handle_call", shown }, req)
+    local _, why = T.down(ref)
+    T.eq(why, { "bad_return_value", "handle_call", shown }, req)
+  end
+  local pid, why = gs.start(M, "tuple")
+  T.eq(pid, nil)
+  T.eq(why, { "bad_return_value", "init", '{"ok", 0}' })
+  T.flush()
+end)
+
 test("init: error, stop, ignore, already_started, start timeout", function()
   local pid, why = gs.start("otp_kv", { fail = true })
   T.eq(pid, nil)

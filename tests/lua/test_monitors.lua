@@ -95,19 +95,33 @@ test("many monitors on one process", function()
   T.no_msg(10)
 end)
 
-test("monitor by registered name", function()
-  local pid = lpvm.spawn(function() lpvm.receive() end)
+-- Erlang's monitor(process, Name): the DOWN names {Name, Node} (node() is
+-- nonode@nohost when not distributed), whoever held the name, and for a free name
+-- too; in Lua the table {name, node}, as send({name, node}, ...) takes it.
+test("monitor by registered name: the DOWN names {name, node}", function()
+  local pid, pref = lpvm.spawn_monitor(function() lpvm.receive() end)
   lpvm.register("mon_by_name", pid)
   local ref = lpvm.monitor("mon_by_name")
   lpvm.send("mon_by_name", "go")
-  local p, reason = T.down(ref)
-  T.ok(p == pid)
+  local who, reason = T.down(ref)
+  T.eq(who, { "mon_by_name", lpvm.node() })
+  T.eq(lpvm.node(), "nonode@nohost")
   T.eq(reason, "normal")
+  -- a monitor by pid of the same process still names the pid
+  T.ok(T.down(pref) == pid)
+  -- the name: as long as a name can be; and demonitor forgets it
+  local long = string.rep("n", 255)
+  local gone = lpvm.monitor(long)
+  lpvm.demonitor(gone)
+  T.raises(function() lpvm.monitor(long .. "n") end, "bad argument #1", "255")
+  T.raises(function() lpvm.monitor("a\0b") end, "bad argument #1", "NUL")
+  T.no_msg(30)
 end)
 
-test("monitor of an unregistered name gives DOWN noproc", function()
+test("monitor of an unregistered name gives DOWN noproc naming {name, node}", function()
   local ref = lpvm.monitor("mon_nobody_has_this")
-  local _, reason = T.down(ref)
+  local who, reason = T.down(ref)
+  T.eq(who, { "mon_nobody_has_this", lpvm.node() })
   T.eq(reason, "noproc")
 end)
 

@@ -217,6 +217,31 @@ port_test("an owner that ends normally closes its ports too", function()
   T.ok(pid)
 end)
 
+-- A port is linked to its owner at its spawn but trapped exits only from its setup,
+-- its first step: an owner that ended normally before that step (open, then return
+-- at once) sent an EXIT normal the port ignored, and the port lived on, holding its
+-- descriptor (and its program) with no owner. Every kind, 20 owners each.
+port_test("an owner that ends right after opening closes its port, whatever the kind", function()
+  local me = lpvm.self()
+  local path = os.tmpname()
+  local opens = {
+    program = function() return lpvm.open_port({ "cat" }) end,
+    file = function() return lpvm.file_open(path) end,
+    listener = function() return lpvm.tcp_listen("127.0.0.1", 0) end,
+    fd = function() return lpvm.fd_port(nil, 1) end,
+  }
+  for kind, open in pairs(opens) do
+    for _ = 1, 20 do
+      local _, ref = lpvm.spawn_monitor(function() lpvm.send(me, "port", assert(open())) end)
+      local port = T.recv_match(function(tag) return tag == "port" end)[2]
+      T.down(ref)
+      T.ok(T.wait_until(function() return lpvm.info(port) == nil end, T.WAIT),
+           kind .. " port outlived its owner")
+    end
+  end
+  os.remove(path)
+end)
+
 port_test("port_close kills the program and leaves no message behind", function()
   local p = assert(lpvm.open_port({ "sh", "-c", "echo hi; exec sleep 100" }))
   T.eqv(from(p), table.pack("data", p, "hi\n"))
@@ -661,6 +686,47 @@ port_test("controlling_process hands a connection over", function()
   lpvm.port_close(l)
 end)
 
+-- An owner that hands its port over and then crashes at once: its EXIT reached the
+-- port before the port took the hand-over, waited behind it as a message, and the
+-- port, no longer its owner's, died of that reason and took its new owner along.
+-- After controlling_process the old owner's death does nothing to the port (as
+-- Erlang's unlink). 20 rounds of each kind, the new owner trapping exits.
+port_test("an owner that crashes right after controlling_process leaves the port alone", function()
+  local reason = T.run_proc(function()
+    lpvm.trap_exit(true)
+    local me = lpvm.self()
+    local kinds = {
+      program = function() return assert(lpvm.open_port({ "cat" }, { active = false })) end,
+      listener = function() return assert(lpvm.tcp_listen("127.0.0.1", 0)) end,
+    }
+    for kind, open in pairs(kinds) do
+      for _ = 1, 20 do
+        local _, ref = lpvm.spawn_monitor(function()
+          local p = open()
+          lpvm.controlling_process(p, me)
+          lpvm.send(me, "port", p)
+          error("crash after the hand-over")
+        end)
+        local port = T.recv_match(function(tag) return tag == "port" end)[2]
+        T.down(ref)
+        -- a command after the old owner's end: answered only by a live port
+        if kind == "program" then
+          lpvm.port_send(port, "x")
+          T.eqv(table.pack(lpvm.recv(port, 1, T.WAIT)), table.pack("x"), kind)
+        else
+          T.eqv(table.pack(lpvm.tcp_accept(port, 0)), table.pack(nil, "timeout"), kind)
+        end
+        local exit = table.pack(lpvm.receive(function(tag, from)
+          return tag == "EXIT" and from == port end, 0))
+        T.eq(exit[1], nil, kind .. " port died with its old owner: " .. tostring(exit[3]))
+        lpvm.port_close(port)
+        T.flush()
+      end
+    end
+  end)
+  T.eq(reason, "normal")
+end)
+
 port_test("a listener's owner dying closes it; a port in use fails to listen", function()
   local me = lpvm.self()
   local pid, ref = lpvm.spawn_monitor(function()
@@ -706,6 +772,47 @@ port_test("file ports: write, seek, read, eof, errors", function()
   T.no_msg(20)
   os.remove(path)
   T.eqv(table.pack(lpvm.file_open("/nonexistent/dir/file")), table.pack(nil, "enoent"))
+end)
+
+-- A FIFO through file_open: opening one for reading waits for a writer, and the open
+-- ran on the caller's worker (one worker: the whole VM stopped; the caller could not
+-- be killed, nor the VM stop); a read of a FIFO with nothing in it held the port's
+-- thread for ever. Now neither waits. Each step runs in a process watched with a
+-- deadline, so the old behaviour fails the test instead of hanging it.
+port_test("a FIFO through file_open: the open and the reads never wait", function()
+  local path = os.tmpname()
+  os.remove(path)
+  T.ok(os.execute("mkfifo " .. path), "mkfifo")
+  local function within(fn)
+    local pid, ref = lpvm.spawn_monitor(function(parent, fn)
+      lpvm.send(parent, "result", lpvm.self(), table.pack(fn()))
+    end, lpvm.self(), fn)
+    local r = T.recv_match(function(tag, from) return tag == "result" and from == pid end)
+    T.ok(r, "the call did not return within the wait")
+    T.down(ref)
+    return table.unpack(r[3], 1, r[3].n)
+  end
+  -- no writer: the open answers at once, the read finds the end
+  local r = table.pack(within(function()
+    local f = lpvm.file_open(path)
+    local a, b = lpvm.file_read(f, 10)
+    lpvm.file_close(f)
+    return lpvm.is_port(f), a, b
+  end))
+  T.eqv(r, table.pack(true, nil, "eof"))
+  -- for writing with no reader: ENXIO (it waited for a reader)
+  T.eqv(table.pack(within(function() return lpvm.file_open(path, "w") end)), table.pack(nil, "enxio"))
+  -- both ends in one port: nothing there is eagain, what has come is read
+  r = table.pack(within(function()
+    local f = assert(lpvm.file_open(path, "r+"))
+    local a, b = lpvm.file_read(f, 10)
+    local w = lpvm.file_write(f, "hello")
+    local c = lpvm.file_read(f, 10)
+    lpvm.file_close(f)
+    return a, b, w, c
+  end))
+  T.eqv(r, table.pack(nil, "eagain", true, "hello"))
+  os.remove(path)
 end)
 
 -- ---- fd ports --------------------------------------------------------------------------------------------

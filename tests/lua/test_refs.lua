@@ -371,6 +371,39 @@ test("demonitor flush removes a DOWN already queued", function()
   T.ok(pid)
 end)
 
+test("demonitor flush inside a receive predicate", function()
+  local me = lpvm.self()
+  -- the DOWN the predicate is looking at, flushed from inside it: the receive, which
+  -- holds it, still takes it (it was freed under the receive)
+  local _, ref = lpvm.spawn_monitor(function() end)
+  local tag, r = lpvm.receive(function(t, x)
+    if t == "DOWN" then lpvm.demonitor(x, "flush") end
+    return t == "DOWN"
+  end, T.WAIT)
+  T.eq(tag, "DOWN")
+  T.ok(r == ref)
+  -- left by the predicate after its own flush: it stays for the next receive
+  local _, ref1 = lpvm.spawn_monitor(function() end)
+  T.eq(lpvm.receive(function(t, x)
+    if t == "DOWN" then lpvm.demonitor(x, "flush") end
+    return false
+  end, 0), nil)
+  tag, r = lpvm.receive(T.WAIT)
+  T.eq(tag, "DOWN")
+  T.ok(r == ref1)
+  -- a DOWN the scan passed, flushed while the predicate looks at a later message
+  local _, ref2 = lpvm.spawn_monitor(function() end)
+  T.wait_until(function() return lpvm.info().message_queue_len >= 1 end)
+  lpvm.send(me, "y")
+  lpvm.send(me, "z")
+  T.eq(lpvm.receive(function(t)
+    if t == "y" then lpvm.demonitor(ref2, "flush") end
+    return t == "z"
+  end, T.WAIT), "z")
+  T.eq(lpvm.receive(T.WAIT), "y")
+  T.no_msg(30)
+end)
+
 test("a ref-receive with 10,000 queued messages only looks at new ones", function()
   local me = lpvm.self()
   local n = T.scaled(10000, 500)

@@ -274,4 +274,27 @@ test("children that are not a table: bad_start_spec, not an error inside init", 
   T.flush()
 end)
 
+test("a start that returns no pid: bad_start_return names what came back", function()
+  -- found by a new user's probe: a start returning nothing failed with no reason at
+  -- all, and an Erlang habit {"ok", pid} as `table: 0x...`
+  lpvm.trap_exit(true)
+  local s = assert(sup.start_link({ strategy = "one_for_one", children = {} }))
+  local cases = {
+    { function() end, "(no values)" },
+    { function() return true end, "true" },
+    { function() return { "ok", 7 } end, '{"ok", 7}' },
+  }
+  for i, c in ipairs(cases) do
+    local pid, why = sup.start_child(s, { id = "b" .. i, start = c[1] })
+    T.eq(pid, nil)
+    T.eq(why, { "bad_start_return", c[2] }, c[2])
+  end
+  local p2, why2 = sup.start_link({ strategy = "one_for_one",
+                                    children = { { id = "n", start = function() end } } })
+  T.eq(p2, nil)
+  T.eq(why2, { "shutdown", { "failed_to_start_child", "n", { "bad_start_return", "(no values)" } } })
+  T.ok(lpvm.is_alive(s), "the supervisor lives")
+  T.eq(stop_sup(s), "shutdown")
+end)
+
 T.run()

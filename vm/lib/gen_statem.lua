@@ -133,7 +133,7 @@ local function enter_state(old)
     if r.n >= 4 then S.data = r[4] end
     terminate(r[3])
   else
-    terminate({ "bad_return_from_state_enter", tostring(verb) })
+    terminate({ "bad_return_from_state_enter", require("gen_sys").show_values(r, 2, r.n) })
   end
 end
 
@@ -163,7 +163,7 @@ local function handle(event)
     do_actions(r[4])
     terminate(r[3])
   else
-    terminate({ "bad_return_from_state_function", tostring(verb) })
+    terminate({ "bad_return_from_state_function", require("gen_sys").show_values(r, 2, r.n) })
   end
   -- the state changes before the actions run: a state timeout given with a new state
   -- is that state's (cancelling after the actions lost it: it never fired)

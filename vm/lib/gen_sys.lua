@@ -98,7 +98,7 @@ function G.init_failed(parent, tag, what, x)
   end
   local verb = x[2]
   local reason = verb == "stop" and x[3] or verb == "ignore" and "ignore"
-      or { "bad_return_value", "init", tostring(verb) }
+      or { "bad_return_value", "init", G.show_values(x, 2, #x) }
   -- as OTP 26's init_fail: the starter gets nil, reason, not an exit signal
   lpvm.unlink(parent)
   lpvm.send(parent, tag, "error", reason)
@@ -112,11 +112,20 @@ function G.is_normal(reason)
 end
 
 -- The exit reason for a callback `what` that returned values it may not.
+-- The values are shown as reports show terms (lpvm.format): a table by its contents,
+-- so an Erlang habit such as `return {"reply", r, s}` reads `{"reply", 1, 0}`, not
+-- `table: 0x...`; a string quoted; no values as "(no values)"; cut at 1,000 bytes.
+function G.show_values(vals, first, last)
+  local shown = {}
+  for i = first, last do shown[#shown + 1] = lpvm.format(vals[i]) end
+  local text = #shown == 0 and "(no values)" or table.concat(shown, ", ")
+  if #text > 1000 then text = text:sub(1, 1000) .. "..." end
+  return text
+end
+
 function G.bad_return(what, ...)
   local vals = table.pack(...)
-  local shown = {}
-  for i = 1, vals.n do shown[i] = tostring(vals[i]) end
-  return { "bad_return_value", what, table.concat(shown, ", ") }
+  return { "bad_return_value", what, G.show_values(vals, 1, vals.n) }
 end
 
 -- The error report of a behaviour process terminating abnormally (OTP's "Generic

@@ -8,12 +8,29 @@
 --   logger.error({ what = "bad_config", file = path })   -- a report: printed as Lua
 --
 -- Table arguments of a format are printed as Lua values (lpvm.format), not as
--- "table: 0x...". Events below the level cost one C call and write nothing.
+-- "table: 0x...". Events below the level cost one C call and write nothing. A format
+-- its arguments do not fit is written as "FORMAT ERROR: format - {args}", as
+-- Erlang's logger does: a log call never raises for it (one in an error handler
+-- would turn a handled error into a crash).
 local lpvm = require "lpvm"
 
 local logger = {}
 
 local LEVELS = { "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug" }
+local ORDER = { none = -1, all = #LEVELS - 1 }
+for i, l in ipairs(LEVELS) do ORDER[l] = i - 1 end
+
+-- A level argument that is not one raises naming the caller's call (level 3: the
+-- caller of the logger function that checks).
+local function check_level(level, fname)
+  if type(level) ~= "string" then
+    error(string.format("bad argument #1 to '%s' (level name expected, got %s)", fname, type(level)), 3)
+  end
+  if ORDER[level] == nil then
+    error(string.format("bad argument #1 to '%s' (log level expected (%s, none, all), got %s)",
+      fname, table.concat(LEVELS, ", "), lpvm.format(level)), 3)
+  end
+end
 
 local function text_of(what, ...)
   if type(what) ~= "string" then return lpvm.format(what) end
@@ -24,14 +41,14 @@ local function text_of(what, ...)
     if type(v) == "table" or type(v) == "userdata" then args[i] = lpvm.format(v)
     elseif v == nil or type(v) == "boolean" then args[i] = tostring(v) end
   end
-  return string.format(what, table.unpack(args, 1, args.n))
+  local ok, text = pcall(string.format, what, table.unpack(args, 1, args.n))
+  if ok then return text end
+  return "FORMAT ERROR: " .. lpvm.format(what) .. " - " .. lpvm.format({ ... })
 end
 
 -- log(level, format, ...) or log(level, report_table) -> true if written
 function logger.log(level, what, ...)
-  if type(level) ~= "string" then
-    error("bad argument #1 to 'logger.log' (level name expected, got " .. type(level) .. ")", 2)
-  end
+  check_level(level, "logger.log")
   if what == nil then error("bad argument #2 to 'logger.log' (format or report expected, got nil)", 2) end
   if not logger.allow(level) then
     lpvm.log(level, "")   -- filtered (raises on an unknown level name)
@@ -46,6 +63,7 @@ end
 
 -- The VM-wide level: events less severe than it are dropped ("none": all of them).
 function logger.set_level(level)
+  if level ~= nil then check_level(level, "logger.set_level") end
   return lpvm.log_level(level)
 end
 
@@ -53,9 +71,6 @@ function logger.get_level()
   local l = lpvm.log_level()
   return l
 end
-
-local ORDER = { none = -1, all = #LEVELS - 1 }
-for i, l in ipairs(LEVELS) do ORDER[l] = i - 1 end
 
 -- true if an event of `level` would be written now (a filtered event is not even
 -- formatted).

@@ -131,10 +131,15 @@ local function start_fn(c, extra)
     args = { table.unpack(c.start, 3) }
   end
   if extra then for _, v in ipairs(extra) do args[#args + 1] = v end end
-  local ok, pid, why = pcall(f, table.unpack(args))
-  if not ok then return nil, pid end
-  if pid == nil then return nil, why end
-  if type(pid) ~= "userdata" then return nil, { "bad_start_return", tostring(pid) } end
+  local r = table.pack(pcall(f, table.unpack(args)))
+  if not r[1] then return nil, r[2] end
+  local pid, why = r[2], r[3]
+  if pid == nil and why ~= nil then return nil, why end
+  -- a bare nil (no reason) or an Erlang habit such as {"ok", pid}: name what came back,
+  -- by its contents (it was `failed_to_start_child` with no reason, or `table: 0x...`)
+  if type(pid) ~= "userdata" then
+    return nil, { "bad_start_return", require("gen_sys").show_values(r, 2, r.n) }
+  end
   return pid
 end
 
@@ -330,10 +335,13 @@ function M.init(a)
     flags, specs = a.spec, a.spec.children or {}
   else
     local mod = gen.load_module(a.mod)
-    local verb
-    verb, flags, specs = mod.init(a.args)
+    local r = table.pack(mod.init(a.args))
+    local verb = r[1]
+    flags, specs = r[2], r[3]
     if verb == "ignore" then return "ignore" end
-    if verb ~= "ok" then return "stop", { "bad_return", "init", tostring(verb) } end
+    if verb ~= "ok" then
+      return "stop", { "bad_return", "init", require("gen_sys").show_values(r, 1, r.n) }
+    end
     specs = specs or {}
   end
   local sup, why = check_flags(flags)

@@ -15,7 +15,9 @@ return function(pid, what, timeout)
   if ty ~= "function" and ty ~= "string" then
     error("bad argument #2 to 'eval' (function or string expected, got " .. ty .. ")", 2)
   end
-  if timeout ~= nil and (type(timeout) ~= "number" or timeout < 0) then
+  -- (timeout ~= timeout: NaN, which "< 0" lets through, and receive would refuse
+  -- after the request had gone out)
+  if timeout ~= nil and (type(timeout) ~= "number" or timeout < 0 or timeout ~= timeout) then
     error("bad argument #3 to 'eval' (timeout must be a number >= 0)", 2)
   end
   if pid == lpvm.self() then   -- no message to oneself: run it here
