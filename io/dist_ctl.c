@@ -102,6 +102,28 @@ static int local_sig(uint32_t kind, lpvm_id from, lpvm_id to, uint64_t ref,
     if (!whole) *d++ = 131;
     memcpy(d, sub, n);
   }
+  if (sub && kind != SIG_LINK && dist_term_too_deep(lpvm_msg_data(s), len)) {
+    /* no Lua value holds it (dist_term.c): a message is dropped, a reason rendered */
+    node_desc *nd = node_get(node_id_index(from));
+    if (kind == SIG_MESSAGE) {
+      dist_log("a message from node %.*s was dropped: it nests deeper than %d levels, "
+               "which no Lua value holds", nd ? (int)nd->len : 1, nd ? nd->name : "?",
+               DIST_DEPTH);
+      free(s);
+      return 0;
+    }
+    size_t rlen;
+    uint8_t *r = dist_term_rendered(lpvm_msg_data(s), len, &rlen);
+    free(s);
+    if (!r) return LPVM_ENOMEM;
+    s = lpvm_msg_new(rlen);
+    if (!s) { free(r); return LPVM_ENOMEM; }
+    s->kind = kind;
+    s->from = from;
+    s->ref = ref;
+    memcpy(lpvm_msg_data(s), r, rlen);
+    free(r);
+  }
   int rc = sig_send(to, s);
   if (rc) free(s);
   return rc;

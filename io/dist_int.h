@@ -125,6 +125,11 @@ void dist_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 0 when the term (version byte first) holds a NaN or infinite float, or a map with
 ** two equal keys, which erl cannot decode; else 1. */
 int dist_term_ok(const uint8_t *term, size_t len);
+/* The deepest a value of a term may sit and still become a Lua value (the term at 0):
+** vm/lterm_int.h's LTERM_DEPTH, which io cannot include. */
+#define DIST_DEPTH 200
+/* 1 when the term (version byte first) nests deeper than DIST_DEPTH, else 0. */
+int dist_term_too_deep(const uint8_t *term, size_t len);
 /* A binary term of the term's rendering (malloc'ed, *out_len set), NULL on no memory. */
 uint8_t *dist_term_rendered(const uint8_t *term, size_t len, size_t *out_len);
 

@@ -50,12 +50,19 @@ loop() ->
             Fun = {lpvm_fun, <<27, "LuaT", 0, "not bytecode">>, []},
             From ! {lpvm_graph, {<<"forged">>, Fun}},
             From ! {forged_spawned, spawn(node(From), erlang, apply, [{lpvm_graph, Fun}, {}])};
+        {<<"deep">>, From, N} ->                      % a list nested N levels: [[...[]...]]
+            From ! {deep, N, nest(N)};
+        {<<"die_deep">>, From, N} ->                  % an erl process linked to From dies so
+            spawn(fun() -> link(From), From ! {deep_linked, self()},
+                           receive <<"go">> -> exit(nest(N)) end end);
         stop ->
             halt()
     end,
     loop().
 
 idle() -> receive _ -> idle() end.
+
+nest(N) -> lists:foldl(fun(_, A) -> [A] end, [], lists:seq(1, N)).
 
 watch_link(From, Pid) ->
     process_flag(trap_exit, true),

@@ -147,6 +147,31 @@ local function erl_idle()
   return T.recv_match(function(t) return t == "idle" end)[2]
 end
 
+test("a message from erl nested deeper than a Lua value is dropped; the mailbox lives", function()
+  -- {deep, N, L}: L at depth 1, its innermost [] at N + 1; lpvm's decoder holds 200.
+  -- Delivered, the 200-deep one would raise in every receive that met it.
+  lpvm.send(agent, "deep", lpvm.self(), 199)
+  lpvm.send(agent, "deep", lpvm.self(), 200)
+  lpvm.send(agent, "deep", lpvm.self(), 5000)
+  lpvm.send(agent, "echo", lpvm.self(), "after")
+  local r = T.recv_match(function(t) return t == "deep" end)
+  T.eq(r[2], 199)
+  local l, levels = r[3], 1
+  while l[1] do l, levels = l[1], levels + 1 end
+  T.eq(levels, 200)   -- 199 lists around the innermost [] (an empty table)
+  T.eq(T.recv_match(function(t) return t == "echo_reply" end)[3], "after")
+  T.eq(lpvm.receive(function(t) return t == "deep" end, 300), nil)
+  -- an exit reason that deep arrives as its rendering
+  lpvm.trap_exit(true)
+  lpvm.send(agent, "die_deep", lpvm.self(), 1000)
+  local linked = T.recv_match(function(t) return t == "deep_linked" end)[2]
+  lpvm.send(linked, "go")
+  local reason = T.exit_from(linked, 15000)
+  T.eq(type(reason), "string")
+  T.eq(reason:sub(1, 5), "[[[[[")
+  lpvm.trap_exit(false)
+end)
+
 test("link to an erl process: its exit reaches us; ours reaches it", function()
   lpvm.trap_exit(true)
   local p = erl_idle()
