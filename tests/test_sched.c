@@ -96,9 +96,15 @@ Test(sched, tasks_queued_by_one_worker_are_shared_with_an_idle_one) {
   vm_start_n(2, 1);
   atomic_store(&slow_ran, 0);
   uint64_t steals = sum_steals();
-  cr_assert_eq(lpvm_spawn_task(NULL, &spreader_def, NULL, 0, NULL), 0);
-  cr_assert(wait_no_tasks(60000));
-  cr_assert_eq(atomic_load(&slow_ran), FANOUT, "each task ran exactly once");
+  /* Up to 5 fan-outs until one is shared: at load ~16 under ASan the idle worker's
+  ** thread once got no CPU for the whole ~200 ms of a fan-out (seen once). A
+  ** scheduler that never shares fails all five. */
+  for (int round = 1; round <= 5; round++) {
+    cr_assert_eq(lpvm_spawn_task(NULL, &spreader_def, NULL, 0, NULL), 0);
+    cr_assert(wait_no_tasks(60000));
+    cr_assert_eq(atomic_load(&slow_ran), FANOUT * round, "each task ran exactly once");
+    if (sum_steals() > steals) break;
+  }
   cr_assert_gt(sum_steals(), steals, "two or more tasks waited on one worker, none was taken");
   vm_stop();
 }
