@@ -82,7 +82,7 @@ local function rss_kb()
 end
 
 test("spawn/exit churn leaves no process and no memory behind", function()
-  local rounds, batch = 3, T.scaled(10000, 300)
+  local rounds, batch = 4, T.scaled(10000, 300)
   local me = lpvm.self()
   local base = #lpvm.processes()
   local rss = {}
@@ -115,10 +115,18 @@ test("spawn/exit churn leaves no process and no memory behind", function()
   end
   -- the churn rounds hold no more at once than round 0: they must not grow past it
   -- but for a generous 32 MB of allocator noise
-  -- (not under a sanitizer: ASan holds up to 256 MB of freed memory in quarantine)
-  T.ok(T.SANITIZE or rss[rounds] - rss[0] < 32 * 1024,
-       string.format("RSS grew from %d KB to %d KB over %d rounds of %d", rss[0], rss[rounds],
-                     rounds, batch))
+  -- (not under a sanitizer: ASan holds up to 256 MB of freed memory in quarantine).
+  -- The base is the larger of rounds 0 and 1: round 0's states are made by whichever
+  -- worker runs the children, and each worker has its own arena, so on a loaded
+  -- machine the first churn round can warm the other worker's arena (a process's
+  -- state is ~8 KB: a batch's worth) -- seen as rare failures at load ~15. A leak
+  -- still shows over the three rounds after it (30,000 processes).
+  local base = math.max(rss[0], rss[1])
+  local list = {}
+  for r = 0, rounds do list[#list + 1] = rss[r] end
+  T.ok(T.SANITIZE or rss[rounds] - base < 32 * 1024,
+       string.format("RSS grew from %d KB to %d KB over %d rounds of %d (KB by round: %s)",
+                     base, rss[rounds], rounds - 1, batch, table.concat(list, " ")))
 end)
 
 T.run()
