@@ -52,6 +52,8 @@ typedef struct lproc_start {
   uint8_t data[];         /* code, upvalues, args */
 } lproc_start;
 
+#define LPROC_EXIT_SIGNAL 2   /* lproc.exiting: ended by a signal mid-step (lproc_slice.c) */
+
 typedef struct lproc {
   lpvm_task task;           /* first: the record the runtime knows */
   /* Hot: a message hop's fields, right after the task's hot part (lpvm/task.h): with
@@ -81,7 +83,8 @@ typedef struct lproc {
   uint8_t in_pred;          /* receive: the predicate runs */
   uint8_t in_eval;          /* leval.c: an lpvm.eval request runs */
   uint8_t heap_refused;     /* the allocator refused: max_heap */
-  uint8_t exiting;          /* exit(reason) was called */
+  uint8_t exiting;          /* exit(reason) was called (1), or an exit signal ended
+                            ** it where it could not yield (LPROC_EXIT_SIGNAL) */
   uint8_t sched_yield;      /* a coroutine yielded for the scheduler (see llibs.c) */
   /* Cold. */
   size_t mem;               /* bytes the state holds (Lua's count) */

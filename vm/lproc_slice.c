@@ -24,7 +24,9 @@
 **                         when a higher-priority task waits (lpvm_should_yield).
 **
 ** In both modes the hook yields at once when the process must end (exit(), an
-** allocation refused by max_heap): those set a flag and call lproc_slice_end. The
+** allocation refused by max_heap): those set a flag and call lproc_slice_end. Where
+** it cannot yield (inside a C boundary) it takes the process's signals, so that a
+** kill ends a loop there too (see lproc_hook). The
 ** shell's Ctrl-C (lproc_interrupt) is raised by the hook too: a running process
 ** meets it at its next tick.
 **
@@ -244,6 +246,16 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
   }
   if (!lua_isyieldable(L)) {   /* inside a C boundary: try again a little later */
     if (!counting()) arm(L, LPROC_RETRY);
+    /* An exit signal must not wait for a C boundary that may never return (a
+    ** table.sort comparator, a metamethod called from C, a chunk run by require,
+    ** looping): its signals are taken here, and once one has ended the process
+    ** (a kill, or any exit it does not trap) each hook raises until the process is
+    ** back where it can yield, and the yield ends the step (lproc_resume). A pcall
+    ** on the way catches one raise, not the next. */
+    if (p->exiting == LPROC_EXIT_SIGNAL || lpvm_fetch_signals(&p->task) == 1) {
+      p->exiting = LPROC_EXIT_SIGNAL;
+      luaL_error(L, "process ended by an exit signal");
+    }
     return;
   }
   leval_poll(L, p);   /* lpvm.eval requests for a busy process (leval.c) */

@@ -160,6 +160,48 @@ test("exit() from a loop under pcall ends the process at once", function()
   T.eq(reason, "bye")
 end)
 
+test("an exit signal ends a loop inside a C boundary (sort comparator, require, gsub)", function()
+  -- Lua called from C cannot yield, so the preemption hook cannot end the step there;
+  -- a kill (or an exit the process does not trap) used to wait for the C call to
+  -- return: for ever for these loops, and the VM's stop gave up after 40 s.
+  local me = lpvm.self()
+  local loops = {
+    function() table.sort({3, 2, 1}, function() while true do end end) end,
+    function() while true do pcall(table.sort, {3, 2, 1}, function() while true do end end) end end,
+    function() string.gsub("abc", "%w", function() while true do end end) end,
+    function()
+      package.preload.spin = function() while true do end end
+      require "spin"
+    end,
+  }
+  for i, body in ipairs(loops) do
+    for _, why in ipairs({"kill", "boom"}) do
+      local pid, ref = lpvm.spawn_monitor(function(parent, f)
+        lpvm.send(parent, "looping")
+        f()
+      end, me, body)
+      T.recv_match(function(tag) return tag == "looping" end, 30000)
+      lpvm.sleep(20)   -- let it enter the loop (it cannot have left it)
+      lpvm.exit(pid, why)
+      local _, reason = T.down(ref, 60000)
+      T.eq(reason, why == "kill" and "killed" or "boom", "loop " .. i .. ", exit " .. why)
+    end
+  end
+  -- a process that traps exits gets the message and loops on; a kill still ends it
+  local pid, ref = lpvm.spawn_monitor(function(parent)
+    lpvm.trap_exit(true)
+    lpvm.send(parent, "looping")
+    table.sort({3, 2, 1}, function() while true do end end)
+  end, me)
+  T.recv_match(function(tag) return tag == "looping" end, 30000)
+  lpvm.exit(pid, "boom")
+  T.no_msg(100)
+  T.eq(lpvm.info(pid) ~= nil, true, "a trapped exit does not end it")
+  lpvm.exit(pid, "kill")
+  local _, reason = T.down(ref, 60000)
+  T.eq(reason, "killed")
+end)
+
 test("priority() reads and sets the caller's priority", function()
   local old = lpvm.priority()
   T.eq(math.type(old), "integer")
