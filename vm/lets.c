@@ -228,9 +228,14 @@ size_t lets_object(lua_State *L, int idx, uint8_t *buf, size_t cap) {
   return rc || b.err ? 0 : b.len;
 }
 
+/* The encoder's words are a message's ("cannot send a function value"): functions do
+** travel in messages, but a table stores only plain terms, so say that. */
 void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
   char err[LTERM_ERRSZ];
-  if (lterm_put_plain(L, idx, b, err)) luaL_argerror(L, arg, err);
+  if (!lterm_put_plain(L, idx, b, err)) return;
+  if (strncmp(err, "cannot send a ", 14) == 0)
+    luaL_argerror(L, arg, lua_pushfstring(L, "cannot store a %s in a table", err + 14));
+  luaL_argerror(L, arg, err);
 }
 
 /* ---- decoding ------------------------------------------------------------------------ */

@@ -106,6 +106,16 @@ test("insert of several objects is atomic; insert_new refuses if any key exists"
   ets.delete(t)
 end)
 
+test("a value a table cannot hold names what it is, not a send", function()
+  local t = ets.new("nofun", {})
+  T.raises(function() ets.insert(t, {1, function() end}) end, "bad argument #2",
+           "cannot store a function value in a table")
+  T.raises(function() ets.insert_new(t, {2, {3, coroutine.create(print)}}) end,
+           "cannot store a thread value in a table")
+  T.eq(ets.lookup(t, 1)[1], nil, "nothing half-done")
+  ets.delete(t)
+end)
+
 test("keypos: the key is any element", function()
   local t = ets.new("kp", {keypos = 2})
   ets.insert(t, {"rec", "key1", 10})
