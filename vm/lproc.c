@@ -515,8 +515,8 @@ static int lproc_resume(lproc *p) {
     p->failed = 1;
     return LPVM_EXIT;
   }
-  if (p->exiting == LPROC_EXIT_SIGNAL) return LPVM_EXIT;   /* the signal's reason, no report */
   if (p->exiting) {
+    if (p->exiting == LPROC_EXIT_SIGNAL) return LPVM_EXIT;   /* the signal's reason, no report */
     if (p->exit_reason) lpvm_set_reason(&p->task, p->exit_reason, p->exit_len);
     p->failed = 1;   /* its own exit(reason): a report unless the reason is normal */
     return LPVM_EXIT;
