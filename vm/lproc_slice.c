@@ -254,6 +254,10 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
     ** on the way catches one raise, not the next. */
     if (p->exiting == LPROC_EXIT_SIGNAL || lpvm_fetch_signals(&p->task) == 1) {
       p->exiting = LPROC_EXIT_SIGNAL;
+      /* every instruction from here: a pcall that catches this may go back to code
+      ** that can yield for a few instructions only (a loop of pcall(table.sort, ...)),
+      ** which a count of a slice's length would never meet */
+      arm(L, 1);
       luaL_error(L, "process ended by an exit signal");
     }
     return;
