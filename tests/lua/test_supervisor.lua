@@ -391,4 +391,43 @@ test("check_childspecs: true, or the reason start_link would give", function()
   T.raises(function() sup.check_childspecs(5) end, "supervisor.check_childspecs")
 end)
 
+test("shutdown_error reports follow OTP's rule: a non-permanent child may end normally", function()
+  -- found by otpsem's probe against OTP 25: a transient child ending {shutdown, x} on
+  -- its supervisor's shutdown got a shutdown_error, and a permanent child that had
+  -- just ended normally did not. The reports go to stderr: run a VM of its own.
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write([=[
+    local sup = require "supervisor"
+    local function child(ends_with)
+      return function()
+        return lpvm.spawn_link(function(r)
+          lpvm.trap_exit(true)
+          lpvm.receive(function(t) return t == "EXIT" end)
+          lpvm.exit(r)
+        end, ends_with)
+      end
+    end
+    local s = assert(sup.start_link({ children = {
+      { id = "perm_normal", start = child("normal") },
+      { id = "perm_shx", start = child({ "shutdown", "x" }) },
+      { id = "tr_shx", start = child({ "shutdown", "x" }), restart = "transient" },
+      { id = "tr_normal", start = child("normal"), restart = "transient" },
+      { id = "tmp_other", start = child("other"), restart = "temporary" },
+      { id = "tmp_shutdown", start = child("shutdown"), restart = "temporary" } } }))
+    lpvm.trap_exit(true)
+    lpvm.unlink(s)
+    local ref = lpvm.monitor(s)
+    lpvm.exit(s, "shutdown")
+    lpvm.receive_ref(ref)
+  ]=])
+  f:close()
+  local out = io.popen([["$(readlink /proc/$PPID/exe)" ]] .. script .. " 2>&1"):read("a")
+  os.remove(script)
+  local errs = {}
+  for id in out:gmatch('shutdown_error\n%s*child: id = "([%w_]+)"') do errs[#errs + 1] = id end
+  table.sort(errs)
+  T.eq(errs, { "perm_normal", "perm_shx", "tmp_other" }, out)
+end)
+
 T.run()

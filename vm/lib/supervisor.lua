@@ -175,7 +175,11 @@ local function shutdown_child(sup, c)
     reason = why
   end
   c.pid = "undefined"
-  if reason ~= "shutdown" and not (early[1] == "EXIT" and is_normal(reason)) then
+  -- OTP's rule: "shutdown" (or the kill of a brutal_kill) is the expected end; any
+  -- normal end (normal, shutdown, {shutdown, x}) is fine for a child that is not
+  -- permanent; anything else, or a kill after the timeout, is a shutdown_error
+  local fine = reason == "shutdown" or (c.restart ~= "permanent" and is_normal(reason))
+  if not fine then
     logger.supervisor_report(sup.name or lpvm.self(), "shutdown_error", reason,
       { id = c.id, pid = pid, restart = c.restart, shutdown = c.shutdown, type = c.type })
   end
