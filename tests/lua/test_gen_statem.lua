@@ -230,4 +230,22 @@ test("zero timeouts fire before a message already queued; the event timeout does
   T.flush()
 end)
 
+test("sys on a gen_statem: replace_state takes and gives {state, data}; get_status", function()
+  local sys = require "sys"
+  local m = assert(sm.start_link("otp_machine", {}))
+  local new = sys.replace_state(m, function(sd) sd[2].enters = 5; return { sd[1] + 3, sd[2] } end)
+  T.eq(new[1], 3); T.eq(new[2].enters, 5)
+  T.eq(sm.call(m, "get"), 3)
+  local ok, why = pcall(sys.replace_state, m, function() return 5 end)
+  T.eq(ok, false); T.eq(why[1], "callback_failed")
+  T.eq(sys.get_state(m)[1], 3, "the state stayed")
+  local st = sys.get_status(m)
+  T.eq({ st.behaviour, st.module, st.status, st.state[1] }, { "gen_statem", "otp_machine", "running", 3 })
+  sys.suspend(m)
+  T.eq(sys.get_status(m).status, "suspended")
+  sys.resume(m)
+  T.eq(sm.call(m, "quit"), "bye")
+  T.flush()
+end)
+
 T.run()
