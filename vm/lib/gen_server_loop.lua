@@ -44,12 +44,11 @@ local function call_result(pid, ref, ok, ...)
     S.state = a
     return b
   elseif verb == "stop" then
-    if select("#", ...) >= 4 then      -- "stop", reason, reply, state
-      lpvm.send_alias(pid, ref, b)
-      S.state = c
-    else
-      S.state = b
+    if select("#", ...) >= 4 then      -- "stop", reason, reply, state: the reply
+      S.state = c                      -- goes after terminate, as OTP's
+      terminate(a, pid, ref, b)
     end
+    S.state = b
     terminate(a)
   end
   bad_return("handle_call", ...)
