@@ -545,4 +545,19 @@ test("sys: replace_state and get_status, running and suspended (calls wait until
   T.flush()
 end)
 
+test("a timeout action survives system messages: sys requests restart it, as OTP's", function()
+  -- found by otpsem's probe against OTP 25: a sys.get_state while a server waited with
+  -- a timeout lost the timeout, so the server waited for ever (OTP restarts it)
+  local sys = require "sys"
+  local pid = assert(start())
+  T.eq(gs.call(pid, { "timeout", 300 }), true)
+  for _ = 1, 3 do sys.get_state(pid) end
+  T.eq(sys.suspend(pid), true)
+  T.eq(sys.resume(pid), true)
+  local r = T.recv_match(function(t, m) return t == "info" and m == "timeout" end)
+  T.eq(r[2], "timeout")
+  gs.stop(pid)
+  T.flush()
+end)
+
 T.run()
