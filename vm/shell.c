@@ -132,22 +132,26 @@ static int is_down(lpvm_msg *m) {
          lpvm_get_atom(&rd, &a, &n) == 0 && n == 4 && memcmp(a, "DOWN", 4) == 0;
 }
 
-/* A request from the shell: {"read", Prompt, Completions} (binaries). On a terminal
-** the editor shows the prompt and starts a line. */
-static void request(reader *r, lpvm_msg *m) {
+/* A request from the shell: {"read", Prompt, Completions} (binaries); a remote
+** shell's (--remsh) is {"read_remote", ...}: it is not started again when it ends (a
+** new one would evaluate here, not on the node the user attached to). On a terminal
+** the editor shows the prompt and starts a line. 1 for "read". */
+static int request(reader *r, lpvm_msg *m) {
   lpvm_tread rd;
   uint32_t n;
-  const uint8_t *prompt = NULL, *tag, *c = NULL;
-  size_t plen = 0, tlen, clen = 0;
+  const uint8_t *prompt = NULL, *tag = NULL, *c = NULL;
+  size_t plen = 0, tlen = 0, clen = 0;
   if (lpvm_tread_init(&rd, lpvm_msg_data(m), lpvm_msg_len(m)) == 0 &&
       lpvm_get_tuple(&rd, &n) == 0 && n == 3 && lpvm_get_binary(&rd, &tag, &tlen) == 0 &&
       lpvm_get_binary(&rd, &prompt, &plen) == 0)
     lpvm_get_binary(&rd, &c, &clen);
-  if (!r->tty) return;
+  int local = tag && tlen == 4 && memcmp(tag, "read", 4) == 0;
+  if (!r->tty) return local;
   char *p = strndup(prompt ? (const char *)prompt : "> ", prompt ? plen : 2);
   char *cands = strndup(c ? (const char *)c : "", clen);
   shell_edit_begin(p ? p : "> ", cands);
   free(p);
+  return local;
 }
 
 /* Ctrl-C (vm/main.c through lproc_shell_sigint). At the prompt: drop the line; a
@@ -199,9 +203,10 @@ static int reader_mail(reader *r) {
     if (from == 0 && lpvm_msg_len(m) == sizeof watch)   /* lproc_shell_watch */
       memcpy(&watch, lpvm_msg_data(m), sizeof watch);
     if (from == 0 && lpvm_msg_len(m) == 1 && *lpvm_msg_data(m) == SIGINT_BYTE) on_sigint(r);
+    int local = 0;
     if (from != 0) {
       r->asker = watch = from;
-      request(r, m);
+      local = request(r, m);
     }
     lpvm_msg_free(m);
     if (watch != 0 && r->watched == 0) {
@@ -209,7 +214,7 @@ static int reader_mail(reader *r) {
       r->watched = watch;
       lpvm_monitor(&r->task, watch, &ref);
     }
-    if (from != 0 && from == r->watched && !r->asked) {
+    if (local && from == r->watched && !r->asked) {
       r->asked = 1;
       atomic_store(&shell_in_use, from);
     }

@@ -42,7 +42,8 @@ end
 -- (why: "cleared" when a line was typed, "interrupt" at an empty prompt, "quit" for
 -- a second one there).
 local function readline(prompt, tty)
-  lpvm.send(READER, "read", prompt, tty and completions() or "")
+  -- a remote shell's process is not started again if it ends (vm/shell.c)
+  lpvm.send(READER, M.remote and "read_remote" or "read", prompt, tty and completions() or "")
   while true do
     local ok, _, line, why = pcall(lpvm.receive, function(tag) return tag == TAG end)
     if ok then return line or nil, why end
