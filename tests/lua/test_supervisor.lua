@@ -471,4 +471,40 @@ test("auto_shutdown with significant children: any_significant, all_significant,
   T.flush()
 end)
 
+test("simple_one_for_one shutdown: shutdown_error reports, one per reason, as OTP's", function()
+  -- found by otpsem's probe against OTP 25: the children of a simple_one_for_one
+  -- supervisor were shut down without any report, a kill after the time included
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write([=[
+    local sup = require "supervisor"
+    local s = assert(sup.start_link({ strategy = "simple_one_for_one", children = {
+      { id = "t", shutdown = 200, start = function(mode)
+          return lpvm.spawn_link(function(m)
+            lpvm.trap_exit(true)
+            lpvm.receive(function(t) return t == "EXIT" end)
+            if m == "ignore" then lpvm.receive() end   -- killed after the 200 ms
+            lpvm.exit(m == "fine" and "shutdown" or m)
+          end, mode)
+        end } } }))
+    for _, m in ipairs({ "ignore", "other", "other", "fine", "ignore" }) do
+      assert(sup.start_child(s, { m }))
+    end
+    lpvm.trap_exit(true)
+    lpvm.unlink(s)
+    local ref = lpvm.monitor(s)
+    lpvm.exit(s, "shutdown")
+    lpvm.receive_ref(ref)
+  ]=])
+  f:close()
+  local out = io.popen([["$(readlink /proc/$PPID/exe)" ]] .. script .. " 2>&1"):read("a")
+  os.remove(script)
+  local got = {}
+  for n, why in out:gmatch('shutdown_error\n%s*child: id = "t", pid = %((%d+) children%)[^\n]*\n%s*reason: (%w+)') do
+    got[#got + 1] = why .. " x" .. n
+  end
+  table.sort(got)
+  T.eq(got, { "killed x2", "other x2" }, out)
+end)
+
 T.run()

@@ -215,20 +215,45 @@ local function shutdown_dynamic(sup)
   local deadline = (t.shutdown ~= "infinity" and t.shutdown ~= "brutal_kill")
       and lpvm.now() + t.shutdown or nil
   local function is_down(tag, r) return tag == "DOWN" and refs[r] ~= nil end
+  -- shutdown_error reports as OTP's: one per reason that is not the expected end,
+  -- with the number of children that ended so (a kill after the shutdown time is one)
+  local expected = t.shutdown == "brutal_kill" and "killed" or "shutdown"
+  local bad, order, gone = nil, nil, nil
+  local function note(why)
+    if why == expected or why == "shutdown" or (t.restart ~= "permanent" and is_normal(why)) then
+      return
+    end
+    local key = type(why) == "string" and why or lpvm.format(why)
+    bad, order = bad or {}, order or {}
+    if not bad[key] then bad[key] = { why = why, n = 0 }; order[#order + 1] = key end
+    bad[key].n = bad[key].n + 1
+  end
   while n > 0 do
     local left = deadline and math.max(0, deadline - lpvm.now()) or nil
-    local tag, r = lpvm.receive(is_down, left)
+    local tag, r, _, _, why = lpvm.receive(is_down, left)
     if tag == nil then   -- time is up: kill the rest and wait for them
       for _, pid in pairs(refs) do lpvm.exit(pid, "kill") end
       deadline = nil
     else
+      if why == "noproc" then gone = gone or {}; gone[refs[r]] = true
+      elseif why ~= expected then note(why) end
       refs[r] = nil
       n = n - 1
     end
   end
-  -- their EXITs, if any came before the unlink
-  while lpvm.receive(function(tag, p) return tag == "EXIT" and sup.dyn[p] ~= nil end, 0) do end
+  -- their EXITs, if any came before the unlink: a child gone already ended with its own
+  while true do
+    local tag, p, why = lpvm.receive(function(tag, p) return tag == "EXIT" and sup.dyn[p] ~= nil end, 0)
+    if tag == nil then break end
+    if gone and gone[p] then note(why) end
+  end
   sup.dyn, sup.ndyn = {}, 0
+  for _, key in ipairs(order or {}) do
+    local b = bad[key]
+    logger.supervisor_report(sup.name or lpvm.self(), "shutdown_error", b.why,
+      { id = t.id, pid = string.format("(%d children)", b.n), restart = t.restart,
+        shutdown = t.shutdown, type = t.type })
+  end
 end
 
 -- Stop children[from..] in reverse order. For a restart (one_for_all, rest_for_one)
