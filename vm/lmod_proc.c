@@ -652,6 +652,7 @@ static int lmod_spawn_task(lua_State *L) {
   char err[LTERM_ERRSZ];
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
+  lua_settop(L, 2);   /* no arg: nil (it said "cannot send a no value value") */
   if (lterm_put_plain(L, 2, &b, err) != 0) {   /* a C task runs no Lua function */
     lpvm_tbuf_free(&b);
     return luaL_error(L, "spawn_task: argument %s", err);
