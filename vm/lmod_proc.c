@@ -219,14 +219,23 @@ static int opt_word(lua_State *L, int arg, const char *word) {
   return 1;
 }
 
-/* monitor(pid | name [, "alias"]) -> ref; a dead pid or unknown name gets DOWN with
-** noproc. By name the DOWN names {name, node}, as Erlang's monitor(process, Name).
+/* monitor(pid | name | {name, node} [, "alias"]) -> ref; a dead pid or unknown name gets
+** DOWN with noproc. By name the DOWN names {name, node}, as Erlang's monitor(process,
+** Name); {name, node} is only this node's (another node's raises: not supported).
 ** With "alias" the reference is also an active alias until demonitor or the DOWN
 ** (Erlang's {alias, demonitor}): a reply sent to it after the DOWN is dropped. */
 static int lmod_monitor(lua_State *L) {
   lproc *p = lproc_check(L);
   const char *name = NULL;
   lpvm_id id = 0;
+  if (lua_type(L, 1) == LUA_TTABLE) {   /* {name, node}: Erlang's monitor(process, {N, Node}) */
+    luaL_argcheck(L, lua_rawgeti(L, 1, 1) == LUA_TSTRING, 1, "{name, node} expected (name not a string)");
+    luaL_argcheck(L, lua_rawgeti(L, 1, 2) == LUA_TSTRING, 1, "{name, node} expected (node not a string)");
+    luaL_argcheck(L, strcmp(lua_tostring(L, -1), lpvm_node_name()) == 0, 1,
+                  "a name on another node cannot be monitored (monitor its pid)");
+    lua_pop(L, 1);
+    lua_replace(L, 1);   /* this node's: as the name alone */
+  }
   if (lua_type(L, 1) == LUA_TSTRING) {
     size_t len;
     name = lua_tolstring(L, 1, &len);
@@ -643,6 +652,7 @@ static int lmod_spawn_task(lua_State *L) {
   char err[LTERM_ERRSZ];
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
+  lua_settop(L, 2);   /* no arg: nil (it said "cannot send a no value value") */
   if (lterm_put_plain(L, 2, &b, err) != 0) {   /* a C task runs no Lua function */
     lpvm_tbuf_free(&b);
     return luaL_error(L, "spawn_task: argument %s", err);
