@@ -51,6 +51,11 @@ typedef struct dconn {
   uint32_t my_chal;
   uint8_t *rbuf, *wbuf;
   size_t rlen, rcap, wpos, wlen, wcap;
+  lpvm_msg *big;                  /* a long packet read straight into a message */
+  size_t big_len, big_have;
+  uint64_t skip;                  /* bytes left of a packet over max_message */
+  lpvm_msg *donor;                /* while dconn_in runs: big, whose payload holds the
+                                  ** packet; a message in it is delivered in place */
   lpvm_msg **held;                /* SIG_DIST that came before UP */
   size_t nheld, cheld;
   uint64_t last_in, last_out;     /* ms: ticks */

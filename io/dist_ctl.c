@@ -129,6 +129,28 @@ static int local_sig(uint32_t kind, lpvm_id from, lpvm_id to, uint64_t ref,
   return rc;
 }
 
+/* A message from the peer to a local process. A long packet was read into a message
+** of its own (c->donor, dist_conn.c): the message moves to the front of that payload
+** and is delivered as it is, so its bytes are never copied again. */
+static void deliver_msg(dconn *c, lpvm_id from, lpvm_id to, uint64_t ref,
+                        const uint8_t *msg, size_t mlen) {
+  lpvm_msg *d = c->donor;
+  uint8_t *base = d ? lpvm_msg_data(d) : NULL;
+  if (!d || msg < base || msg + mlen > base + lpvm_msg_len(d) || !to ||
+      node_id_is_remote(to) || dist_term_too_deep(msg, mlen)) {
+    local_sig(SIG_MESSAGE, from, to, ref, msg, mlen, 1);   /* (which logs a deep one) */
+    return;
+  }
+  c->donor = NULL;
+  memmove(base, msg, mlen);
+  d->len = (uint32_t)mlen;
+  d->kind = SIG_MESSAGE;
+  d->flags = 0;
+  d->from = from;
+  d->ref = ref;
+  if (sig_send(to, d) != 0) free(d);
+}
+
 /* The sender of a message the peer sent without one (SEND, a failed spawn's reply):
 ** an id of that node all the same, so nothing takes it for a local message (from 0
 ** means "from outside any task": interrupts, the shell) and the receiver applies
@@ -639,7 +661,7 @@ static int in_ctl(dconn *c, int64_t op, uint32_t arity, lpvm_tread *r, const uin
         return LPVM_EBADTERM;
       }
       if (lpvm_get_pid(r, &to)) return LPVM_EBADTERM;
-      local_sig(SIG_MESSAGE, from, to, alias, msg, mlen, 1);
+      deliver_msg(c, from, to, alias, msg, mlen);
       return 0;
     }
     case OP_REG_SEND:       /* {6, From, Cookie, ToName} */
@@ -647,7 +669,7 @@ static int in_ctl(dconn *c, int64_t op, uint32_t arity, lpvm_tread *r, const uin
           lpvm_get_atom(r, &a, &al))
         return LPVM_EBADTERM;
       to = local_name(a, al);
-      if (to) local_sig(SIG_MESSAGE, from, to, 0, msg, mlen, 1);
+      if (to) deliver_msg(c, from, to, 0, msg, mlen);
       else if (al == 10 && !memcmp(a, "net_kernel", 10)) net_kernel_call(c, msg, mlen);
       return 0;
     case OP_LINK:           /* {1, From, To} */

@@ -17,6 +17,9 @@ loop() ->
             From ! {echo_reply, self(), Data};
         {<<"echo_name">>, Name, Node, Data} ->
             {binary_to_atom(Name), binary_to_atom(Node)} ! {echo_reply, self(), Data};
+        {<<"long">>, From, N} ->                       % a binary of N bytes, then a mark
+            From ! {long, binary:copy(<<"0123456789abcdef">>, N div 16)},
+            From ! {long_done, N};
         {<<"bigs">>, From} ->                          % integers past 64 bits, and erl's floats of them
             Bigs = [1 bsl 64, -(1 bsl 64) - 5, 1 bsl 500, (1 bsl 1023) * 3 div 2,
                     123456789012345678901234567890, 1 bsl 1024, -(1 bsl 2000)],

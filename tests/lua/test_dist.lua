@@ -99,6 +99,24 @@ test("a binary leaves as an Erlang binary (bytes and all) and comes back a strin
   T.eq(r[3][2], 7)
 end)
 
+-- erl sends a message as one packet, with no limit; lpvm closed the connection on a
+-- packet over 64 MB before (docs/distribution.md, Limits).
+test("a 72 MB binary from erl arrives whole; the connection stays", function()
+  local n = 72 * 1024 * 1024
+  lpvm.send(agent, "long", lpvm.self(), n)
+  local r = T.recv_match(function(t) return t == "long" or t == "long_done" end, 60000)
+  T.eq(r[1], "long", "the long message was lost")
+  T.eq(#r[2], n)
+  T.eq(r[2]:sub(1, 16), "0123456789abcdef")
+  T.eq(r[2]:sub(-16), "0123456789abcdef")
+  r = nil
+  collectgarbage()
+  T.eq(T.recv_match(function(t) return t == "long_done" end, 60000)[2], n)
+  local found = false
+  for _, node in ipairs(lpvm.nodes()) do found = found or node == peer end
+  T.ok(found, "the connection to erl was closed")
+end)
+
 test("integers past 64 bits arrive as the nearest float (erl's own), math.huge past the range",
   function()
   lpvm.send(agent, "bigs", lpvm.self())

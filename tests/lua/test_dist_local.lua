@@ -33,6 +33,11 @@ test("net_start raises on a name no peer could reach, a bad cookie, an unknown o
   T.raises(function() lpvm.net_start("name@") end, "bad argument #1")
   T.raises(function() lpvm.net_start("a\0b") end, "bad argument #1", "NUL")
   T.raises(function() lpvm.net_start("ok", {bogus = 1}) end, "bad argument #2", "bogus")
+  T.raises(function() lpvm.net_start("ok", {max_message = 0}) end, "bad argument #2",
+           "max_message")
+  T.raises(function() lpvm.net_start("ok", {max_message = "x"}) end, "bad argument #2")
+  T.raises(function() lpvm.net_start("ok", {ticktime = "x"}) end, "bad argument #2",
+           "ticktime")
   T.raises(function() lpvm.net_start("ok", {cookie = string.rep("c", 256)}) end,
            "bad argument #2", "cookie")
   T.eq(lpvm.node(), "nonode@nohost", "none of them started the node")
