@@ -26,6 +26,10 @@ loop() ->
             From ! {bigs, Bigs, [float(X) || X <- lists:sublist(Bigs, 5)]};
         {<<"spawn_idle">>, From} ->                    % a process lpvm links to or monitors
             From ! {idle, spawn(fun idle/0)};
+        {<<"spawn_named">>, From, Name} ->             % the same, registered as Name
+            P = spawn(fun idle/0),
+            register(binary_to_atom(Name), P),
+            From ! {named, P};
         {<<"exit_with">>, Pid, Reason} ->
             exit(Pid, binary_to_atom(Reason));
         {<<"link_to">>, From, LpvmPid} ->              % an erl process linked to an lpvm one
