@@ -46,6 +46,7 @@ static lpvm_tab tid_of(uint32_t slot, uint32_t gen) {
 }
 
 int ets_init(void) {
+  ets_mem_init();
   memset(&E, 0, sizeof E);
   pthread_rwlock_init(&E.lock, NULL);
   E.up = 1;
@@ -232,7 +233,7 @@ int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_l
 
 ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l) {
   size_t size = sizeof(ets_obj) + l->len;
-  ets_obj *o = malloc(size <= OBJ_LINE ? OBJ_LINE : size);
+  ets_obj *o = ets_mem_alloc(size <= OBJ_LINE ? OBJ_LINE : size);
   if (!o) return NULL;
   o->link[0] = o->link[1] = NULL;
   o->hash = l->hash;
