@@ -307,6 +307,10 @@ LPVM_API int lpvm_monitor(lpvm_task *self, lpvm_id target, uint64_t *ref);
 ** Reason} with this node's name (nonode@nohost when not distributed), and comes at
 ** once with noproc when nobody holds the name. */
 LPVM_API int lpvm_monitor_name(lpvm_task *self, const char *name, uint64_t *ref);
+/* monitor(process, {Name, Node}): Node this node is lpvm_monitor_name; another
+** node's DOWN names {Name, Node}, with noconnection when that node goes. */
+LPVM_API int lpvm_monitor_remote_name(lpvm_task *self, const char *name, const char *node,
+                                      uint64_t *ref);
 LPVM_API int lpvm_demonitor(lpvm_task *self, uint64_t ref);
 /* A call's reply without the DEMONITOR signal (vm/lmod_call.c): the monitored side
 ** drops watcher's monitor of it (ref) as if the DEMONITOR had come, 1 if it was
