@@ -154,9 +154,48 @@ lpvm_id dist_conn_for(const char *name, size_t len, int start) {
   return id;
 }
 
-/* An accepted connection knows its peer only after send_name. If a connection to
-** that node exists already, the newer one wins (the old one is closed): simple,
-** and right for a restarted peer; simultaneous connects are rare on one host. */
+/* Erlang's order of node names: atoms compare by their text. */
+static int name_cmp(const char *a, size_t al, const char *b, size_t bl) {
+  int c = memcmp(a, b, al < bl ? al : bl);
+  return c ? c : (al > bl) - (al < bl);
+}
+
+/* An accepted connection has its peer's name (send_name): Erlang's rule for a
+** simultaneous connect (net_kernel's). No entry: this connection is now the node's
+** (pending: senders queue in it). An entry whose connection is up: go on, and the
+** newer replaces it at UP (a restarted peer, or one that saw the old one break
+** first). An entry still in its handshake: the node with the greater name keeps its
+** own attempt, so when ours is greater we answer "nok"; else our attempt takes
+** over this socket (`adopt`, pushed under the mutex: dist_conn_gone, which a dying
+** connection calls before it drains its mailbox, cannot pass it), which keeps the
+** node's connection id and every signal queued in it, in order. */
+int dist_conn_accept(lpvm_id conn, const char *name, size_t len, lpvm_msg *adopt) {
+  int rc = DACC_OK;
+  pthread_mutex_lock(&D.mu);
+  mapent *e = map_find(name, len);
+  if (e && !e->up && e->conn != conn) {
+    if (name_cmp(D.self.name, strlen(D.self.name), name, len) > 0) rc = DACC_NOK;
+    else if (sig_send(e->conn, adopt) == 0) rc = DACC_ADOPTED;
+    else e->conn = 0;             /* it is gone (its exit is past the map): take over */
+  }
+  if (!e && D.running && D.nmap < MAX_CONNS) {
+    e = &D.map[D.nmap++];
+    memset(e, 0, sizeof *e);
+    memcpy(e->name, name, len);
+    e->name[len] = 0;
+    e->len = len;
+  }
+  if (rc == DACC_OK && e && !e->conn) {
+    e->conn = conn;
+    node_foreach_named(name, len, cache_set, &conn);
+  }
+  pthread_mutex_unlock(&D.mu);
+  return rc;
+}
+
+/* A connection is up. If another connection to that node was up, the newer one wins
+** (the old one is closed): a restarted peer, or one that reconnected after seeing
+** the old connection break before we did. */
 void dist_conn_up(lpvm_id conn, const char *name, size_t len, uint32_t creation) {
   (void)creation;
   lpvm_id old = 0;

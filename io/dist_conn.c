@@ -5,6 +5,7 @@
 **
 **   initiator: LOOKUP -> CONNECTING -> STATUS -> CHALLENGE -> ACK -> UP
 **   acceptor:  NAME -> REPLY -> UP
+**   simultaneous connect: STATUS ("nok") -> NOK, then REPLY on the peer's socket
 **
 ** LOOKUP asks the peer host's EPMD for the port (dist_epmd.c, bounded), then the
 ** connect is non-blocking. Every handshake state has HS_TIMEOUT_MS; UP has ticks:
@@ -20,6 +21,13 @@
 ** The connection remembers every link and monitor that crosses it (dist_rel.c), so
 ** that when it goes, each local process linked to or monitoring a process over
 ** there gets exactly one EXIT or DOWN with reason noconnection.
+**
+** Two nodes that connect to each other at the same moment (Erlang's rule, decided in
+** dist.c's dist_conn_accept): the attempt of the node with the greater name goes on;
+** the other node's acceptor answers "ok_simultaneous" and the attempt it started
+** takes the accepted socket over (DW_ADOPT) and ends the handshake as the acceptor,
+** so that the node keeps one connection task and the signals already queued in it.
+** An attempt answered "nok" waits (NOK) for that socket. Nothing queued is lost.
 */
 #include <errno.h>
 #include <netdb.h>
@@ -44,7 +52,15 @@
 #define MAX_PACKET (64u << 20)
 
 enum { ST_LOOKUP, ST_CONNECTING, ST_STATUS, ST_CHALLENGE, ST_ACK, ST_NAME, ST_REPLY,
-       ST_UP };
+       ST_NOK, ST_UP };
+
+/* DW_ADOPT's payload (after the wrap header): an accepted socket for the node's
+** pending connection, with what the peer's send_name said. */
+typedef struct dconn_adopt {
+  int fd;
+  uint32_t creation;
+  uint64_t flags;
+} dconn_adopt;
 
 typedef struct dconn_arg {
   int fd;
@@ -96,6 +112,7 @@ void dconn_packet(dconn *c, const lpvm_tbuf *ctl, const uint8_t *msg, size_t mle
 
 /* Write what is queued; 0, or -1 when the socket failed. */
 static int flush(dconn *c) {
+  if (c->w.fd < 0) return 0;   /* between sockets (NOK) */
   while (c->wpos < c->wlen) {
     ssize_t w = send(c->w.fd, c->wbuf + c->wpos, c->wlen - c->wpos, MSG_NOSIGNAL);
     if (w > 0) { c->wpos += (size_t)w; continue; }
@@ -154,6 +171,69 @@ static int go_up(dconn *c) {
   return LPVM_WAIT;
 }
 
+/* The acceptor's answer to send_name: status, our challenge. */
+static int accept_named(dconn *c, const char *status) {
+  uint8_t out[HS_MAX];
+  c->my_chal = hs_challenge();
+  hs_send(c, out, hs_build_status(out, status));
+  hs_send(c, out, hs_build_challenge(out, DF_OURS, c->my_chal, node_self()->creation,
+                                     dist_conf()->name));
+  c->st = ST_REPLY;
+  return LPVM_WAIT;
+}
+
+/* The acceptor knows its peer: ask dist.c whether a connection of ours to that node
+** is in its handshake already (dist_conn_accept). */
+static int accept_or_hand_over(dconn *c) {
+  lpvm_msg *ad = lpvm_msg_new(sizeof(dist_wrap) + sizeof(dconn_adopt));
+  if (!ad) return fail(c, "out of memory");
+  dist_wrap h = {DW_ADOPT, 0, 0};
+  dconn_adopt a = {c->w.fd, c->peer_creation, c->peer_flags};
+  memcpy(lpvm_msg_data(ad), &h, sizeof h);
+  memcpy(lpvm_msg_data(ad) + sizeof h, &a, sizeof a);
+  ad->kind = SIG_DIST;
+  ad->from = c->task.id;
+  ad->ref = 0;
+  io_unwatch(&c->w);   /* before the socket may change hands; arm() adds it again */
+  switch (dist_conn_accept(c->task.id, c->peer, c->plen, ad)) {
+    case DACC_ADOPTED:
+      c->w.fd = -1;     /* the node's own connection has it now */
+      c->quiet = 1;
+      return LPVM_EXIT;
+    case DACC_NOK: {    /* our attempt goes on; the peer's ends */
+      uint8_t out[HS_MAX];
+      lpvm_msg_free(ad);
+      hs_send(c, out, hs_build_status(out, "nok"));
+      c->quiet = 1;
+      return LPVM_EXIT;
+    }
+    default:
+      lpvm_msg_free(ad);
+      return accept_named(c, "ok");
+  }
+}
+
+/* DW_ADOPT: our attempt lost the simultaneous connect; go on as the acceptor of the
+** peer's socket. Already up (a peer that broke the rule): that socket is closed. */
+static int adopt(dconn *c, lpvm_msg *m) {
+  dconn_adopt a;
+  memcpy(&a, lpvm_msg_data(m) + sizeof(dist_wrap), sizeof a);
+  if (c->up || c->st == ST_REPLY) {
+    close(a.fd);
+    return LPVM_WAIT;
+  }
+  int tag = (c->w.tag + 1) & 3;     /* a readiness message of the old socket is stale */
+  io_close_fd(&c->w);
+  io_fdw_init(&c->w, a.fd, tag);
+  c->rlen = 0;
+  c->wpos = c->wlen = 0;
+  c->initiator = 0;
+  c->peer_flags = a.flags;
+  c->peer_creation = a.creation;
+  lpvm_set_timer(&c->task, HS_TIMEOUT_MS);
+  return accept_named(c, "ok_simultaneous");
+}
+
 /* One handshake message (its body, without the 2-byte length). */
 static int hs_step(dconn *c, const uint8_t *p, size_t n) {
   const dist_self *me = dist_conf();
@@ -170,12 +250,7 @@ static int hs_step(dconn *c, const uint8_t *p, size_t n) {
       }
       c->peer_flags = nm.flags;
       c->peer_creation = nm.creation;
-      c->my_chal = hs_challenge();
-      hs_send(c, out, hs_build_status(out, "ok"));
-      hs_send(c, out, hs_build_challenge(out, DF_OURS, c->my_chal,
-                                         node_self()->creation, me->name));
-      c->st = ST_REPLY;
-      return LPVM_WAIT;
+      return accept_or_hand_over(c);
     }
     case ST_REPLY: {                   /* acceptor: does it know the cookie? */
       uint32_t chal;
@@ -197,6 +272,18 @@ static int hs_step(dconn *c, const uint8_t *p, size_t n) {
       if (hs_parse_status(p, n, &st, &len)) return fail(c, "bad handshake (status)");
       if ((len == 2 && !memcmp(st, "ok", 2)) ||
           (len == 15 && !memcmp(st, "ok_simultaneous", 15))) {
+        c->st = ST_CHALLENGE;
+        return LPVM_WAIT;
+      }
+      if (len == 3 && !memcmp(st, "nok", 3)) {   /* the peer's attempt wins: wait */
+        io_close_fd(&c->w);
+        c->wpos = c->wlen = 0;
+        c->st = ST_NOK;
+        lpvm_set_timer(&c->task, HS_TIMEOUT_MS);
+        return LPVM_WAIT;
+      }
+      if (len == 5 && !memcmp(st, "alive", 5)) {   /* it has a connection we lost */
+        hs_send(c, out, hs_build_status(out, "true"));
         c->st = ST_CHALLENGE;
         return LPVM_WAIT;
       }
@@ -237,7 +324,7 @@ static int hs_step(dconn *c, const uint8_t *p, size_t n) {
 static int consume(dconn *c) {
   size_t pos = 0;
   int rc = LPVM_WAIT;
-  while (rc == LPVM_WAIT) {
+  while (rc == LPVM_WAIT && c->w.fd >= 0) {
     size_t left = c->rlen - pos, hl = c->st == ST_UP ? 4 : 2, n;
     if (left < hl) break;
     const uint8_t *p = c->rbuf + pos;
@@ -265,6 +352,7 @@ static int read_some(dconn *c) {
   }
   ssize_t r = recv(c->w.fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
   if (r == 0) {
+    if (!c->plen) c->quiet = 1;   /* gone before its name: a lost simultaneous attempt */
     if (c->st == ST_ACK)
       return fail(c, "closed by the peer during the handshake (wrong cookie?)");
     return fail(c, c->up ? "closed by the peer" : "closed by the peer during the handshake");
@@ -389,12 +477,18 @@ static int c_event(lpvm_task *t) {
   while (rc == LPVM_WAIT && (m = next_msg(c)) != NULL) {
     int tag;
     uint32_t ev;
+    if (m->kind == SIG_DIST && ((const dist_wrap *)lpvm_msg_data(m))->kind == DW_ADOPT) {
+      rc = adopt(c, m);
+      lpvm_msg_free(m);
+      continue;
+    }
     if (m->kind == SIG_DIST) {
       if (c->up) { dconn_out(c, m); lpvm_msg_free(m); }
       else hold(c, m);
       continue;
     }
     if (io_ready_parse(m, &tag, &ev)) {
+      if (c->w.fd < 0 || tag != c->w.tag) { lpvm_msg_free(m); continue; }   /* stale */
       io_fired(&c->w);
       if (c->st == ST_CONNECTING) rc = connected(c);
       else if (ev & (IO_IN | IO_ERR)) rc = read_some(c);
@@ -411,6 +505,8 @@ static int c_event(lpvm_task *t) {
 static int c_timeout(lpvm_task *t) {
   dconn *c = (dconn *)t;
   uint64_t now = lpvm_now_ms(), tick = dist_conf()->tick_ms;
+  if (c->st == ST_NOK)
+    return fail(c, "the peer answered \"nok\" (it connects to us itself) and did not");
   if (!c->up) return fail(c, "handshake timed out");
   if (now - c->last_in >= 4 * tick) return fail(c, "net tick timeout");
   if (now - c->last_out >= tick) {
@@ -426,18 +522,25 @@ static void c_terminate(lpvm_task *t, const uint8_t *reason, size_t len) {
   (void)reason, (void)len;
   dconn *c = (dconn *)t;
   lpvm_msg *m;
+  /* out of the map first: no socket is handed to us (DW_ADOPT) after the drain */
+  if (c->plen) dist_conn_gone(t->id, c->peer, c->plen, c->up);
   for (size_t i = 0; i < c->nheld; i++) {
     dconn_refuse(c, c->held[i]);
     lpvm_msg_free(c->held[i]);
   }
   c->nheld = 0;
   while ((m = lpvm_recv(t)) != NULL) {
-    if (m->kind == SIG_DIST) dconn_refuse(c, m);
+    if (m->kind == SIG_DIST && ((const dist_wrap *)lpvm_msg_data(m))->kind == DW_ADOPT) {
+      dconn_adopt a;
+      memcpy(&a, lpvm_msg_data(m) + sizeof(dist_wrap), sizeof a);
+      close(a.fd);
+    } else if (m->kind == SIG_DIST) {
+      dconn_refuse(c, m);
+    }
     lpvm_msg_free(m);
   }
-  if (c->w.fd >= 0) (void)flush(c);   /* a refusal status, best effort */
+  (void)flush(c);   /* a refusal status, best effort */
   io_close_fd(&c->w);
-  if (c->plen) dist_conn_gone(t->id, c->peer, c->plen, c->up);
   dconn_rel_lost(c);
 
 }

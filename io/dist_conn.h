@@ -19,6 +19,9 @@ typedef sig_wrap dist_wrap;
 /* A spawn request (payload: opts byte, module length byte, module, function length
 ** byte, function, argument list term); ref = the request's reference. */
 #define DW_SPAWN_REQ 0x101u
+/* An accepted socket for the node's pending connection (dist_conn.c, simultaneous
+** connects): never a signal to send. */
+#define DW_ADOPT 0x102u
 
 typedef struct dlink { lpvm_id local, remote; } dlink;
 /* a local watcher monitors a remote target (our reference) */

@@ -115,6 +115,11 @@ lpvm_id dist_conn_for(const char *name, size_t len, int start);
 /* The connection task tells the node table and the map that it is up / gone. */
 void dist_conn_up(lpvm_id conn, const char *name, size_t len, uint32_t creation);
 void dist_conn_gone(lpvm_id conn, const char *name, size_t len, int was_up);
+/* An acceptor has its peer's name: may it go on (simultaneous connects, dist.c)? On
+** DACC_ADOPTED `adopt` went to the node's pending connection, which takes the
+** socket over; otherwise it is still the caller's. */
+enum { DACC_OK, DACC_NOK, DACC_ADOPTED };
+int dist_conn_accept(lpvm_id conn, const char *name, size_t len, lpvm_msg *adopt);
 /* The installed spawner (lpvm_dist_set_spawner), or NULL. */
 const lpvm_dist_spawner *dist_spawner(void);
 /* Log one line about distribution (stderr: "lpvm dist: ..."). */

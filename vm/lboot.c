@@ -24,6 +24,7 @@
 #include "lpvm/lpvm.h"
 #include "vm/lproc.h"
 #include "vm/lproc_int.h"
+#include "vm/lterm.h"
 
 static int load_step(lua_State *L, const lproc_step *st);
 
@@ -263,4 +264,39 @@ int lproc_boot(const char *script, const char *code, int argc, char **argv, lpvm
   lproc_step st = {code ? LPROC_STEP_CODE : LPROC_STEP_FILE, code ? code : script, NULL};
   lproc_boot_spec b = {&st, 1, 0, argc, argv, 0, 0};
   return lproc_boot_spec_run(&b, id, errmsg);
+}
+
+/* ---- the shell again -------------------------------------------------------------------- */
+
+/* The shell's process ended while the shell was in use (vm/shell.c's reader saw its
+** DOWN after it had asked for a line): an exit it called, a kill, an exit signal from
+** a process it linked to. Erlang's shell starts a new evaluator then, and so does
+** lpvm: a new process runs require('lpvm_shell').run(tty, version, <the DOWN's
+** values>), which says how the old one ended and reads on. Its globals start afresh:
+** they were the old state's. Made here, on the reader's thread, as the boot state is
+** made on the caller's. */
+typedef struct respawn_args { const uint8_t *down; size_t len; int tty; } respawn_args;
+
+static int respawn_cf(lua_State *L) {
+  const respawn_args *a = lua_touserdata(L, 1);
+  lua_settop(L, 0);
+  lproc_state_init(L, 0);
+  if (luaL_loadbuffer(L, shell_chunk, sizeof shell_chunk - 1, "=shell") != LUA_OK)
+    return lua_error(L);
+  lua_pushboolean(L, a->tty);
+  lua_pushliteral(L, LPVM_VERSION);
+  return 3 + lterm_push_values_ex(L, a->down, a->len, 1);
+}
+
+int lproc_shell_respawn(int tty, const uint8_t *down, size_t len, lpvm_id *id) {
+  lua_State *L = lproc_state_new();
+  if (!L) return LPVM_ENOMEM;
+  respawn_args a = {down, len, tty};
+  lua_pushcfunction(L, respawn_cf);
+  lua_pushlightuserdata(L, &a);
+  if (lua_pcall(L, 1, LUA_MULTRET, 0) != LUA_OK) {
+    lua_close(L);
+    return LPVM_EINVAL;
+  }
+  return lproc_spawn_boot(L, lua_gettop(L) - 1, id);
 }

@@ -88,11 +88,14 @@ int lmod_check_option(lua_State *L, int arg, const char *def, const char *const 
   return luaL_argerror(L, arg, lua_pushfstring(L, "invalid option %s", lmod_push_quoted(L, -1)));
 }
 
-/* A registered name (register, unregister, whereis): 1..255 bytes without NUL, as
-** the core's name table takes (tasks/names.c); anything else raises. */
+/* A registered name (register, unregister, whereis): a string of 1..255 bytes without
+** NUL, as the core's name table takes (tasks/names.c); anything else raises. A number
+** is no name (Erlang's register takes atoms only): not coerced, so register(42) does
+** not quietly name the caller "42". */
 const char *lmod_check_name(lua_State *L, int arg) {
   size_t len;
-  luaL_checklstring(L, arg, &len);
+  if (lua_type(L, arg) != LUA_TSTRING) luaL_typeerror(L, arg, "string (a name)");
+  lua_tolstring(L, arg, &len);
   luaL_argcheck(L, len > 0 && len < 256, arg, "name of 1..255 bytes expected");
   return lmod_cstr(L, arg, arg, "name");
 }

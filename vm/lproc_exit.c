@@ -99,9 +99,12 @@ static char *error_text(lproc *p, size_t *len) {
 ** error, exit(reason), max_heap) with a reason that is not normal or shutdown,
 ** linked or not, trapping or not; and for the boot process whatever ended it, so
 ** `lpvm app.lua` never exits 1 without saying why. Not for a process killed by a
-** signal (its sender reports), nor while the VM stops (halt, SIGINT). */
+** signal (its sender reports), nor while the VM stops (halt, SIGINT), nor for the
+** shell's process once its REPL runs: the shell goes on in a new one, which says how
+** this one ended as Erlang's shell does ("** exception exit: ...", vm/shell.c). */
 void lproc_crash_report(lproc *p, const uint8_t *reason, size_t len) {
   if (!p->failed && (!p->boot || lpvm_halted())) return;
+  if (p->boot && lproc_shell_in_use(p->task.id)) return;
   if (p->failed == FAILED_TEXT && p->exit_reason) {   /* lproc_error's text */
     reason = p->exit_reason;
     len = p->exit_len;

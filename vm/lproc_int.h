@@ -303,6 +303,12 @@ int lproc_spawn_boot(lua_State *L, int nargs, lpvm_id *id);
 ** which process is the shell (it ends with it). */
 int lproc_shell_reader(lpvm_id *reader);
 void lproc_shell_watch(lpvm_id reader, lpvm_id shell);
+/* lboot.c: a new shell process after the one in use ended (down: its DOWN message's
+** term), run by the reader; LPVM_ENOMEM / LPVM_EINVAL / lproc_spawn_boot's errors. */
+int lproc_shell_respawn(int tty, const uint8_t *down, size_t len, lpvm_id *id);
+/* shell.c: 1 if id is the shell's process and its REPL runs (the reader will start a
+** new one when it ends: no crash report for it). Any thread. */
+int lproc_shell_in_use(lpvm_id id);
 
 /* lsys.c: os.execute and io.popen that leave the VM's signals alone */
 void lsys_patch_os(lua_State *L);        /* on the os table on top of the stack */

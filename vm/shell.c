@@ -18,11 +18,16 @@
 ** quits); while it evaluates, the evaluation is interrupted (lproc_interrupt) and the
 ** shell and the VM carry on, as lua5.4's "interrupted!".
 **
+** The shell's process may end while the shell is in use (an exit typed in it, a
+** linked process's crash): the reader, which monitors it, starts a new one that reads
+** on (respawn below), as Erlang's shell starts a new evaluator.
+**
 ** The reader polls stdin with a short timeout rather than blocking in read(), so that
 ** it still notices a kill (lpvm.halt, SIGTERM), a Ctrl-C or the end of the shell
 ** within 100 ms. It monitors the shell and ends when the shell ends.
 */
 #include <errno.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,8 +58,15 @@ typedef struct reader {
   int eof;             /* stdin is at its end (or failed) */
   lpvm_id asker;       /* the process waiting for a line; 0 = none */
   lpvm_id watched;     /* the shell, monitored from the start */
+  int asked;           /* the shell has asked for a line: its REPL runs */
   int armed;           /* the last Ctrl-C came at an empty prompt: the next one quits */
 } reader;
+
+/* The shell's process while its REPL runs (0: none): written by the reader, read by a
+** dying process's crash report (lproc_shell_in_use) on any thread. */
+static _Atomic lpvm_id shell_in_use;
+
+int lproc_shell_in_use(lpvm_id id) { return id != 0 && atomic_load(&shell_in_use) == id; }
 
 static lpvm_task *reader_allocate(const lpvm_task_def *def, void *arg) {
   (void)def;
@@ -120,22 +132,26 @@ static int is_down(lpvm_msg *m) {
          lpvm_get_atom(&rd, &a, &n) == 0 && n == 4 && memcmp(a, "DOWN", 4) == 0;
 }
 
-/* A request from the shell: {"read", Prompt, Completions} (binaries). On a terminal
-** the editor shows the prompt and starts a line. */
-static void request(reader *r, lpvm_msg *m) {
+/* A request from the shell: {"read", Prompt, Completions} (binaries); a remote
+** shell's (--remsh) is {"read_remote", ...}: it is not started again when it ends (a
+** new one would evaluate here, not on the node the user attached to). On a terminal
+** the editor shows the prompt and starts a line. 1 for "read". */
+static int request(reader *r, lpvm_msg *m) {
   lpvm_tread rd;
   uint32_t n;
-  const uint8_t *prompt = NULL, *tag, *c = NULL;
-  size_t plen = 0, tlen, clen = 0;
+  const uint8_t *prompt = NULL, *tag = NULL, *c = NULL;
+  size_t plen = 0, tlen = 0, clen = 0;
   if (lpvm_tread_init(&rd, lpvm_msg_data(m), lpvm_msg_len(m)) == 0 &&
       lpvm_get_tuple(&rd, &n) == 0 && n == 3 && lpvm_get_binary(&rd, &tag, &tlen) == 0 &&
       lpvm_get_binary(&rd, &prompt, &plen) == 0)
     lpvm_get_binary(&rd, &c, &clen);
-  if (!r->tty) return;
+  int local = tag && tlen == 4 && memcmp(tag, "read", 4) == 0;
+  if (!r->tty) return local;
   char *p = strndup(prompt ? (const char *)prompt : "> ", prompt ? plen : 2);
   char *cands = strndup(c ? (const char *)c : "", clen);
   shell_edit_begin(p ? p : "> ", cands);
   free(p);
+  return local;
 }
 
 /* Ctrl-C (vm/main.c through lproc_shell_sigint). At the prompt: drop the line; a
@@ -152,12 +168,34 @@ static void on_sigint(reader *r) {
   reply(r, NULL, 0, why);
 }
 
+/* The shell's process ended (m: its DOWN). Before its REPL asked for a line (an error
+** in a script run before -i's shell) the reader ends with it, and the VM with them, as
+** lua5.4 stops at a script's error; so it does when the VM is halting. Once the REPL
+** runs, a new shell process goes on reading (lproc_shell_respawn: an exit typed in the
+** shell, or a linked process's crash, does not end the VM; Erlang's shell starts a new
+** evaluator). 0 when it did. */
+static int respawn(reader *r, lpvm_msg *m) {
+  atomic_store(&shell_in_use, 0);
+  if (!r->asked || lpvm_halted()) return -1;
+  if (r->asker && r->tty) shell_edit_cancel();   /* the line it was waiting for */
+  r->asker = 0;
+  r->asked = 0;
+  r->armed = 0;
+  lpvm_id nid = 0;
+  if (lproc_shell_respawn(r->tty, lpvm_msg_data(m), lpvm_msg_len(m), &nid) != 0) return -1;
+  uint64_t ref;
+  r->watched = nid;
+  return lpvm_monitor(&r->task, nid, &ref) == 0 ? 0 : -1;
+}
+
 /* Requests, Ctrl-Cs and DOWN notices. Returns LPVM_EXIT when the shell is gone. */
 static int reader_mail(reader *r) {
   lpvm_msg *m;
   while ((m = lpvm_recv(&r->task)) != NULL) {
     if (is_down(m)) {
+      int again = respawn(r, m) == 0;
       lpvm_msg_free(m);
+      if (again) continue;
       return LPVM_EXIT;
     }
     lpvm_id from = lpvm_msg_from(m);
@@ -165,15 +203,20 @@ static int reader_mail(reader *r) {
     if (from == 0 && lpvm_msg_len(m) == sizeof watch)   /* lproc_shell_watch */
       memcpy(&watch, lpvm_msg_data(m), sizeof watch);
     if (from == 0 && lpvm_msg_len(m) == 1 && *lpvm_msg_data(m) == SIGINT_BYTE) on_sigint(r);
+    int local = 0;
     if (from != 0) {
       r->asker = watch = from;
-      request(r, m);
+      local = request(r, m);
     }
     lpvm_msg_free(m);
     if (watch != 0 && r->watched == 0) {
       uint64_t ref;
       r->watched = watch;
       lpvm_monitor(&r->task, watch, &ref);
+    }
+    if (local && from == r->watched && !r->asked) {
+      r->asked = 1;
+      atomic_store(&shell_in_use, from);
     }
   }
   return r->asker ? LPVM_IDLE : LPVM_WAIT;

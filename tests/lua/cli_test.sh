@@ -415,6 +415,19 @@ printf 'lpvm.spawn({thread = true}, function() for i = 1, 8 do lpvm.spawn({prior
 if [ $? -eq 6 ]; then ok "halt from a priority-20 process stops running priority-0 spinners"; else bad "halt from a priority-20 process stops running priority-0 spinners"; fi
 shell 'x = = 1\n"after"\n'
 out_has "shell: a syntax error does not end the shell" '"after"'
+# The shell's process may end while the shell is in use: a new one reads on (Erlang's
+# shell starts a new evaluator), with fresh globals; the VM does not end.
+if shell 'x = 1\nlpvm.exit("boom")\nx\n1000 + 42\n'; then ok "shell: lpvm.exit typed in it ends the VM with 0 at EOF only"; else bad "shell: lpvm.exit typed in it ends the VM with 0 at EOF only" "$(cat "$TMP/err")"; fi
+out_has "shell: an exit typed in it is reported as Erlang's shell does" "** exception exit: boom"
+out_has "shell: the lines after it run in a new shell process" "1042"
+out_has "shell: the new process's globals start afresh" "nil"
+shell 'lpvm.spawn_link(function() error("linked boom") end)\nlpvm.sleep(60000)\n"after the link"\n'
+out_has "shell: a linked process's crash ends the shell's process, not the shell" '"after the link"'
+out_has "shell: the crash's reason is shown" "linked boom"
+shell 'lpvm.exit(lpvm.self(), "kill")\nlpvm.self()\n'
+out_has "shell: a kill is shown as killed" "** exception exit: killed"
+newpid=$(sed -n 's/.*the shell goes on in \(<[0-9.]*>\).*/\1/p' "$TMP/out")
+if [ -n "$newpid" ] && [ "$(tail -n 1 "$TMP/out")" = "$newpid" ]; then ok "shell: lpvm.self() is the new process"; else bad "shell: lpvm.self() is the new process" "$(cat "$TMP/out")"; fi
 
 # ---- examples ------------------------------------------------------------------
 check "examples/boot.lua runs" 0 "$LPVM" "$ROOT/examples/boot.lua"

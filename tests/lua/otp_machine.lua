@@ -32,6 +32,10 @@ function m.handle_event(ev, content, state, d, from)
   if ev == "cast" and type(content) == "table" and content[1] == "bad_action" then
     return "keep_state_and_data", content[2]
   end
+  -- {"acts", actions [, new_state]}: return these actions (a test's timers)
+  if ev == "cast" and type(content) == "table" and content[1] == "acts" then
+    return "next_state", content[3] or state, d, content[2]
+  end
   if ev == "cast" and content == "crash" then error("machine crashed") end
   if ev == "cast" and content == "bad" then return "what" end
   return "keep_state_and_data"

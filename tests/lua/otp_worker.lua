@@ -5,7 +5,17 @@ local lpvm = require "lpvm"
 local gen_server = require "gen_server"
 local w = {}
 
-function w.start_link(id, opts) return gen_server.start_link("otp_worker", { id = id, opts = opts or {} }) end
+-- opts.gate: a registered name asked before each start ({"ask", pid} -> {"gate", "no"}
+-- fails this start with "gated"); no such name, no question.
+function w.start_link(id, opts)
+  opts = opts or {}
+  if opts.gate and lpvm.whereis(opts.gate) then
+    lpvm.send(opts.gate, "ask", lpvm.self())
+    local _, answer = lpvm.receive(function(t) return t == "gate" end)
+    if answer == "no" then return nil, "gated" end
+  end
+  return gen_server.start_link("otp_worker", { id = id, opts = opts })
+end
 
 function w.init(a)
   local o = a.opts

@@ -130,7 +130,18 @@ keys C-c
 wait_prompt "Ctrl-C in a chunk gives a fresh prompt"
 type_ '7 * 6' Enter
 wait_for "Ctrl-C drops an incomplete chunk" "42"
-type_ C-d   # at the prompt after 42: sent before it, libedit dropped it (TSan, loaded)
+# the shell's process killed while it waits at the prompt: a new one prompts, reads
+# on, and is the one a Ctrl-C interrupts
+type_ 'lpvm.spawn(function(p) lpvm.receive(300) lpvm.exit(p, "kill") end, lpvm.self())' Enter
+wait_for "a kill at the prompt is reported" "** exception exit: killed"
+type_ '6 * 7 + 1000' Enter
+wait_for "the new shell process reads on" "1042"
+type_ 'print("spin" .. "ning") while true do end' Enter
+wait_for "a loop runs in the new process" "spinning"
+sleep 0.2
+keys C-c
+wait_for "Ctrl-C interrupts the new process" "interrupted!"
+type_ C-d   # at the prompt after interrupted!: sent before it, libedit dropped it (TSan, loaded)
 wait_for "Ctrl-D quits with status 0" "EXITED=0"
 
 echo "$pass passed, $fail failed"

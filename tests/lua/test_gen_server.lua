@@ -510,4 +510,36 @@ test("stress: many callers, one server", function()
   T.flush()
 end)
 
+test("sys: replace_state and get_status, running and suspended (calls wait until resume)", function()
+  -- found by otpsem's probe against OTP 25: sys had no replace_state nor get_status
+  local sys = require "sys"
+  local pid = assert(start({}, { name = "sys_kv" }))
+  gs.call(pid, { "put", "a", 1 })
+  local new = sys.replace_state(pid, function(st) st.data.a = st.data.a + 41; return st end)
+  T.eq(new.data.a, 42)
+  T.eq(gs.call(pid, { "get", "a" }), 42)
+  -- a raising fn leaves the state as it was; the caller raises callback_failed
+  local ok, why = pcall(sys.replace_state, pid, function() error("no") end)
+  T.eq(ok, false); T.eq(why[1], "callback_failed"); T.ok(T.mentions(why[2], "no"))
+  T.eq(gs.call(pid, { "get", "a" }), 42)
+  local st = sys.get_status(pid)
+  T.eq({ st.pid, st.name, st.module, st.behaviour, st.status, st.parent },
+       { pid, "sys_kv", "otp_kv", "gen_server", "running", lpvm.self() })
+  T.eq(st.state, { size = 0 }, "the state as format_status shows it")
+  -- suspended: system requests are answered, a call waits until resume
+  T.eq(sys.suspend(pid), true)
+  T.eq(sys.get_status(pid).status, "suspended")
+  sys.replace_state(pid, function(s) s.data.a = 7; return s end)
+  local me = lpvm.self()
+  lpvm.spawn(function() lpvm.send(me, "answer", require("gen_server").call(pid, { "get", "a" })) end)
+  T.ok(T.wait_until(function() return lpvm.info(pid).message_queue_len >= 1 end), "the call is queued")
+  T.eq(sys.get_state(pid).data.a, 7, "still suspended, the call not taken")
+  T.eq(sys.resume(pid), true)
+  T.eq(T.recv_match(function(t) return t == "answer" end)[2], 7)
+  T.eq(sys.get_status(pid).status, "running")
+  T.raises(function() sys.replace_state(pid, 5) end, "sys.replace_state", "function expected")
+  gs.stop(pid)
+  T.flush()
+end)
+
 T.run()

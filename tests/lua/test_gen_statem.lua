@@ -169,4 +169,83 @@ test("a gen_statem under a supervisor", function()
   T.down(ref)
 end)
 
+test("generic timeouts {\"timeout\", name}: survive state changes and events; cancel, update", function()
+  -- found by otpsem's probe against OTP 25: no generic timeouts, no cancel or update
+  local me = lpvm.self()
+  local m = assert(sm.start_link("otp_machine", { log = me }))
+  local function acts(a, new_state) sm.cast(m, { "acts", a, new_state }); T.recv() end
+  local function fired()   -- the next timeout event: {type, content, state}
+    return T.recv_match(function(t) return t ~= "cast" end)
+  end
+  -- one generic timeout given alone (one action, not a list), then a state change and
+  -- an event before it fires: it still fires, in the new state
+  acts({ { "timeout", "g" }, 100, "gc" }, 1)
+  sm.cast(m, "other"); T.recv()
+  local r = fired()
+  T.eq({ r[1], r[2], r[3] }, { { "timeout", "g" }, "gc", 1 })
+  -- cancel; two names; restart replaces; update changes the content of a running one
+  acts({ { { "timeout", "g" }, 60, "x" }, { { "timeout", "g" }, "cancel" },
+         { { "timeout", "h" }, 20, "h1" }, { { "timeout", "k" }, 30, "k1" },
+         { { "timeout", "k" }, 40, "k2" }, { { "timeout", "k" }, "update", "k3" } })
+  r = fired(); T.eq({ r[1], r[2] }, { { "timeout", "h" }, "h1" })
+  r = fired(); T.eq({ r[1], r[2] }, { { "timeout", "k" }, "k3" })
+  T.no_msg(200)
+  -- the state timeout: cancel, update; an update of a timer not running fires at once
+  acts({ { "state_timeout", 50, "s" }, { "state_timeout", "cancel" } })
+  acts({ { "state_timeout", 50, "s" }, { "state_timeout", "update", "s2" } })
+  r = fired(); T.eq({ r[1], r[2] }, { "state_timeout", "s2" })
+  acts({ { "state_timeout", "update", "now" } })
+  r = fired(); T.eq({ r[1], r[2] }, { "state_timeout", "now" })
+  -- the state_timeout event went to state + 100 (otp_machine): a state change
+  acts({ { { "timeout", "z" }, "update", "z1" } })
+  r = fired(); T.eq({ r[1], r[2] }, { { "timeout", "z" }, "z1" })
+  -- the event timeout: cancel
+  acts({ { "timeout", 50, "e" }, { "timeout", "cancel" } })
+  T.no_msg(200)
+  -- a bad time in a generic timeout ends the machine as the others do
+  lpvm.unlink(m)
+  local ref = lpvm.monitor(m)
+  sm.cast(m, { "acts", { { "timeout", "g" }, -1, "x" } })
+  local why = select(2, T.down(ref))
+  T.eq(why[1], "bad_action_from_state_function")
+  T.flush()
+end)
+
+test("zero timeouts fire before a message already queued; the event timeout does not", function()
+  local me = lpvm.self()
+  local m = assert(sm.start_link("otp_machine", { log = me }))
+  require("sys").suspend(m)
+  sm.cast(m, { "acts", { { "state_timeout", 0, "s0" }, { { "timeout", "g" }, 0, "g0" },
+                         { "timeout", 0, "e0" } } })
+  sm.cast(m, "queued")
+  require("sys").resume(m)
+  local got = {}
+  for i = 1, 4 do local r = T.recv(); got[i] = { r[1], r[2] } end
+  T.eq(got[1][1], "cast")
+  T.eq(got[2], { "state_timeout", "s0" })
+  T.eq(got[3], { { "timeout", "g" }, "g0" })
+  T.eq(got[4], { "cast", "queued" })
+  T.no_msg(100)
+  T.eq(sm.call(m, "quit"), "bye")
+  T.flush()
+end)
+
+test("sys on a gen_statem: replace_state takes and gives {state, data}; get_status", function()
+  local sys = require "sys"
+  local m = assert(sm.start_link("otp_machine", {}))
+  local new = sys.replace_state(m, function(sd) sd[2].enters = 5; return { sd[1] + 3, sd[2] } end)
+  T.eq(new[1], 3); T.eq(new[2].enters, 5)
+  T.eq(sm.call(m, "get"), 3)
+  local ok, why = pcall(sys.replace_state, m, function() return 5 end)
+  T.eq(ok, false); T.eq(why[1], "callback_failed")
+  T.eq(sys.get_state(m)[1], 3, "the state stayed")
+  local st = sys.get_status(m)
+  T.eq({ st.behaviour, st.module, st.status, st.state[1] }, { "gen_statem", "otp_machine", "running", 3 })
+  sys.suspend(m)
+  T.eq(sys.get_status(m).status, "suspended")
+  sys.resume(m)
+  T.eq(sm.call(m, "quit"), "bye")
+  T.flush()
+end)
+
 T.run()

@@ -120,4 +120,15 @@ test("names: bad arguments name the argument", function()
   T.raises(function() lpvm.unregister() end, "bad argument #1")
 end)
 
+-- Erlang's register takes atoms only (register(42, self()) is badarg); a number was
+-- coerced by luaL_checklstring and named the caller "42".
+test("names: a number is no name (not coerced to a string)", function()
+  T.raises(function() lpvm.register(42) end, "bad argument #1", "string (a name) expected, got number")
+  T.raises(function() lpvm.register(4.5, lpvm.self()) end, "bad argument #1")
+  T.raises(function() lpvm.whereis(42) end, "bad argument #1", "got number")
+  T.raises(function() lpvm.unregister(42) end, "bad argument #1", "got number")
+  T.eq(lpvm.whereis("42"), nil)
+  T.eq(lpvm.whereis("4.5"), nil)
+end)
+
 T.run()

@@ -124,10 +124,11 @@ end)
 -- Lua's one hook slot as a slice ends and gives the process's own back
 -- (vm/lproc_slice.c), so that hook keeps firing across slices and the process is still
 -- preempted. In count mode (ThreadSanitizer builds) a process's own hook replaces the
--- slice's for good (docs/lua-processes.md): there only the first part is checked.
+-- slice's for good (docs/lua-processes.md): there only the first part is checked
+-- (lua_sched_count runs this file with --reductions and LPVM_COUNT_MODE=1).
 test("a process's own debug hook stays across its slices, and the process is still preempted", function()
   local me = lpvm.self()
-  local counting = os.getenv("LPVM_SANITIZE") == "thread"
+  local counting = os.getenv("LPVM_SANITIZE") == "thread" or os.getenv("LPVM_COUNT_MODE") == "1"
   local n = counting and 1 or 4   -- more loops than workers
   local function spin(p, ms)
     local lines, lost = 0, 0

@@ -18,6 +18,8 @@
 -- actions: one action or a list of them:
 --   {"reply", from, value}     "postpone"     "hibernate"
 --   {"state_timeout", ms, content}   {"timeout", ms, content}   (the event timeout)
+--   {{"timeout", name}, ms, content} (a generic timeout: event type {"timeout", name})
+--   {<any of the three>, "cancel"}   {<any of the three>, "update", content}
 --   {"next_event", type, content}
 local lpvm = require "lpvm"
 local gen = require "gen"
@@ -32,7 +34,8 @@ gen.client_api(M, "gen_statem")   -- start, start_link, call, cast, reply, stop
 
 -- ---- the machine ---------------------------------------------------------------------
 
-local S = {}   -- mod, state, data, parent, name, enter, by_state, queue, postponed
+local S = {}   -- mod, state, data, parent, name, enter, by_state, queue, postponed,
+               -- timers, by_ref (all of this process's own: one machine per process)
 
 local function terminate(reason)
   local f = S.mod.terminate
@@ -58,27 +61,75 @@ local function call_state(etype, content, from)
   return r
 end
 
--- Timers: the state timeout is a send_after to self tagged with a fresh ref, so a
--- cancelled one that fires anyway is recognised and dropped.
-local function cancel_state_timeout()
-  if S.st_timer then
-    lpvm.cancel_timer(S.st_timer)
-    S.st_timer, S.st_ref = nil, nil
-  end
+-- Timers: the state timeout and each generic timeout {"timeout", name} is a record
+-- in S.timers (key: STATE_KEY or the name's key) holding a fresh ref, the content and
+-- the send_after timer that will send {"$statem_timeout", ref}; S.by_ref maps a
+-- running ref back to its key, so a cancelled or restarted timer that fires anyway
+-- is recognised and dropped. A zero time (and an update of a timer that is not
+-- running) does not go through the mailbox: its firing is queued behind the events
+-- already taken (inserted, postponed), before any message, as OTP does.
+local STATE_KEY = {}
+
+local function timer_key(name)
+  if type(name) == "table" then return "t:" .. lpvm.format(name) end
+  return name
 end
 
-local function set_state_timeout(ms, content)
-  cancel_state_timeout()
+local function cancel_timer(key)
+  local t = S.timers[key]
+  if not t then return end
+  if t.tref then lpvm.cancel_timer(t.tref) end
+  S.by_ref[t.ref] = nil
+  S.timers[key] = nil
+end
+
+-- etype: "state_timeout" or {"timeout", name}
+local function start_timer(key, etype, ms, content)
+  cancel_timer(key)
   if ms == math.huge then return end
-  S.st_ref = lpvm.make_ref()
-  S.st_timer = lpvm.send_after(ms, lpvm.self(), "$statem_state_timeout", S.st_ref, content)
+  local ref = lpvm.make_ref()
+  local t = { ref = ref, etype = etype, content = content }
+  if ms == 0 then
+    S.queue[#S.queue + 1] = { "$statem_t0", ref }
+  else
+    t.tref = lpvm.send_after(ms, lpvm.self(), "$statem_timeout", ref)
+  end
+  S.timers[key], S.by_ref[ref] = t, key
+end
+
+-- The event of a timer that fired, or nil if it was cancelled or restarted since.
+local function timer_event(ref)
+  local key = S.by_ref[ref]
+  if key == nil then return nil end
+  local t = S.timers[key]
+  S.by_ref[ref], S.timers[key] = nil, nil
+  return { t.etype, t.content }
+end
+
+-- {"state_timeout", ...} or {{"timeout", name}, ...}: ms, content | "cancel" |
+-- "update", content (an update of a timer not running fires it at once, as OTP's)
+local function timer_action(key, etype, a)
+  if a[2] == "cancel" then return cancel_timer(key) end
+  if a[2] == "update" then
+    local t = S.timers[key]
+    if t then t.content = a[3] else start_timer(key, etype, 0, a[3]) end
+    return
+  end
+  start_timer(key, etype, a[2], a[3])
 end
 
 -- A list of actions, or one action? An empty table is the empty list (OTP's []: it
 -- was taken for one action without a kind and ended the machine with bad_action).
+-- A generic timeout {{"timeout", name}, ms | "cancel" | "update", ...} is one action
+-- (a list's second element is never a number, "cancel" or "update").
 local function is_list(actions)
-  return type(actions) == "table" and (actions[1] == nil or type(actions[1]) == "table"
-    or actions[1] == "postpone" or actions[1] == "hibernate")
+  if type(actions) ~= "table" then return false end
+  local first, second = actions[1], actions[2]
+  if type(first) == "table" then
+    return not (first[1] == "timeout" and (type(second) == "number"
+      or second == "cancel" or second == "update"))
+  end
+  return first == nil or first == "postpone" or first == "hibernate"
 end
 
 -- A time an action may carry: ms >= 0, or math.huge (infinity)
@@ -101,11 +152,18 @@ local function do_actions(actions, event, enter)
       postpone = true
     elseif kind == "hibernate" then
       S.hibernate = true
-    elseif kind == "state_timeout" or kind == "timeout" then
-      if not good_ms(a[2]) then
-        terminate({ "bad_action_from_state_function", kind, tostring(a[2]) })
+    elseif kind == "state_timeout" or kind == "timeout"
+        or (type(kind) == "table" and kind[1] == "timeout") then
+      local what = type(a) == "table" and a[2]
+      if what ~= "cancel" and what ~= "update" and not good_ms(what) then
+        terminate({ "bad_action_from_state_function", type(kind) == "table" and "timeout"
+          or kind, tostring(what) })
       end
-      if kind == "state_timeout" then set_state_timeout(a[2], a[3])
+      if kind == "state_timeout" then timer_action(STATE_KEY, "state_timeout", a)
+      elseif kind ~= "timeout" then timer_action(timer_key(kind[2]), kind, a)
+      elseif what == "cancel" then S.ev_timeout = nil
+      elseif what == "update" then
+        if S.ev_timeout then S.ev_content = a[3] else S.ev_timeout, S.ev_content = 0, a[3] end
       else S.ev_timeout, S.ev_content = a[2], a[3] end
     elseif kind == "next_event" then
       if enter then terminate({ "bad_action_from_state_function", "next_event" }) end
@@ -169,7 +227,7 @@ local function handle(event)
   -- is that state's (cancelling after the actions lost it: it never fired)
   if new_state ~= old then
     S.state = new_state
-    cancel_state_timeout()
+    cancel_timer(STATE_KEY)
   end
   if do_actions(actions, event) then S.postponed[#S.postponed + 1] = event end
   if new_state ~= old then
@@ -196,11 +254,7 @@ local function to_event(n, tag, a, b, c, ...)
   if tag == "$gen_system" and n == 4 then system(a, b, c); return nil end
   if tag == "$gen_call" and n == 4 then return { "call", c, { a, b } } end
   if tag == "$gen_cast" and n == 2 then return { "cast", a } end
-  if tag == "$statem_state_timeout" and n == 3 then
-    if a ~= S.st_ref then return nil end    -- a cancelled timer that fired anyway
-    S.st_timer, S.st_ref = nil, nil
-    return { "state_timeout", b }
-  end
+  if tag == "$statem_timeout" and n == 2 then return timer_event(a) end
   if tag == "$gen_stop" and n == 2 then terminate(a) end
   if tag == "EXIT" and n == 3 and a == S.parent then terminate(b) end
   if n == 1 then return { "info", tag } end
@@ -212,7 +266,11 @@ local function dispatch(...) return to_event(select("#", ...), ...) end
 -- The next event: queued ones (inserted, postponed) first, then the mailbox; the
 -- event timeout fires only if nothing comes in time.
 local function next_event()
-  if #S.queue > 0 then return table.remove(S.queue, 1) end
+  if #S.queue > 0 then
+    local ev = table.remove(S.queue, 1)
+    if ev[1] == "$statem_t0" then return timer_event(ev[2]) end
+    return ev
+  end
   if S.hibernate then
     S.hibernate = false
     collectgarbage("collect")
@@ -242,6 +300,7 @@ function M.main(parent, tag, name, spec, args)
   local mod, r = gen.init(parent, tag, name, spec, args)
   S.mod, S.name, S.parent = mod, name, parent
   S.queue, S.postponed, S.inserted = {}, {}, {}
+  S.timers, S.by_ref = {}, {}
   local mode, enter = callback_mode(mod)
   if not mode then
     gen.ack(parent, tag, "error", enter)

@@ -18,13 +18,50 @@ local send_alias = lpvm.send_alias
 -- statem: S is a gen_statem's (mod, state, data), answered in OTP's gen_statem shapes:
 -- get_state is {state, data}, code_change(old_vsn, state, data, extra) -> "ok",
 -- state, data (a gen_server's: code_change(old_vsn, state, extra) -> "ok", state).
-function G.handle_system(S, pid, ref, request, statem)
+-- The state as format_status shows it (reports, get_status): the status table
+-- {state = ...} through the module's format_status, if it has one that works.
+local function formatted_state(S, state, reason)
+  local status = { state = state, reason = reason }
+  if S.mod and S.mod.format_status then
+    local ok, st = pcall(S.mod.format_status, status)
+    if ok and type(st) == "table" then status = st end
+  end
+  return status
+end
+
+-- The callback module's name (nil for a callback table that is no module).
+local function module_name(mod)
+  local m = gen.module_spec(mod, "sys.get_status")
+  return type(m) == "string" and m or nil
+end
+
+function G.handle_system(S, pid, ref, request, statem, suspended)
   local what = type(request) == "table" and request[1] or request
   if what == "suspend" or what == "resume" then
     send_alias(pid, ref, true)
     return what == "suspend"
   elseif what == "get_state" then
     send_alias(pid, ref, true, statem and { S.state, S.data } or S.state)
+  elseif what == "replace_state" then
+    -- {"replace_state", fn}: fn(state) -> new state (a gen_statem's: fn({state, data})
+    -- -> {state, data}); if it raises (or a gen_statem's returns no such table) the
+    -- state stays and the caller raises {"callback_failed", reason}, as OTP's
+    local ok, new = xpcall(request[2], gen.traceback, statem and { S.state, S.data } or S.state)
+    if ok and statem and type(new) ~= "table" then
+      ok, new = false, "a {state, data} table expected, got " .. lpvm.format(new)
+    end
+    if not ok then
+      send_alias(pid, ref, nil, { "callback_failed", new })
+    else
+      if statem then S.state, S.data = new[1], new[2] else S.state = new end
+      send_alias(pid, ref, true, new)
+    end
+  elseif what == "get_status" then
+    send_alias(pid, ref, true, {
+      pid = lpvm.self(), name = S.name or nil, module = module_name(S.mod),
+      behaviour = statem and "gen_statem" or "gen_server",
+      status = suspended and "suspended" or "running", parent = S.parent,
+      state = formatted_state(S, statem and { S.state, S.data } or S.state).state })
   elseif what == "change_code" then
     -- {"change_code", module, old_vsn, extra}: the module is loaded already, and this
     -- process took its new version at this message (lcode.c's safe point)
@@ -80,7 +117,7 @@ function G.suspended(S, statem)
       send_alias(pid, ref, true)
       return
     end
-    G.handle_system(S, pid, ref, request, statem)
+    G.handle_system(S, pid, ref, request, statem, true)
   end
 end
 
@@ -133,11 +170,7 @@ end
 function G.report_terminate(kind, S, reason)
   local logger = require "logger"
   if not logger.allow("error") then return end
-  local status = { state = S.state, reason = reason }
-  if S.mod and S.mod.format_status then
-    local ok, st = pcall(S.mod.format_status, status)
-    if ok and type(st) == "table" then status = st end
-  end
+  local status = formatted_state(S, S.state, reason)
   local why = status.reason
   logger.error("%s %s terminating\nreason: %s\nstate: %s", kind,
     S.name and (S.name .. " " .. tostring(lpvm.self())) or tostring(lpvm.self()),

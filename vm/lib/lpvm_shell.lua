@@ -42,7 +42,8 @@ end
 -- (why: "cleared" when a line was typed, "interrupt" at an empty prompt, "quit" for
 -- a second one there).
 local function readline(prompt, tty)
-  lpvm.send(READER, "read", prompt, tty and completions() or "")
+  -- a remote shell's process is not started again if it ends (vm/shell.c)
+  lpvm.send(READER, M.remote and "read_remote" or "read", prompt, tty and completions() or "")
   while true do
     local ok, _, line, why = pcall(lpvm.receive, function(tag) return tag == TAG end)
     if ok then return line or nil, why end
@@ -205,9 +206,22 @@ local function attach(tty)
   if tty then write("remote shell on ", M.remote, " (Ctrl-D detaches)\n") end
 end
 
--- run(tty, version): read, evaluate, print until the end of input (or q()); then
--- halt the VM with 0. tty: stdin is a terminal (a banner; the reader prompts).
-function M.run(tty, version)
+-- How the shell's previous process ended, as Erlang's shell says it; the reader
+-- (vm/shell.c) starts this process with that process's DOWN when it ended while the
+-- shell was in use.
+local function ended(old, reason)
+  local why = type(reason) == "string" and reason or show(reason, 0, {})
+  write("** exception exit: ", why, "\n")
+  write("(the shell's process ", tostring(old), " ended; the shell goes on in ",
+        tostring(lpvm.self()), ", whose globals start afresh)\n")
+  io.stdout:flush()
+end
+
+-- run(tty, version [, "DOWN", ref, "process", old, reason]): read, evaluate, print
+-- until the end of input (or q()); then halt the VM with 0. tty: stdin is a terminal
+-- (a banner; the reader prompts). The DOWN: this process replaces the shell's
+-- previous one, which ended while in use.
+function M.run(tty, version, down, _, _, old, reason)
   -- The shell runs on a private thread, where no user process can starve it: the
   -- workers serve priorities strictly, so a few spinners at priority 0 would
   -- otherwise keep it (and with it Ctrl-D and lpvm.halt typed here) from ever
@@ -215,7 +229,9 @@ function M.run(tty, version)
   pcall(lpvm.migrate, "thread")
   if rawget(_G, "q") == nil then _G.q = function() lpvm.halt(0) end end
   if rawget(_G, "help") == nil then _G.help = help end
-  if tty then
+  if down == "DOWN" then
+    ended(old, reason)
+  elseif tty then
     write("lpvm ", version or "", " (", _VERSION, ") shell. help() lists the commands; ",
           "Ctrl-D quits.\n")
   end

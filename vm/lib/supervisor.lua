@@ -175,7 +175,11 @@ local function shutdown_child(sup, c)
     reason = why
   end
   c.pid = "undefined"
-  if reason ~= "shutdown" and not (early[1] == "EXIT" and is_normal(reason)) then
+  -- OTP's rule: "shutdown" (or the kill of a brutal_kill) is the expected end; any
+  -- normal end (normal, shutdown, {shutdown, x}) is fine for a child that is not
+  -- permanent; anything else, or a kill after the timeout, is a shutdown_error
+  local fine = reason == "shutdown" or (c.restart ~= "permanent" and is_normal(reason))
+  if not fine then
     logger.supervisor_report(sup.name or lpvm.self(), "shutdown_error", reason,
       { id = c.id, pid = pid, restart = c.restart, shutdown = c.shutdown, type = c.type })
   end
@@ -213,13 +217,19 @@ local function shutdown_dynamic(sup)
   sup.dyn, sup.ndyn = {}, 0
 end
 
-local function terminate_children(sup, from)
+-- Stop children[from..] in reverse order. For a restart (one_for_all, rest_for_one)
+-- the temporary ones among them are forgotten, as OTP does: they are never restarted.
+local function terminate_children(sup, from, for_restart)
   if sup.strategy == "simple_one_for_one" then return shutdown_dynamic(sup) end
   for i = #sup.children, from or 1, -1 do
     local c = sup.children[i]
     if type(c.pid) == "userdata" then
       sup.by_pid[c.pid] = nil
       shutdown_child(sup, c)
+    end
+    if for_restart and c.restart == "temporary" then
+      sup.by_id[c.id] = nil
+      table.remove(sup.children, i)
     end
   end
 end
@@ -242,16 +252,24 @@ local function start_child_rec(sup, c, extra)
   return nil, why
 end
 
--- Start children[from..] in order; on a failure stop those just started (reverse).
+-- Start children[from..] in order; on a failure stop those just started (reverse)
+-- and return nil, reason, the child that failed. A temporary child that answers
+-- "ignore" is forgotten (OTP keeps no spec that could never run).
 local function start_children(sup, from)
-  for i = from or 1, #sup.children do
+  local i = from or 1
+  while i <= #sup.children do
     local c = sup.children[i]
     local pid, why = start_child_rec(sup, c)
     if pid then sup.by_pid[pid] = c
     elseif why ~= "ignore" then
       terminate_children(sup, from)
-      return nil, { "failed_to_start_child", c.id, why }
+      return nil, { "failed_to_start_child", c.id, why }, c
+    elseif c.restart == "temporary" then
+      sup.by_id[c.id] = nil
+      table.remove(sup.children, i)
+      i = i - 1
     end
+    i = i + 1
   end
   return true
 end
@@ -283,7 +301,7 @@ end
 local function restart(sup, c, extra)
   if not add_restart(sup) then return give_up(sup, c) end
   local s = sup.strategy
-  local ok, why
+  local ok, why, failed
   if s == "simple_one_for_one" then
     local pid, w = start_child_rec(sup, c, extra)
     if pid then
@@ -303,13 +321,35 @@ local function restart(sup, c, extra)
   else
     local i = index_of(sup, c)
     local from = s == "one_for_all" and 1 or i
-    terminate_children(sup, from)
-    ok, why = start_children(sup, from)
+    terminate_children(sup, from, true)
+    ok, why, failed = start_children(sup, from)
   end
   if ok then return "noreply", sup end
-  -- the restart failed: try again (each try counts against the intensity)
-  lpvm.send(lpvm.self(), "$sup_try_again", c.id, extra or false)
+  -- the restart failed: try again (each try counts against the intensity) with the
+  -- child that failed to start, marked "restarting" until then: a terminate_child,
+  -- restart_child or delete_child in between takes it out of that state, and the
+  -- try is then dropped, as in OTP
+  failed = failed or c
+  if s ~= "simple_one_for_one" then failed.pid = "restarting" end
+  lpvm.send(lpvm.self(), "$sup_try_again", failed.id, extra or false)
   return "noreply", sup
+end
+
+-- check_childspecs({ childspec, ... }) -> true | nil, reason: what start_link or
+-- start_child would say of these specs, without a supervisor (OTP's check_childspecs).
+function M.check_childspecs(specs)
+  if type(specs) ~= "table" then
+    error("bad argument #1 to 'supervisor.check_childspecs' (list of child specs expected, got "
+      .. type(specs) .. ")", 2)
+  end
+  local seen = {}
+  for _, cs in ipairs(specs) do
+    local c, why = check_child(cs)
+    if not c then return nil, why end
+    if seen[c.id] then return nil, { "duplicate_child_name", c.id } end
+    seen[c.id] = true
+  end
+  return true
 end
 
 -- ---- gen_server callbacks -------------------------------------------------------------------
@@ -398,6 +438,7 @@ function handlers.start_child(sup, spec)
   c.pid = "undefined"
   local pid, w = start_child_rec(sup, c)
   if not pid and w ~= "ignore" then return nil, w end
+  if not pid and c.restart == "temporary" then return nil, "ignore" end   -- not kept
   sup.children[#sup.children + 1] = c
   sup.by_id[c.id] = c
   if pid then sup.by_pid[pid] = c end
@@ -419,6 +460,7 @@ function handlers.terminate_child(sup, id)
     sup.by_pid[c.pid] = nil
     shutdown_child(sup, c)
   end
+  c.pid = "undefined"   -- a child waiting to be restarted is not restarted now
   if c.restart == "temporary" then
     sup.by_id[c.id] = nil
     table.remove(sup.children, index_of(sup, c))
@@ -430,6 +472,7 @@ function handlers.restart_child(sup, id)
   if sup.strategy == "simple_one_for_one" then return nil, "simple_one_for_one" end
   local c = find(sup, id)
   if not c then return nil, "not_found" end
+  if c.pid == "restarting" then return nil, "restarting" end
   if type(c.pid) == "userdata" then return nil, "running" end
   local pid, why = start_child_rec(sup, c)
   if pid then sup.by_pid[pid] = c end
@@ -440,6 +483,7 @@ function handlers.delete_child(sup, id)
   if sup.strategy == "simple_one_for_one" then return nil, "simple_one_for_one" end
   local c = find(sup, id)
   if not c then return nil, "not_found" end
+  if c.pid == "restarting" then return nil, "restarting" end
   if type(c.pid) == "userdata" then return nil, "running" end
   sup.by_id[c.id] = nil
   table.remove(sup.children, index_of(sup, c))
@@ -497,6 +541,8 @@ function M.handle_info(msg, sup)
   if msg[1] == "$sup_try_again" then
     local c = msg[2] ~= nil and sup.by_id[msg[2]] or sup.template
     if not c then return "noreply", sup end
+    -- dropped if the child was terminated, deleted or restarted by hand meanwhile
+    if c ~= sup.template and c.pid ~= "restarting" then return "noreply", sup end
     return restart(sup, c, msg[3] or nil)
   end
   if msg[1] ~= "EXIT" then return "noreply", sup end

@@ -6,6 +6,8 @@
 --   sys.change_code(server, module, old_vsn, extra [, timeout])   -> true | nil, reason
 --   sys.resume(server [, timeout])                                -> true
 --   sys.get_state(server [, timeout])                             -> state
+--   sys.replace_state(server, fn [, timeout])                     -> new state
+--   sys.get_status(server [, timeout])                            -> status table
 -- A server that is gone or does not answer in time raises its reason, "noproc" or
 -- "timeout", as gen_server.call does. While suspended a server takes only system
 -- messages; calls and casts wait in its mailbox.
@@ -45,6 +47,25 @@ end
 
 function sys.get_state(server, timeout)
   return select(2, system(server, "get_state", timeout, 2, "sys.get_state"))
+end
+
+-- replace_state(server, fn): the server runs fn(state) (a gen_statem's fn({state,
+-- data}) -> {state, data}; fn travels as a copy, its upvalues too) and keeps what it
+-- returns; if fn raises, the state stays and this raises {"callback_failed", reason}.
+function sys.replace_state(server, fn, timeout)
+  if type(fn) ~= "function" then
+    error("bad argument #2 to 'sys.replace_state' (function expected, got " .. type(fn) .. ")", 2)
+  end
+  local ok, v = system(server, { "replace_state", fn }, timeout, 3, "sys.replace_state")
+  if not ok then error(v, 0) end
+  return v
+end
+
+-- get_status(server) -> { pid =, name =, module =, behaviour = "gen_server" |
+-- "gen_statem", status = "running" | "suspended", parent =, state = }: state as the
+-- module's format_status shows it (a gen_statem's: {state, data}).
+function sys.get_status(server, timeout)
+  return select(2, system(server, "get_status", timeout, 2, "sys.get_status"))
 end
 
 -- change_code(server, module, old_vsn, extra): the server calls
