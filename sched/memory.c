@@ -136,7 +136,17 @@ void mem_bind_worker(int index) {
 
 /* lpvm.h: the VM's helper threads share one arena of their own. */
 void lpvm_aux_arena(void) { bind_slot(AUX_SLOT); }
+
+/* lpvm.h: reading thread.arena sets the thread up (its tsd, tcache and arena), which is
+** what jemalloc's first malloc on a thread does, without a malloc the compiler could
+** drop. A failure here is jemalloc's own (it has memory at thread start). */
+void lpvm_thread_arena(void) {
+  unsigned idx;
+  size_t sz = sizeof idx;
+  (void)mallctl("thread.arena", &idx, &sz, NULL, 0);
+}
 #else
 void mem_bind_worker(int index) { (void)index; }
 void lpvm_aux_arena(void) {}
+void lpvm_thread_arena(void) {}
 #endif

@@ -598,6 +598,7 @@ static int run(worker *w, lpvm_task *t) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   self_w = w;
+  lpvm_thread_arena();   /* before memory may run out (lpvm.h) */
   while (!atomic_load_explicit(&S.stop, memory_order_acquire)) {
     lpvm_task *t = next_task(w);
     if (!t) {

@@ -38,6 +38,7 @@ static void wait_queued(lpvm_task *t) {
 
 static void *thread_main(void *arg) {
   lpvm_task *t = arg;
+  lpvm_thread_arena();   /* before memory may run out (lpvm.h) */
   for (;;) {
     wait_queued(t);
     int r = task_step(t);

@@ -22,6 +22,11 @@ const size_t term_noconnection_len = sizeof term_noconnection;
 const uint8_t term_shutdown[] = {131, 119, 8, 's', 'h', 'u', 't', 'd', 'o', 'w', 'n'};
 const size_t term_shutdown_len = sizeof term_shutdown;
 
+/* The reason of a task whose reason could not be copied for lack of memory (task.c) */
+const uint8_t term_nomem[] = {131, 109, 0, 0, 0, 17, 'n', 'o', 't', ' ', 'e', 'n', 'o', 'u',
+                              'g', 'h', ' ', 'm', 'e', 'm', 'o', 'r', 'y'};
+const size_t term_nomem_len = sizeof term_nomem;
+
 int term_is(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen) {
   return alen == blen && memcmp(a, b, alen) == 0;
 }

@@ -6,8 +6,10 @@
 ** receiver was waiting, schedules it. Only the receiver acts on a signal, so links,
 ** monitors and the mailbox need no lock, and the sender never waits for it.
 */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lpvm/term.h"
 #include "tasks/mpsc.h"
@@ -18,10 +20,28 @@
 ** messages can't keep one task draining forever. */
 #define SIG_BATCH 4096
 
+/* A signal the VM owes (a DOWN, an EXIT, a receive's timeout, a kill) that cannot be
+** allocated is lost, and whoever waits for it may wait for ever: memory has run out
+** for the whole OS process (ulimit -v, strict overcommit), which a per-process
+** max_heap prevents. Said once on stderr, with no allocation, so that such a wait is
+** not silent. BEAM stops the node in this case. */
+static void say_lost(void) {
+  static atomic_flag said = ATOMIC_FLAG_INIT;
+  static const char line[] = "lpvm: out of memory: signals (DOWN, EXIT, timeouts) are "
+                             "being lost; set --max-heap (docs/reliability.md)\n";
+  if (!atomic_flag_test_and_set(&said)) {
+    ssize_t n = write(2, line, sizeof line - 1);
+    (void)n;
+  }
+}
+
 struct lpvm_sig *sig_new(uint32_t kind, lpvm_id from, uint64_t ref, const void *data,
                          size_t len) {
   struct lpvm_sig *s = malloc(sizeof(struct lpvm_sig) + len);
-  if (!s) return NULL;
+  if (!s) {
+    say_lost();
+    return NULL;
+  }
   s->prev = NULL;
   s->from = from;
   s->ref = ref;

@@ -117,9 +117,12 @@ static int call_callbacks(lpvm_task *t, int st) {
   return (st >= LPVM_WAIT && st <= LPVM_EXIT) ? st : LPVM_WAIT;
 }
 
+#define REASON_NOMEM UINT32_MAX   /* reason_len with reason NULL: term_nomem */
+
 static void task_die(lpvm_task *t) {
   const uint8_t *reason = t->reason ? t->reason : term_normal;
   size_t len = t->reason ? t->reason_len : term_normal_len;
+  if (!t->reason && t->reason_len == REASON_NOMEM) reason = term_nomem, len = term_nomem_len;
   if (t->def->terminate) t->def->terminate(t, reason, len);
   atomic_fetch_or_explicit(&t->sched_word, TS_DEAD, memory_order_acq_rel);
   task_timer_drop(t);
@@ -130,6 +133,7 @@ static void task_die(lpvm_task *t) {
   mbox_free_all(t);
   free(t->reason);
   t->reason = NULL;
+  t->reason_len = 0;
   task_count_died();
   ptab_close(t);  /* may free t */
 }
@@ -242,10 +246,20 @@ int lpvm_trap_exit(lpvm_task *self, int on) {
   return old;
 }
 
+/* A reason that cannot be kept for lack of memory must not leave the task to end
+** `normal` (links would not fire, a supervisor would not restart it): it ends with
+** the static binary "not enough memory", as the Lua error that usually caused it. */
+static int reason_nomem(lpvm_task *self) {
+  free(self->reason);
+  self->reason = NULL;
+  self->reason_len = REASON_NOMEM;
+  return LPVM_ENOMEM;
+}
+
 int lpvm_set_reason(lpvm_task *self, const uint8_t *term, size_t len) {
-  if (!self || !term || len == 0 || len > UINT32_MAX) return LPVM_EINVAL;
+  if (!self || !term || len == 0 || len >= UINT32_MAX) return LPVM_EINVAL;
   uint8_t *copy = malloc(len);
-  if (!copy) return LPVM_ENOMEM;
+  if (!copy) return reason_nomem(self);
   memcpy(copy, term, len);
   free(self->reason);
   self->reason = copy;
@@ -258,7 +272,8 @@ int lpvm_set_reason_atom(lpvm_task *self, const char *atom) {
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
   lpvm_put_atom(&b, atom);
-  int rc = b.err ? b.err : lpvm_set_reason(self, b.data, b.len);
+  int rc = b.err ? (b.err == LPVM_ENOMEM && self ? reason_nomem(self) : b.err)
+                 : lpvm_set_reason(self, b.data, b.len);
   lpvm_tbuf_free(&b);
   return rc;
 }

@@ -100,9 +100,9 @@ void ptab_foreach(void (*fn)(lpvm_task *t, void *ud), void *ud);
 
 /* reasons.c: prebuilt terms for the atoms the core uses. */
 extern const uint8_t term_normal[], term_kill[], term_killed[], term_noproc[],
-    term_shutdown[];
+    term_shutdown[], term_nomem[];
 extern const size_t term_normal_len, term_kill_len, term_killed_len, term_noproc_len,
-    term_shutdown_len;
+    term_shutdown_len, term_nomem_len;
 int term_is(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 
 /* task_timer.c */

@@ -461,6 +461,7 @@ static void sleep_toward(uint64_t until) {
 static void *timer_main(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "lpvm-timer");
+  lpvm_thread_arena();   /* its first malloc may come when memory has run out */
   pthread_mutex_lock(&S.mu);
   while (!S.stopping) {
     S.pass_started++;

@@ -315,6 +315,7 @@ static void on_signal(int sig) {
 /* Reads signal numbers from the pipe; a 0 byte (from main) means "VM done". */
 static void *signal_thread(void *arg) {
   (void)arg;
+  lpvm_thread_arena();   /* before memory may run out (lpvm.h) */
   for (;;) {
     unsigned char b;
     ssize_t n = read(sig_pipe[0], &b, 1);

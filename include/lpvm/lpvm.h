@@ -59,6 +59,14 @@ LPVM_API void lpvm_config_init(lpvm_config *cfg);
 ** nothing without jemalloc. */
 LPVM_API void lpvm_aux_arena(void);
 
+/* Give the calling thread its allocator state now, while memory is to be had: jemalloc
+** sets a thread up (its arena, made if need be) at its first allocation and crashes
+** when it cannot (jemalloc issue 2289), so a VM thread whose first malloc came after
+** memory ran out (under ulimit -v) took the VM down. Every VM thread calls this first;
+** a thread an embedding program starts to call into the VM may too. Does nothing
+** without jemalloc. */
+LPVM_API void lpvm_thread_arena(void);
+
 /* Start the VM: workers and timer thread. cfg may be NULL for the defaults. */
 LPVM_API int lpvm_start(const lpvm_config *cfg);
 

@@ -164,7 +164,8 @@ struct lpvm_task {
   char *reg_name;                    /* registered name; guarded by the name table */
   uint64_t timer_seq;                /* the current lpvm_set_timer, 0 = none */
   struct lpvm_timer *timer;
-  uint8_t *reason;                   /* exit reason (term bytes), NULL = normal */
+  uint8_t *reason;                   /* exit reason (term bytes), NULL = normal (or,
+                                     ** reason_len UINT32_MAX, "not enough memory") */
   void *user;                        /* free for the task type's own use */
   uint32_t reason_len;
   /* 1 once it got an ETS table (made it, given it, heir to it): its death looks for

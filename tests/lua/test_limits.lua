@@ -91,4 +91,50 @@ test("spawn option errors name the option", function()
   T.raises(function() lpvm.spawn({ max_mailbox = "x" }, function() end) end, "max_mailbox")
 end)
 
+-- Memory of the whole OS process running out (ulimit -v, no max_heap): a child VM
+-- whose process eats memory until Lua says "not enough memory". Found by the limits
+-- probe: jemalloc sets a thread up at its first malloc and crashed (SIGSEGV) when the
+-- timer thread's came after memory ran out; and a failed process whose reason could
+-- not be allocated ended `normal` (links quiet, the boot process's exit status 0).
+-- A signal the VM cannot allocate is still lost (a wait may not end: the run is
+-- killed after 20 s, status 137): docs/reliability.md, "Limits".
+local OOM_CHILD = [[
+io.stdout:setvbuf("no")
+local function eat(n)
+  local pid, ref = lpvm.spawn({ monitor = true }, function()
+    local t, i = {}, 0
+    while i < n do i = i + 1; t[i] = string.rep("h", 4000) .. i end
+  end)
+  local _, _, _, _, why = lpvm.receive(function(a, r) return a == "DOWN" and r == ref end)
+  print("reason", (tostring(why):match("^[^\n]*")))
+end
+eat(math.huge)
+print("timeout", lpvm.receive(nil, 20) == nil)
+eat(math.huge)
+lpvm.halt(0)
+]]
+
+test("out of memory for the whole VM: no crash, no failure reported as normal", function()
+  if T.SANITIZE then return end   -- the sanitizers reserve terabytes of address space
+  local vm
+  for l in io.lines("/proc/self/status") do vm = vm or tonumber(l:match("^VmSize:%s*(%d+)")) end
+  local file = os.tmpname()
+  local f = assert(io.open(file, "w")); f:write(OOM_CHILD); f:close()
+  for run = 1, 2 do
+    local out = io.popen(string.format(
+      "ulimit -v %d && timeout -s KILL 20 '%s' --workers 2 '%s' 2>/dev/null; echo status $?",
+      vm + 200 * 1024, arg[-1], file))
+    local text = out:read("a")
+    out:close()
+    local code = tonumber(text:match("status (%d+)"))
+    T.ok(code == 0 or code == 1 or code == 137, "run " .. run .. ": status " .. tostring(code)
+         .. " (139: SIGSEGV)\n" .. text)
+    for why in text:gmatch("reason\t([^\n]*)") do
+      T.ok(why ~= "normal", "run " .. run .. ": a failed process ended normal\n" .. text)
+    end
+    if code == 0 then T.ok(text:find("timeout\ttrue"), "run " .. run .. ":\n" .. text) end
+  end
+  os.remove(file)
+end)
+
 T.run()
