@@ -466,6 +466,7 @@ int lpvm_dist_start(const lpvm_dist_opts *o) {
     return rc;
   }
   self.tick_ms = (o->ticktime ? o->ticktime : 60) * 1000 / 4;
+  self.max_message = o->max_message ? o->max_message : UINT32_MAX;
   self.hidden = o->hidden;
   int port, lfd = listen_on(o->listen, &port);
   if (lfd < 0) return lfd;

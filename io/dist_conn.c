@@ -49,7 +49,10 @@
 ** until the peer reads again (the port engine's high-water mark). */
 #define OUT_HWM (1u << 20)
 #define READ_CHUNK 65536
-#define MAX_PACKET (64u << 20)
+/* A packet this long or longer that is not all in the read buffer yet is read
+** straight into a message of its size: a message in it is delivered in place
+** (dist_ctl.c), so a long message is in memory once, not in rbuf and a copy. */
+#define BIG_PACKET (1u << 20)
 
 enum { ST_LOOKUP, ST_CONNECTING, ST_STATUS, ST_CHALLENGE, ST_ACK, ST_NAME, ST_REPLY,
        ST_NOK, ST_UP };
@@ -320,6 +323,23 @@ static int hs_step(dconn *c, const uint8_t *p, size_t n) {
 
 /* ---- input ---------------------------------------------------------------------------- */
 
+/* One whole packet; `donor`, if not NULL, is the message whose payload holds it. */
+static int packet_in(dconn *c, const uint8_t *p, size_t n, lpvm_msg *donor) {
+  c->donor = donor;
+  int rc = n > 0 && dconn_in(c, p, n) ? fail(c, "malformed packet") : LPVM_WAIT;
+  if (c->donor) lpvm_msg_free(c->donor);   /* not taken */
+  c->donor = NULL;
+  return rc;
+}
+
+/* A packet longer than max_message: skipped (read and dropped), the connection
+** stays; erl has no such limit, so this happens only with the option set. */
+static void skip_packet(dconn *c, size_t n, size_t have) {
+  dist_log("a packet of %zu bytes from node %s was dropped: longer than max_message "
+           "(%zu bytes)", n, c->peer, dist_conf()->max_message);
+  c->skip = n - have;
+}
+
 /* Cut what was read into messages: 2-byte framed in the handshake, 4-byte once UP. */
 static int consume(dconn *c) {
   size_t pos = 0;
@@ -330,27 +350,79 @@ static int consume(dconn *c) {
     const uint8_t *p = c->rbuf + pos;
     n = hl == 4 ? (size_t)be32(p) : (size_t)(p[0] << 8 | p[1]);
     if (hl == 2 && n > HS_MAX) { rc = fail(c, "handshake message too long"); break; }
-    if (n > MAX_PACKET) { rc = fail(c, "packet too long"); break; }
+    c->last_in = lpvm_now_ms();
+    if (hl == 4 && n > dist_conf()->max_message) {
+      size_t have = left - hl < n ? left - hl : n;
+      skip_packet(c, n, have);
+      pos += hl + have;
+      continue;
+    }
+    if (hl == 4 && n >= BIG_PACKET && left - hl < n) {   /* the rest goes to `big` */
+      if (!(c->big = lpvm_msg_new(n))) { rc = fail(c, "out of memory"); break; }
+      memcpy(lpvm_msg_data(c->big), p + hl, left - hl);
+      c->big_len = n;
+      c->big_have = left - hl;
+      pos = c->rlen;
+      break;
+    }
     if (left - hl < n) break;
     pos += hl + n;
-    c->last_in = lpvm_now_ms();
     if (hl == 2) rc = hs_step(c, p + 2, n);
-    else if (n > 0 && dconn_in(c, p + 4, n)) rc = fail(c, "malformed packet");
+    else rc = packet_in(c, p + 4, n, NULL);
   }
   memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
   c->rlen -= pos;
+  if (c->rcap > 4 * READ_CHUNK && c->rlen <= READ_CHUNK) {   /* after a long packet */
+    uint8_t *b = realloc(c->rbuf, 2 * READ_CHUNK);
+    if (b) c->rbuf = b, c->rcap = 2 * READ_CHUNK;
+  }
   return rc;
 }
 
-static int read_some(dconn *c) {
+/* Where the next bytes go: a long packet's message, the bytes of a skipped packet
+** (into rbuf, then dropped), or rbuf. */
+static int read_into(dconn *c, uint8_t **at, size_t *room) {
+  if (c->big) {
+    *at = lpvm_msg_data(c->big) + c->big_have;
+    *room = c->big_len - c->big_have;
+    return 0;
+  }
   if (c->rcap - c->rlen < READ_CHUNK) {
     size_t cap = c->rcap ? c->rcap * 2 : 2 * READ_CHUNK;
     uint8_t *b = realloc(c->rbuf, cap);
-    if (!b) return fail(c, "out of memory");
+    if (!b) return LPVM_ENOMEM;
     c->rbuf = b;
     c->rcap = cap;
   }
-  ssize_t r = recv(c->w.fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+  *at = c->rbuf + c->rlen;
+  *room = c->rcap - c->rlen;
+  if (c->skip && *room > c->skip) *room = (size_t)c->skip;
+  return 0;
+}
+
+/* r bytes arrived where read_into said. */
+static int got(dconn *c, size_t r) {
+  c->last_in = lpvm_now_ms();
+  if (c->big) {
+    c->big_have += r;
+    if (c->big_have < c->big_len) return LPVM_WAIT;
+    lpvm_msg *m = c->big;
+    c->big = NULL;
+    return packet_in(c, lpvm_msg_data(m), c->big_len, m);
+  }
+  if (c->skip) {
+    c->skip -= r;
+    return LPVM_WAIT;
+  }
+  c->rlen += r;
+  return consume(c);
+}
+
+static int read_some(dconn *c) {
+  uint8_t *at;
+  size_t room;
+  if (read_into(c, &at, &room)) return fail(c, "out of memory");
+  ssize_t r = recv(c->w.fd, at, room, 0);
   if (r == 0) {
     if (!c->plen) c->quiet = 1;   /* gone before its name: a lost simultaneous attempt */
     if (c->st == ST_ACK)
@@ -361,8 +433,7 @@ static int read_some(dconn *c) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return LPVM_WAIT;
     return fail(c, strerror(errno));
   }
-  c->rlen += (size_t)r;
-  return consume(c);
+  return got(c, (size_t)r);
 }
 
 /* ---- connecting ---------------------------------------------------------------------- */
@@ -549,6 +620,7 @@ static void c_free(lpvm_task *t) {
   dconn *c = (dconn *)t;
   free(c->rbuf);
   free(c->wbuf);
+  if (c->big) lpvm_msg_free(c->big);
   free(c->held);
   dconn_rel_free(c);
   free(c);

@@ -24,8 +24,14 @@ typedef sig_wrap dist_wrap;
 #define DW_ADOPT 0x102u
 
 typedef struct dlink { lpvm_id local, remote; } dlink;
-/* a local watcher monitors a remote target (our reference) */
-typedef struct dmon_out { uint64_t ref; lpvm_id watcher, target; } dmon_out;
+/* a local watcher monitors a remote target (our reference); by name (monitor(process,
+** {Name, Node})) the target is an id standing for the name, kept as an atom term */
+typedef struct dmon_out {
+  uint64_t ref;
+  lpvm_id watcher, target;
+  uint8_t *name;    /* NULL: by pid */
+  size_t nlen;
+} dmon_out;
 /* a remote watcher monitors a local target: the local reference stands for the
 ** peer's, whose bytes (an encoded reference, no version byte) come back in the DOWN;
 ** a monitor by name keeps the name (a complete atom term) for the DOWN's FromProc,
@@ -51,6 +57,11 @@ typedef struct dconn {
   uint32_t my_chal;
   uint8_t *rbuf, *wbuf;
   size_t rlen, rcap, wpos, wlen, wcap;
+  lpvm_msg *big;                  /* a long packet read straight into a message */
+  size_t big_len, big_have;
+  uint64_t skip;                  /* bytes left of a packet over max_message */
+  lpvm_msg *donor;                /* while dconn_in runs: big, whose payload holds the
+                                  ** packet; a message in it is delivered in place */
   lpvm_msg **held;                /* SIG_DIST that came before UP */
   size_t nheld, cheld;
   uint64_t last_in, last_out;     /* ms: ticks */

@@ -58,10 +58,17 @@ static int mo_del(dconn *c, uint64_t ref, dmon_out *out) {
   for (size_t i = 0; i < c->nmo; i++)
     if (c->mo[i].ref == ref) {
       if (out) *out = c->mo[i];
+      free(c->mo[i].name);
       c->mo[i] = c->mo[--c->nmo];
       return 1;
     }
   return 0;
+}
+
+static dmon_out *mo_find(dconn *c, uint64_t ref) {
+  for (size_t i = 0; i < c->nmo; i++)
+    if (c->mo[i].ref == ref) return &c->mo[i];
+  return NULL;
 }
 
 static dmon_in *mi_find_ref(dconn *c, uint64_t ref) {
@@ -127,6 +134,28 @@ static int local_sig(uint32_t kind, lpvm_id from, lpvm_id to, uint64_t ref,
   int rc = sig_send(to, s);
   if (rc) free(s);
   return rc;
+}
+
+/* A message from the peer to a local process. A long packet was read into a message
+** of its own (c->donor, dist_conn.c): the message moves to the front of that payload
+** and is delivered as it is, so its bytes are never copied again. */
+static void deliver_msg(dconn *c, lpvm_id from, lpvm_id to, uint64_t ref,
+                        const uint8_t *msg, size_t mlen) {
+  lpvm_msg *d = c->donor;
+  uint8_t *base = d ? lpvm_msg_data(d) : NULL;
+  if (!d || msg < base || msg + mlen > base + lpvm_msg_len(d) || !to ||
+      node_id_is_remote(to) || dist_term_too_deep(msg, mlen)) {
+    local_sig(SIG_MESSAGE, from, to, ref, msg, mlen, 1);   /* (which logs a deep one) */
+    return;
+  }
+  c->donor = NULL;
+  memmove(base, msg, mlen);
+  d->len = (uint32_t)mlen;
+  d->kind = SIG_MESSAGE;
+  d->flags = 0;
+  d->from = from;
+  d->ref = ref;
+  if (sig_send(to, d) != 0) free(d);
 }
 
 /* The sender of a message the peer sent without one (SEND, a failed spawn's reply):
@@ -243,6 +272,29 @@ void dconn_out(dconn *c, lpvm_msg *m) {
     out_spawn_request(c, from, m->ref, body, blen);
     return;
   }
+  /* by name (lpvm_monitor_remote_name): {19|20, From, Name, Ref}, any incarnation */
+  dmon_out *named = h.kind == SIG_DEMONITOR ? mo_find(c, m->ref) : NULL;
+  if ((h.kind == SIG_MONITOR && blen > 1) || (named && named->name)) {
+    uint8_t *name = named ? named->name : malloc(blen);
+    size_t nlen = named ? named->nlen : blen;
+    if (!name || (!named && grow((void **)&c->mo, &c->cmo, c->nmo, sizeof(dmon_out)))) {
+      free(name);
+      return;
+    }
+    if (!named) {
+      memcpy(name, body, blen);
+      c->mo[c->nmo++] = (dmon_out){m->ref, from, h.to, name, nlen};
+    }
+    lpvm_tbuf_init(&b);
+    lpvm_put_tuple(&b, 4);
+    lpvm_put_int(&b, named ? OP_DEMONITOR_P : OP_MONITOR_P);
+    lpvm_put_pid(&b, from);
+    lpvm_put_term(&b, name, nlen);
+    lpvm_put_ref(&b, m->ref);
+    send_ctl(c, &b, NULL, 0);
+    if (named) mo_del(c, m->ref, NULL);
+    return;
+  }
   node_desc *d = node_get(node_id_index(h.to));
   if (!d || d->creation != c->peer_creation) {
     /* a process of an earlier incarnation of that node: it is gone, the node is up, so
@@ -308,7 +360,7 @@ void dconn_out(dconn *c, lpvm_msg *m) {
       break;
     case SIG_MONITOR:
       if (grow((void **)&c->mo, &c->cmo, c->nmo, sizeof(dmon_out))) break;
-      c->mo[c->nmo++] = (dmon_out){m->ref, from, h.to};
+      c->mo[c->nmo++] = (dmon_out){m->ref, from, h.to, NULL, 0};
       ctl3(&b, 4, OP_MONITOR_P, from, h.to);
       lpvm_put_ref(&b, m->ref);
       send_ctl(c, &b, NULL, 0);
@@ -362,7 +414,7 @@ void dconn_rel_lost(dconn *c) {
   c->nlinks = 0;
   for (size_t i = 0; i < c->nmo; i++)
     local_sig(SIG_DOWN, c->mo[i].target, c->mo[i].watcher, c->mo[i].ref, term_noconnection,
-              term_noconnection_len, 1);
+              term_noconnection_len, 1), free(c->mo[i].name);
   c->nmo = 0;
   while (c->nmi > 0) {
     dmon_in *mi = &c->mi[c->nmi - 1];
@@ -373,6 +425,7 @@ void dconn_rel_lost(dconn *c) {
 
 void dconn_rel_free(dconn *c) {
   for (size_t i = 0; i < c->nmi; i++) free(c->mi[i].eref), free(c->mi[i].ename);
+  for (size_t i = 0; i < c->nmo; i++) free(c->mo[i].name);
   free(c->links);
   free(c->mo);
   free(c->mi);
@@ -639,7 +692,7 @@ static int in_ctl(dconn *c, int64_t op, uint32_t arity, lpvm_tread *r, const uin
         return LPVM_EBADTERM;
       }
       if (lpvm_get_pid(r, &to)) return LPVM_EBADTERM;
-      local_sig(SIG_MESSAGE, from, to, alias, msg, mlen, 1);
+      deliver_msg(c, from, to, alias, msg, mlen);
       return 0;
     }
     case OP_REG_SEND:       /* {6, From, Cookie, ToName} */
@@ -647,7 +700,7 @@ static int in_ctl(dconn *c, int64_t op, uint32_t arity, lpvm_tread *r, const uin
           lpvm_get_atom(r, &a, &al))
         return LPVM_EBADTERM;
       to = local_name(a, al);
-      if (to) local_sig(SIG_MESSAGE, from, to, 0, msg, mlen, 1);
+      if (to) deliver_msg(c, from, to, 0, msg, mlen);
       else if (al == 10 && !memcmp(a, "net_kernel", 10)) net_kernel_call(c, msg, mlen);
       return 0;
     case OP_LINK:           /* {1, From, To} */

@@ -105,6 +105,7 @@ typedef struct dist_self {
   char name[NODE_NAME_MAX + 1];   /* alive@host */
   char cookie[256];
   unsigned tick_ms;               /* net_ticktime / 4 */
+  size_t max_message;             /* longest packet taken; longer ones are skipped */
   int hidden;
 } dist_self;
 

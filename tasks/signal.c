@@ -197,10 +197,11 @@ static void on_down(lpvm_task *t, struct lpvm_sig *s) {
   lpvm_put_atom(&b, "DOWN");
   lpvm_put_ref(&b, s->ref);
   lpvm_put_atom(&b, lpvm_id_is_port(s->from) ? "port" : "process");
-  if (name) {
+  if (name) {   /* {Name, Node}: a remote name's DOWN comes from that node's id */
+    const node_desc *nd = node_id_is_remote(s->from) ? node_get(node_id_index(s->from)) : NULL;
     lpvm_put_tuple(&b, 2);
     lpvm_put_atom(&b, name);
-    lpvm_put_atom(&b, node_self()->name);
+    lpvm_put_atom(&b, nd ? nd->name : node_self()->name);
     free(name);
   } else {
     lpvm_put_pid(&b, s->from);
@@ -480,6 +481,37 @@ int lpvm_monitor_name(lpvm_task *self, const char *name, uint64_t *ref) {
   if (len > 255) return LPVM_EINVAL;
   lpvm_id target = lpvm_whereis(name);
   return monitor(self, target ? target : LPVM_ID_DEAD, name, len, ref);
+}
+
+/* Erlang's monitor(process, {Name, Node}) for another node: the watched id is an
+** id of that node (creation 0: no incarnation's) standing for the name, and the
+** MONITOR signal carries the name as an atom term, which the connection sends as
+** the monitor's target (io/dist_ctl.c). No connection can be made: DOWN
+** noconnection at once, as erl. */
+int lpvm_monitor_remote_name(lpvm_task *self, const char *name, const char *node,
+                             uint64_t *ref) {
+  size_t len = name ? strlen(name) : 0, nl = node ? strlen(node) : 0;
+  if (!self || !ref || len == 0 || len > 255 || nl == 0) return LPVM_EINVAL;
+  if (node_is_self(node, nl, UINT32_MAX)) return lpvm_monitor_name(self, name, ref);
+  int idx = node_intern(node, nl, 0);
+  if (idx < 0) return idx;
+  lpvm_id target = node_remote_pid((uint32_t)idx, 0, 0);
+  uint64_t r = lpvm_make_ref();
+  int rc = rel_mon_add(self, r, target);
+  if (rc) return rc;
+  if ((rc = rel_mon_name_add(self, r, name, len)) != 0) {
+    rel_mon_del(self, r, NULL);
+    return rc;
+  }
+  *ref = r;
+  uint8_t atom[3 + 255] = {131, 119, (uint8_t)len};
+  memcpy(atom + 3, name, len);
+  if (send_new(target, SIG_MONITOR, self->id, r, atom, 3 + len) == LPVM_ENOPROC) {
+    struct lpvm_sig *s = sig_new(SIG_DOWN, target, r, term_noconnection,
+                                 term_noconnection_len);
+    if (s) sig_push(self, s);
+  }
+  return 0;
 }
 
 int lpvm_demonitor(lpvm_task *self, uint64_t ref) {

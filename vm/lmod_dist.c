@@ -98,14 +98,15 @@ static int opt_field(lua_State *L, int t, const char *k) {
   return lua_type(L, -1);
 }
 
-/* net_start(name [, {cookie=, longnames=, listen=, ticktime=, remote_code=}]) -> true |
+/* net_start(name [, {cookie=, longnames=, listen=, ticktime=, remote_code=,
+** max_message=}]) -> true |
 ** nil, reason; remote_code = false is lpvm --no-remote-code. A name the node could not
 ** be reached by (empty, a second '@', a NUL, too long), a cookie that does not fit and
 ** an unknown option are mistakes and raise. remote_code is set before the node
 ** listens (no peer may come in trusted first) and put back if it does not start. */
 static int lmod_net_start(lua_State *L) {
   static const char *const known[] = {"cookie", "listen", "longnames", "ticktime",
-                                      "remote_code", NULL};
+                                      "remote_code", "max_message", NULL};
   lpvm_dist_opts o = {0};
   size_t nl, cl;
   o.name = luaL_checklstring(L, 1, &nl);
@@ -123,10 +124,16 @@ static int lmod_net_start(lua_State *L) {
     if (opt_field(L, 2, "listen") != LUA_TNIL) o.listen = luaL_checkstring(L, -1);
     if (opt_field(L, 2, "longnames") != LUA_TNIL) o.longnames = lua_toboolean(L, -1);
     if (opt_field(L, 2, "remote_code") != LUA_TNIL) remote_code = lua_toboolean(L, -1);
-    if (opt_field(L, 2, "ticktime") != LUA_TNIL) {
-      lua_Integer t = luaL_checkinteger(L, -1);
+    if (opt_field(L, 2, "ticktime") != LUA_TNIL) {   /* (argument #2, not the field) */
+      lua_Integer t = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
       luaL_argcheck(L, t >= 1 && t <= 3600, 2, "ticktime must be 1..3600 seconds");
       o.ticktime = (unsigned)t;
+    }
+    if (opt_field(L, 2, "max_message") != LUA_TNIL) {
+      lua_Integer m = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+      luaL_argcheck(L, m >= 1 && m <= (lua_Integer)UINT32_MAX, 2,
+                    "max_message must be 1..4294967295 bytes");
+      o.max_message = (size_t)m;
     }
   }
   lmod_dist_install();

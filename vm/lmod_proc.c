@@ -219,15 +219,37 @@ static int opt_word(lua_State *L, int arg, const char *word) {
   return 1;
 }
 
-/* monitor(pid | name [, "alias"]) -> ref; a dead pid or unknown name gets DOWN with
-** noproc. By name the DOWN names {name, node}, as Erlang's monitor(process, Name).
+/* monitor(pid | name | {name, node} [, "alias"]) -> ref; a dead pid or unknown name
+** gets DOWN with noproc. By name the DOWN names {name, node}, as Erlang's
+** monitor(process, Name) and monitor(process, {Name, Node}): this node's name is
+** the name alone; another node's goes through io/dist (noconnection when that node
+** goes).
 ** With "alias" the reference is also an active alias until demonitor or the DOWN
 ** (Erlang's {alias, demonitor}): a reply sent to it after the DOWN is dropped. */
 static int lmod_monitor(lua_State *L) {
   lproc *p = lproc_check(L);
-  const char *name = NULL;
+  const char *name = NULL, *node = NULL;
   lpvm_id id = 0;
-  if (lua_type(L, 1) == LUA_TSTRING) {
+  if (lua_type(L, 1) == LUA_TTABLE) {   /* {name, node}, as send's */
+    size_t len, nl;
+    luaL_argcheck(L, lua_rawgeti(L, 1, 1) == LUA_TSTRING, 1,
+                  "{name, node} expected (name not a string)");
+    luaL_argcheck(L, lua_rawgeti(L, 1, 2) == LUA_TSTRING, 1,
+                  "{name, node} expected (node not a string)");
+    name = lua_tolstring(L, -2, &len);
+    node = lua_tolstring(L, -1, &nl);
+    luaL_argcheck(L, len >= 1 && len <= 255 && strlen(name) == len, 1,
+                  "{name, node}: name must be 1..255 bytes without NUL");
+    luaL_argcheck(L, strlen(node) == nl && strchr(node, '@') != NULL, 1,
+                  "{name, node}: node name (name@host) expected");
+    if (strcmp(node, lpvm_node_name()) == 0) {
+      node = NULL;   /* this node's: as the name alone */
+    } else {
+      luaL_argcheck(L, strcmp(lpvm_node_name(), "nonode@nohost") != 0, 1,
+                    "{name, node}: a name on another node, and this node is not distributed (erl: badarg)");
+    }
+    lua_pop(L, 2);   /* (the table keeps both strings) */
+  } else if (lua_type(L, 1) == LUA_TSTRING) {
     size_t len;
     name = lua_tolstring(L, 1, &len);
     luaL_argcheck(L, strlen(name) == len, 1, "name must not hold NUL");
@@ -237,7 +259,9 @@ static int lmod_monitor(lua_State *L) {
   }
   int alias = opt_word(L, 2, "alias");
   uint64_t ref;
-  int rc = name ? lpvm_monitor_name(&p->task, name, &ref) : lpvm_monitor(&p->task, id, &ref);
+  int rc = node ? lpvm_monitor_remote_name(&p->task, name, node, &ref)
+           : name ? lpvm_monitor_name(&p->task, name, &ref)
+                  : lpvm_monitor(&p->task, id, &ref);
   if (rc != 0) return lmod_fail(L, rc);
   lmod_mark(p, ref);   /* the DOWN is a signal: it cannot be in the mailbox yet */
   if (alias && lmod_alias_add(p, ref, 1) != 0) {
@@ -643,6 +667,7 @@ static int lmod_spawn_task(lua_State *L) {
   char err[LTERM_ERRSZ];
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
+  lua_settop(L, 2);   /* no arg: nil (it said "cannot send a no value value") */
   if (lterm_put_plain(L, 2, &b, err) != 0) {   /* a C task runs no Lua function */
     lpvm_tbuf_free(&b);
     return luaL_error(L, "spawn_task: argument %s", err);

@@ -25,6 +25,9 @@ typedef struct lpvm_dist_opts {
   const char *listen;    /* address to listen on; NULL: every interface */
   int hidden;            /* 1 (default): a hidden node, as a C node */
   unsigned ticktime;     /* seconds, as erl's net_ticktime; 0: 60 */
+  size_t max_message;    /* bytes: a longer packet from a peer is skipped and logged,
+                         ** the connection stays; 0: no limit but the framing's 4 GB,
+                         ** as erl */
 } lpvm_dist_opts;
 
 /* The ref of a message to a remote pid that is an alias send (send_alias): its first

@@ -17,12 +17,19 @@ loop() ->
             From ! {echo_reply, self(), Data};
         {<<"echo_name">>, Name, Node, Data} ->
             {binary_to_atom(Name), binary_to_atom(Node)} ! {echo_reply, self(), Data};
+        {<<"long">>, From, N} ->                       % a binary of N bytes, then a mark
+            From ! {long, binary:copy(<<"0123456789abcdef">>, N div 16)},
+            From ! {long_done, N};
         {<<"bigs">>, From} ->                          % integers past 64 bits, and erl's floats of them
             Bigs = [1 bsl 64, -(1 bsl 64) - 5, 1 bsl 500, (1 bsl 1023) * 3 div 2,
                     123456789012345678901234567890, 1 bsl 1024, -(1 bsl 2000)],
             From ! {bigs, Bigs, [float(X) || X <- lists:sublist(Bigs, 5)]};
         {<<"spawn_idle">>, From} ->                    % a process lpvm links to or monitors
             From ! {idle, spawn(fun idle/0)};
+        {<<"spawn_named">>, From, Name} ->             % the same, registered as Name
+            P = spawn(fun idle/0),
+            register(binary_to_atom(Name), P),
+            From ! {named, P};
         {<<"exit_with">>, Pid, Reason} ->
             exit(Pid, binary_to_atom(Reason));
         {<<"link_to">>, From, LpvmPid} ->              % an erl process linked to an lpvm one

@@ -99,6 +99,24 @@ test("a binary leaves as an Erlang binary (bytes and all) and comes back a strin
   T.eq(r[3][2], 7)
 end)
 
+-- erl sends a message as one packet, with no limit; lpvm closed the connection on a
+-- packet over 64 MB before (docs/distribution.md, Limits).
+test("a 72 MB binary from erl arrives whole; the connection stays", function()
+  local n = 72 * 1024 * 1024
+  lpvm.send(agent, "long", lpvm.self(), n)
+  local r = T.recv_match(function(t) return t == "long" or t == "long_done" end, 60000)
+  T.eq(r[1], "long", "the long message was lost")
+  T.eq(#r[2], n)
+  T.eq(r[2]:sub(1, 16), "0123456789abcdef")
+  T.eq(r[2]:sub(-16), "0123456789abcdef")
+  r = nil
+  collectgarbage()
+  T.eq(T.recv_match(function(t) return t == "long_done" end, 60000)[2], n)
+  local found = false
+  for _, node in ipairs(lpvm.nodes()) do found = found or node == peer end
+  T.ok(found, "the connection to erl was closed")
+end)
+
 test("integers past 64 bits arrive as the nearest float (erl's own), math.huge past the range",
   function()
   lpvm.send(agent, "bigs", lpvm.self())
@@ -219,6 +237,35 @@ test("monitor an erl process and be monitored from erl", function()
   T.eq(r[3], "bye")
 end)
 
+-- erl's monitor(process, {Name, Node}) from lpvm: MONITOR_P names the process, and the
+-- DOWN names {Name, Node}, as erl's does (before: the table was refused as not a pid)
+test("monitor an erl process by {name, node}: DOWN {name, node}, noproc, demonitor", function()
+  lpvm.send(agent, "spawn_named", lpvm.self(), "dl_erl_named")
+  local p = T.recv_match(function(t) return t == "named" end)[2]
+  local ref = lpvm.monitor({"dl_erl_named", peer})
+  local ref_off = lpvm.monitor({"dl_erl_named", peer})
+  lpvm.demonitor(ref_off)
+  lpvm.send(agent, "exit_with", p, "gone")
+  local who, reason = T.down(ref)
+  T.eq(type(who), "table", T.show(who))
+  T.eq(who[1], "dl_erl_named"); T.eq(who[2], peer)
+  T.eq(reason, "gone")
+  ref = lpvm.monitor({"dl_no_such_name", peer})   -- erl answers at once: noproc
+  who, reason = T.down(ref)
+  T.eq(who[1], "dl_no_such_name"); T.eq(who[2], peer)
+  T.eq(reason, "noproc")
+  -- the demonitored one said nothing, and {name, this node} is the local name's
+  local named = lpvm.spawn(function() lpvm.register("dl_here"); lpvm.receive() end)
+  T.wait_until(function() return lpvm.whereis("dl_here") == named end)
+  ref = lpvm.monitor({"dl_here", me})
+  lpvm.exit(named, "bye")
+  who, reason = T.down(ref)
+  T.eq(who[1], "dl_here"); T.eq(who[2], me); T.eq(reason, "bye")
+  T.eq(lpvm.receive(function(t, r2) return t == "DOWN" and r2 == ref_off end, 200), nil)
+  T.raises(function() lpvm.monitor({"x"}) end, "bad argument #1")
+  T.raises(function() lpvm.monitor({"x", "nohost"}) end, "bad argument #1", "node name")
+end)
+
 test("rpc:call into lpvm runs require(M)[F](A...) and returns its result", function()
   lpvm.send(agent, "rpc", lpvm.self(), "dist_mod", "add", {2, 40})
   local r = T.recv_match(function(t) return t == "rpc_result" end, 15000)
@@ -303,12 +350,16 @@ test("noconnection exactly once when the erl OS process is killed", function()
   lpvm.link(p1)
   local ref = lpvm.monitor(p2)
   local ref_agent = lpvm.monitor(agent)
+  local ref_named = lpvm.monitor({"peer", peer})   -- the agent, by name
   lpvm.monitor_node(peer)
   lpvm.sleep(200)
   os.execute("kill -9 " .. os_pid)
   T.eq(T.exit_from(p1, 15000), "noconnection")
   T.eq(select(2, T.down(ref, 15000)), "noconnection")
   T.eq(select(2, T.down(ref_agent, 15000)), "noconnection")
+  local who, why = T.down(ref_named, 15000)
+  T.eq(why, "noconnection")
+  T.eq(who[1], "peer"); T.eq(who[2], peer)
   T.recv_match(function(t, n) return t == "nodedown" and n == peer end, 15000)
   -- and nothing twice
   local again = lpvm.receive(function(t, x)

@@ -26,6 +26,12 @@ test("send to {name, node}: a name lpvm could not register or a node without '@'
   T.raises(function() lpvm.send({"x", "nohost"}, 1) end, "name@host")
 end)
 
+test("monitor({name, node}) before net_start raises, as erl's monitor is badarg there", function()
+  T.raises(function() lpvm.monitor({"x", "a@b"}) end, "bad argument #1", "not distributed")
+  T.raises(function() lpvm.monitor({"", "a@b"}) end, "name must be 1..255 bytes")
+  T.raises(function() lpvm.monitor({"x", 7}) end, "{name, node} expected")
+end)
+
 test("net_start raises on a name no peer could reach, a bad cookie, an unknown option", function()
   T.raises(function() lpvm.net_start("a@b@c") end, "bad argument #1", "one '@'")
   T.raises(function() lpvm.net_start("") end, "bad argument #1")
@@ -33,6 +39,11 @@ test("net_start raises on a name no peer could reach, a bad cookie, an unknown o
   T.raises(function() lpvm.net_start("name@") end, "bad argument #1")
   T.raises(function() lpvm.net_start("a\0b") end, "bad argument #1", "NUL")
   T.raises(function() lpvm.net_start("ok", {bogus = 1}) end, "bad argument #2", "bogus")
+  T.raises(function() lpvm.net_start("ok", {max_message = 0}) end, "bad argument #2",
+           "max_message")
+  T.raises(function() lpvm.net_start("ok", {max_message = "x"}) end, "bad argument #2")
+  T.raises(function() lpvm.net_start("ok", {ticktime = "x"}) end, "bad argument #2",
+           "ticktime")
   T.raises(function() lpvm.net_start("ok", {cookie = string.rep("c", 256)}) end,
            "bad argument #2", "cookie")
   T.eq(lpvm.node(), "nonode@nohost", "none of them started the node")

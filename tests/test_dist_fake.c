@@ -1,11 +1,16 @@
 /*
-** test_dist_race.c -- two nodes that connect to each other at the same moment
-** (docs/distribution.md, "Simultaneous connects"). The other node is played here
-** with plain blocking sockets, so that each interleaving happens every run: the node
+** test_dist_fake.c -- lpvm's distribution against another node played here with
+** plain blocking sockets, for what a real erl cannot be made to do on cue.
+**
+** Simultaneous connects (docs/distribution.md): each interleaving happens every run: the node
 ** with the greater name keeps its own attempt (the other side answers "nok"), the
 ** other answers "ok_simultaneous", and a message queued while the two attempts raced
 ** arrives over the connection that stays. Before the fix lpvm answered "ok" to both
 ** and closed its own attempt with the message in it.
+**
+** Long packets: one over max_message is skipped and logged, the connection stays;
+** one of several megabytes, written in pieces, arrives whole (read straight into its
+** message, io/dist_conn.c).
 **
 ** Needs epmd (Debian's erlang-base); without it the test passes with a note. Every
 ** socket read is bounded (SO_RCVTIMEO).
@@ -21,6 +26,7 @@
 #include <unistd.h>
 
 #include "io/dist_int.h"
+#include "tasks/node.h"
 #include "lpvm/lpvm.h"
 
 #define COOKIE "racecookie"
@@ -256,6 +262,113 @@ Test(simultaneous, the_greater_name_keeps_its_attempt_and_nothing_is_lost) {
   close(out);
   fake_stop(&a3);
 
+  cr_assert_eq(lpvm_dist_stop(), 0);
+  cr_assert_eq(lpvm_stop(), 0);
+}
+
+/* ---- long packets ------------------------------------------------------------------ */
+
+/* Records the length and first bytes of each message it gets. */
+static _Atomic int nrec;
+static size_t rec_len[8];
+static uint8_t rec_head[8][16];
+
+static int rec_event(lpvm_task *t) {
+  lpvm_msg *m;
+  while ((m = lpvm_recv(t)) != NULL) {
+    int k = atomic_load(&nrec);
+    if (k < 8) {
+      rec_len[k] = lpvm_msg_len(m);
+      memcpy(rec_head[k], lpvm_msg_data(m), lpvm_msg_len(m) < 16 ? lpvm_msg_len(m) : 16);
+    }
+    atomic_store(&nrec, k + 1);
+    lpvm_msg_free(m);
+  }
+  return LPVM_WAIT;
+}
+
+static const lpvm_task_def rec_def = {.type = "recorder", .prio = 20,
+                                      .handle_event = rec_event};
+
+/* REG_SEND {6, From, '', rec} with a binary of n bytes (each byte its index), written
+** in pieces of `piece` bytes. */
+static void send_binary(int fd, const char *peer, size_t n, size_t piece) {
+  lpvm_tbuf ctl;
+  lpvm_tbuf_init(&ctl);
+  lpvm_put_tuple(&ctl, 4);
+  lpvm_put_int(&ctl, 6);
+  lpvm_put_pid(&ctl, node_remote_pid((uint32_t)node_intern(peer, strlen(peer), 1), 40, 0));
+  lpvm_put_atom(&ctl, "");
+  lpvm_put_atom(&ctl, "rec");
+  uint8_t *bin = malloc(n);
+  for (size_t i = 0; i < n; i++) bin[i] = (uint8_t)i;
+  lpvm_tbuf msg;
+  lpvm_tbuf_init(&msg);
+  lpvm_put_binary(&msg, bin, n);
+  free(bin);
+  cr_assert(!ctl.err && !msg.err);
+  size_t len = 1 + ctl.len + msg.len;
+  uint8_t *pk = malloc(4 + len);
+  pk[0] = (uint8_t)(len >> 24), pk[1] = (uint8_t)(len >> 16), pk[2] = (uint8_t)(len >> 8);
+  pk[3] = (uint8_t)len;
+  pk[4] = 112;
+  memcpy(pk + 5, ctl.data, ctl.len);
+  memcpy(pk + 5 + ctl.len, msg.data, msg.len);
+  for (size_t off = 0; off < 4 + len; off += piece) {
+    size_t k = 4 + len - off < piece ? 4 + len - off : piece;
+    put(fd, pk + off, k);
+    if (piece < 4 + len) usleep(1000);   /* let lpvm read a part at a time */
+  }
+  free(pk);
+  lpvm_tbuf_free(&ctl);
+  lpvm_tbuf_free(&msg);
+}
+
+static void wait_rec(int n) {
+  for (int i = 0; i < 30000 && atomic_load(&nrec) < n; i++) usleep(1000);
+  cr_assert_eq(atomic_load(&nrec), n, "messages delivered");
+}
+
+Test(long_packets, over_max_message_skipped_and_logged_a_long_one_arrives_whole) {
+  if (system("command -v epmd >/dev/null 2>&1") != 0) {
+    printf("skip: epmd not installed (Debian: erlang-base)\n");
+    return;
+  }
+  char alive[32], host[128];
+  snprintf(alive, sizeof alive, "n%d", (int)getpid());
+  cr_assert_eq(lpvm_start(NULL), 0);
+  lpvm_id rec;
+  cr_assert_eq(lpvm_spawn_task(NULL, &rec_def, NULL, 0, &rec), 0);
+  cr_assert_eq(lpvm_register("rec", rec), 0);
+  lpvm_dist_opts o = {.name = alive, .cookie = COOKIE, .listen = "127.0.0.1",
+                      .hidden = 1, .ticktime = 60, .max_message = 3u << 20};
+  cr_assert_eq(lpvm_dist_start(&o), 0);
+  const char *me = lpvm_node_name();
+  snprintf(host, sizeof host, "%s", strchr(me, '@') + 1);
+  int port;
+  cr_assert_eq(epmd_port_please(host, alive, &port), 0);
+  fake f;
+  snprintf(f.name, sizeof f.name, "f%d@%.64s", (int)getpid(), host);
+  int fd = call_lpvm(&f, port);
+  char st[64];
+  read_status(fd, st, sizeof st);
+  cr_assert_str_eq(st, "ok");
+  initiate_rest(fd);
+  send_binary(fd, f.name, 100, 4096);              /* short */
+  send_binary(fd, f.name, 4u << 20, 4u << 20);      /* over max_message: skipped */
+  send_binary(fd, f.name, 100000, 4096);           /* short, the connection stays */
+  send_binary(fd, f.name, 2u << 20, 300000);       /* long (read into its message) */
+  send_binary(fd, f.name, 5, 5);
+  wait_rec(4);
+  size_t want[4] = {100, 100000, 2u << 20, 5};
+  for (int k = 0; k < 4; k++) {
+    cr_assert_eq(rec_len[k], 6 + want[k], "message %d: a binary of %zu bytes", k, want[k]);
+    cr_assert_eq(rec_head[k][0], 131);
+    cr_assert_eq(rec_head[k][1], 109);   /* BINARY_EXT */
+    cr_assert(want[k] < 10 || (rec_head[k][6] == 0 && rec_head[k][15] == 9));
+  }
+  cr_assert_neq(lpvm_dist_conn(f.name, 0), 0, "the connection is still there");
+  close(fd);
   cr_assert_eq(lpvm_dist_stop(), 0);
   cr_assert_eq(lpvm_stop(), 0);
 }
