@@ -46,6 +46,7 @@ static lpvm_tab tid_of(uint32_t slot, uint32_t gen) {
 }
 
 int ets_init(void) {
+  ets_mem_init();
   memset(&E, 0, sizeof E);
   pthread_rwlock_init(&E.lock, NULL);
   E.up = 1;
@@ -222,8 +223,17 @@ int ets_obj_locate(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_l
   return 0;
 }
 
+/* An object of up to 64 bytes (a {key, value} of integers is 53) takes a 64-byte
+** block, which jemalloc's 64-byte class places on a cache line of its own: in its
+** 48- and 56-byte classes half or three quarters of the blocks straddle two lines,
+** so a find in a big table could miss on two lines for one object, and two workers
+** writing neighbouring objects (made one after the other, as a table's fill makes
+** them) wrote one line. */
+#define OBJ_LINE 64
+
 ets_obj *ets_obj_make(const uint8_t *p, const ets_loc *l) {
-  ets_obj *o = malloc(sizeof *o + l->len);
+  size_t size = sizeof(ets_obj) + l->len;
+  ets_obj *o = ets_mem_alloc(size <= OBJ_LINE ? OBJ_LINE : size);
   if (!o) return NULL;
   o->link[0] = o->link[1] = NULL;
   o->hash = l->hash;

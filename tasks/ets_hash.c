@@ -13,16 +13,50 @@
 ** Stripes (write_concurrency) are the top 6 bits of the hash, so with at least 64
 ** buckets every bucket lies in one stripe, and a stripe's buckets are contiguous.
 */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tasks/ets_int.h"
 
 #define MIN_BITS ETS_STRIPE_BITS   /* 64 buckets at least: one stripe per bucket */
 
+/* The bucket array. From 2 MiB on (2^18 buckets, a table of ~250,000 objects) it is
+** mapped 2 MiB-aligned and given MADV_HUGEPAGE: a lookup in a big table reads one
+** bucket at random, and with 4 KiB pages that read is a TLB miss too, whose page walk
+** (nested, on a virtual machine) costs more than the miss itself; a huge page covers
+** 512 times the buckets. A fresh mapping reads as zeros, as calloc's. Smaller arrays
+** (and any mapping refused) come from calloc; the size says which. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static int buckets_mapped(unsigned bits) {
+  return ((size_t)1 << bits) * sizeof(ets_obj *) >= HUGE_PAGE;
+}
+
+static ets_obj **buckets_new(unsigned bits) {
+  size_t size = ((size_t)1 << bits) * sizeof(ets_obj *);
+  if (!buckets_mapped(bits)) return calloc((size_t)1 << bits, sizeof(ets_obj *));
+  /* map a huge page more and trim both ends to the aligned middle */
+  uint8_t *p = mmap(NULL, size + HUGE_PAGE, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  size_t lead = (size_t)(-(uintptr_t)p & (HUGE_PAGE - 1));
+  if (lead) munmap(p, lead);
+  if (HUGE_PAGE - lead) munmap(p + lead + size, HUGE_PAGE - lead);
+  madvise(p + lead, size, MADV_HUGEPAGE);   /* best effort: small pages without it */
+  return (ets_obj **)(void *)(p + lead);
+}
+
+static void buckets_free(ets_obj **b, unsigned bits) {
+  if (!b) return;
+  if (buckets_mapped(bits)) munmap(b, ((size_t)1 << bits) * sizeof(ets_obj *));
+  else free(b);
+}
+
 int hash_init(ets_tab *t) {
   t->bits = MIN_BITS;
-  t->buckets = calloc((size_t)1 << t->bits, sizeof *t->buckets);
+  t->buckets = buckets_new(t->bits);
   return t->buckets ? 0 : LPVM_ENOMEM;
 }
 
@@ -154,12 +188,22 @@ int hash_walk(ets_tab *t, int (*fn)(ets_tab *t, ets_obj *o, void *ud), void *ud)
   return 0;
 }
 
-/* Estimated from one stripe: its share times the stripes. */
+/* The load (objects per bucket) is kept at or under a half: a find in a big table
+** misses on the bucket and then on each object of the chain up to its own, one
+** dependent miss after the other, so the objects ahead of it are the cost that the
+** load sets (half the load on average). Past a half the buckets grow to the power of
+** two at or above 4 objects' worth (a load of 1/8 to 1/4; from a half, exactly a
+** quarter), and under 1/32 they shrink the same way. The count is estimated from one
+** stripe (its share times the stripes), so each threshold stands twice its margin
+** from where a resize leaves the load: a stripe must hold twice its share (or a
+** quarter of it) to ask again for the size it already has. A million objects have
+** 2^21 buckets, 16 MiB (the rule before, a load of up to 2, left them 2^19: a lookup
+** then met ~0.7 more objects on its way, each a dependent miss). */
 int ets_wants_resize(ets_tab *t, const ets_stripe *s) {
   if (!tab_is_hash(t)) return 0;
   size_t n = atomic_load_explicit(&s->count, memory_order_relaxed) * t->nstripes;
   size_t nb = (size_t)1 << t->bits;
-  return n > 2 * nb || (t->bits > MIN_BITS && n < nb / 8);
+  return 2 * n > nb || (t->bits > MIN_BITS && 32 * n < nb);
 }
 
 /* Relink in global order: new buckets fill in ascending order too, so one tail
@@ -167,9 +211,9 @@ int ets_wants_resize(ets_tab *t, const ets_stripe *s) {
 void ets_resize(ets_tab *t) {
   size_t n = ets_size(t);
   unsigned bits = MIN_BITS;
-  while (bits < 40 && ((size_t)1 << bits) < n) bits++;
+  while (bits < 40 && ((size_t)1 << bits) < 4 * n) bits++;
   if (bits == t->bits) return;
-  ets_obj **nbk = calloc((size_t)1 << bits, sizeof *nbk);
+  ets_obj **nbk = buckets_new(bits);
   if (!nbk) return;   /* keep the old buckets: slower, still correct */
   size_t onb = (size_t)1 << t->bits, cur = (size_t)-1;
   ets_obj **tail = NULL;
@@ -182,7 +226,7 @@ void ets_resize(ets_tab *t) {
       *tail = o;
       tail = &o->link[0];
     }
-  free(t->buckets);
+  buckets_free(t->buckets, t->bits);
   t->buckets = nbk;
   t->bits = bits;
 }
@@ -194,5 +238,5 @@ void hash_free(ets_obj **buckets, unsigned bits) {
       nx = o->link[0];
       free(o);
     }
-  free(buckets);
+  buckets_free(buckets, bits);
 }

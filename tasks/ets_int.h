@@ -3,7 +3,8 @@
 **
 ** Files: ets.c (the registry of tables, owners, heirs, names, the exit hook),
 ** ets_hash.c (set, bag, duplicate_bag storage), ets_tree.c (ordered_set storage),
-** ets_ops.c (the object operations of ets.h), ets_ms.c (match specifications).
+** ets_ops.c (the object operations of ets.h), ets_ms.c (match specifications),
+** ets_mem.c (the objects' memory).
 **
 ** Locking (docs/architecture.md, "ETS"):
 **   table lock   a rwlock per table (ets_lock.h's reader-group lock on read_concurrency
@@ -315,6 +316,10 @@ static inline void ets_obj_fill(ets_obj *o, const uint8_t *p, const ets_loc *l) 
   o->key_len = l->key_len;
 }
 int ets_obj_new(const ets_tab *t, const uint8_t *p, const uint8_t *end, ets_obj **out);
+/* ets_mem.c: the objects' memory (an arena of their own in huge pages, with jemalloc),
+** freed with free(); ets_mem_init once before the first table. */
+void ets_mem_init(void);
+void *ets_mem_alloc(size_t size);
 /* One scalar of the kinds Lua's fast path writes (integers, floats, binaries) at p:
 ** its end, or NULL (anything else, or cut short). */
 static inline const uint8_t *ets_flat_scalar(const uint8_t *p, const uint8_t *end) {

@@ -166,24 +166,51 @@ int lpvm_timeout_reached(const lpvm_task *self, const lpvm_msg *seen) {
   return self->timeout_mark == NULL || self->timeout_mark == seen;
 }
 
+static void ties_drop(lpvm_id id);
+
+/* t has died (TS_DEAD is set): its own timer, and the send-afters aimed at it. */
 void task_timer_drop(lpvm_task *t) {
   lpvm_cancel_timer(t);
   if (task_noted == t) task_noted = NULL;   /* t is about to be freed */
+  ties_drop(t->id);
 }
 
 /* ---- send-after --------------------------------------------------------------------
 ** A reference names a pending send-after so any thread can cancel it. The table
 ** holds the starter's reference to the timer; whoever removes the entry (the
-** firing timer or a cancel) drops it. */
+** firing timer, a cancel, or the death of its target) owns it and drops it.
+**
+** A send-after to a local pid is tied to that process, as Erlang's is: when the
+** process ends its pending send-afters are cancelled (a million send_after(1h) to
+** processes that die leave nothing behind), and one started to a pid already dead is
+** cancelled before the start returns (read and cancel then say false). The ties are a
+** second table, by target id (`ties`), whose lock is taken before a ref shard's and
+** never while one is held. An entry is tied before its timer starts, so a fire always
+** finds it tied or untied by a death, never half way. The starter looks at the target
+** after tying: a death either found the entry in its bucket or its TS_DEAD is seen
+** by that look (a fence on each side: the starter's count of ties, the dead task's
+** TS_DEAD, each stored before the other is loaded). */
 
 #define SHARDS 16
+#define TIE_SHARDS 16
+
+/* An entry's place in one of its two tables: by ref (R), by target (T). */
+enum { R, T };
+typedef struct hlink {
+  struct pending *next;
+  struct pending **prev;
+} hlink;
 
 typedef struct pending {
-  struct pending *next;
+  hlink l[2];                  /* l[R] under its ref shard's lock, l[T] its tie's */
   uint64_t ref;
+  uint64_t due;                /* timer_now_ms() when it fires (timer_start_due) */
+  uint64_t ms;                 /* its delay: what it has left is at most that */
   lpvm_timer *tm;
   void *arg;       /* the timer's: still ours to free if a cancel wins (arg_free) */
-  int named;
+  lpvm_id to;                  /* its target when tied (tie_of), else 0 */
+  uint8_t named;
+  uint8_t in[2];               /* in table R / T now (under that table's lock) */
 } pending;
 
 /* The argument of a send-after to a name: the name is looked up when the timer fires
@@ -204,37 +231,118 @@ static void arg_free(void *arg, int named) {
   free(nm);
 }
 
-static struct shard {
+/* One shard of a table: buckets that double as they fill (a million pending
+** send-afters are found, and removed, in a few steps). n is read without the lock
+** by a dying task with no tie to look for (see the top). */
+typedef struct hshard {
   pthread_mutex_t mu;
-  pending *head;
-} shards[SHARDS] = {
-#define S0 {PTHREAD_MUTEX_INITIALIZER, NULL}
-    S0, S0, S0, S0, S0, S0, S0, S0, S0, S0, S0, S0, S0, S0, S0, S0
-#undef S0
-};
+  pending **b;
+  uint32_t nb;
+  _Atomic uint32_t n;
+} hshard;
 
-static struct shard *shard_of(uint64_t ref) { return &shards[ref % SHARDS]; }
+#define H0 {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0}
+static hshard shards[SHARDS] = {H0, H0, H0, H0, H0, H0, H0, H0,
+                                H0, H0, H0, H0, H0, H0, H0, H0};
+static hshard ties[TIE_SHARDS] = {H0, H0, H0, H0, H0, H0, H0, H0,
+                                  H0, H0, H0, H0, H0, H0, H0, H0};
+#undef H0
 
-static lpvm_timer *pending_take(uint64_t ref, pending *out) {
-  struct shard *sh = shard_of(ref);
-  lpvm_timer *tm = NULL;
-  pthread_mutex_lock(&sh->mu);
-  for (pending **pp = &sh->head; *pp; pp = &(*pp)->next)
-    if ((*pp)->ref == ref) {
-      pending *p = *pp;
-      *pp = p->next;
-      tm = p->tm;
-      if (out) *out = *p;
-      free(p);
-      break;
+static uint64_t mix(uint64_t k) { return k * UINT64_C(0x9E3779B97F4A7C15); }
+static uint64_t key_of(const pending *p, int w) { return w == R ? p->ref : p->to; }
+static hshard *shard_of(uint64_t ref) { return &shards[mix(ref) >> 60]; }
+static hshard *tie_of(lpvm_id id) { return &ties[mix(id) >> 60]; }
+static pending **bucket(hshard *h, uint64_t key) {
+  return &h->b[(mix(key) >> 20) & (h->nb - 1)];
+}
+
+static void hpush(pending **b, pending *p, int w) {
+  p->l[w].next = *b;
+  if (*b) (*b)->l[w].prev = &p->l[w].next;
+  p->l[w].prev = b;
+  *b = p;
+}
+
+/* Under h's lock. 0 when out of memory with no bucket at all. */
+static int hadd(hshard *h, pending *p, int w) {
+  uint32_t n = atomic_load_explicit(&h->n, memory_order_relaxed);
+  if (n >= h->nb * 2u) {
+    uint32_t nb = h->nb ? h->nb * 2 : 64;
+    pending **b = calloc(nb, sizeof *b);
+    if (b) {
+      for (uint32_t i = 0; i < h->nb; i++)
+        for (pending *e = h->b[i], *nx; e; e = nx) {
+          nx = e->l[w].next;
+          hpush(&b[(mix(key_of(e, w)) >> 20) & (nb - 1)], e, w);
+        }
+      free(h->b);
+      h->b = b;
+      h->nb = nb;
+    } else if (!h->nb) {
+      return 0;
     }
+  }
+  hpush(bucket(h, key_of(p, w)), p, w);
+  p->in[w] = 1;
+  atomic_store_explicit(&h->n, n + 1, memory_order_relaxed);
+  return 1;
+}
+
+/* Under h's lock: p out of table w if it is there. 1 if it was. */
+static int hdel(hshard *h, pending *p, int w) {
+  if (!p->in[w]) return 0;
+  *p->l[w].prev = p->l[w].next;
+  if (p->l[w].next) p->l[w].next->l[w].prev = p->l[w].prev;
+  p->in[w] = 0;
+  atomic_store_explicit(&h->n, atomic_load_explicit(&h->n, memory_order_relaxed) - 1,
+                        memory_order_relaxed);
+  return 1;
+}
+
+/* Under the ref shard's lock. */
+static pending *find_ref(hshard *h, uint64_t ref) {
+  if (!h->nb) return NULL;
+  pending *e = *bucket(h, ref);
+  while (e && e->ref != ref) e = e->l[R].next;
+  return e;
+}
+
+/* p has left the ref table (it is ours): out of its tie too, then freed. */
+static void pending_free(pending *p) {
+  if (p->to) {
+    hshard *ts = tie_of(p->to);
+    pthread_mutex_lock(&ts->mu);
+    hdel(ts, p, T);
+    pthread_mutex_unlock(&ts->mu);
+  }
+  free(p);
+}
+
+/* Take the entry of ref out of the ref table: whoever does owns it. */
+static pending *pending_take(uint64_t ref) {
+  hshard *sh = shard_of(ref);
+  pthread_mutex_lock(&sh->mu);
+  pending *p = find_ref(sh, ref);
+  if (p) hdel(sh, p, R);
   pthread_mutex_unlock(&sh->mu);
-  return tm;
+  return p;
+}
+
+/* The same for an entry known by address, which may have left already: 1 if taken. */
+static int pending_take_entry(pending *p) {
+  hshard *sh = shard_of(p->ref);
+  pthread_mutex_lock(&sh->mu);
+  int taken = hdel(sh, p, R);
+  pthread_mutex_unlock(&sh->mu);
+  return taken;
 }
 
 static void fire_send(void *p, uint64_t to, uint64_t ref) {
-  lpvm_timer *tm = pending_take(ref, NULL);
-  if (tm) timer_release(tm);
+  pending *e = pending_take(ref);
+  if (e) {
+    timer_release(e->tm);
+    pending_free(e);
+  }
   lpvm_msg *m = p;
   if (to == 0) {   /* to a name: whoever holds it now */
     named_msg *nm = p;
@@ -258,6 +366,23 @@ int lpvm_send_after(lpvm_task *self, uint64_t ms, lpvm_id to, const void *term,
   return lpvm_send_msg_after(self, ms, to, m, ref);
 }
 
+/* A pending entry's end that is ours (taken out of the ref table): cancel its timer,
+** the message back to us if that won. -1 if it had fired, else the ms it had left. */
+static int64_t left_of(const pending *e, uint64_t now) {
+  uint64_t left = e->due > now ? e->due - now : 0;   /* (due was rounded up) */
+  left = left < e->ms ? left : e->ms;
+  return left > INT64_MAX ? INT64_MAX : (int64_t)left;
+}
+
+static int64_t pending_cancel(pending *e) {
+  int64_t left = left_of(e, timer_now_ms());
+  int won = timer_cancel(e->tm);
+  if (won) arg_free(e->arg, e->named);  /* it will never fire: the message is ours again */
+  timer_release(e->tm);
+  pending_free(e);
+  return won ? left : -1;
+}
+
 /* Start the timer of m (arg: m, or its named_msg when named). Takes arg. */
 static int start_send(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m, void *arg,
                       int named, uint64_t *ref) {
@@ -270,25 +395,74 @@ static int start_send(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m, voi
   m->from = self ? self->id : 0;
   uint64_t r = lpvm_make_ref();
   p->ref = r;
+  p->ms = ms;
   p->arg = arg;
-  p->named = named;
-  struct shard *sh = shard_of(r);
+  p->named = (uint8_t)named;
+  p->in[R] = p->in[T] = 0;
+  p->to = 0;
+  /* A local pid's: tied to it before the timer starts (see above). */
+  int tie = !named && to != LPVM_ID_DEAD && !lpvm_id_is_remote(to);
+  if (tie) {
+    hshard *ts = tie_of(to);
+    p->to = to;
+    pthread_mutex_lock(&ts->mu);
+    if (!hadd(ts, p, T)) p->to = 0;   /* out of memory: it fires untied */
+    pthread_mutex_unlock(&ts->mu);
+    tie = p->to != 0;
+  }
+  hshard *sh = shard_of(r);
   /* Hold the shard lock across start so the entry exists before it can fire; once
   ** unlocked, p belongs to whoever takes it (the firing timer may free it at once). */
   pthread_mutex_lock(&sh->mu);
-  lpvm_timer *tm = p->tm = timer_start(ms, fire_send, arg, named ? 0 : to, r);
-  if (tm) {
-    p->next = sh->head;
-    sh->head = p;
+  lpvm_timer *tm = NULL;
+  if (hadd(sh, p, R)) {   /* (out of memory with no bucket yet: ENOMEM) */
+    tm = p->tm = timer_start_due(ms, fire_send, arg, named ? 0 : to, r, &p->due);
+    if (!tm) hdel(sh, p, R);
   }
   pthread_mutex_unlock(&sh->mu);
   if (!tm) {
-    free(p);
+    pending_free(p);
     arg_free(arg, named);
     return LPVM_ENOMEM;
   }
   *ref = r;
+  /* The target dead already, or dying while we tied: cancelled now (Erlang's timer
+  ** to a dead pid is no timer). Its own process is alive: it is running this. */
+  if (tie && !(self && self->id == to)) {
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!lpvm_is_alive(to)) {
+      pending *e = pending_take(r);
+      if (e) pending_cancel(e);
+    }
+  }
   return 0;
+}
+
+/* A dying task's send-afters (called after its TS_DEAD is set): cancelled. */
+static void ties_drop(lpvm_id id) {
+  hshard *ts = tie_of(id);
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&ts->n, memory_order_relaxed) == 0) return;
+  pending *mine = NULL;
+  pthread_mutex_lock(&ts->mu);
+  if (ts->nb) {
+    for (pending *e = *bucket(ts, id), *nx; e; e = nx) {
+      nx = e->l[T].next;
+      if (e->to != id) continue;
+      hdel(ts, e, T);
+      if (pending_take_entry(e)) {   /* ours; else its taker frees it */
+        e->to = 0;                   /* untied already: pending_free skips the lock */
+        e->l[T].next = mine;
+        mine = e;
+      }
+    }
+  }
+  pthread_mutex_unlock(&ts->mu);
+  while (mine) {
+    pending *e = mine;
+    mine = e->l[T].next;
+    pending_cancel(e);
+  }
 }
 
 int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m,
@@ -318,31 +492,51 @@ int lpvm_send_msg_after_name(lpvm_task *self, uint64_t ms, const char *name, lpv
   return start_send(self, ms, 0, m, nm, 1, ref);
 }
 
-int lpvm_cancel_send_after(uint64_t ref) {
-  pending e;
-  lpvm_timer *tm = pending_take(ref, &e);
-  if (!tm) return 0;
-  int won = timer_cancel(tm);
-  if (won) arg_free(e.arg, e.named);  /* it will never fire: the message is ours again */
-  timer_release(tm);
-  return won;
+int64_t lpvm_send_after_left(uint64_t ref, int cancel) {
+  if (cancel) {
+    pending *e = pending_take(ref);
+    return e ? pending_cancel(e) : -1;
+  }
+  hshard *sh = shard_of(ref);
+  int64_t left = -1;
+  uint64_t now = timer_now_ms();
+  pthread_mutex_lock(&sh->mu);
+  pending *e = find_ref(sh, ref);
+  if (e) left = left_of(e, now);
+  pthread_mutex_unlock(&sh->mu);
+  return left;
 }
 
+int lpvm_cancel_send_after(uint64_t ref) { return lpvm_send_after_left(ref, 1) >= 0; }
+
 /* VM stop, after the timer thread has stopped: send-afters that never fired give
-** their messages back. */
+** their messages back; the ties go with them. */
 void task_timer_shutdown(void) {
+  for (int i = 0; i < TIE_SHARDS; i++) {
+    hshard *ts = &ties[i];
+    pthread_mutex_lock(&ts->mu);
+    free(ts->b);   /* the entries are freed below, from the ref table */
+    ts->b = NULL;
+    ts->nb = 0;
+    atomic_store_explicit(&ts->n, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&ts->mu);
+  }
   for (int i = 0; i < SHARDS; i++) {
-    struct shard *sh = &shards[i];
+    hshard *sh = &shards[i];
     pthread_mutex_lock(&sh->mu);
-    pending *p = sh->head;
-    sh->head = NULL;
+    pending **b = sh->b;
+    uint32_t nb = sh->nb;
+    sh->b = NULL;
+    sh->nb = 0;
+    atomic_store_explicit(&sh->n, 0, memory_order_relaxed);
     pthread_mutex_unlock(&sh->mu);
-    while (p) {
-      pending *next = p->next;
-      if (timer_cancel(p->tm)) arg_free(p->arg, p->named);
-      timer_release(p->tm);
-      free(p);
-      p = next;
-    }
+    for (uint32_t j = 0; j < nb; j++)
+      for (pending *p = b[j], *next; p; p = next) {
+        next = p->l[R].next;
+        if (timer_cancel(p->tm)) arg_free(p->arg, p->named);
+        timer_release(p->tm);
+        free(p);
+      }
+    free(b);
   }
 }

@@ -326,7 +326,8 @@ static lpvm_timer *inq_take(void) {
 
 /* ---- public: start and cancel ---- */
 
-lpvm_timer *timer_start(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint64_t b) {
+static inline __attribute__((always_inline)) lpvm_timer *
+start(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint64_t b, uint64_t *due) {
   if (!running()) return NULL;
   count_block *cb = my_block;
   lpvm_timer *t = cb ? cb->spare : NULL;
@@ -342,7 +343,17 @@ lpvm_timer *timer_start(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint
   t->u.b = b;
   inq_push(t, false);
   wake_before(d);
+  if (due) *due = d;
   return t;
+}
+
+lpvm_timer *timer_start(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint64_t b) {
+  return start(ms, fn, p, a, b, NULL);
+}
+
+lpvm_timer *timer_start_due(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint64_t b,
+                            uint64_t *due) {
+  return start(ms, fn, p, a, b, due);
 }
 
 /* A cancel took t's start request back: the thread will never see t, so the

@@ -39,6 +39,10 @@ uint64_t timer_now_ms(void);
 /* Start a timer that fires after `ms` milliseconds (0 = as soon as possible), never
 ** earlier. NULL when out of memory or when the service is not running. */
 lpvm_timer *timer_start(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint64_t b);
+/* The same, and *due is its deadline by timer_now_ms()'s clock (send-after's
+** read_timer: what it has left is due minus now, with no clock read at the start). */
+lpvm_timer *timer_start_due(uint64_t ms, timer_fire_fn fn, void *p, uint64_t a, uint64_t b,
+                            uint64_t *due);
 /* 1 if this call cancelled it (it will never fire), 0 if it fired or was already
 ** cancelled. Does not drop the caller's reference. */
 int timer_cancel(lpvm_timer *t);

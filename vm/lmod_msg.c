@@ -17,6 +17,7 @@
 */
 #include <lauxlib.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,15 +132,33 @@ void lmod_mbox_take(lproc *p, lpvm_msg *m) {
   p->mark_gen = p->task.mq_gen;
 }
 
+/* m, not a process's values, nests deeper than Lua reads (a C task's, a port's:
+** vm/lterm_depth.c): no receive could take it, so it goes, with a line on stderr.
+** Looked at once (LPVM_MSGF_SHALLOW). */
+static int too_deep(lproc *p, lpvm_msg *m) {
+  if ((m->flags & (LPVM_MSGF_VALUES | LPVM_MSGF_SHALLOW)) || m->len < LTERM_DEEP_MIN) return 0;
+  if (!lterm_too_deep(lpvm_msg_data(m), m->len)) {
+    m->flags |= LPVM_MSGF_SHALLOW;
+    return 0;
+  }
+  lpvm_id id = p->task.id, from = lpvm_msg_from(m);
+  fprintf(stderr, "lpvm: process <0.%u.%u> dropped a message from <0.%u.%u>: it nests "
+          "deeper than %d levels, which no Lua value holds\n", (unsigned)(uint32_t)id,
+          (unsigned)((id >> 32) & 0x7fffffff), (unsigned)(uint32_t)from,
+          (unsigned)((from >> 32) & 0x7fffffff), 200);
+  return 1;
+}
+
 /* The message after `after` (NULL: the oldest) that Lua may see: a reply to an alias
-** no longer active (a call that timed out) and the wake-up of an interrupt
-** (lproc.c) are dropped here, unseen. A message of values (LPVM_MSGF_VALUES) is
-** never a wake-up: its bytes are not compared. */
+** no longer active (a call that timed out), the wake-up of an interrupt (lproc.c)
+** and a message too deep to decode are dropped here, unseen. A message of values
+** (LPVM_MSGF_VALUES) is never a wake-up: its bytes are not compared. */
 static __attribute__((noinline)) lpvm_msg *next_msg_drop(lproc *p, lpvm_msg *after) {
   lpvm_msg *m;
   while ((m = lpvm_mbox_next(&p->task, after)) != NULL &&
          ((m->ref && !(m->flags & LPVM_MSGF_ADMIT) && alias_find(p, m->ref) < 0) ||
-          (!(m->flags & LPVM_MSGF_VALUES) && lproc_is_interrupt_msg(m)))) {
+          (!(m->flags & LPVM_MSGF_VALUES) && lproc_is_interrupt_msg(m)) ||
+          too_deep(p, m))) {
     lmod_mbox_take(p, m);
     lpvm_msg_free(m);
   }

@@ -221,8 +221,9 @@ static int opt_word(lua_State *L, int arg, const char *word) {
 
 /* monitor(pid | name | {name, node} [, "alias"]) -> ref; a dead pid or unknown name
 ** gets DOWN with noproc. By name the DOWN names {name, node}, as Erlang's
-** monitor(process, Name) and monitor(process, {Name, Node}) (io/dist: noconnection
-** when that node goes).
+** monitor(process, Name) and monitor(process, {Name, Node}): this node's name is
+** the name alone; another node's goes through io/dist (noconnection when that node
+** goes).
 ** With "alias" the reference is also an active alias until demonitor or the DOWN
 ** (Erlang's {alias, demonitor}): a reply sent to it after the DOWN is dropped. */
 static int lmod_monitor(lua_State *L) {
@@ -230,19 +231,23 @@ static int lmod_monitor(lua_State *L) {
   const char *name = NULL, *node = NULL;
   lpvm_id id = 0;
   if (lua_type(L, 1) == LUA_TTABLE) {   /* {name, node}, as send's */
-    lua_rawgeti(L, 1, 1);
-    lua_rawgeti(L, 1, 2);
     size_t len, nl;
-    luaL_argcheck(L, lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TSTRING, 1,
-                  "pid, name or {name, node} expected");
+    luaL_argcheck(L, lua_rawgeti(L, 1, 1) == LUA_TSTRING, 1,
+                  "{name, node} expected (name not a string)");
+    luaL_argcheck(L, lua_rawgeti(L, 1, 2) == LUA_TSTRING, 1,
+                  "{name, node} expected (node not a string)");
     name = lua_tolstring(L, -2, &len);
     node = lua_tolstring(L, -1, &nl);
     luaL_argcheck(L, len >= 1 && len <= 255 && strlen(name) == len, 1,
                   "{name, node}: name must be 1..255 bytes without NUL");
     luaL_argcheck(L, strlen(node) == nl && strchr(node, '@') != NULL, 1,
                   "{name, node}: node name (name@host) expected");
-    luaL_argcheck(L, strcmp(lpvm_node_name(), "nonode@nohost") != 0, 1,
-                  "{name, node}: this node is not distributed (erl: badarg)");
+    if (strcmp(node, lpvm_node_name()) == 0) {
+      node = NULL;   /* this node's: as the name alone */
+    } else {
+      luaL_argcheck(L, strcmp(lpvm_node_name(), "nonode@nohost") != 0, 1,
+                    "{name, node}: a name on another node, and this node is not distributed (erl: badarg)");
+    }
     lua_pop(L, 2);   /* (the table keeps both strings) */
   } else if (lua_type(L, 1) == LUA_TSTRING) {
     size_t len;
@@ -662,6 +667,7 @@ static int lmod_spawn_task(lua_State *L) {
   char err[LTERM_ERRSZ];
   lpvm_tbuf b;
   lpvm_tbuf_init(&b);
+  lua_settop(L, 2);   /* no arg: nil (it said "cannot send a no value value") */
   if (lterm_put_plain(L, 2, &b, err) != 0) {   /* a C task runs no Lua function */
     lpvm_tbuf_free(&b);
     return luaL_error(L, "spawn_task: argument %s", err);

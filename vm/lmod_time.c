@@ -5,7 +5,8 @@
 ** A sleep is a wait like receive's (the task's own timer, then a yield with a
 ** continuation) that takes no message: what arrives meanwhile stays in the mailbox.
 ** send_after's timers belong to the timer service (tasks/task_timer.c), not to the
-** process: a process that ends leaves them to fire, as Erlang's do for a pid.
+** process that started them: a process that ends leaves them to fire. One aimed at a
+** local pid is tied to that pid, as Erlang's is: it goes when the target ends.
 */
 #include <lauxlib.h>
 #include <string.h>
@@ -60,11 +61,73 @@ static int lmod_send_after(lua_State *L) {
   return 1;
 }
 
-/* cancel_timer(ref) -> true if it was cancelled before it fired */
+/* Options of cancel_timer and read_timer: nil or a table of booleans (known: async,
+** and info if `info`); anything else raises naming it. */
+static void timer_opts(lua_State *L, int arg, int info, int *async, int *want_info) {
+  static const char *const known_c[] = {"async", "info", NULL};
+  static const char *const known_r[] = {"async", NULL};
+  *async = 0, *want_info = 1;
+  if (lua_isnoneornil(L, arg)) return;
+  luaL_checktype(L, arg, LUA_TTABLE);
+  lmod_check_keys(L, arg, info ? known_c : known_r, "timer option");
+  static const char *const keys[] = {"async", "info"};
+  for (int i = 0; i < 1 + info; i++) {
+    int ty = lua_getfield(L, arg, keys[i]);
+    if (ty != LUA_TNIL && ty != LUA_TBOOLEAN)
+      luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a boolean, got %s",
+                                            keys[i], luaL_typename(L, -1)));
+    if (ty != LUA_TNIL) *(i ? want_info : async) = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+}
+
+static void push_left(lua_State *L, int64_t left) {
+  if (left >= 0) lua_pushinteger(L, (lua_Integer)left);
+  else lua_pushboolean(L, 0);
+}
+
+/* The answer of cancel_timer / read_timer: returned, or (async) sent to the caller as
+** the message  tag, ref, ms | false  and true returned (Erlang's {async, true}). */
+static int timer_answer(lua_State *L, const char *tag, int async, int info, int64_t left) {
+  if (!async) {
+    if (info) push_left(L, left);
+    else lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (info) {
+    lproc *p = lproc_check(L);
+    int top = lua_gettop(L);
+    lua_pushstring(L, tag);
+    lua_pushvalue(L, 1);
+    push_left(L, left);
+    lpvm_msg *m = lmod_build_msg(L, top + 1, tag);
+    lua_settop(L, top);
+    int rc = lpvm_send_msg(&p->task, p->task.id, m);
+    if (rc != 0) return lmod_fail(L, rc);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* cancel_timer(ref [, {async=, info=}]) -> ms it had left | false (it had fired, was
+** cancelled, or its target died): Erlang's erlang:cancel_timer/2. */
 static int lmod_cancel_timer(lua_State *L) {
   uint64_t ref = lmod_check_ref(L, 1);
-  lua_pushboolean(L, lpvm_cancel_send_after(ref) == 1);
-  return 1;
+  if (lua_gettop(L) == 1) {   /* the usual call: no options */
+    push_left(L, lpvm_send_after_left(ref, 1));
+    return 1;
+  }
+  int async, info;
+  timer_opts(L, 2, 1, &async, &info);
+  return timer_answer(L, "cancel_timer", async, info, lpvm_send_after_left(ref, 1));
+}
+
+/* read_timer(ref [, {async=}]) -> ms left | false: Erlang's erlang:read_timer/2. */
+static int lmod_read_timer(lua_State *L) {
+  uint64_t ref = lmod_check_ref(L, 1);
+  int async, info;
+  timer_opts(L, 2, 0, &async, &info);
+  return timer_answer(L, "read_timer", async, 1, lpvm_send_after_left(ref, 0));
 }
 
 static int lmod_now(lua_State *L) {
@@ -84,6 +147,7 @@ const lmod_fn lmod_time_fns[] = {
     {"sleep", lmod_sleep},
     {"send_after", lmod_send_after},
     {"cancel_timer", lmod_cancel_timer},
+    {"read_timer", lmod_read_timer},
     {"now", lmod_now},
     {"now_us", lmod_now_us},
     {NULL, NULL}};

@@ -87,6 +87,12 @@ int lterm_remote_funs_trusted(void);
 /* Decode one value at r (which advances). Raises like lterm_push_values. */
 void lterm_push(lua_State *L, lpvm_tread *r);
 
+/* lterm_depth.c: 1 if the term holds a value deeper than the decoder reads
+** (LTERM_DEPTH): a message of a C task, a port or lpvm_send that no receive could
+** decode. Shorter than LTERM_DEEP_MIN bytes it cannot be (one compare). */
+#define LTERM_DEEP_MIN (2 * (200 + 1))
+int lterm_too_deep(const uint8_t *term, size_t len);
+
 /* The bytes (a complete term) of a foreign reference value at idx, or NULL. */
 const uint8_t *lterm_foreign(lua_State *L, int idx, size_t *len);
 /* Push a term Lua has no value for (a complete term) as such a foreign value. */

@@ -48,6 +48,9 @@ extern "C" {
 /* lpvm_sig.flags, set by its receiver (vm/lmod_msg.c): a message sent to an alias
 ** that came before the DOWN which ended the alias, so it stays deliverable */
 #define LPVM_MSGF_ADMIT 16u
+/* lpvm_sig.flags, set by its receiver (vm/lmod_msg.c): a message not of values looked
+** at once and found no deeper than a Lua value can be (vm/lterm_depth.c) */
+#define LPVM_MSGF_SHALLOW 32u
 #define LPVM_BIN_MAX 0xFFFFFFFFu   /* BINARY_EXT's 32-bit length */
 
 typedef struct lpvm_bin lpvm_bin;

@@ -385,8 +385,13 @@ LPVM_API int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_
 ** an atom): nobody holding the name then drops the message. */
 LPVM_API int lpvm_send_msg_after_name(lpvm_task *self, uint64_t ms, const char *name,
                                       lpvm_msg *m, uint64_t *ref);
-/* 1 if cancelled before it fired, 0 if it already fired or is unknown. */
+/* 1 if cancelled before it fired, 0 if it already fired or is unknown. A send-after
+** to a local pid is tied to it (Erlang's is): cancelled when that process ends, and
+** at once if it is dead at the start. */
 LPVM_API int lpvm_cancel_send_after(uint64_t ref);
+/* The milliseconds a send-after has left (0: due), -1 if it fired, was cancelled or is
+** unknown (Erlang's read_timer; with cancel nonzero cancel_timer: cancelled if >= 0). */
+LPVM_API int64_t lpvm_send_after_left(uint64_t ref, int cancel);
 
 #ifdef __cplusplus
 }

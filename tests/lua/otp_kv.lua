@@ -10,7 +10,7 @@ function kv.init(args)
   if args.ignore then return "ignore" end
   if args.sleep then lpvm.sleep(args.sleep) end
   if args.trap then lpvm.trap_exit(true) end
-  local state = { data = {}, parent = args.parent, pending = {} }
+  local state = { data = {}, parent = args.parent, pending = {}, slow_terminate = args.slow_terminate }
   if args.timeout then return "ok", state, args.timeout end
   return "ok", state
 end
@@ -55,6 +55,7 @@ function kv.handle_continue(arg, state)
 end
 
 function kv.terminate(reason, state)
+  if state.slow_terminate then lpvm.sleep(state.slow_terminate) end   -- a window for a reply too early
   if state.parent then lpvm.send(state.parent, "terminated", reason) end
 end
 

@@ -90,8 +90,41 @@ static const lpvm_task_def echo_def = {
     .handle_event = echo_handle_event,
 };
 
+/* A deep_task answers a message N (an integer) with a list nested N deep around the
+** integer 7 ([[[...[7]...]]]), as a C task may build it: deeper than 200 levels, no
+** Lua value holds it (vm/lterm_depth.c). Any other message ends it. */
+static int deep_handle_event(lpvm_task *t) {
+  lpvm_msg *m;
+  while ((m = lpvm_recv(t)) != NULL) {
+    lpvm_tread r;
+    int64_t n;
+    if (lpvm_tread_init(&r, lpvm_msg_data(m), lpvm_msg_len(m)) || lpvm_get_int(&r, &n) ||
+        n < 0 || n > 100000) {
+      lpvm_msg_free(m);
+      return LPVM_EXIT;
+    }
+    lpvm_tbuf b;
+    lpvm_tbuf_init(&b);
+    for (int64_t i = 0; i < n; i++) lpvm_put_list(&b, 1);
+    lpvm_put_int(&b, 7);
+    for (int64_t i = 0; i < n; i++) lpvm_put_nil(&b);
+    lpvm_msg *reply = lpvm_tbuf_to_msg(&b);
+    lpvm_tbuf_free(&b);
+    if (reply) lpvm_send_msg(t, lpvm_msg_from(m), reply);
+    lpvm_msg_free(m);
+  }
+  return LPVM_WAIT;
+}
+
+static const lpvm_task_def deep_def = {
+    .type = "deep_task",
+    .prio = LPVM_PRIO_NORMAL,
+    .handle_event = deep_handle_event,
+};
+
 int lpvm_register_tasks(lpvm_task_registry *reg);
 
 int lpvm_register_tasks(lpvm_task_registry *reg) {
-  return reg->add(reg, &echo_def);
+  int rc = reg->add(reg, &echo_def);
+  return rc ? rc : reg->add(reg, &deep_def);
 }

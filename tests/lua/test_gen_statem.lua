@@ -248,4 +248,25 @@ test("sys on a gen_statem: replace_state takes and gives {state, data}; get_stat
   T.flush()
 end)
 
+test("an event timeout is a deadline: sys requests meanwhile do not put it off", function()
+  -- found by otpsem's probe against OTP 25: sys.get_state every 50 ms kept a 300 ms
+  -- event timeout from firing until the polling stopped (OTP's fires at 300 ms)
+  local me = lpvm.self()
+  local m = assert(sm.start_link("otp_machine", { log = me }))
+  sm.cast(m, "idle")                     -- {"timeout", 30, "idle_fired"}
+  T.recv()
+  local poller = lpvm.spawn(function()
+    local sys = require "sys"
+    while not lpvm.receive(function(t) return t == "stop" end, 0) do
+      sys.get_state(m)
+      lpvm.sleep(2)
+    end
+  end)
+  local r = T.recv_match(function(t) return t == "timeout" end)
+  T.eq(r[2], "idle_fired", "fired while sys requests kept coming")
+  lpvm.send(poller, "stop")
+  T.eq(sm.call(m, "quit"), "bye")
+  T.flush()
+end)
+
 T.run()

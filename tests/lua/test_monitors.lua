@@ -125,6 +125,26 @@ test("monitor of an unregistered name gives DOWN noproc naming {name, node}", fu
   T.eq(reason, "noproc")
 end)
 
+-- Erlang's monitor(process, {Name, node()}) is the same as monitor(process, Name): the
+-- DOWN names {Name, Node}, noproc for a free name. lpvm raised "pid expected".
+test("monitor({name, node}) of this node is a monitor by name", function()
+  local pid = lpvm.spawn(function() lpvm.receive() lpvm.exit("bye") end)
+  lpvm.register("mon_by_name_node", pid)
+  local ref = lpvm.monitor({ "mon_by_name_node", lpvm.node() })
+  lpvm.send(pid, "go")
+  local who, reason = T.down(ref)
+  T.eq(who, { "mon_by_name_node", lpvm.node() })
+  T.eq(reason, "bye")
+  local r2 = lpvm.monitor({ "mon_nobody_node", lpvm.node() }, "alias")
+  who, reason = T.down(r2)
+  T.eq(who, { "mon_nobody_node", lpvm.node() })
+  T.eq(reason, "noproc")
+  T.raises(function() lpvm.monitor({ "x" }) end, "bad argument #1", "node not a string")
+  T.raises(function() lpvm.monitor({ 42, lpvm.node() }) end, "bad argument #1", "name not a string")
+  T.raises(function() lpvm.monitor({ "x", "other@host" }) end, "bad argument #1", "another node")
+  T.raises(function() lpvm.monitor({ "a\0b", lpvm.node() }) end, "bad argument #1", "NUL")
+end)
+
 test("monitor and demonitor: bad arguments name the argument", function()
   T.raises(function() lpvm.monitor() end, "bad argument #1")
   T.raises(function() lpvm.monitor({}) end, "bad argument #1")

@@ -239,6 +239,7 @@ test("simple_one_for_one: 1,000 children started, restarted, stopped", function(
   T.eq(sup.count_children(s).active, n - 1)
   T.eq(select(2, sup.terminate_child(s, pids[1])), "not_found")
   T.eq(select(2, sup.restart_child(s, pids[2])), "simple_one_for_one")
+  T.eq(sup.get_childspec(s, pids[2]).pid, nil, "the template as given, no pid of a child")
   T.eq(stop_sup(s), "shutdown")
   local alive = 0
   for _, p in ipairs(pids) do if lpvm.is_alive(p) then alive = alive + 1 end end
@@ -428,6 +429,82 @@ test("shutdown_error reports follow OTP's rule: a non-permanent child may end no
   for id in out:gmatch('shutdown_error\n%s*child: id = "([%w_]+)"') do errs[#errs + 1] = id end
   table.sort(errs)
   T.eq(errs, { "perm_normal", "perm_shx", "tmp_other" }, out)
+end)
+
+test("auto_shutdown with significant children: any_significant, all_significant, bad combinations", function()
+  -- found by otpsem's probe against OTP 25: the keys were silently ignored
+  lpvm.trap_exit(true)
+  local function sig(id, restart) return w(id, {}, { restart = restart, significant = true }) end
+  T.eq(select(2, sup.start_link({ children = { sig("a", "transient") } }))[1], "bad_child_spec",
+       "significant under auto_shutdown never")
+  T.eq(select(2, sup.start_link({ auto_shutdown = "any_significant", children = { sig("a", "permanent") } }))[1],
+       "bad_child_spec", "a permanent significant child")
+  T.eq(select(2, sup.start_link({ auto_shutdown = "sometimes", children = {} }))[1], "bad_flags")
+  T.eq(select(2, sup.check_childspecs({ sig("a", "permanent") }))[1], "bad_child_spec")
+  T.eq(sup.check_childspecs({ sig("a", "transient") }, "any_significant"), true)
+  T.flush()
+  -- any_significant: a transient one that crashes is restarted; terminate_child does not
+  -- count; a temporary one that ends (normally or not) shuts the supervisor down
+  local s = assert(sup.start_link({ auto_shutdown = "any_significant",
+    children = { w("a"), sig("b", "transient"), sig("c", "temporary") } }))
+  started(3)
+  gs.cast(pid_of(s, "b"), "crash")
+  T.eq(started(1), { "b" })
+  T.eq(sup.terminate_child(s, "b"), true)
+  T.eq(lpvm.is_alive(s), true, "terminate_child is no end by itself")
+  gs.cast(pid_of(s, "c"), "stop_normal")
+  T.eq(T.exit_from(s), "shutdown")
+  T.flush()
+  -- all_significant: only when the last significant child has ended
+  s = assert(sup.start_link({ auto_shutdown = "all_significant",
+    children = { w("a"), sig("b", "transient"), sig("c", "temporary") } }))
+  started(3)
+  local b = pid_of(s, "b")
+  local ref = lpvm.monitor(b)
+  gs.cast(b, "stop_normal")
+  T.down(ref)
+  T.wait_until(function() return pid_of(s, "b") == "undefined" end)
+  T.eq(pid_of(s, "b"), "undefined", "b ended, not restarted")
+  T.eq(#sup.which_children(s), 3, "the supervisor took b's end and lives on: c still runs")
+  gs.cast(pid_of(s, "c"), "crash")
+  T.eq(T.exit_from(s), "shutdown")
+  T.flush()
+end)
+
+test("simple_one_for_one shutdown: shutdown_error reports, one per reason, as OTP's", function()
+  -- found by otpsem's probe against OTP 25: the children of a simple_one_for_one
+  -- supervisor were shut down without any report, a kill after the time included
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write([=[
+    local sup = require "supervisor"
+    local s = assert(sup.start_link({ strategy = "simple_one_for_one", children = {
+      { id = "t", shutdown = 200, start = function(mode)
+          return lpvm.spawn_link(function(m)
+            lpvm.trap_exit(true)
+            lpvm.receive(function(t) return t == "EXIT" end)
+            if m == "ignore" then lpvm.receive() end   -- killed after the 200 ms
+            lpvm.exit(m == "fine" and "shutdown" or m)
+          end, mode)
+        end } } }))
+    for _, m in ipairs({ "ignore", "other", "other", "fine", "ignore" }) do
+      assert(sup.start_child(s, { m }))
+    end
+    lpvm.trap_exit(true)
+    lpvm.unlink(s)
+    local ref = lpvm.monitor(s)
+    lpvm.exit(s, "shutdown")
+    lpvm.receive_ref(ref)
+  ]=])
+  f:close()
+  local out = io.popen([["$(readlink /proc/$PPID/exe)" ]] .. script .. " 2>&1"):read("a")
+  os.remove(script)
+  local got = {}
+  for n, why in out:gmatch('shutdown_error\n%s*child: id = "t", pid = %((%d+) children%)[^\n]*\n%s*reason: (%w+)') do
+    got[#got + 1] = why .. " x" .. n
+  end
+  table.sort(got)
+  T.eq(got, { "killed x2", "other x2" }, out)
 end)
 
 T.run()

@@ -18,7 +18,7 @@ end)
 
 if lib then
   test("load_tasks registers the library's task types", function()
-    T.eq(lpvm.load_tasks(lib), 1)
+    T.eq(lpvm.load_tasks(lib), 2)   -- echo_task, deep_task
   end)
 
   test("spawn_task starts a C task that talks with Lua", function()
@@ -65,6 +65,36 @@ if lib then
     for _, p in ipairs(lpvm.processes()) do found = found or p == pid end
     T.ok(found)
     lpvm.send(pid, "stop")
+  end)
+
+  -- A C task builds its terms itself: a list 201 deep reached a Lua mailbox and raised
+  -- "message nested too deep" in every receive that met it (a predicate's receive
+  -- could never pass it). It is dropped on arrival now; 200 deep still decodes.
+  test("a message from a C task nested deeper than Lua reads is dropped, not raised", function()
+    local pid = lpvm.spawn_task("deep_task", 0)
+    local me = lpvm.self()
+    lpvm.send(pid, 201)
+    lpvm.send(pid, 5000)
+    lpvm.send(pid, 200)   -- answered after the two deep ones: it marks their arrival
+    local got = T.recv_match(function(x) return type(x) == "table" end)[1]
+    local d = 0
+    while type(got) == "table" do got, d = got[1], d + 1 end
+    T.eq(d, 200)
+    T.eq(got, 7)
+    lpvm.send(me, "after")
+    T.eq(lpvm.receive(function(x) return x == "after" end, 5000), "after")
+    T.eqv(table.pack(lpvm.receive(0)), table.pack(nil, "timeout"))
+    local mref = lpvm.monitor(pid)
+    lpvm.send(pid, "stop")
+    T.down(mref)
+  end)
+
+  test("spawn_task(type) without an argument gives init nil", function()
+    local pid = lpvm.spawn_task("deep_task")
+    T.ok(pid)
+    local mref = lpvm.monitor(pid)
+    lpvm.send(pid, "stop")
+    T.down(mref)
   end)
 
   test("loading the same library twice does not register twice", function()

@@ -50,7 +50,9 @@ local S = {}        -- the running server: mod, state, parent, name (one per pro
 local dispatch, serve   -- lpvm.dispatcher(S, ...), made in M.main; serve() is dispatch(receive())
 local rest          -- gen_server_loop.lua, once loaded
 
-local function terminate(reason)
+-- reply_pid, reply_ref, reply: a handle_call's {"stop", reason, reply, state}, answered
+-- after terminate has run, as OTP does (the caller sees terminate's effects).
+local function terminate(reason, reply_pid, reply_ref, reply)
   local f = S.mod.terminate
   if f then
     local ok, err = xpcall(f, gen.traceback, reason, S.state)
@@ -58,6 +60,7 @@ local function terminate(reason)
   end
   local rare = require "gen_sys"
   if not rare.is_normal(reason) then rare.report_terminate("gen_server", S, reason) end
+  if reply_pid then lpvm.send_alias(reply_pid, reply_ref, reply) end
   lpvm.exit(reason)
 end
 

@@ -44,12 +44,11 @@ local function call_result(pid, ref, ok, ...)
     S.state = a
     return b
   elseif verb == "stop" then
-    if select("#", ...) >= 4 then      -- "stop", reason, reply, state
-      lpvm.send_alias(pid, ref, b)
-      S.state = c
-    else
-      S.state = b
+    if select("#", ...) >= 4 then      -- "stop", reason, reply, state: the reply
+      S.state = c                      -- goes after terminate, as OTP's
+      terminate(a, pid, ref, b)
     end
+    S.state = b
     terminate(a)
   end
   bad_return("handle_call", ...)
@@ -78,7 +77,13 @@ local function loop(action)
           return "noreply", s
         end, traceback, "timeout", S.state)))
       else
-        action = dispatch(table.unpack(r, 1, r.n))
+        -- a system message (sys.get_state, a suspend until resume) is no message of the
+        -- server's: the timeout starts again, as OTP's loop does (it was lost, so the
+        -- server then waited for ever)
+        local system = r.n == 4 and r[1] == "$gen_system"
+        local next_action = dispatch(table.unpack(r, 1, r.n))
+        if system then next_action = action end
+        action = next_action
       end
     else
       bad_return("action", action)

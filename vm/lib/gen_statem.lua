@@ -163,8 +163,13 @@ local function do_actions(actions, event, enter)
       elseif kind ~= "timeout" then timer_action(timer_key(kind[2]), kind, a)
       elseif what == "cancel" then S.ev_timeout = nil
       elseif what == "update" then
-        if S.ev_timeout then S.ev_content = a[3] else S.ev_timeout, S.ev_content = 0, a[3] end
-      else S.ev_timeout, S.ev_content = a[2], a[3] end
+        if S.ev_timeout then S.ev_content = a[3] else S.ev_timeout, S.ev_content = lpvm.now(), a[3] end
+      else
+        -- a deadline, not a length: a system message (sys.get_state every 100 ms) or a
+        -- stale timer message does not start it again, as OTP's timer is not
+        S.ev_timeout = what == math.huge and math.huge or lpvm.now() + what
+        S.ev_content = a[3]
+      end
     elseif kind == "next_event" then
       if enter then terminate({ "bad_action_from_state_function", "next_event" }) end
       S.inserted[#S.inserted + 1] = { a[2], a[3] }
@@ -277,7 +282,7 @@ local function next_event()
   end
   local t = S.ev_timeout
   if t == nil or t == math.huge then return dispatch(lpvm.receive()) end
-  local r = pack(lpvm.receive(nil, t))
+  local r = pack(lpvm.receive(nil, math.max(0, t - lpvm.now())))
   if r.n == 2 and r[1] == nil and r[2] == "timeout" then
     S.ev_timeout = nil
     return { "timeout", S.ev_content }

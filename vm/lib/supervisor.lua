@@ -22,6 +22,7 @@ local STRATEGIES = { one_for_one = true, one_for_all = true, rest_for_one = true
                      simple_one_for_one = true }
 local RESTARTS = { permanent = true, transient = true, temporary = true }
 local TYPES = { worker = true, supervisor = true }
+local AUTO_SHUTDOWN = { never = true, any_significant = true, all_significant = true }
 
 -- ---- the API ------------------------------------------------------------------------
 
@@ -89,10 +90,12 @@ local function bad_spec(what, ...)
 end
 
 -- A checked copy of a child spec with defaults, or nil, reason.
-local function check_child(c, sofo)
+-- auto_shutdown: the supervisor's flag, nil when unknown (check_childspecs(specs)).
+local function check_child(c, sofo, auto_shutdown)
   if type(c) ~= "table" then return bad_spec("child spec must be a table, got %s", type(c)) end
   local s = { id = c.id, start = c.start, restart = c.restart or "permanent",
-              type = c.type or "worker", shutdown = c.shutdown }
+              type = c.type or "worker", shutdown = c.shutdown,
+              significant = c.significant or false }
   if s.id == nil and not sofo then return bad_spec("missing id") end
   local st = type(s.start)
   if st == "table" then
@@ -104,6 +107,17 @@ local function check_child(c, sofo)
   end
   if not RESTARTS[s.restart] then return bad_spec("bad restart %s", tostring(s.restart)) end
   if not TYPES[s.type] then return bad_spec("bad type %s", tostring(s.type)) end
+  -- significant children (OTP 24's auto_shutdown): never permanent, and only under a
+  -- supervisor whose auto_shutdown is not "never"
+  if type(s.significant) ~= "boolean" then
+    return bad_spec("bad significant %s", tostring(s.significant))
+  end
+  if s.significant and s.restart == "permanent" then
+    return bad_spec("bad combination: restart permanent, significant true")
+  end
+  if s.significant and auto_shutdown == "never" then
+    return bad_spec("bad combination: auto_shutdown never, significant true")
+  end
   if s.shutdown == nil then s.shutdown = s.type == "supervisor" and "infinity" or 5000 end
   local sh = s.shutdown
   if not (sh == "brutal_kill" or sh == "infinity" or sh == math.huge
@@ -201,20 +215,45 @@ local function shutdown_dynamic(sup)
   local deadline = (t.shutdown ~= "infinity" and t.shutdown ~= "brutal_kill")
       and lpvm.now() + t.shutdown or nil
   local function is_down(tag, r) return tag == "DOWN" and refs[r] ~= nil end
+  -- shutdown_error reports as OTP's: one per reason that is not the expected end,
+  -- with the number of children that ended so (a kill after the shutdown time is one)
+  local expected = t.shutdown == "brutal_kill" and "killed" or "shutdown"
+  local bad, order, gone = nil, nil, nil
+  local function note(why)
+    if why == expected or why == "shutdown" or (t.restart ~= "permanent" and is_normal(why)) then
+      return
+    end
+    local key = type(why) == "string" and why or lpvm.format(why)
+    bad, order = bad or {}, order or {}
+    if not bad[key] then bad[key] = { why = why, n = 0 }; order[#order + 1] = key end
+    bad[key].n = bad[key].n + 1
+  end
   while n > 0 do
     local left = deadline and math.max(0, deadline - lpvm.now()) or nil
-    local tag, r = lpvm.receive(is_down, left)
+    local tag, r, _, _, why = lpvm.receive(is_down, left)
     if tag == nil then   -- time is up: kill the rest and wait for them
       for _, pid in pairs(refs) do lpvm.exit(pid, "kill") end
       deadline = nil
     else
+      if why == "noproc" then gone = gone or {}; gone[refs[r]] = true
+      elseif why ~= expected then note(why) end
       refs[r] = nil
       n = n - 1
     end
   end
-  -- their EXITs, if any came before the unlink
-  while lpvm.receive(function(tag, p) return tag == "EXIT" and sup.dyn[p] ~= nil end, 0) do end
+  -- their EXITs, if any came before the unlink: a child gone already ended with its own
+  while true do
+    local tag, p, why = lpvm.receive(function(tag, p) return tag == "EXIT" and sup.dyn[p] ~= nil end, 0)
+    if tag == nil then break end
+    if gone and gone[p] then note(why) end
+  end
   sup.dyn, sup.ndyn = {}, 0
+  for _, key in ipairs(order or {}) do
+    local b = bad[key]
+    logger.supervisor_report(sup.name or lpvm.self(), "shutdown_error", b.why,
+      { id = t.id, pid = string.format("(%d children)", b.n), restart = t.restart,
+        shutdown = t.shutdown, type = t.type })
+  end
 end
 
 -- Stop children[from..] in reverse order. For a restart (one_for_all, rest_for_one)
@@ -337,14 +376,18 @@ end
 
 -- check_childspecs({ childspec, ... }) -> true | nil, reason: what start_link or
 -- start_child would say of these specs, without a supervisor (OTP's check_childspecs).
-function M.check_childspecs(specs)
+function M.check_childspecs(specs, auto_shutdown)
   if type(specs) ~= "table" then
     error("bad argument #1 to 'supervisor.check_childspecs' (list of child specs expected, got "
       .. type(specs) .. ")", 2)
   end
+  if auto_shutdown ~= nil and not AUTO_SHUTDOWN[auto_shutdown] then
+    error("bad argument #2 to 'supervisor.check_childspecs' (never, any_significant or "
+      .. "all_significant expected, got " .. tostring(auto_shutdown) .. ")", 2)
+  end
   local seen = {}
   for _, cs in ipairs(specs) do
-    local c, why = check_child(cs)
+    local c, why = check_child(cs, false, auto_shutdown)
     if not c then return nil, why end
     if seen[c.id] then return nil, { "duplicate_child_name", c.id } end
     seen[c.id] = true
@@ -357,8 +400,11 @@ end
 local function check_flags(f)
   if type(f) ~= "table" then return nil, { "bad_flags", "a table expected" } end
   local s = { strategy = f.strategy or "one_for_one", intensity = f.intensity or 1,
-              period = f.period or 5 }
+              period = f.period or 5, auto_shutdown = f.auto_shutdown or "never" }
   if not STRATEGIES[s.strategy] then return nil, { "bad_flags", "strategy " .. tostring(s.strategy) } end
+  if not AUTO_SHUTDOWN[s.auto_shutdown] then
+    return nil, { "bad_flags", "auto_shutdown " .. tostring(s.auto_shutdown) }
+  end
   if math.type(s.intensity) ~= "integer" or s.intensity < 0 then
     return nil, { "bad_flags", "intensity must be an integer >= 0" }
   end
@@ -394,13 +440,13 @@ function M.init(a)
   sup.dyn, sup.ndyn = {}, 0
   if sup.strategy == "simple_one_for_one" then
     if #specs ~= 1 then return "stop", { "bad_start_spec", "simple_one_for_one needs exactly one child spec" } end
-    local t, w = check_child(specs[1], true)
+    local t, w = check_child(specs[1], true, sup.auto_shutdown)
     if not t then return "stop", w end
     sup.template = t
     return "ok", sup
   end
   for _, cs in ipairs(specs) do
-    local c, w = check_child(cs)
+    local c, w = check_child(cs, false, sup.auto_shutdown)
     if not c then return "stop", w end
     if sup.by_id[c.id] ~= nil then return "stop", { "duplicate_child_name", c.id } end
     c.pid = "undefined"
@@ -428,7 +474,7 @@ function handlers.start_child(sup, spec)
     sup.ndyn = sup.ndyn + 1
     return pid
   end
-  local c, why = check_child(spec)
+  local c, why = check_child(spec, false, sup.auto_shutdown)
   if not c then return nil, why end
   local old = sup.by_id[c.id]
   if old then
@@ -520,11 +566,11 @@ function handlers.count_children(sup)
 end
 
 function handlers.get_childspec(sup, id)
-  if sup.strategy == "simple_one_for_one" then return sup.template end
-  local c = find(sup, id)
+  local c = sup.template
+  if sup.strategy ~= "simple_one_for_one" then c = find(sup, id) end
   if not c then return nil, "not_found" end
   return { id = c.id, start = type(c.start) == "table" and c.start or nil, restart = c.restart,
-           shutdown = c.shutdown, type = c.type }
+           shutdown = c.shutdown, type = c.type, significant = c.significant }
 end
 
 function M.handle_call(req, _, sup)
@@ -534,6 +580,18 @@ function M.handle_call(req, _, sup)
 end
 
 function M.handle_cast(_, sup) return "noreply", sup end
+
+-- A significant child ended by itself and is not restarted: does the supervisor shut
+-- down now? any_significant: yes; all_significant: when no significant child runs.
+local function auto_shutdown_due(sup)
+  if sup.auto_shutdown == "any_significant" then return true end
+  if sup.auto_shutdown ~= "all_significant" then return false end
+  if sup.strategy == "simple_one_for_one" then return sup.ndyn == 0 end
+  for _, c in ipairs(sup.children) do
+    if c.significant and type(c.pid) == "userdata" then return false end
+  end
+  return true
+end
 
 -- A child's EXIT: restart by its restart type and the strategy.
 function M.handle_info(msg, sup)
@@ -567,6 +625,10 @@ function M.handle_info(msg, sup)
     if sup.strategy ~= "simple_one_for_one" and c.restart == "temporary" then
       sup.by_id[c.id] = nil
       table.remove(sup.children, index_of(sup, c))
+    end
+    if c.significant and auto_shutdown_due(sup) then
+      terminate_children(sup)
+      return "stop", "shutdown", sup
     end
     return "noreply", sup
   end
