@@ -47,10 +47,18 @@ local top = assert(supervisor.start_link({ strategy = "one_for_one", intensity =
                                               children = { w("w1"), w("w2") } } } },
   } }, nil, { name = "top" }))
 
+-- Crash a worker, then wait (up to 10 s) until its supervisor has started it again: a
+-- new pid under its name. A fixed sleep is not enough on a busy machine.
 local function crash(name)
   print("crash " .. name)
+  local old = lpvm.whereis(name)
   pcall(gen_server.call, name, "crash")
-  lpvm.sleep(50)   -- let the supervisor restart it
+  for _ = 1, 1000 do
+    local now = lpvm.whereis(name)
+    if now and now ~= old then return end
+    lpvm.sleep(10)
+  end
+  error(name .. " was not restarted within 10 s")
 end
 
 crash("w2")

@@ -187,9 +187,10 @@ void task_timer_drop(lpvm_task *t) {
 ** second table, by target id (`ties`), whose lock is taken before a ref shard's and
 ** never while one is held. An entry is tied before its timer starts, so a fire always
 ** finds it tied or untied by a death, never half way. The starter looks at the target
-** after tying: a death either found the entry in its bucket or its TS_DEAD is seen
-** by that look (a fence on each side: the starter's count of ties, the dead task's
-** TS_DEAD, each stored before the other is loaded). */
+** after tying: a death either finds the entry in its bucket or its TS_DEAD is seen
+** by that look (each side stores, then a seq_cst read-modify-write of the shard's
+** count, then loads the other's: the starter its tie then the target's state, the
+** dead task its TS_DEAD then the count, which is 0 when it has nothing to look for). */
 
 #define SHARDS 16
 #define TIE_SHARDS 16
@@ -400,15 +401,25 @@ static int start_send(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m, voi
   p->named = (uint8_t)named;
   p->in[R] = p->in[T] = 0;
   p->to = 0;
-  /* A local pid's: tied to it before the timer starts (see above). */
+  /* A local pid's is tied to it under its tie lock, held until the timer has started:
+  ** a death that drains the tie finds the entry in both tables, or finds none because
+  ** we saw the target dead (then no timer starts: Erlang's timer to a dead pid is no
+  ** timer). Tied first, then the look (see the top); its own process is alive. */
   int tie = !named && to != LPVM_ID_DEAD && !lpvm_id_is_remote(to);
+  hshard *ts = tie ? tie_of(to) : NULL;
   if (tie) {
-    hshard *ts = tie_of(to);
-    p->to = to;
     pthread_mutex_lock(&ts->mu);
+    p->to = to;
     if (!hadd(ts, p, T)) p->to = 0;   /* out of memory: it fires untied */
-    pthread_mutex_unlock(&ts->mu);
-    tie = p->to != 0;
+    atomic_fetch_add_explicit(&ts->n, 0, memory_order_seq_cst);   /* our half of the pair */
+    if (!(self && self->id == to) && !lpvm_is_alive(to)) {
+      hdel(ts, p, T);
+      pthread_mutex_unlock(&ts->mu);
+      free(p);
+      arg_free(arg, named);
+      *ref = r;
+      return 0;
+    }
   }
   hshard *sh = shard_of(r);
   /* Hold the shard lock across start so the entry exists before it can fire; once
@@ -420,29 +431,24 @@ static int start_send(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m, voi
     if (!tm) hdel(sh, p, R);
   }
   pthread_mutex_unlock(&sh->mu);
+  if (tie) {
+    if (!tm) hdel(ts, p, T);
+    pthread_mutex_unlock(&ts->mu);
+  }
   if (!tm) {
-    pending_free(p);
+    free(p);
     arg_free(arg, named);
     return LPVM_ENOMEM;
   }
   *ref = r;
-  /* The target dead already, or dying while we tied: cancelled now (Erlang's timer
-  ** to a dead pid is no timer). Its own process is alive: it is running this. */
-  if (tie && !(self && self->id == to)) {
-    atomic_thread_fence(memory_order_seq_cst);
-    if (!lpvm_is_alive(to)) {
-      pending *e = pending_take(r);
-      if (e) pending_cancel(e);
-    }
-  }
   return 0;
 }
 
 /* A dying task's send-afters (called after its TS_DEAD is set): cancelled. */
 static void ties_drop(lpvm_id id) {
   hshard *ts = tie_of(id);
-  atomic_thread_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(&ts->n, memory_order_relaxed) == 0) return;
+  /* the dead task's half of the pair (its TS_DEAD is stored): none tied in the shard */
+  if (atomic_fetch_add_explicit(&ts->n, 0, memory_order_seq_cst) == 0) return;
   pending *mine = NULL;
   pthread_mutex_lock(&ts->mu);
   if (ts->nb) {

@@ -94,7 +94,7 @@ static void accept_rest(int fd, const char *status, const char *me) {
   uint8_t b[HS_MAX], dg[16];
   uint32_t mine = 0x7654321, chal;
   const uint8_t *their;
-  put(fd, b, hs_build_status(b, status));
+  if (status) put(fd, b, hs_build_status(b, status));
   put(fd, b, hs_build_challenge(b, DF_OURS, mine, 1, me));
   int n = hs_read(fd, b);
   cr_assert_gt(n, 0, "no reply");
@@ -261,6 +261,21 @@ Test(simultaneous, the_greater_name_keeps_its_attempt_and_nothing_is_lost) {
   expect_message(out, "race_three");
   close(out);
   fake_stop(&a3);
+
+  /* 4. The peer still has a connection up that lpvm lost: it answers "alive", lpvm
+  ** says "true" (go on: the peer drops its old one), as erl does. */
+  fake y4;
+  snprintf(zn, sizeof zn, "y4%d", (int)getpid());
+  fake_start(&y4, zn, host);
+  queue_message(y4.name, "race_four");
+  out = accept_lpvm(&y4, me);
+  put(out, b, hs_build_status(b, "alive"));
+  read_status(out, st, sizeof st);
+  cr_assert_str_eq(st, "true");
+  accept_rest(out, NULL, y4.name);
+  expect_message(out, "race_four");
+  close(out);
+  fake_stop(&y4);
 
   cr_assert_eq(lpvm_dist_stop(), 0);
   cr_assert_eq(lpvm_stop(), 0);

@@ -59,11 +59,13 @@ static lproc_start *apply_start(const uint8_t *args, size_t alen, int *rc) {
   return s;
 }
 
-/* erlang:spawn(Node, M, F, A) runs require(M)[F](A...); rpc:call arrives as erpc's
-** execute_call, which lpvm.erpc (vm/lib/lpvm/erpc.lua) provides. */
+/* erlang:spawn(Node, M, F, A) runs require(M)[F](A...); rpc:call and rpc:cast arrive
+** as erpc's execute_call and execute_cast, which lpvm.erpc (vm/lib/lpvm/erpc.lua)
+** provides. */
 static int d_spawn(lpvm_task *creator, const char *mod, size_t ml, const char *fn,
                    size_t fl, const uint8_t *args, size_t alen, lpvm_id *id) {
-  if (ml == 4 && !memcmp(mod, "erpc", 4) && fl == 12 && !memcmp(fn, "execute_call", 12))
+  if (ml == 4 && !memcmp(mod, "erpc", 4) && fl == 12 &&
+      (!memcmp(fn, "execute_call", 12) || !memcmp(fn, "execute_cast", 12)))
     mod = "lpvm.erpc", ml = 9;
   lproc_start *s = NULL;
   if (ml == 6 && !memcmp(mod, "erlang", 6) && fl == 5 && !memcmp(fn, "apply", 5)) {

@@ -32,10 +32,13 @@
 ** any other number must be >= 0 and is rounded up (a finite timeout too long for the
 ** clock saturates: it is accepted and fires, in theory, at the end of time). */
 int64_t lmod_check_ms(lua_State *L, int arg) {
-  int isint;   /* receive(100): an integer as the float path below would give it */
-  lua_Integer i = lua_tointegerx(L, arg, &isint);
-  if (isint && i >= 0 && i < (INT64_C(1) << 53)) return (int64_t)i;
-  lua_Number ms = luaL_checknumber(L, arg);
+  /* receive(100): an integer as the float path below would give it, read in place */
+  const lraw_tvalue *v = lraw_ok() ? lraw_arg(L, arg) : NULL;
+  if (v && v->tt == LRAW_VNUMINT && v->v.i >= 0 && v->v.i < (INT64_C(1) << 53))
+    return (int64_t)v->v.i;
+  /* a number only: "5" is no timeout (Erlang's after "5" is an error; it was coerced) */
+  if (lua_type(L, arg) != LUA_TNUMBER) luaL_typeerror(L, arg, "number (ms) or math.huge");
+  lua_Number ms = lua_tonumber(L, arg);
   luaL_argcheck(L, ms >= 0 && ms == ms, arg, "timeout must be >= 0 or math.huge");
   if (ms == HUGE_VAL) return -1;
   if (ms >= 0x1p62) return INT64_C(1) << 62;

@@ -285,10 +285,13 @@ static int lmod_demonitor(lua_State *L) {
   return 1;
 }
 
+/* trap_exit([flag]) -> the old flag. A flag that is not a boolean raises (Erlang's
+** process_flag(trap_exit, 42) is badarg; 42 was taken as true); nil asks, as none. */
 static int lmod_trap_exit(lua_State *L) {
   lproc *p = lproc_check(L);
   int old;
-  if (lua_isnone(L, 1)) {
+  if (!lua_isnoneornil(L, 1)) luaL_checktype(L, 1, LUA_TBOOLEAN);
+  if (lua_isnoneornil(L, 1)) {
     old = lpvm_trap_exit(&p->task, 0);
     lpvm_trap_exit(&p->task, old);
   } else {
@@ -457,6 +460,7 @@ static int lmod_priority(lua_State *L) {
   lproc *p = lproc_check(L);
   int old = lpvm_prio(&p->task);
   if (!lua_isnoneornil(L, 1)) {
+    if (lua_type(L, 1) != LUA_TNUMBER) luaL_typeerror(L, 1, "integer 0..31");   /* not "5" */
     lua_Integer pr = luaL_checkinteger(L, 1);
     luaL_argcheck(L, pr >= LPVM_PRIO_MAX && pr <= LPVM_PRIO_MIN, 1, "priority must be 0..31");
     int rc = lpvm_set_prio(&p->task, (int)pr);

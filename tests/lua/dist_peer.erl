@@ -38,6 +38,8 @@ loop() ->
             From ! {monitoring, spawn(fun() -> watch_mon(From, LpvmPid) end)};
         {<<"monitor_name">>, From, Name} ->           % monitor(process, {Name, LpvmNode})
             spawn(fun() -> watch_name(From, {binary_to_atom(Name), node(From)}) end);
+        {<<"rpc_cast">>, From, M, F, A} ->           % no answer: the function tells From
+            true = rpc:cast(node(From), binary_to_atom(M), binary_to_atom(F), A);
         {<<"rpc">>, From, M, F, A} ->
             From ! {rpc_result, rpc:call(node(From), binary_to_atom(M), binary_to_atom(F), A)};
         {<<"spawn_on">>, From, M, F, A} ->

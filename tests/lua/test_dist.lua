@@ -277,6 +277,11 @@ test("rpc:call into lpvm runs require(M)[F](A...) and returns its result", funct
   lpvm.send(agent, "rpc", lpvm.self(), "no_such_module", "f", {})
   r = T.recv_match(function(t) return t == "rpc_result" end, 15000)
   T.eq(r[2][1], "badrpc")
+  -- rpc:cast spawns erpc:execute_cast(M, F, A) (before: "module 'erpc' not found",
+  -- a crash report, and the function never ran)
+  lpvm.send(agent, "rpc_cast", lpvm.self(), "dist_mod", "hello", {lpvm.self()})
+  r = T.recv_match(function(t) return t == "hello_from_spawned" end, 15000)
+  T.eq(r[3], me)
 end)
 
 test("references cross to erl and back: ours stay ours, erl's are values", function()

@@ -50,6 +50,18 @@ test("a normal exit does not propagate along a link", function()
   T.eq(reason, "normal")
 end)
 
+-- Erlang's process_flag(trap_exit, 42) is badarg; lpvm took 42 for its truth.
+test("trap_exit takes a boolean; nil asks; priority takes no string", function()
+  T.raises(function() lpvm.trap_exit(42) end, "bad argument #1", "boolean expected")
+  T.raises(function() lpvm.trap_exit("true") end, "bad argument #1", "boolean expected")
+  T.eq(lpvm.trap_exit(), false)
+  T.eq(lpvm.trap_exit(true), false)
+  T.eq(lpvm.trap_exit(nil), true, "nil asks")
+  T.eq(lpvm.trap_exit(false), true)
+  T.raises(function() lpvm.priority("5") end, "bad argument #1", "got string")
+  T.eq(lpvm.priority(), 20)
+end)
+
 test("trap_exit turns exit signals into EXIT messages", function()
   T.eq(lpvm.trap_exit(true), false, "trap_exit returns the previous setting")
   local pid = lpvm.spawn_link(function() error("trapped boom") end)

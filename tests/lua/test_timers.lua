@@ -240,6 +240,23 @@ test("receive timeout then a later message is still received", function()
   T.eq(T.recv()[1], "later")
 end)
 
+-- Erlang's after "5" / timer:sleep("5") are errors; luaL_checknumber coerced the string.
+test("a timeout given as a string raises (not coerced)", function()
+  T.raises(function() lpvm.sleep("5") end, "bad argument #1", "got string")
+  T.raises(function() lpvm.send_after("5", lpvm.self(), 1) end, "bad argument #1", "got string")
+  T.raises(function() lpvm.receive(function() return true end, "5") end, "bad argument #2",
+           "got string")
+  T.raises(function() lpvm.receive("5") end, "bad argument #1")
+  T.raises(function() lpvm.receive_ref(lpvm.make_ref(), "5") end, "bad argument #2", "got string")
+  T.raises(function() lpvm.receive(math.mininteger) end, "bad argument #1")
+  T.raises(function() lpvm.receive(-math.huge) end, "bad argument #1")
+  T.eqv(table.pack(lpvm.receive(0.5)), table.pack(nil, "timeout"))
+  lpvm.send(lpvm.self(), "y")
+  T.eq(lpvm.receive(math.maxinteger), "y")
+  lpvm.send(lpvm.self(), "z")
+  T.eq(lpvm.receive(2^70), "z")
+end)
+
 test("timer arguments: errors name the argument", function()
   T.raises(function() lpvm.sleep() end, "bad argument #1")
   T.raises(function() lpvm.sleep("long") end, "bad argument #1")
