@@ -152,4 +152,48 @@ test("monitor and demonitor: bad arguments name the argument", function()
   T.raises(function() lpvm.demonitor({}) end, "bad argument #1")
 end)
 
+-- Past 32 entries a task's monitors and links are indexed (tasks/links.c): demonitors
+-- and unlinks in a seeded random order, the index's deletions moving entries about,
+-- must leave exactly the others (found by the limits probe: they were scans, and a
+-- million monitors took minutes).
+test("many monitors and links on one process, half removed in random order", function()
+  math.randomseed(1128)
+  local n = 3000
+  local target = lpvm.spawn(function() lpvm.receive(function(m) return m == "bye" end) end)
+  local refs, keep = {}, {}
+  for i = 1, n do refs[i] = lpvm.monitor(target) end
+  local order = {}
+  for i = 1, n do order[i] = i end
+  for i = n, 2, -1 do local j = math.random(i); order[i], order[j] = order[j], order[i] end
+  for k = 1, n // 2 do T.eq(lpvm.demonitor(refs[order[k]]), true) end
+  for k = n // 2 + 1, n do keep[refs[order[k]]] = true end
+  for k = 1, n // 2, 7 do T.eq(lpvm.demonitor(refs[order[k]]), true) end   -- again: no-op
+  local peers = {}
+  for i = 1, 200 do
+    peers[i] = lpvm.spawn(function() lpvm.receive(function(m) return m == "bye" end) end)
+    lpvm.link(peers[i])
+  end
+  for i = 1, 200, 2 do lpvm.unlink(peers[i]) end
+  lpvm.trap_exit(true)
+  for i = 1, 200 do lpvm.exit(peers[i], "gone") end
+  lpvm.send(target, "bye")
+  local downs, exits = 0, 0
+  while downs < n - n // 2 or exits < 100 do
+    local m = { lpvm.receive(function(a) return a == "DOWN" or a == "EXIT" end, T.WAIT) }
+    T.ok(m[1], "waited for " .. (n - n // 2 - downs) .. " DOWN, " .. (100 - exits) .. " EXIT")
+    if m[1] == "DOWN" then
+      T.ok(keep[m[2]], "DOWN of a removed monitor")
+      keep[m[2]] = nil
+      downs = downs + 1
+    else
+      local i
+      for k = 1, 200 do if peers[k] == m[2] then i = k end end
+      T.ok(i and i % 2 == 0, "EXIT from an unlinked peer")
+      exits = exits + 1
+    end
+  end
+  T.eq(lpvm.receive(function(a) return a == "DOWN" or a == "EXIT" end, 100), nil)
+  lpvm.trap_exit(false)
+end)
+
 T.run()
