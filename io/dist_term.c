@@ -113,43 +113,10 @@ int dist_term_ok(const uint8_t *term, size_t len) {
   return walk(&r, 0) != 0;
 }
 
-/* 1 when some value sits deeper than DIST_DEPTH, counted as lpvm's decoder does: the
-** term at 0, a tuple's, list's or map's elements one deeper, an improper list's tail
-** not decoded; 0 when not; -1 malformed. Stops at the first value too deep. */
-static int too_deep(lpvm_tread *r, int depth) {
-  uint32_t n;
-  int list = 0;
-  if (depth > DIST_DEPTH) return 1;
-  switch (lpvm_get_type(r)) {
-    case LPVM_T_TUPLE:
-      if (lpvm_get_tuple(r, &n)) return -1;
-      break;
-    case LPVM_T_MAP:
-      if (lpvm_get_map(r, &n)) return -1;
-      if (n > UINT32_MAX / 2) return -1;
-      n *= 2;
-      break;
-    case LPVM_T_LIST:
-      if (lpvm_get_list(r, &n)) return -1;
-      list = 1;
-      break;
-    default:
-      return lpvm_skip(r) ? -1 : 0;
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    int v = too_deep(r, depth + 1);
-    if (v) return v;
-  }
-  return list && lpvm_skip(r) ? -1 : 0;
-}
-
+/* A message or reason deeper than lpvm's decoder takes (lpvm_term_too_deep: the walker
+** shared with a Lua receiver's check of C tasks' messages, vm/lterm_depth.c). */
 int dist_term_too_deep(const uint8_t *term, size_t len) {
-  /* each level costs two bytes at least (a small tuple's tag and arity): a shorter
-  ** term cannot be that deep, and most messages are */
-  if (len < 2 * (DIST_DEPTH + 1)) return 0;
-  lpvm_tread r;
-  if (lpvm_tread_init(&r, term, len)) return 0;   /* checked by the caller already */
-  return too_deep(&r, 0) == 1;
+  return lpvm_term_too_deep(term, len, DIST_DEPTH);
 }
 
 uint8_t *dist_term_rendered(const uint8_t *term, size_t len, size_t *out_len) {

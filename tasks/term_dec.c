@@ -456,3 +456,43 @@ int lpvm_term_is_atom(const uint8_t *term, size_t len, const char *atom) {
     return 0;
   return r.p == r.end && n == strlen(atom) && memcmp(name, atom, n) == 0;
 }
+
+/* ---- depth ------------------------------------------------------------------------------- */
+
+/* 1: some value sits deeper than `limit`; 0: not; -1: malformed. Stops at the first
+** value too deep (the recursion is bounded by `limit`). The distribution's check of
+** erl's messages (io/dist_term.c) and a Lua receiver's of a C task's
+** (vm/lterm_depth.c) are this walker. */
+static int depth_walk(lpvm_tread *r, int depth, int limit) {
+  uint32_t n;
+  int list = 0;
+  if (depth > limit) return 1;
+  switch (lpvm_get_type(r)) {
+    case LPVM_T_TUPLE:
+      if (lpvm_get_tuple(r, &n)) return -1;
+      break;
+    case LPVM_T_MAP:
+      if (lpvm_get_map(r, &n) || n > UINT32_MAX / 2) return -1;
+      n *= 2;
+      break;
+    case LPVM_T_LIST:
+      if (lpvm_get_list(r, &n)) return -1;
+      list = 1;
+      break;
+    default:
+      return lpvm_skip(r) ? -1 : 0;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    int v = depth_walk(r, depth + 1, limit);
+    if (v) return v;
+  }
+  return list && lpvm_skip(r) ? -1 : 0;
+}
+
+int lpvm_term_too_deep(const uint8_t *term, size_t len, int limit) {
+  if (limit < 0) return 1;
+  if (len < 2 * ((size_t)limit + 1)) return 0;
+  lpvm_tread r;
+  if (lpvm_tread_init(&r, term, len)) return 0;
+  return depth_walk(&r, 0, limit) == 1;
+}

@@ -1126,3 +1126,31 @@ Test(hostile, mutated_terms) {
   free(t);
   lpvm_tbuf_free(&all);
 }
+
+/* lpvm_term_too_deep counts as the Lua decoder: the term at 0, a container's elements
+** one deeper, an improper list's tail not a level. */
+static void nest_lists(lpvm_tbuf *b, int levels, int tuple_top) {
+  lpvm_tbuf_init(b);
+  if (tuple_top) lpvm_put_tuple(b, 1);
+  for (int i = 0; i < levels; i++) lpvm_put_list(b, 1);
+  lpvm_put_int(b, 7);
+  for (int i = 0; i < levels; i++) lpvm_put_nil(b);
+}
+
+Test(term, too_deep_counts_as_the_decoder) {
+  lpvm_tbuf b;
+  nest_lists(&b, 200, 0);   /* the integer at 200 */
+  cr_assert_eq(lpvm_term_too_deep(b.data, b.len, 200), 0);
+  cr_assert_eq(lpvm_term_too_deep(b.data, b.len, 199), 1);
+  lpvm_tbuf_free(&b);
+  nest_lists(&b, 200, 1);   /* inside a tuple: at 201 */
+  cr_assert_eq(lpvm_term_too_deep(b.data, b.len, 200), 1);
+  cr_assert_eq(lpvm_term_too_deep(b.data, b.len, 201), 0);
+  cr_assert_eq(lpvm_term_too_deep(b.data, b.len - 1, 300), 0, "malformed: not judged");
+  cr_assert_eq(lpvm_term_too_deep(b.data, b.len, -1), 1);
+  lpvm_tbuf_free(&b);
+  nest_lists(&b, 3, 0);     /* short: one compare */
+  cr_assert_eq(lpvm_term_too_deep(b.data, b.len, 200), 0);
+  cr_assert_eq(lpvm_term_too_deep(b.data, b.len, 2), 1);
+  lpvm_tbuf_free(&b);
+}

@@ -124,6 +124,13 @@ LPVM_API int lpvm_term_check(const uint8_t *term, size_t len);
 /* Write a readable Erlang-syntax rendering (truncated to cap-1 chars, NUL-ended);
 ** returns the length it would have had. For logs and error messages. */
 LPVM_API size_t lpvm_term_format(const uint8_t *term, size_t len, char *out, size_t cap);
+/* 1 when some value of the term sits deeper than `limit` levels, counted as lpvm's Lua
+** decoder counts them (the term at 0; a tuple's, list's or map's elements one deeper;
+** an improper list's tail not a level); else 0, also for a term found malformed
+** before that depth (lpvm_term_check says that). A Lua process takes messages up to 200 levels: a C task
+** can check what it builds before sending. A term shorter than 2 bytes a level
+** cannot be that deep: most cost one compare. */
+LPVM_API int lpvm_term_too_deep(const uint8_t *term, size_t len, int limit);
 
 #ifdef __cplusplus
 }
