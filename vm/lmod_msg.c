@@ -27,6 +27,7 @@
 #include "vm/lproc_small.h"
 #include "vm/lraw.h"
 #include "vm/lterm.h"
+#include "vm/lterm_int.h"
 
 /* A timeout in milliseconds: math.huge means for ever (-1), as Erlang's `infinity`;
 ** any other number must be >= 0 and is rounded up (a finite timeout too long for the
@@ -148,7 +149,7 @@ static int too_deep(lproc *p, lpvm_msg *m) {
   fprintf(stderr, "lpvm: process <0.%u.%u> dropped a message from <0.%u.%u>: it nests "
           "deeper than %d levels, which no Lua value holds\n", (unsigned)(uint32_t)id,
           (unsigned)((id >> 32) & 0x7fffffff), (unsigned)(uint32_t)from,
-          (unsigned)((from >> 32) & 0x7fffffff), 200);
+          (unsigned)((from >> 32) & 0x7fffffff), LTERM_DEPTH);
   return 1;
 }
 
