@@ -234,6 +234,10 @@ raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
         wr32be(q + n - 12, (uint32_t)id), wr32be(q + n - 8, (uint32_t)(id >> 32));
         return q + n;
       }
+      if (!n && (n = lpvm_put_pid_at(q, id)) != 0) {   /* the first: noted for the next */
+        r->pidat = (size_t)(q - r->data), r->pidlen = (uint8_t)n;
+        return q + n;
+      }
       return raw_put_light(r, q, id);
     }
     default: memcpy(q, "\x77\x03" "nil", 5); return q + 5;
