@@ -413,12 +413,9 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
 ** and the caller asks lpvm_ets_lookup_into. So is a key outside 32 bits: any object
 ** it has holds it (as its key, or one equal to it in an ordered_set), and obj_ints
 ** would refuse that object. */
-static inline int obj_ints(const ets_obj *o, int64_t *v, size_t cap) {
-  const uint8_t *p = o->data + 1, *end = o->data + o->len;
-  if (end - p < 2 || p[0] != TAG_SMALL_TUPLE || p[1] == 0 || p[1] > cap)
-    return LPVM_ETS_ESPACE;
-  unsigned m = p[1];
-  p += 2;
+static inline __attribute__((always_inline)) int obj_ints_n(const uint8_t *p,
+                                                             const uint8_t *end,
+                                                             int64_t *v, unsigned m) {
   for (unsigned i = 0; i < m; i++) {
     if (end - p >= 2 && p[0] == TAG_SMALL_INT) {
       v[i] = p[1];
@@ -431,6 +428,15 @@ static inline int obj_ints(const ets_obj *o, int64_t *v, size_t cap) {
     }
   }
   return p == end ? (int)m : LPVM_ETS_ESPACE;
+}
+
+/* With {Key, Value} (2) unrolled, as insert_ints. */
+static inline int obj_ints(const ets_obj *o, int64_t *v, size_t cap) {
+  const uint8_t *p = o->data + 1, *end = o->data + o->len;
+  if (end - p < 2 || p[0] != TAG_SMALL_TUPLE || p[1] == 0 || p[1] > cap)
+    return LPVM_ETS_ESPACE;
+  if (p[1] == 2) return obj_ints_n(p + 2, end, v, 2);
+  return obj_ints_n(p + 2, end, v, p[1]);
 }
 
 static inline __attribute__((always_inline)) int lookup_ints_at(lpvm_task *self,
