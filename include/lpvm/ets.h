@@ -100,7 +100,7 @@ LPVM_API size_t lpvm_ets_all(lpvm_tab *out, size_t cap);
 LPVM_API int lpvm_ets_give_away(lpvm_task *self, lpvm_tab tab, lpvm_id to,
                                 const uint8_t *data, size_t len);
 LPVM_API int lpvm_ets_rename(lpvm_task *self, lpvm_tab tab, const char *name);
-/* setopts heir: the owner sets or clears (heir 0) the heir. */
+/* setopts heir: the owner sets or clears (heir 0) the heir; one not alive now is none. */
 LPVM_API int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir,
                                const uint8_t *data, size_t len);
 
