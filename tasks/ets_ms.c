@@ -377,6 +377,13 @@ static int arena_val(ets_ms *m, size_t start, val *out) {
 
 static int eval(ets_ms *m, const uint8_t *e, val *out, int depth);
 
+/* Append v to the arena. A value in the arena itself is read after the room is made:
+** a copy from where it was before the arena grew would read freed memory. */
+static void put_val(ets_ms *m, const val *v) {
+  if (!v->p && !lpvm_tbuf_room(&m->arena, v->len)) return;   /* arena.err is set */
+  term_put_raw(&m->arena, vptr(m, v), v->len);
+}
+
 static int cmp_vals(ets_ms *m, const val *a, const val *b, int exact) {
   const uint8_t *pa = vptr(m, a), *pb = vptr(m, b);
   return term_cmp(pa, pa + a->len, pb, pb + b->len, exact);
@@ -510,10 +517,7 @@ static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
     size_t start = arena_start(m);
     if (rc == 0) {
       lpvm_put_tuple(&m->arena, n);
-      for (uint32_t i = 0; i < n; i++) {
-        const uint8_t *p = vptr(m, &vs[i]);   /* re-resolved: the arena may move */
-        term_put_raw(&m->arena, p, vs[i].len);
-      }
+      for (uint32_t i = 0; i < n; i++) put_val(m, &vs[i]);
       rc = arena_val(m, start, out);
     }
     free(vs);
@@ -605,7 +609,7 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
     size_t start = arena_start(m);
     if (rc == 0) {
       lpvm_put_list(&m->arena, n);
-      for (uint32_t i = 0; i <= n; i++) term_put_raw(&m->arena, vptr(m, &vs[i]), vs[i].len);
+      for (uint32_t i = 0; i <= n; i++) put_val(m, &vs[i]);
       rc = arena_val(m, start, out);
     }
     free(vs);

@@ -37,4 +37,17 @@ test("an heir that is not alive when named is none (erl: info heir = none)", fun
   T.eq(ets.info(w), nil)
 end)
 
+-- A body's nested lists are built in the match specification's arena and copied into
+-- it again: when it grew meanwhile, the copy read the freed old arena (ASan:
+-- heap-use-after-free in term_put_raw).
+test("select bodies that build big nested lists copy what the arena held", function()
+  local t = ets.new("t", {"set"})
+  local big = {}
+  for i = 1, 200 do big[i] = string.rep("x", 40) .. i end
+  ets.insert(t, {1, big})
+  local r = ets.select(t, {{{"$1", "$2"}, {}, {{{"$2", "$2"}, {"$2", {"$2", "$2"}}}}}})
+  T.eq(r, {{{big, big}, {big, {big, big}}}})
+  ets.delete(t)
+end)
+
 T.run()
