@@ -37,6 +37,47 @@ test("an heir that is not alive when named is none (erl: info heir = none)", fun
   T.eq(ets.info(w), nil)
 end)
 
+-- Each guard's count of matching objects, as erl's ets:select gave them for the same
+-- guard in an escript (1: true, 0: false or a failing call); before, every one of these
+-- calls raised "bad match specification" (erl: all are match specification functions).
+test("match specification guards: hd, tl, length, size, maps, bit operations, ... as erl", function()
+  local t = ets.new("t", {"set"})
+  ets.insert(t, {1, {1, 2, 3}, "abc", {a = 1, b = 2}, 2.5, -7})
+  ets.insert(t, {true, 5})
+  local function count(guard)
+    return #ets.select(t, {{{"$1", "$2", "$3", "$4", "$5", "$6"}, {guard}, {true}}})
+  end
+  local cases = {
+    {{"==", {"hd", "$2"}, 1}, 1}, {{"==", {"tl", "$2"}, {"const", {2, 3}}}, 1},
+    {{"==", {"length", "$2"}, 3}, 1}, {{"==", {"size", "$3"}, 3}, 1},
+    {{"==", {"bit_size", "$3"}, 24}, 1}, {{"==", {"map_size", "$4"}, 2}, 1},
+    {{"==", {"map_get", "a", "$4"}, 1}, 1}, {{"is_map_key", "b", "$4"}, 1},
+    {{"not", {"is_map_key", "c", "$4"}}, 1}, {{"==", {"map_get", "c", "$4"}, 1}, 0},
+    {{"=:=", {"float", "$1"}, 1.0}, 1}, {{"==", {"round", "$5"}, 3}, 1},
+    {{"==", {"trunc", "$5"}, 2}, 1}, {{"==", {"round", -2.5}, -3}, 1},
+    {{"==", {"band", 6, 3}, 2}, 1}, {{"==", {"bor", 6, 3}, 7}, 1}, {{"==", {"bxor", 6, 3}, 5}, 1},
+    {{"==", {"bnot", "$6"}, 6}, 1}, {{"==", {"bsl", 1, 62}, 1 << 62}, 1},
+    {{"==", {"bsl", 1, 63}, 0}, 0},   -- a bignum in Erlang: here the call fails
+    {{"==", {"bsr", "$6", 1}, -4}, 1}, {{"==", {"bsr", "$6", 100}, -1}, 1},
+    {{"==", {"bsl", 5, -1}, 2}, 1}, {{"==", {"+", "$6"}, -7}, 1},
+    {{"==", {"binary_part", "$3", 1, 1}, {"const", "b"}}, 1},
+    {{"==", {"binary_part", "$3", 3, -2}, {"const", "bc"}}, 1},
+    {{"==", {"binary_part", "$3", 2, 2}, {"const", "c"}}, 0},
+    {{"is_function", "$1"}, 0}, {{"is_port", "$1"}, 0},
+    {{"==", {"hd", {"tl", "$2"}}, 2}, 1}, {{"==", {"length", {"tl", {"tl", {"tl", "$2"}}}}, 0}, 1},
+    {{"==", {"hd", {"const", {}}}, 1}, 0}, {{"==", {"float", "$3"}, 1}, 0},
+    {{"==", {"band", 1.0, 1}, 1}, 0},
+  }
+  for i, c in ipairs(cases) do
+    T.eq(count(c[1]), c[2], "case " .. i .. " " .. T.show(c[1]))
+  end
+  -- is_record(T, Tag, Size) and size of a tuple, on the object {true, 5} ('$_')
+  T.eq(#ets.select(t, {{"$1", {{"is_record", "$1", true, 2}}, {"$_"}}}), 1)
+  T.eq(#ets.select(t, {{"$1", {{"==", {"size", "$1"}, 2}}, {"$_"}}}), 1)
+  T.eq(ets.select(t, {{{"$1", "_"}, {}, {{"hd", "$1"}}}}), {{"hd", true}})   -- a Lua body builds
+  ets.delete(t)
+end)
+
 -- A body's nested lists are built in the match specification's arena and copied into
 -- it again: when it grew meanwhile, the copy read the freed old arena (ASan:
 -- heap-use-after-free in term_put_raw).
