@@ -567,6 +567,15 @@ static int on_command(io_stream *s, lpvm_msg *m, int *kept) {
       flush(s);
     } else if (atom_is(a, n, "ready_req") && lpvm_msg_from(m)) {
       add_waiter(s, lpvm_msg_from(m));
+    } else if (atom_is(a, n, "recv_cancel") && lpvm_msg_from(m) == s->owner) {
+      /* A recv whose asker stopped waiting (its timeout): withdrawn, and the owner
+      ** hears {recv_cancelled, Port}, unless its answer has gone already (then that
+      ** answer is the asker's, and nothing more comes). Either way exactly one
+      ** message answers the request, so a later recv asks afresh, for its own n. */
+      if (s->recv_pending) {
+        s->recv_pending = 0;
+        io_notify(s, "recv_cancelled");
+      }
     }
     return LPVM_WAIT;
   }

@@ -144,6 +144,10 @@ int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n) {
   return io_cmd_int(self, port, "recv", (int64_t)n);
 }
 
+int lpvm_port_recv_cancel(lpvm_task *self, lpvm_id port) {
+  return io_kind_check(port, stream_kinds) ? LPVM_EINVAL : io_cmd_atom(self, port, "recv_cancel");
+}
+
 int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active) {
   static const char *names[] = {"false", "true", "once"};
   if (io_kind_check(port, stream_kinds) || active < 0 || active > 2) return LPVM_EINVAL;

@@ -384,9 +384,11 @@ static int64_t pending_cancel(pending *e) {
   return won ? left : -1;
 }
 
-/* Start the timer of m (arg: m, or its named_msg when named). Takes arg. */
+/* Start the timer of m (arg: m, or its named_msg when named). Takes arg. The timer's
+** reference is `given` when nonzero (start_timer: the caller made it with
+** lpvm_make_ref and put it in the message), else a new one. */
 static int start_send(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m, void *arg,
-                      int named, uint64_t *ref) {
+                      int named, uint64_t given, uint64_t *ref) {
   pending *p = malloc(sizeof *p);
   if (!p) {
     arg_free(arg, named);
@@ -394,7 +396,7 @@ static int start_send(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m, voi
   }
   m->kind = SIG_MESSAGE;
   m->from = self ? self->id : 0;
-  uint64_t r = lpvm_make_ref();
+  uint64_t r = given ? given : lpvm_make_ref();
   p->ref = r;
   p->ms = ms;
   p->arg = arg;
@@ -478,11 +480,11 @@ int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_msg *m,
     return LPVM_EINVAL;
   }
   /* 0 is no task: dropped when it fires, as before (0 marks a name to fire_send) */
-  return start_send(self, ms, to ? to : LPVM_ID_DEAD, m, m, 0, ref);
+  return start_send(self, ms, to ? to : LPVM_ID_DEAD, m, m, 0, 0, ref);
 }
 
-int lpvm_send_msg_after_name(lpvm_task *self, uint64_t ms, const char *name, lpvm_msg *m,
-                             uint64_t *ref) {
+static int send_named(lpvm_task *self, uint64_t ms, const char *name, lpvm_msg *m,
+                      uint64_t given, uint64_t *ref) {
   if (!m || !ref || !name) {
     lpvm_msg_free(m);
     return LPVM_EINVAL;
@@ -495,7 +497,24 @@ int lpvm_send_msg_after_name(lpvm_task *self, uint64_t ms, const char *name, lpv
   }
   nm->m = m;
   memcpy(nm->name, name, len + 1);
-  return start_send(self, ms, 0, m, nm, 1, ref);
+  return start_send(self, ms, 0, m, nm, 1, given, ref);
+}
+
+int lpvm_send_msg_after_name(lpvm_task *self, uint64_t ms, const char *name, lpvm_msg *m,
+                             uint64_t *ref) {
+  return send_named(self, ms, name, m, 0, ref);
+}
+
+int lpvm_start_msg_timer(lpvm_task *self, uint64_t ms, lpvm_id to, const char *name,
+                         lpvm_msg *m, uint64_t ref) {
+  uint64_t out;
+  if (!ref) {
+    lpvm_msg_free(m);
+    return LPVM_EINVAL;
+  }
+  if (name) return send_named(self, ms, name, m, ref, &out);
+  if (!m) return LPVM_EINVAL;
+  return start_send(self, ms, to ? to : LPVM_ID_DEAD, m, m, 0, ref, &out);
 }
 
 int64_t lpvm_send_after_left(uint64_t ref, int cancel) {

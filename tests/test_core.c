@@ -300,6 +300,37 @@ Test(core, send_after_delivers_and_cancel_stops_it) {
   vm_stop();
 }
 
+/* Erlang's start_timer from C: the caller's reference names the timer (it can travel in
+** the message); ref 0 is refused and the message freed (ASan/LSan see a leak otherwise). */
+static lpvm_msg *small_msg(const char *term, size_t len) {
+  lpvm_msg *m = lpvm_msg_new(len);
+  cr_assert(m);
+  memcpy(lpvm_msg_data(m), term, len);
+  return m;
+}
+
+Test(core, start_timer_under_the_callers_reference) {
+  vm_start_n(2, 1);
+  lpvm_id c = coll_spawn();
+  uint64_t r1 = lpvm_make_ref(), r2 = lpvm_make_ref();
+  cr_assert_eq(lpvm_start_msg_timer(NULL, 20, c, NULL, small_msg("\x83\x61\x01", 3), r1), 0);
+  cr_assert_eq(lpvm_start_msg_timer(NULL, 3600 * 1000, c, NULL, small_msg("\x83\x61\x02", 3),
+                                    r2), 0);
+  int64_t left = lpvm_send_after_left(r2, 0);
+  cr_assert(left > 0 && left <= 3600 * 1000, "read under the given reference: %lld",
+            (long long)left);
+  cr_assert_eq(lpvm_cancel_send_after(r2), 1);
+  expect_msg("1", 5000);
+  expect_no_msg(50);
+  cr_assert_eq(lpvm_cancel_send_after(r1), 0, "already fired");
+  cr_assert_eq(lpvm_start_msg_timer(NULL, 5, c, NULL, small_msg("\x83\x61\x03", 3), 0),
+               LPVM_EINVAL);
+  cr_assert_eq(lpvm_start_msg_timer(NULL, 5, 0, "nobody_here", small_msg("\x83\x61\x04", 3),
+                                    lpvm_make_ref()), 0);
+  expect_no_msg(50);
+  vm_stop();
+}
+
 /* ---- the idle VM sleeps ------------------------------------------------------------------ */
 
 /* Every worker rests (sleeps with no watch timeout: lpvm_worker_stats.resting), within

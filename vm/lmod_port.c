@@ -222,7 +222,7 @@ static const struct { const char *name; unsigned bit; } port_tags[] = {
     {"closed", LPORT_W_CLOSED},
     {"connected", LPORT_W_CONNECTED}, {"tcp_accept", LPORT_W_ACCEPT}, {"ready", LPORT_W_READY},
     {"ok", LPORT_W_OK}, {"position", LPORT_W_POSITION}, {"exit_status", LPORT_W_EXIT_STATUS},
-    {"stderr", LPORT_W_STDERR}, {NULL, 0}};
+    {"stderr", LPORT_W_STDERR}, {"recv_cancelled", LPORT_W_CANCELLED}, {NULL, 0}};
 
 static unsigned tag_bit(const char *s, size_t n) {
   for (int i = 0; port_tags[i].name; i++)

@@ -18,7 +18,7 @@ enum {
   LPORT_W_DATA = 1 << 0, LPORT_W_EOF = 1 << 1, LPORT_W_ERROR = 1 << 2,
   LPORT_W_CLOSED = 1 << 3, LPORT_W_CONNECTED = 1 << 4, LPORT_W_ACCEPT = 1 << 5,
   LPORT_W_READY = 1 << 6, LPORT_W_OK = 1 << 7, LPORT_W_POSITION = 1 << 8,
-  LPORT_W_EXIT_STATUS = 1 << 9, LPORT_W_STDERR = 1 << 10
+  LPORT_W_EXIT_STATUS = 1 << 9, LPORT_W_STDERR = 1 << 10, LPORT_W_CANCELLED = 1 << 11
 };
 
 /* The option names every stream port takes (lport_opts). */

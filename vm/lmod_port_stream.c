@@ -66,11 +66,33 @@ int lmod_port_send(lua_State *L) {
   return send_try(L);
 }
 
+/* After a timeout: the port's one answer to the withdrawn request. recv_cancelled is
+** the timeout; data, eof or an error that had gone before the withdrawal are the
+** answer (they came in time for the port, if not for the wait). */
+static int cancel_k(lua_State *L, int status, lua_KContext base) {
+  (void)status;
+  const char *tag = lport_answer(L, base);
+  lport_pending_set(L, lmod_to_pid(L, 1), 0);
+  if (!tag || strcmp(tag, "recv_cancelled") == 0) return lport_reason(L, "timeout");
+  int n = lport_value(L, base, tag, strcmp(tag, "data") == 0);
+  return n ? n : lport_reason(L, tag);   /* eof, closed */
+}
+
 static int recv_k(lua_State *L, int status, lua_KContext base) {
   (void)status;
   const char *tag = lport_answer(L, base);
-  if (!tag) return lport_reason(L, "timeout");   /* still pending */
-  lport_pending_set(L, lmod_to_pid(L, 1), 0);
+  lpvm_id port = lmod_to_pid(L, 1);
+  if (!tag) {
+    /* Timed out: withdraw the request (Erlang's recv leaves the bytes in the port),
+    ** so the next recv asks for its own n instead of taking this one's answer. The
+    ** port answers at once, or has ended (its closed is in the mailbox). */
+    lproc *p = lproc_check(L);
+    lua_settop(L, 1);
+    if (lpvm_port_recv_cancel(&p->task, port) != 0) return lport_reason(L, "timeout");
+    return lport_wait(L, port, LPORT_W_DATA | LPORT_W_EOF | LPORT_W_ERROR | LPORT_W_CLOSED |
+                      LPORT_W_CANCELLED, 0, -1, cancel_k);
+  }
+  lport_pending_set(L, port, 0);
   int n = lport_value(L, base, tag, strcmp(tag, "data") == 0);
   return n ? n : lport_reason(L, tag);   /* eof, closed */
 }

@@ -1,6 +1,6 @@
 /*
-** lmod_time.c -- the lpvm module's time functions: sleep, send_after, cancel_timer,
-** now, now_us.
+** lmod_time.c -- the lpvm module's time functions: sleep, send_after, start_timer,
+** cancel_timer, read_timer, now, now_us.
 **
 ** A sleep is a wait like receive's (the task's own timer, then a yield with a
 ** continuation) that takes no message: what arrives meanwhile stays in the mailbox.
@@ -56,6 +56,29 @@ static int lmod_send_after(lua_State *L) {
   int rc = name && strlen(name) == nlen
                ? lpvm_send_msg_after_name(&p->task, (uint64_t)ms, name, m, &ref)
                : lpvm_send_msg_after(&p->task, (uint64_t)ms, to, m, &ref);   /* take m */
+  if (rc != 0) return lmod_fail(L, rc);
+  lmod_push_ref(L, ref);
+  return 1;
+}
+
+/* start_timer(ms, pid | name, ...) -> ref: Erlang's erlang:start_timer/3. The message
+** is "timeout", ref, ... ({timeout, TRef, Msg}): a receiver can tell a stale timer's
+** message from the current one's by its reference. Everything else as send_after. */
+static int lmod_start_timer(lua_State *L) {
+  lproc *p = lproc_check(L);
+  int64_t ms = lmod_check_ms(L, 1);
+  luaL_argcheck(L, ms >= 0, 1, "finite timeout expected (a message never sent is no message)");
+  size_t nlen = 0;
+  const char *name = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &nlen) : NULL;
+  lpvm_id to = name ? LPVM_ID_DEAD : lmod_check_pid(L, 2);
+  uint64_t ref = lpvm_make_ref();
+  lua_pushliteral(L, "timeout");
+  lmod_push_ref(L, ref);
+  lua_rotate(L, 3, 2);   /* ms, dest, "timeout", ref, ... */
+  lpvm_msg *m = lmod_build_msg(L, 3, "start_timer");
+  int rc = name && strlen(name) != nlen
+               ? lpvm_start_msg_timer(&p->task, (uint64_t)ms, LPVM_ID_DEAD, NULL, m, ref)
+               : lpvm_start_msg_timer(&p->task, (uint64_t)ms, to, name, m, ref);  /* take m */
   if (rc != 0) return lmod_fail(L, rc);
   lmod_push_ref(L, ref);
   return 1;
@@ -146,6 +169,7 @@ static int lmod_now_us(lua_State *L) {
 const lmod_fn lmod_time_fns[] = {
     {"sleep", lmod_sleep},
     {"send_after", lmod_send_after},
+    {"start_timer", lmod_start_timer},
     {"cancel_timer", lmod_cancel_timer},
     {"read_timer", lmod_read_timer},
     {"now", lmod_now},

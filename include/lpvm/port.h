@@ -136,6 +136,11 @@ LPVM_API int lpvm_port_send_bin(lpvm_task *self, lpvm_id port, struct lpvm_bin *
 ** LPVM_EINVAL at once for n over the port's max_packet. From a task other than the
 ** owner (whom the answer would reach): {error, Port, not_owner} to that task. */
 LPVM_API int lpvm_port_recv(lpvm_task *self, lpvm_id port, size_t n);
+/* Withdraw the owner's pending recv (Erlang's gen_tcp:recv/3 after its timeout: the
+** bytes stay in the port). Exactly one message answers a recv: its {data, ...}, {eof},
+** {error, ...} if that had gone already, else {recv_cancelled, Port}; nothing if no recv
+** was pending. A later recv then asks for its own n. */
+LPVM_API int lpvm_port_recv_cancel(lpvm_task *self, lpvm_id port);
 LPVM_API int lpvm_port_set_active(lpvm_task *self, lpvm_id port, int active);
 LPVM_API int lpvm_port_set_packet(lpvm_task *self, lpvm_id port, int packet);
 /* Close the write side once the queue is written (tcp: shutdown(SHUT_WR); spawn:

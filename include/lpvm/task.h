@@ -386,6 +386,12 @@ LPVM_API int lpvm_send_msg_after(lpvm_task *self, uint64_t ms, lpvm_id to, lpvm_
 ** an atom): nobody holding the name then drops the message. */
 LPVM_API int lpvm_send_msg_after_name(lpvm_task *self, uint64_t ms, const char *name,
                                       lpvm_msg *m, uint64_t *ref);
+/* Erlang's start_timer: the same, to `to` or (name non-NULL) to a name looked up when
+** it fires, under a reference the caller made with lpvm_make_ref (so the message can
+** carry it, as {timeout, Ref, Msg} does); cancel and read it as a send-after's. Takes
+** m whatever happens; LPVM_EINVAL for ref 0. */
+LPVM_API int lpvm_start_msg_timer(lpvm_task *self, uint64_t ms, lpvm_id to, const char *name,
+                                  lpvm_msg *m, uint64_t ref);
 /* 1 if cancelled before it fired, 0 if it already fired or is unknown. A send-after
 ** to a local pid is tied to it (Erlang's is): cancelled when that process ends, and
 ** at once if it is dead at the start. */

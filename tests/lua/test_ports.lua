@@ -520,7 +520,7 @@ port_test("recv on a passive connection that ended on a write error gives the re
   lpvm.port_close(l)
 end)
 
-port_test("recv timeout: the request stays and the next recv collects it", function()
+port_test("recv timeout: nothing is lost, the next recv gets what came later", function()
   local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0))
   local go = {}
   local srv = lpvm.spawn(function()
@@ -537,6 +537,37 @@ port_test("recv timeout: the request stays and the next recv collects it", funct
   T.no_msg(30)
   lpvm.send(srv, go)
   T.eqv(table.pack(lpvm.recv(c)), table.pack(nil, "eof"))
+  lpvm.port_close(c)
+  lpvm.port_close(l)
+end)
+
+-- Erlang's gen_tcp:recv(S, N, Timeout): after {error, timeout} the bytes stay in the
+-- socket and the next recv asks for its own length. lpvm's timed-out request stayed
+-- with the port, and the next recv(c, 5) got the first one's 10 bytes.
+port_test("recv timeout withdraws the request: the next recv gets its own n", function()
+  local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0))
+  local srv = lpvm.spawn(function()
+    local c = assert(lpvm.tcp_accept(l))
+    lpvm.receive()
+    lpvm.port_send(c, "abcdefghijklmnopqrstuvwxyz")
+    lpvm.receive()
+    lpvm.port_close(c)
+  end)
+  local c = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false }))
+  T.eqv(table.pack(lpvm.recv(c, 10, 20)), table.pack(nil, "timeout"))
+  -- many timed-out requests leave no answer behind in the mailbox
+  for _ = 1, 200 do
+    T.eqv(table.pack(lpvm.recv(c, 3, 0)), table.pack(nil, "timeout"))
+  end
+  T.no_msg(20)
+  lpvm.send(srv, "go")
+  T.eq(lpvm.recv(c, 5, T.WAIT), "abcde", "its own 5 bytes, not the first request's 10")
+  T.eq(lpvm.recv(c, 5, T.WAIT), "fghij")
+  T.eq(lpvm.recv(c, 16, T.WAIT), "klmnopqrstuvwxyz")
+  T.eqv(table.pack(lpvm.recv(c, 4, 20)), table.pack(nil, "timeout"))
+  lpvm.send(srv, "close")
+  T.eqv(table.pack(lpvm.recv(c, 4, T.WAIT)), table.pack(nil, "eof"))
+  T.no_msg(20)
   lpvm.port_close(c)
   lpvm.port_close(l)
 end)

@@ -427,4 +427,62 @@ test("calls with timeouts: replied, late and never, many rounds", function()
   lpvm.send(server, "stop")
 end)
 
+-- Erlang's erlang:start_timer/3: the message carries the timer's reference,
+-- {timeout, TRef, Msg}, so a receiver tells the current timer from a stale one.
+test("start_timer sends \"timeout\", ref, ... and is cancelled as send_after", function()
+  local ref = lpvm.start_timer(20, lpvm.self(), "tick", { 1 })
+  local left = lpvm.read_timer(ref)
+  T.eq(math.type(left), "integer")
+  T.ok(left >= 0 and left <= 20, "read_timer: " .. tostring(left))
+  T.eqv(T.recv(), table.pack("timeout", ref, "tick", { 1 }))
+  T.eq(lpvm.cancel_timer(ref), false, "it fired")
+  -- a stale timer's message is told apart by its reference
+  local old = lpvm.start_timer(0, lpvm.self(), "round")
+  local cur = lpvm.start_timer(30, lpvm.self(), "round")
+  T.ok(old ~= cur)
+  local seen = {}
+  for _ = 1, 2 do
+    local tag, r = lpvm.receive(5000)
+    T.eq(tag, "timeout")
+    seen[#seen + 1] = r
+  end
+  T.eq(seen[1], old, "the stale one first")
+  T.eq(seen[2], cur, "then the current one, with its own reference")
+  -- no values: just "timeout", ref
+  local bare = lpvm.start_timer(0, lpvm.self())
+  T.eqv(T.recv(), table.pack("timeout", bare))
+  -- cancelled before it fires: nothing comes, the ms left are answered
+  local never = lpvm.start_timer(60000, lpvm.self(), "never")
+  T.eq(math.type(lpvm.cancel_timer(never)), "integer")
+  T.no_msg(30)
+end)
+
+test("start_timer to a name, a dead pid, another process; bad arguments", function()
+  lpvm.register("start_timer_me")
+  local r = lpvm.start_timer(5, "start_timer_me", "by name")
+  T.eqv(T.recv(), table.pack("timeout", r, "by name"))
+  lpvm.unregister("start_timer_me")
+  -- a free name is no error; the message is dropped when it fires
+  T.ok(lpvm.start_timer(5, "start_timer_free", "lost"))
+  -- a dead pid: no timer (false at once), nothing sent
+  local dead, mref = lpvm.spawn_monitor(function() end)
+  T.down(mref)
+  local d = lpvm.start_timer(1000, dead, "x")
+  T.eq(lpvm.read_timer(d), false)
+  -- another process gets the reference the starter got
+  local me = lpvm.self()
+  local pid = lpvm.spawn(function(p)
+    local tag, ref, v = lpvm.receive(5000)
+    lpvm.send(p, "got", tag, ref, v)
+  end, me)
+  local r2 = lpvm.start_timer(5, pid, "there")
+  T.eqv(T.recv(), table.pack("got", "timeout", r2, "there"))
+  T.no_msg(20)
+  T.raises(function() lpvm.start_timer("5", me) end, "#1")
+  T.raises(function() lpvm.start_timer(-1, me) end, "#1")
+  T.raises(function() lpvm.start_timer(5, 42) end, "#2")
+  T.raises(function() lpvm.start_timer(5, me, coroutine.create(print)) end, "start_timer")
+  T.no_msg(20)
+end)
+
 T.run()
