@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/dist.h"
 #include "lpvm/ets.h"
 #include "vm/lets.h"
 #include "vm/lraw.h"
@@ -229,6 +230,18 @@ static void opt_word(lua_State *L, const char *w, lpvm_ets_opts *o) {
     luaL_argerror(L, 2, lua_pushfstring(L, "unknown option '%s'", w));
 }
 
+/* The field k of the options (argument 2): absent, or one of its own words. */
+static void opt_field(lua_State *L, const char *k, const char *const *words, int *out) {
+  int ty = lua_getfield(L, 2, k), i = -1;
+  if (ty != LUA_TNIL && (ty != LUA_TSTRING || (i = find_word(lua_tostring(L, -1), words)) < 0))
+    luaL_argerror(L, 2, lua_pushfstring(L, "%s must be %s, not '%s'", k,
+                  words == types ? "set, ordered_set, bag or duplicate_bag"
+                                 : "protected, public or private",
+                  luaL_tolstring(L, -1, NULL)));
+  if (i >= 0) *out = i;
+  lua_pop(L, 1);
+}
+
 static int field_bool(lua_State *L, int t, const char *k, int dflt) {
   int r = lua_getfield(L, t, k) == LUA_TNIL ? dflt : lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -252,10 +265,9 @@ static int l_new(lua_State *L) {
       opt_word(L, lua_tostring(L, -1), &o);
       lua_pop(L, 1);
     }
-    if (lua_getfield(L, 2, "type") == LUA_TSTRING) opt_word(L, lua_tostring(L, -1), &o);
-    if (lua_getfield(L, 2, "access") == LUA_TSTRING) opt_word(L, lua_tostring(L, -1), &o);
-    if (lua_getfield(L, 2, "protection") == LUA_TSTRING) opt_word(L, lua_tostring(L, -1), &o);
-    lua_pop(L, 3);
+    opt_field(L, "type", types, &o.type);
+    opt_field(L, "access", accesses, &o.access);
+    opt_field(L, "protection", accesses, &o.access);
     o.named = field_bool(L, 2, "named_table", o.named);
     o.read_concurrency = field_bool(L, 2, "read_concurrency", o.read_concurrency);
     o.write_concurrency = field_bool(L, 2, "write_concurrency", o.write_concurrency);
@@ -349,12 +361,15 @@ static void push_info_item(lua_State *L, lpvm_tab t, const lpvm_ets_tabinfo *in,
   else if (strcmp(item, "read_concurrency") == 0) lua_pushboolean(L, in->read_concurrency);
   else if (strcmp(item, "write_concurrency") == 0) lua_pushboolean(L, in->write_concurrency);
   else if (strcmp(item, "id") == 0) lmod_push_ref(L, t);
+  else if (strcmp(item, "node") == 0) lua_pushstring(L, lpvm_node_name());
+  else if (strcmp(item, "compressed") == 0 || strcmp(item, "decentralized_counters") == 0)
+    lua_pushboolean(L, 0);   /* accepted by new, nothing to say: objects are compact */
   else luaL_argerror(L, 2, lua_pushfstring(L, "unknown info item '%s'", item));
 }
 
 static const char *const info_items[] = {"id", "name", "size", "memory", "owner", "heir",
     "type", "protection", "named_table", "keypos", "read_concurrency",
-    "write_concurrency", NULL};
+    "write_concurrency", "compressed", "decentralized_counters", "node", NULL};
 
 /* info(tab) -> a table of every item; info(tab, item) -> one; nil if no such table. */
 static int l_info(lua_State *L) {
@@ -365,7 +380,7 @@ static int l_info(lua_State *L) {
   const char *item = luaL_optstring(L, 2, NULL);
   if (!t || lpvm_ets_info(t, &in)) { lua_pushnil(L); return 1; }
   if (item) { push_info_item(L, t, &in, item); return 1; }
-  lua_createtable(L, 0, 12);
+  lua_createtable(L, 0, 15);
   for (int i = 0; info_items[i]; i++) {
     push_info_item(L, t, &in, info_items[i]);
     lua_setfield(L, -2, info_items[i]);

@@ -91,4 +91,30 @@ test("select bodies that build big nested lists copy what the arena held", funct
   ets.delete(t)
 end)
 
+-- erl's info(T) has every item ets:info/1 lists; lpvm lacked compressed,
+-- decentralized_counters and node ("unknown info item"), and new's type and access
+-- fields took any option word (type = "public" made a protected... public set).
+test("info has erl's items; new's type and access fields take only their own words", function()
+  local t = ets.new("i", {"compressed"})
+  T.eq(ets.info(t, "compressed"), false)
+  T.eq(ets.info(t, "decentralized_counters"), false)
+  T.eq(ets.info(t, "node"), lpvm.node())
+  local all = ets.info(t)
+  for _, item in ipairs({"id", "decentralized_counters", "read_concurrency",
+                         "write_concurrency", "compressed", "memory", "owner", "heir",
+                         "name", "size", "node", "named_table", "type", "keypos",
+                         "protection"}) do
+    T.ok(all[item] ~= nil, "info(t) has " .. item)
+  end
+  ets.delete(t)
+  T.raises(function() ets.new("x", {type = "public"}) end, "bad argument #2 to 'new'", "public")
+  T.raises(function() ets.new("x", {access = "set"}) end, "bad argument #2 to 'new'", "set")
+  T.raises(function() ets.new("x", {protection = "bag"}) end, "bad argument #2 to 'new'", "bag")
+  T.raises(function() ets.new("x", {type = 1}) end, "bad argument #2 to 'new'", "type")
+  local b = ets.new("x", {type = "bag", access = "public"})
+  T.eq(ets.info(b, "type"), "bag")
+  T.eq(ets.info(b, "protection"), "public")
+  ets.delete(b)
+end)
+
 T.run()
