@@ -798,6 +798,20 @@ static int l_select_delete(lua_State *L) {
   return run_select(L, b, LPVM_ETS_SELECT_DELETE, 0);
 }
 
+/* select_replace(t, ms): each matched object becomes its body's result. */
+static int l_select_replace(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_tbuf *b = in_buf(L);
+  lets_put_ms_replace(L, 2, b, 2);
+  if (b->err) return fail(L, b->err, 2);
+  int rc = lpvm_ets_select(self_of(L), tab, b->data, b->len, LPVM_ETS_SELECT_REPLACE, NULL);
+  if (rc == LPVM_EINVAL)
+    luaL_argerror(L, 2, "a result is not a tuple with its object's key: nothing replaced");
+  if (rc < 0) return fail(L, rc, rc == LPVM_ETS_ETYPE ? 1 : 2);
+  lua_pushinteger(L, rc);
+  return 1;
+}
+
 static int l_match(lua_State *L) {
   int n = nargs(L);
   if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
@@ -838,6 +852,7 @@ static const luaL_Reg ets_fns[] = {
   {"select", l_select}, {"select_reverse", l_select_reverse},
   {"select_count", l_select_count},
   {"select_delete", l_select_delete}, {"match_delete", l_match_delete},
+  {"select_replace", l_select_replace},
   {NULL, NULL}
 };
 

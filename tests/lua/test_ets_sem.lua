@@ -117,4 +117,53 @@ test("info has erl's items; new's type and access fields take only their own wor
   ets.delete(b)
 end)
 
+-- ets:select_replace/2 was missing ("attempt to call a nil value"). Each count and
+-- table below is what erl gave for the same calls in an escript.
+test("select_replace: as erl's, the key kept, a duplicate_bag's order too, not a bag", function()
+  for _, ty in ipairs({"set", "ordered_set", "duplicate_bag"}) do
+    local t = ets.new("t", {ty, "public", "write_concurrency"})
+    for i = 1, 6 do ets.insert(t, {i, i * 10, "x"}) end
+    T.eq(ets.select_replace(t, {{{"$1", "$2", "$3"}, {{">", "$1", 3}}, {{"$1", "$2", "y"}}}}), 3, ty)
+    T.eq(ets.select_replace(t, {{{"$1", "$2", "_"}, {{"<", "$1", 3}}, {"$_"}}}), 2, ty)
+    -- a result with another key, or not a tuple: nothing replaced (erl: badarg)
+    T.raises(function() ets.select_replace(t, {{{"$1", "$2", "_"}, {}, {{"$2", "$1"}}}}) end,
+             "bad argument #2 to 'select_replace'", "key")
+    T.raises(function() ets.select_replace(t, {{{"$1", "$2", "_"}, {}, {"$1"}}}) end,
+             "bad argument #2 to 'select_replace'")
+    T.eq(ets.select_replace(t, {{{"$1", "$2", "_"}, {{"==", "$1", 2}}, {{"$1"}}}}), 1, ty)
+    T.eq(ets.select_replace(t, {{{2, "_", "_"}, {}, {{2, 0}}}}), 0, ty)   -- {2} now
+    local l = ets.tab2list(t)
+    table.sort(l, function(a, b) return a[1] < b[1] end)
+    T.eq(l, {{1, 10, "x"}, {2}, {3, 30, "x"}, {4, 40, "y"}, {5, 50, "y"}, {6, 60, "y"}}, ty)
+    T.eq(ets.info(t, "size"), 6)
+    ets.delete(t)
+  end
+  local d = ets.new("d", {"duplicate_bag"})
+  ets.insert(d, {"k", 1}) ets.insert(d, {"k", 2}) ets.insert(d, {"k", 1}) ets.insert(d, {"k", 3})
+  T.eq(ets.select_replace(d, {{{"k", 1}, {}, {{"k", 1, "extra"}}}}), 2)
+  T.eq(ets.lookup(d, "k"), {{"k", 1, "extra"}, {"k", 2}, {"k", 1, "extra"}, {"k", 3}})
+  local mem = ets.info(d, "memory")
+  T.eq(ets.select_replace(d, {{{"k", 1, "extra"}, {}, {{"k", 1}}}}), 2)
+  T.eq(ets.lookup(d, "k"), {{"k", 1}, {"k", 2}, {"k", 1}, {"k", 3}})
+  T.ok(ets.info(d, "memory") < mem)
+  ets.delete(d)
+  local b = ets.new("b", {"bag"})
+  ets.insert(b, {1, 2})
+  T.raises(function() ets.select_replace(b, {{"_", {}, {"$_"}}}) end,
+           "bad argument #1 to 'select_replace'", "table type")
+  ets.delete(b)
+  -- protection: a protected table's objects are replaced by its owner only
+  local p = ets.new("p", {"set"})
+  ets.insert(p, {1, 2})
+  local me = lpvm.self()
+  local _, ref = lpvm.spawn_monitor(function()
+    lpvm.send(me, "tried", pcall(ets.select_replace, p, {{"_", {}, {"$_"}}}))
+  end)
+  local _, ok, err = lpvm.receive(function(m) return m == "tried" end, T.WAIT)
+  lpvm.receive_ref(ref, T.WAIT)
+  T.eq(ok, false)
+  T.ok(tostring(err):find("no access", 1, true), err)
+  ets.delete(p)
+end)
+
 T.run()
