@@ -725,9 +725,10 @@ static int l_tab2list(lua_State *L) {
   return 1;
 }
 
-/* foldl(fn, acc, tab): over a snapshot of the table (fn may change the table). The
-** table is argument 3: its errors name #3 and 'foldl' (fail() would say #1). */
-static int l_foldl(lua_State *L) {
+/* foldl(fn, acc, tab), foldr: over a snapshot of the table (fn may change the table),
+** first to last or last to first. The table is argument 3: its errors name #3 and the
+** function (fail() would say #1). */
+static int fold(lua_State *L, int backwards) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   lua_settop(L, 3);
   lpvm_tab tab = check_tab(L, 3);
@@ -740,13 +741,16 @@ static int l_foldl(lua_State *L) {
   lua_Integer n = (lua_Integer)lua_rawlen(L, 4);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_pushvalue(L, 1);
-    lua_rawgeti(L, 4, i);
+    lua_rawgeti(L, 4, backwards ? n + 1 - i : i);
     lua_pushvalue(L, 5);
     lua_call(L, 2, 1);
     lua_replace(L, 5);
   }
   return 1;
 }
+
+static int l_foldl(lua_State *L) { return fold(L, 0); }
+static int l_foldr(lua_State *L) { return fold(L, 1); }
 
 /* ---- match specifications (encoded by lets_ms.c) --------------------------------------- */
 
@@ -847,7 +851,7 @@ static const luaL_Reg ets_fns[] = {
   {"delete_object", l_delete_object}, {"delete_all_objects", l_delete_all_objects},
   {"update_counter", l_update_counter}, {"update_element", l_update_element},
   {"first", l_first}, {"last", l_last}, {"next", l_next}, {"prev", l_prev},
-  {"tab2list", l_tab2list}, {"foldl", l_foldl},
+  {"tab2list", l_tab2list}, {"foldl", l_foldl}, {"foldr", l_foldr},
   {"match", l_match}, {"match_object", l_match_object},
   {"select", l_select}, {"select_reverse", l_select_reverse},
   {"select_count", l_select_count},

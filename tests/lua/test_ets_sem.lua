@@ -166,4 +166,24 @@ test("select_replace: as erl's, the key kept, a duplicate_bag's order too, not a
   ets.delete(p)
 end)
 
+-- ets:foldr/3 was missing. erl, on an ordered_set {3,c} {1,a} {2,b} {2.5,x}: foldl
+-- consing gives [{3,c},{2.5,x},{2,b},{1,a}], foldr [{1,a},{2,b},{2.5,x},{3,c}].
+test("foldr walks the other way from foldl, over a snapshot, errors naming #3", function()
+  local o = ets.new("o", {"ordered_set"})
+  ets.insert(o, {3, "c"}, {1, "a"}, {2, "b"}, {2.5, "x"})
+  local function cons(x, acc) table.insert(acc, 1, x) return acc end
+  T.eq(ets.foldl(cons, {}, o), {{3, "c"}, {2.5, "x"}, {2, "b"}, {1, "a"}})
+  T.eq(ets.foldr(cons, {}, o), {{1, "a"}, {2, "b"}, {2.5, "x"}, {3, "c"}})
+  local s = ets.new("s", {"set"})
+  for i = 1, 20 do ets.insert(s, {i}) end
+  local l, r = ets.foldl(cons, {}, s), ets.foldr(cons, {}, s)
+  for i = 1, 20 do T.eq(l[i], r[21 - i]) end
+  T.eq(ets.foldr(function(x, n) ets.delete(s, x[1]) return n + 1 end, 0, s), 20)
+  T.eq(ets.info(s, "size"), 0)
+  ets.delete(s)
+  T.raises(function() ets.foldr(cons, {}, s) end, "bad argument #3 to 'foldr'", "no such table")
+  T.raises(function() ets.foldr(nil, {}, o) end, "bad argument #1 to 'foldr'")
+  ets.delete(o)
+end)
+
 T.run()
