@@ -684,50 +684,63 @@ typedef struct sel_ud {
   int mode;
   lpvm_tbuf *out;
   uint32_t n;
-  ets_obj **hits;   /* select_delete: the objects to unlink after the walk */
+  ets_obj **hits;   /* select_delete, select_replace: the objects to change after */
   size_t nhits, cap;
   int err;
+  lpvm_tbuf *rb;    /* select_replace: the new objects, back to back */
+  size_t *off;      /* where hit i's new object starts in rb (its end: off[i + 1]) */
 } sel_ud;
 
 static int sel_one(ets_tab *t, ets_obj *o, void *ud) {
   (void)t;
   sel_ud *s = ud;
   int is_true = 0;
-  int m = ets_ms_run(s->ms, o, s->mode == LPVM_ETS_SELECT ? s->out : NULL, &is_true);
+  int rep = s->mode == LPVM_ETS_SELECT_REPLACE;
+  lpvm_tbuf *out = s->mode == LPVM_ETS_SELECT ? s->out : rep ? s->rb : NULL;
+  int m = ets_ms_run(s->ms, o, out, &is_true);
   if (m <= 0) return 0;
   if (s->mode == LPVM_ETS_SELECT) { s->n++; return s->out->err != 0; }
-  if (!is_true) return 0;
+  if (!is_true && !rep) return 0;
   s->n++;
-  if (s->mode == LPVM_ETS_SELECT_DELETE) {
-    if (s->nhits == s->cap) {
+  if (s->mode == LPVM_ETS_SELECT_DELETE || rep) {
+    if (s->nhits + 1 >= s->cap) {
       size_t cap = s->cap ? 2 * s->cap : 64;
       ets_obj **h = realloc(s->hits, cap * sizeof *h);
-      if (!h) { s->err = LPVM_ENOMEM; return 1; }
-      s->hits = h;
+      if (h) s->hits = h;
+      size_t *f = h && rep ? realloc(s->off, cap * sizeof *f) : NULL;
+      if (f) s->off = f;
+      if (!h || (rep && !f)) { s->err = LPVM_ENOMEM; return 1; }
       s->cap = cap;
     }
+    if (rep) s->off[s->nhits + 1] = s->rb->len;
     s->hits[s->nhits++] = o;
   }
-  return 0;
+  return rep && s->rb->err ? (s->err = s->rb->err, 1) : 0;
 }
 
 int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t len,
                     int mode, lpvm_tbuf *out) {
   ets_ms msbuf, *ms = &msbuf;
   ets_tab *t;
-  if (mode < LPVM_ETS_SELECT || mode > LPVM_ETS_SELECT_DELETE) return LPVM_EINVAL;
+  if (mode < LPVM_ETS_SELECT || mode > LPVM_ETS_SELECT_REPLACE) return LPVM_EINVAL;
   if (mode == LPVM_ETS_SELECT && !out) return LPVM_EINVAL;
   int rc = ets_ms_compile(msterm, len, ms);
   if (rc) return rc;
-  int del = mode == LPVM_ETS_SELECT_DELETE;
+  int rep = mode == LPVM_ETS_SELECT_REPLACE, del = mode == LPVM_ETS_SELECT_DELETE || rep;
   if ((rc = ets_enter(self, tab, del ? 2 : 0, del, &t)) != 0) {
     ets_ms_free(ms);
     return rc;
   }
-  sel_ud s = {ms, mode, out, 0, NULL, 0, 0, 0};
+  lpvm_tbuf rb;
+  if (rep) lpvm_tbuf_init(&rb);
+  sel_ud s = {ms, mode, out, 0, NULL, 0, 0, 0, rep ? &rb : NULL, NULL};
+  if (rep && t->type == LPVM_ETS_BAG) s.err = LPVM_ETS_ETYPE;   /* as ETS's */
+  else if (rep && rb.err) s.err = rb.err;
   size_t mark = mode == LPVM_ETS_SELECT ? ets_list_open(out) : 0;
   const uint8_t *kp, *kend;
-  if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
+  if (s.err) {
+    /* nothing to walk */
+  } else if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
     ets_key k = {kp, kend, term_hash(kp, kend)};
     ets_stripe *st = ets_stripe_of(t, k.h);
     if (t->nstripes > 1) ets_stripe_rdlock(t, st);
@@ -736,11 +749,16 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
       if (sel_one(t, o, &s)) break;
     }
     if (t->nstripes > 1) ets_stripe_rdunlock(t, st);
-  } else {
+  } else if (!s.err) {
     ets_walk(t, sel_one, &s);
   }
   ets_obj *gone = NULL;
-  for (size_t i = 0; i < s.nhits && !s.err; i++) {
+  if (rep && !s.err && s.nhits) {
+    s.off[0] = 1;   /* after rb's version byte */
+    s.err = ets_replace_hits(t, s.hits, s.off, s.nhits, &rb, &gone);
+    s.nhits = 0;
+  }
+  for (size_t i = 0; i < s.nhits && !s.err && !rep; i++) {
     ets_remove_obj(t, s.hits[i]);
     s.hits[i]->link[0] = gone;
     gone = s.hits[i];
@@ -749,6 +767,8 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
   if (wants) ets_resize(t);
   ets_leave(t);
   free(s.hits);
+  free(s.off);
+  if (rep) lpvm_tbuf_free(&rb);
   free_chain(gone);
   ets_ms_free(ms);
   if (mode == LPVM_ETS_SELECT) ets_list_close(out, mark, s.n);

@@ -90,6 +90,8 @@ void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg);
 /* lets_ms.c: the match specification at idx ({ {head, guards, body}, ... }) as
 ** Erlang's term; or one clause {pattern, [], [body]} (body: "$$", "$_", "true"). */
 void lets_put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg);
+/* The same for select_replace: a body's last table is the new object, a tuple. */
+void lets_put_ms_replace(lua_State *L, int idx, lpvm_tbuf *b, int arg);
 void lets_put_pattern_ms(lua_State *L, int idx, lpvm_tbuf *b, const char *body);
 
 /* lets_select.c: select/match/match_object with a limit (the argument limit_arg; 0:

@@ -100,7 +100,7 @@ LPVM_API size_t lpvm_ets_all(lpvm_tab *out, size_t cap);
 LPVM_API int lpvm_ets_give_away(lpvm_task *self, lpvm_tab tab, lpvm_id to,
                                 const uint8_t *data, size_t len);
 LPVM_API int lpvm_ets_rename(lpvm_task *self, lpvm_tab tab, const char *name);
-/* setopts heir: the owner sets or clears (heir 0) the heir. */
+/* setopts heir: the owner sets or clears (heir 0) the heir; one not alive now is none. */
 LPVM_API int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir,
                                const uint8_t *data, size_t len);
 
@@ -190,7 +190,10 @@ LPVM_API int lpvm_ets_tab2list(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out);
 enum {
   LPVM_ETS_SELECT = 0,       /* append the bodies' results as a list */
   LPVM_ETS_SELECT_COUNT,     /* count the objects for which a body returns true */
-  LPVM_ETS_SELECT_DELETE     /* delete them (same test); returns how many */
+  LPVM_ETS_SELECT_DELETE,    /* delete them (same test); returns how many */
+  LPVM_ETS_SELECT_REPLACE    /* replace each matched object by its body's result, which
+                                must be a tuple with the same key (else LPVM_EINVAL and
+                                nothing replaced); not for a bag (LPVM_ETS_ETYPE); how many */
 };
 LPVM_API int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *ms,
                              size_t len, int mode, lpvm_tbuf *out);
