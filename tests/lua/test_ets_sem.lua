@@ -186,4 +186,20 @@ test("foldr walks the other way from foldl, over a snapshot, errors naming #3", 
   ets.delete(o)
 end)
 
+-- ets:test_ms/2 was missing. erl: test_ms({1, <<"a">>, 3}, MS) gives {ok, [1, 3]},
+-- {ok, false} when no clause matches, {ok, Obj} for '$_', {error, _} for a bad one.
+test("test_ms runs a match specification on one object, as erl's", function()
+  local o = {1, "a", 3}
+  T.eq(ets.test_ms(o, {{{"$1", "_", "$2"}, {{">", "$2", 2}}, {"$$"}}}), {1, 3})
+  T.eq(ets.test_ms(o, {{{"$1", "_", "$2"}, {{">", "$2", 5}}, {"$$"}}}), false)
+  T.eq(ets.test_ms(o, {{{"$1", "_", "$2"}, {}, {"$_"}}}), o)
+  T.eq(ets.test_ms(o, {{{"_", "_"}, {}, {true}}, {"_", {}, {"$_"}}}), o)   -- 2nd clause
+  T.eq(ets.test_ms(o, {}), false)
+  T.eq(ets.test_ms({}, {{"_", {}, {true}}}), true)
+  T.raises(function() ets.test_ms(o, {{"_", {{"<=", 1, 2}}, {true}}}) end,
+           "bad argument #2 to 'test_ms'", "bad match specification")
+  T.raises(function() ets.test_ms("x", {}) end, "bad argument #1 to 'test_ms'")
+  T.raises(function() ets.test_ms({print}, {}) end, "bad argument #1 to 'test_ms'", "function")
+end)
+
 T.run()
