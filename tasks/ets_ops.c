@@ -406,6 +406,65 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   return n;
 }
 
+/* lpvm_ets_lookup_ints: the object's integers decoded under the key's lock, straight
+** into the caller's array (no bytes copied out for the caller to parse again). One
+** object (a bag's key with more: ESPACE) whose tuple is at most cap integers in the
+** encodings int_put writes (SMALL_INTEGER_EXT, INTEGER_EXT); anything else is ESPACE,
+** and the caller asks lpvm_ets_lookup_into. So is a key outside 32 bits: any object
+** it has holds it (as its key, or one equal to it in an ordered_set), and obj_ints
+** would refuse that object. */
+static inline __attribute__((always_inline)) int obj_ints_n(const uint8_t *p,
+                                                             const uint8_t *end,
+                                                             int64_t *v, unsigned m) {
+  for (unsigned i = 0; i < m; i++) {
+    if (end - p >= 2 && p[0] == TAG_SMALL_INT) {
+      v[i] = p[1];
+      p += 2;
+    } else if (end - p >= 5 && p[0] == TAG_INT) {
+      v[i] = (int32_t)term_be32(p + 1);
+      p += 5;
+    } else {
+      return LPVM_ETS_ESPACE;
+    }
+  }
+  return p == end ? (int)m : LPVM_ETS_ESPACE;
+}
+
+/* With {Key, Value} (2) unrolled, as insert_ints. */
+static inline int obj_ints(const ets_obj *o, int64_t *v, size_t cap) {
+  const uint8_t *p = o->data + 1, *end = o->data + o->len;
+  if (end - p < 2 || p[0] != TAG_SMALL_TUPLE || p[1] == 0 || p[1] > cap)
+    return LPVM_ETS_ESPACE;
+  if (p[1] == 2) return obj_ints_n(p + 2, end, v, 2);
+  return obj_ints_n(p + 2, end, v, p[1]);
+}
+
+static inline __attribute__((always_inline)) int lookup_ints_at(lpvm_task *self,
+                                                                lpvm_tab tab,
+                                                                const ets_key *k,
+                                                                int64_t *v, size_t cap) {
+  ets_tab *t;
+  ets_stripe *st;
+  int fast;
+  int rc = key_enter(self, tab, 0, k, &t, &st, &fast);
+  if (rc) return rc;
+  /* ets_find, with a hash table's find inline (GCC keeps ets_find out of line here) */
+  ets_obj *o = tab_is_hash(t) ? hash_find(t, k) : tree_find(t, k);
+  if (o) rc = ets_same_next(t, o) ? LPVM_ETS_ESPACE : obj_ints(o, v, cap);
+  key_leave(t, 0, st, fast);
+  return rc;
+}
+
+int lpvm_ets_lookup_ints(lpvm_task *self, lpvm_tab tab, int64_t key, int64_t *v,
+                         size_t cap) {
+  if (!v && cap) return LPVM_EINVAL;
+  /* A key outside 32 bits: its object, if any, holds it, which obj_ints refuses. */
+  if ((uint64_t)key + UINT64_C(0x80000000) > UINT32_MAX) return LPVM_ETS_ESPACE;
+  uint8_t kb[5];   /* the key's term without its version byte, hashed from its value */
+  ets_key k = {kb, kb + int_put(kb, key), term_mix(TERM_HASH_NUM, (uint64_t)key)};
+  return lookup_ints_at(self, tab, &k, v, cap);
+}
+
 int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen) {
   ets_key k;
   ets_tab *t;

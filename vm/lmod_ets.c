@@ -529,10 +529,23 @@ static int key_to_list(lua_State *L, key_out_fn fn) {
   return 1;
 }
 
-/* A scalar key's objects are copied to the stack and rebuilt directly (lets.c);
-** more than fit there take the general path. */
+/* An integer key's object of integers (the usual {k, v}) is decoded under the lock
+** into C integers and made into tables here (lpvm_ets_lookup_ints: no bytes copied out
+** and parsed again); any other scalar key's objects are copied to the stack and rebuilt
+** directly (lets.c); more than fit there take the general path. */
+#define LOOKUP_INTS 16
 static int l_lookup(lua_State *L) {
   lpvm_tab tab = check_tab(L, 1);
+  const lraw_tvalue *a;
+  if (lraw_ok() && (a = lraw_arg(L, 2)) != NULL && a->tt == LRAW_VNUMINT) {
+    int64_t v[LOOKUP_INTS];
+    int rc = lpvm_ets_lookup_ints(self_of(L), tab, a->v.i, v, LOOKUP_INTS);
+    if (rc >= 0) {
+      lets_push_ints(L, v, rc);
+      return 1;
+    }
+    if (rc != LPVM_ETS_ESPACE) return fail(L, rc, 2);
+  }
   uint8_t kb[LETS_KEYBUF], ob[LETS_OBJBUF];
   size_t kl = key_scalar(L, 2, kb, sizeof kb), ol;
   if (kl) {

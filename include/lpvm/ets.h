@@ -130,6 +130,16 @@ LPVM_API int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_
 ** Only memcpy runs under the table's lock. */
 LPVM_API int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                                   size_t klen, uint8_t *buf, size_t cap, size_t *len);
+/* lookup of an integer key whose object is a tuple of integers, the row that
+** lpvm_ets_insert_ints writes: the object's integers decoded into v (cap of them at
+** most) under the key's lock; returns how many (>= 1), 0 when the key has no object,
+** or LPVM_ETS_ESPACE when the key is outside 32 bits or the object is anything else
+** (an element that is not an integer within 32 bits, more than cap of them, or a bag's
+** key with several objects: v's contents are then undefined; call
+** lpvm_ets_lookup_into or lpvm_ets_lookup, which answer every case).
+** The other errors as lpvm_ets_lookup's. ets.lookup(t, k) from Lua goes this way. */
+LPVM_API int lpvm_ets_lookup_ints(lpvm_task *self, lpvm_tab tab, int64_t key, int64_t *v,
+                                  size_t cap);
 LPVM_API int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                              size_t klen);
 /* lookup and delete in one atomic step. */
