@@ -104,14 +104,25 @@ void task_claim(lpvm_task *t, uint32_t cur) {
       const void *h = atomic_load_explicit(&t->hint, memory_order_relaxed);
       if (h) {
         prefetch4(h);
-        /* the further hints: lines the hint's owner noted (none: 0, the hint again;
-        ** a Lua process notes them only in a big VM, lpvm_is_big, and the first
-        ** always: its call frame) */
+        /* the further hints: spans of lines the hint's owner noted (none: 0; a Lua
+        ** process notes them only in a big VM, lpvm_is_big, and the first always:
+        ** its call frame) */
         if (atomic_load_explicit(&t->more.hints[0], memory_order_relaxed))
 #pragma GCC unroll 8
-          for (int i = 0; i < LPVM_TASK_HINTS; i++)
-            PREFETCH((const char *)h + atomic_load_explicit(&t->more.hints[i],
-                                                            memory_order_relaxed));
+          for (int i = 0; i < LPVM_TASK_HINTS; i++) {   /* 0: the hint's line again */
+            int32_t d = atomic_load_explicit(&t->more.hints[i], memory_order_relaxed);
+            const char *a = (const char *)h + (d & ~7);
+            switch (d & 7) {   /* the span's lines after the first, then the first */
+              case 7: PREFETCH(a + 7 * 64); /* fall through */
+              case 6: PREFETCH(a + 6 * 64); /* fall through */
+              case 5: PREFETCH(a + 5 * 64); /* fall through */
+              case 4: PREFETCH(a + 4 * 64); /* fall through */
+              case 3: PREFETCH(a + 3 * 64); /* fall through */
+              case 2: PREFETCH(a + 2 * 64); /* fall through */
+              case 1: PREFETCH(a + 64); /* fall through */
+              default: PREFETCH(a);
+            }
+          }
       }
       sched_make_runnable(t);
       return;
