@@ -63,13 +63,14 @@ static const uint8_t *sig_data(const struct lpvm_sig *s) {
 ** up front, the misses overlap each other and the sender's remaining instructions.
 **   - sig_push asks for the record's hot part, four lines from rq_next (the task's
 **     fields and its type's, lpvm/task.h), before it touches the first of them;
-**   - task_claim, which makes the receiver runnable (next on this very worker, in a
-**     chain of sends, once the sender's step ends), asks for four lines at its hint
-**     (a Lua process's lua_State with the start of its global state), and for the
-**     further lines its owner noted as it began to wait (lpvm/task.h, more.hints: a
-**     Lua process's call frames, stack slots, closure, prototype, constants and next
-**     instruction, vm/lmod_msg.c), which its step would otherwise miss one after
-**     the other, each found through the one before.
+**   - claimed, once a sender's CAS made the receiver runnable (next on this very
+**     worker, in a chain of sends, once the sender's step ends), asks for four lines
+**     at its hint (a Lua process's lua_State with the start of its global state),
+**     and for the spans of lines its owner noted as it began to wait (lpvm/task.h,
+**     more.hints: a Lua process's call frames, stack slots, closure, prototype, next
+**     instructions and the lines of their field lookups, vm/lmod_hint.c), which its
+**     step would otherwise miss one after the other, each found through the one
+**     before.
 ** A prefetch never faults, so lines past a smaller record or a stale hint cost
 ** nothing but the fetch. Cachegrind ignores prefetches: built with -DLPVM_CG_PREFETCH
 ** they are loads, so that estone/cg_hop.sh shows which misses they cover (the misses
@@ -88,49 +89,74 @@ static inline void prefetch4(const void *p) {
   PREFETCH(c + 192);
 }
 
-/* The one WAITING -> QUEUED transition (task_sched.h): whoever's CAS makes it
-** schedules the task, so it is queued exactly once. cur is the word last seen. */
+/* The sender whose CAS took t from WAITING to QUEUED (next: the word it stored)
+** schedules it, so it is queued exactly once. */
+static inline void claimed(lpvm_task *t, uint32_t next) {
+  if (next & TS_THREAD) {   /* its own thread may run it (and end it) at once */
+    thread_wake(t);
+    return;
+  }
+  /* Read before the task is in a run queue: until then no worker can end it. */
+  const void *h = atomic_load_explicit(&t->hint, memory_order_relaxed);
+  if (h) {
+    prefetch4(h);
+    /* the further hints: spans of lines the hint's owner noted (none: 0; a Lua
+    ** process notes them only in a big VM, lpvm_is_big, and the first always:
+    ** its call frame) */
+    if (atomic_load_explicit(&t->more.hints[0], memory_order_relaxed))
+#pragma GCC unroll 8
+      for (int i = 0; i < LPVM_TASK_HINTS; i++) {   /* 0: the hint's line again */
+        int32_t d = atomic_load_explicit(&t->more.hints[i], memory_order_relaxed);
+        const char *a = (const char *)h + (d & ~7);
+        switch (d & 7) {   /* the span's lines after the first, then the first */
+          case 7: PREFETCH(a + 7 * 64); /* fall through */
+          case 6: PREFETCH(a + 6 * 64); /* fall through */
+          case 5: PREFETCH(a + 5 * 64); /* fall through */
+          case 4: PREFETCH(a + 4 * 64); /* fall through */
+          case 3: PREFETCH(a + 3 * 64); /* fall through */
+          case 2: PREFETCH(a + 2 * 64); /* fall through */
+          case 1: PREFETCH(a + 64); /* fall through */
+          default: PREFETCH(a);
+        }
+      }
+  }
+  sched_make_runnable(t);
+}
+
+/* The one WAITING -> QUEUED transition of a task nobody signals (task_sched.h): a
+** spawn's. cur is the word last seen. */
 void task_claim(lpvm_task *t, uint32_t cur) {
   while (ts_status(cur) == TS_WAITING) {
     uint32_t next = (cur & ~TS_STATUS) | TS_QUEUED;
     if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
                                               memory_order_acq_rel,
                                               memory_order_acquire)) {
-      if (next & TS_THREAD) {   /* its own thread may run it (and end it) at once */
-        thread_wake(t);
-        return;
-      }
-      /* Read before the task is in a run queue: until then no worker can end it. */
-      const void *h = atomic_load_explicit(&t->hint, memory_order_relaxed);
-      if (h) {
-        prefetch4(h);
-        /* the further hints: lines the hint's owner noted (none: 0, the hint again;
-        ** a Lua process notes them only in a big VM, lpvm_is_big, and the first
-        ** always: its call frame) */
-        if (atomic_load_explicit(&t->more.hints[0], memory_order_relaxed))
-#pragma GCC unroll 8
-          for (int i = 0; i < LPVM_TASK_HINTS; i++)
-            PREFETCH((const char *)h + atomic_load_explicit(&t->more.hints[i],
-                                                            memory_order_relaxed));
-      }
-      sched_make_runnable(t);
+      claimed(t, next);
       return;
     }
   }
 }
 
-/* Raise PENDING; the sender whose CAS takes the task out of WAITING schedules it.
-** PENDING already up needs no locked instruction (a sender's burst to one receiver:
-** all but its first message): whoever raised it has scheduled t or will, and t
-** clears it only in begin_step, before it drains. Our push (the exchange in
-** mpsc_push) precedes this load and the clear precedes t's reads of the queue, all
+/* Raise PENDING, and if t was WAITING take it to QUEUED in the same CAS: that sender
+** schedules it. PENDING already up needs no locked instruction (a sender's burst to
+** one receiver: all but its first message): whoever raised it has scheduled t or
+** will, and t clears it only in begin_step, before it drains. Our push (the exchange
+** in mpsc_push) precedes this load and the clear precedes t's reads of the queue, all
 ** seq_cst: if we saw PENDING before the clear, t's drain sees our push, and if only
 ** half of it (our link not yet stored), sig_handle_all raises PENDING again so t
-** looks once more. */
+** looks once more. A failed CAS reads the word again as the first load did. */
 static void notify(lpvm_task *t) {
-  if (atomic_load_explicit(&t->sched_word, memory_order_seq_cst) & TS_PENDING) return;
-  task_claim(t, atomic_fetch_or_explicit(&t->sched_word, TS_PENDING,
-                                         memory_order_acq_rel) | TS_PENDING);
+  uint32_t cur = atomic_load_explicit(&t->sched_word, memory_order_seq_cst);
+  while (!(cur & TS_PENDING)) {
+    uint32_t next = cur | TS_PENDING;
+    if (ts_status(cur) == TS_WAITING) next = (next & ~TS_STATUS) | TS_QUEUED;
+    if (atomic_compare_exchange_weak_explicit(&t->sched_word, &cur, next,
+                                              memory_order_seq_cst,
+                                              memory_order_seq_cst)) {
+      if (ts_status(cur) == TS_WAITING) claimed(t, next);
+      return;
+    }
+  }
 }
 
 uint32_t sig_push(lpvm_task *t, struct lpvm_sig *s) {

@@ -26,7 +26,8 @@
 
 /* signal.c */
 /* WAITING -> QUEUED and schedule t, unless somebody else's CAS did (cur: the word
-** as last seen). The only place a task is put on a run queue from WAITING. */
+** as last seen): a spawn's. A signal's sender does the same in the CAS that raises
+** PENDING (signal.c, notify); both schedule through the same code. */
 void task_claim(lpvm_task *t, uint32_t cur);
 struct lpvm_sig *sig_new(uint32_t kind, lpvm_id from, uint64_t ref, const void *data,
                          size_t len);

@@ -25,6 +25,7 @@
 #include "lpvm/lpvm.h"
 #include "vm/lproc_int.h"
 #include "vm/lproc_small.h"
+#include "vm/lmod_hint.h"
 #include "vm/lraw.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
@@ -396,55 +397,6 @@ static int recv_loop(lua_State *L, lproc *p) {
   }
 }
 
-/* A process that waits notes for its waker the lines its next step will read first
-** and that the hint (its lua_State, tasks/signal.c) does not cover: the call frames
-** (receive's and its Lua caller's), the caller's stack slots, closure, prototype,
-** constants and next instruction. With thousands of processes taking turns each of
-** them is a cache miss when the process runs again, one after the other (a frame
-** leads to the function, the function to its prototype, that to its constants):
-** asked for together by the sender as it makes the process runnable, they arrive
-** meanwhile, in parallel. Read while they are warm, through the mirror (vm/lraw.h):
-** the frames are those of this yield, the values what Lua keeps in them. Stored as
-** distances from the hint (lpvm/task.h); one that does not fit, or a caller that is
-** not a Lua function, notes nothing there. */
-static inline int32_t hint_at(const char *h, const void *a) {
-  intptr_t d = (intptr_t)((const char *)a - h);
-  return d == (int32_t)d ? (int32_t)d : 0;
-}
-
-static inline void hint_put(lproc *p, int i, int32_t d) {
-  atomic_store_explicit(&p->task.more.hints[i], d, memory_order_relaxed);
-}
-
-static inline void note_hints(lproc *p, lua_State *L) {
-  if (!lpvm_is_big() || !lraw_calls_ok()) return;   /* a small VM's lines stay cached */
-  const char *h = (const char *)p->L;   /* the hint */
-  const lraw_ci *ci = (const lraw_ci *)(const void *)((const lraw_state *)(void *)L)->ci;
-  const lraw_ci *up = ci->previous;
-  int lua = up && up->func->tt == LRAW_VLCL;
-  int32_t at = hint_at(h, ci), pc = lua ? hint_at(h, up->savedpc) : 0;
-  /* A loop's receive waits in the same frame at the same instruction every time: the
-  ** function, its prototype and the frame's slots noted last time are these. */
-  if (atomic_load_explicit(&p->task.more.hints[0], memory_order_relaxed) == at &&
-      atomic_load_explicit(&p->task.more.hints[4], memory_order_relaxed) == pc && at)
-    return;
-  hint_put(p, 0, at);
-  hint_put(p, 1, hint_at(h, ci->func + 1));   /* where the message's values go */
-  hint_put(p, 4, pc);
-  if (lua) {
-    const lraw_lclosure *cl = up->func->v.gc;
-    const lraw_proto_head *pr = cl->proto;
-    hint_put(p, 2, hint_at(h, up));
-    hint_put(p, 3, hint_at(h, up->func));
-    hint_put(p, 5, hint_at(h, cl));
-    hint_put(p, 6, hint_at(h, pr));
-    hint_put(p, 7, hint_at(h, pr->k));
-  } else {
-    for (int i = 2; i < LPVM_TASK_HINTS; i++)
-      if (i != 4) hint_put(p, i, 0);
-  }
-}
-
 /* Nothing matched so far (stack: [2] the timeout or nil): poll the signal queue once
 ** for receive(0), time out (-1, nothing pushed), or wait for more with continuation
 ** k; `again` rescans (what it returns is returned). */
@@ -483,7 +435,7 @@ static inline __attribute__((always_inline)) int recv_wait_ms(lua_State *L, lpro
   }
   p->wait = LP_RECV;
   if (L != p->L) p->sched_yield = 1;
-  note_hints(p, L);
+  lmod_note_hints(p, L);
   return lua_yieldk(L, 0, 0, k);
 }
 
@@ -526,7 +478,7 @@ static __attribute__((noinline)) int recv_ever_wait(lua_State *L, lproc *p) {
   }
   p->wait = LP_RECV;
   if (L != p->L) p->sched_yield = 1;
-  note_hints(p, L);
+  lmod_note_hints(p, L);
   return lua_yieldk(L, 0, 0, recv_ever_k);
 }
 

@@ -191,10 +191,12 @@ struct lpvm_task {
   _Atomic(struct lpvm_sig *) sq_tail;
   struct lpvm_sig *sq_head;
   /* The queue's stub is a signal of which only `next` is used: the rest of it holds
-  ** more hints, lines the next step reads (a Lua process: its call frames and its
-  ** function, noted as it waits), each as its distance in bytes from `hint` (0: none;
-  ** a line further than 2 GiB from it is not noted), prefetched with hint's lines by
-  ** the same sender; written and read as hint is. */
+  ** more hints, lines the next step reads (a Lua process: its call frames, its
+  ** function and the table lookups its next instructions make, noted as it waits),
+  ** each a span of 1-8 lines: the distance in bytes from `hint` to an address in the
+  ** first line, a multiple of 8, plus the number of lines after it in the low 3 bits
+  ** (0: none; a line further than 2 GiB from it is not noted), prefetched with hint's
+  ** lines by the same sender; written and read as hint is. */
   union {
     struct lpvm_sig sq_stub;
     struct {

@@ -213,7 +213,8 @@ end)
 test("every form of a blocking receive in a big VM (frames noted for the waker)", function()
   -- past 4,096 live tasks a waiting process notes its frames for the sender that
   -- wakes it (vm/lmod_msg.c): receive at a function's top, in a coroutine, through
-  -- pcall, with a predicate and with a timeout, each waiting twice in the same place
+  -- pcall, with a predicate and with a timeout, in loops before field lookups, each
+  -- waiting twice in the same place
   local me, n = lpvm.self(), 4200
   local pids = {}
   for i = 1, n do
@@ -225,6 +226,15 @@ test("every form of a blocking receive in a big VM (frames noted for the waker)"
         function() local _, v = pcall(l.receive) return v end,
         function() return l.receive(function(v) return v ~= "no" end) end,
         function() return l.receive(600000) end,
+        -- the waker also asks for the lines of the field lookups after the receive
+        -- (a for loop's, a while loop's jump back; a table with no hash part; a
+        -- register that holds no table)
+        function() local v for _ = 1, 1 do v = l.receive() local _ = l.send end return v end,
+        function()
+          local t, arr = { a = 1, b = 2 }, { 1, 2 }
+          while true do local v = l.receive() if t.a and not arr.x then return v end end
+        end,
+        function() local s = "text" local v = l.receive() return s.len and v end,
       }
       local f = forms[k % #forms + 1]
       l.send(parent, "ready")
