@@ -170,7 +170,7 @@ static int require_lpvm(lua_State *L) {
   lua_pushvalue(L, 3);
   lua_settable(L, 4);                                    /* lpvm = module */
   lua_settop(L, 3);
-  lua_pushliteral(L, ":preload:");
+  lua_pushlstring(L, ":preload:", sizeof ":preload:" - 1);   /* no C-string cache */
   return 2;
 }
 
