@@ -342,6 +342,14 @@ int lpvm_ets_new(lpvm_task *self, const lpvm_ets_opts *o, lpvm_tab *tab) {
     return LPVM_EINVAL;
   const char *name = o->name ? o->name : "";
   if (strlen(name) >= sizeof ((ets_tab *)0)->name) return LPVM_EINVAL;
+  if (o->heir_data && lpvm_term_check(o->heir_data, o->heir_data_len)) return LPVM_EBADTERM;
+  lpvm_ets_opts oo = *o;   /* an heir not alive now is none, as ETS's */
+  if (oo.heir && !mark_owner(oo.heir)) {
+    oo.heir = 0;
+    oo.heir_data = NULL;
+    oo.heir_data_len = 0;
+  }
+  o = &oo;
   uint8_t *hd;
   int rc = copy_term(o->heir_data, o->heir_data_len, &hd);
   if (rc) return rc;
@@ -483,6 +491,12 @@ int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir, const uint8_t
                       size_t len) {
   lpvm_id me = self ? self->id : 0;
   if (lpvm_id_is_port(heir)) return LPVM_EINVAL;
+  if (data && lpvm_term_check(data, len)) return LPVM_EBADTERM;
+  if (heir && !mark_owner(heir)) {   /* not alive now: none, as ETS's */
+    heir = 0;
+    data = NULL;
+    len = 0;
+  }
   uint8_t *copy;
   int rc = copy_term(data, len, &copy);
   if (rc) return rc;

@@ -425,6 +425,11 @@ static inline ets_obj *ets_same_next(ets_tab *t, ets_obj *o) {
 /* Insert o. set, ordered_set: replaces (*old = the replaced object); bag: refuses an
 ** identical object (*old = o); duplicate_bag: appends. *old = NULL otherwise. */
 void ets_put(ets_tab *t, ets_obj *o, ets_obj **old);
+/* ets_select.c: select_replace's second half, the table held alone: hits[i] becomes the
+** tuple at rb->data + off[i] .. off[i + 1]; all or nothing (LPVM_EINVAL when one is not
+** a tuple with its object's key). The replaced objects are chained on *gone (link[0]). */
+int ets_replace_hits(ets_tab *t, ets_obj **hits, const size_t *off, size_t n,
+                     const lpvm_tbuf *rb, ets_obj **gone);
 /* Unlink every object with key k; returns them chained through link[0]. */
 ets_obj *ets_remove_key(ets_tab *t, const ets_key *k);
 /* Unlink o (found with ets_find/ets_same_next). */

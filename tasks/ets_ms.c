@@ -9,9 +9,12 @@
 **            anything else must be =:= the object's part.
 **   Guards   comparisons ('<' '>' '=<' '>=' '==' '/=' '=:=' '=/='), 'andalso' 'orelse'
 **            'and' 'or' 'xor' 'not', type tests (is_integer is_float is_number
-**            is_atom is_binary is_list is_tuple is_map is_pid is_reference
-**            is_boolean), arithmetic ('+' '-' '*' '/' 'div' 'rem' abs), element/2,
-**            tuple_size/1, byte_size/1, {const, X}.
+**            is_atom is_binary is_list is_tuple is_map is_pid is_port is_reference
+**            is_boolean is_function is_record/3), arithmetic ('+' '-' '*' '/' 'div'
+**            'rem' abs float round trunc 'band' 'bor' 'bxor' 'bnot' 'bsl' 'bsr'),
+**            element/2, hd/1, tl/1, length/1, size/1, tuple_size/1, byte_size/1,
+**            bit_size/1, binary_part/3, map_size/1, map_get/2, is_map_key/2,
+**            {const, X}: OTP 25's list but self() and node().
 **   Body     '$_' (the object), '$$' (the head's variables in order), '$N', {{...}}
 **            (a tuple built from expressions), [...] (a list), literals, guard
 **            expressions.
@@ -147,12 +150,15 @@ static int head_binds(const uint8_t *p, const uint8_t *end, int v, int depth) {
 static int known_call(const char *f, size_t fn, uint32_t nargs) {
   static const char *const one[] = {
       "not", "is_integer", "is_float", "is_number", "is_atom", "is_binary", "is_list",
-      "is_tuple", "is_map", "is_pid", "is_reference", "is_boolean", "tuple_size",
-      "byte_size", "-", "abs", NULL};
+      "is_tuple", "is_map", "is_pid", "is_port", "is_reference", "is_boolean",
+      "is_function", "tuple_size", "byte_size", "bit_size", "size", "hd", "tl", "length",
+      "map_size", "float", "round", "trunc", "bnot", "-", "+", "abs", NULL};
   static const char *const two[] = {
       "andalso", "orelse", "<", ">", "=<", ">=", "==", "=:=", "/=", "=/=", "and", "or",
-      "xor", "element", "+", "-", "*", "/", "div", "rem", NULL};
-  const char *const *names = nargs == 1 ? one : nargs == 2 ? two : NULL;
+      "xor", "element", "map_get", "is_map_key", "+", "-", "*", "/", "div", "rem", "band",
+      "bor", "bxor", "bsl", "bsr", NULL};
+  static const char *const three[] = {"binary_part", "is_record", NULL};
+  const char *const *names = nargs == 1 ? one : nargs == 2 ? two : nargs == 3 ? three : NULL;
   for (; names && *names; names++)
     if (atom_is(f, fn, *names)) return 1;
   return 0;
@@ -377,6 +383,13 @@ static int arena_val(ets_ms *m, size_t start, val *out) {
 
 static int eval(ets_ms *m, const uint8_t *e, val *out, int depth);
 
+/* Append v to the arena. A value in the arena itself is read after the room is made:
+** a copy from where it was before the arena grew would read freed memory. */
+static void put_val(ets_ms *m, const val *v) {
+  if (!v->p && !lpvm_tbuf_room(&m->arena, v->len)) return;   /* arena.err is set */
+  term_put_raw(&m->arena, vptr(m, v), v->len);
+}
+
 static int cmp_vals(ets_ms *m, const val *a, const val *b, int exact) {
   const uint8_t *pa = vptr(m, a), *pb = vptr(m, b);
   return term_cmp(pa, pa + a->len, pb, pb + b->len, exact);
@@ -400,7 +413,16 @@ static int arith(ets_ms *m, const char *op, size_t opn, const val *a, const val 
   int isf = ka == 1 || kb == 1;
   if (!b) {   /* unary: '-' and abs */
     if (atom_is(op, opn, "-")) { if (isf) fz = -fx; else if (__builtin_sub_overflow(0, x, &z)) return -1; }
+    else if (atom_is(op, opn, "+")) { fz = fx; z = x; }
     else if (atom_is(op, opn, "abs")) { if (isf) fz = fabs(fx); else if (x == INT64_MIN) return -1; else z = x < 0 ? -x : x; }
+    else if (atom_is(op, opn, "bnot") && !isf) z = ~x;
+    else if (atom_is(op, opn, "float")) { isf = 1; fz = fx; }
+    else if ((atom_is(op, opn, "round") || atom_is(op, opn, "trunc")) && isf) {
+      double r = op[0] == 'r' ? round(fx) : trunc(fx);
+      if (!(r >= -0x1p63 && r < 0x1p63)) return -1;   /* a bignum in Erlang */
+      isf = 0;
+      z = (int64_t)r;
+    } else if (atom_is(op, opn, "round") || atom_is(op, opn, "trunc")) z = x;
     else return -1;
   } else if (atom_is(op, opn, "/")) {
     if (fy == 0) return -1;
@@ -409,6 +431,22 @@ static int arith(ets_ms *m, const char *op, size_t opn, const val *a, const val 
   } else if (atom_is(op, opn, "div") || atom_is(op, opn, "rem")) {
     if (isf || y == 0 || (x == INT64_MIN && y == -1)) return -1;
     z = op[0] == 'd' ? x / y : x % y;
+  } else if (opn >= 3 && op[0] == 'b') {   /* band bor bxor bsl bsr: integers */
+    if (isf) return -1;
+    if (atom_is(op, opn, "band")) z = x & y;
+    else if (atom_is(op, opn, "bor")) z = x | y;
+    else if (atom_is(op, opn, "bxor")) z = x ^ y;
+    else if (atom_is(op, opn, "bsl") || atom_is(op, opn, "bsr")) {
+      if (op[2] == 'r') y = y == INT64_MIN ? INT64_MAX : -y;   /* bsr N is bsl -N */
+      if (y <= -64) z = x < 0 ? -1 : 0;
+      else if (y < 0) z = x >> -y;   /* arithmetic, as Erlang's */
+      else if (x == 0) z = 0;
+      else if (y >= 63) return -1;   /* past 64 bits: a bignum in Erlang */
+      else {
+        z = (int64_t)((uint64_t)x << y);
+        if ((z >> y) != x) return -1;
+      }
+    } else return -1;
   } else if (isf) {
     if (atom_is(op, opn, "+")) fz = fx + fy;
     else if (atom_is(op, opn, "-")) fz = fx - fy;
@@ -437,7 +475,12 @@ static int type_test(ets_ms *m, const char *f, size_t fn, const val *a, val *out
   else if (atom_is(f, fn, "is_list")) r = t == LPVM_T_LIST || t == LPVM_T_NIL || t == LPVM_T_STRING;
   else if (atom_is(f, fn, "is_tuple")) r = t == LPVM_T_TUPLE;
   else if (atom_is(f, fn, "is_map")) r = t == LPVM_T_MAP;
-  else if (atom_is(f, fn, "is_pid")) r = t == LPVM_T_PID || t == LPVM_T_PORT;
+  else if (atom_is(f, fn, "is_pid")) r = t == LPVM_T_PID;
+  else if (atom_is(f, fn, "is_port")) r = t == LPVM_T_PORT;
+  else if (atom_is(f, fn, "is_function")) {
+    const uint8_t *p = vptr(m, a);
+    r = a->len > 0 && (p[0] == TAG_NEW_FUN || p[0] == TAG_EXPORT);
+  }
   else if (atom_is(f, fn, "is_reference")) r = t == LPVM_T_REF;
   else if (atom_is(f, fn, "is_boolean")) r = v_is_true(m, a) || v_is_false(m, a);
   else return -1;
@@ -458,7 +501,83 @@ static int compare(const char *f, size_t fn, int c, val *out) {
   return 0;
 }
 
-/* element(N, T), tuple_size(T), byte_size(B). */
+/* The part p..q of the value v (in the object, the specification or the arena). */
+static val part_of(ets_ms *m, const val *v, const uint8_t *p, const uint8_t *q) {
+  if (v->p) return lit(p, (size_t)(q - p));
+  return (val){NULL, v->off + (size_t)(p - vptr(m, v)), (size_t)(q - p)};
+}
+
+/* hd(L), tl(L), length(L) of a list, a STRING_EXT one included. */
+static int list_bif(ets_ms *m, const char *f, size_t fn, const val *a, val *out) {
+  lpvm_tread r = {vptr(m, a), vptr(m, a) + a->len, 0};
+  uint32_t n;
+  int t = lpvm_get_type(&r);
+  if (t == LPVM_T_NIL) {
+    if (!atom_is(f, fn, "length")) return -1;   /* hd([]), tl([]): badarg */
+    *out = lit((const uint8_t *)"\x61\x00", 2);
+    return 0;
+  }
+  size_t start = arena_start(m);
+  if (t == LPVM_T_STRING) {
+    const uint8_t *p;
+    size_t len;
+    if (lpvm_get_string(&r, &p, &len) || len == 0) return -1;
+    size_t at = (size_t)(p - vptr(m, a));   /* the arena may move below */
+    if (atom_is(f, fn, "hd")) lpvm_put_int(&m->arena, p[0]);
+    else if (atom_is(f, fn, "length")) lpvm_put_int(&m->arena, (int64_t)len);
+    else if (len == 1) lpvm_put_nil(&m->arena);
+    else {
+      lpvm_put_list(&m->arena, (uint32_t)len - 1);
+      for (size_t i = 1; i < len; i++) lpvm_put_int(&m->arena, vptr(m, a)[at + i]);
+      lpvm_put_nil(&m->arena);
+    }
+    return arena_val(m, start, out);
+  }
+  if (t != LPVM_T_LIST || lpvm_get_list(&r, &n) || n == 0) return -1;
+  const uint8_t *first = r.p;
+  if (lpvm_skip(&r)) return -1;
+  if (atom_is(f, fn, "hd")) { *out = part_of(m, a, first, r.p); return 0; }
+  const uint8_t *second = r.p;
+  for (uint32_t i = 1; i < n; i++)
+    if (lpvm_skip(&r)) return -1;
+  const uint8_t *tail = r.p;
+  if (lpvm_skip(&r)) return -1;
+  if (atom_is(f, fn, "length")) {   /* of a proper list only */
+    if (tail[0] != TAG_NIL) return -1;
+    lpvm_put_int(&m->arena, n);
+    return arena_val(m, start, out);
+  }
+  if (n == 1) { *out = part_of(m, a, tail, r.p); return 0; }   /* tl([X | T]) is T */
+  val rest = part_of(m, a, second, r.p);   /* the elements after the first, the tail */
+  lpvm_put_list(&m->arena, n - 1);
+  put_val(m, &rest);
+  return arena_val(m, start, out);
+}
+
+/* map_get(K, M) and is_map_key(K, M): the pair whose key is =:= K. */
+static int map_bif(ets_ms *m, const char *f, size_t fn, const val *k, const val *mv,
+                   val *out) {
+  lpvm_tread r = {vptr(m, mv), vptr(m, mv) + mv->len, 0};
+  uint32_t n;
+  if (lpvm_get_map(&r, &n)) return -1;
+  const uint8_t *kp = vptr(m, k);
+  for (uint32_t i = 0; i < n; i++) {
+    const uint8_t *q = r.p;
+    if (lpvm_skip(&r)) return -1;
+    const uint8_t *v = r.p;
+    if (lpvm_skip(&r)) return -1;
+    if (term_cmp(kp, kp + k->len, q, v, 1) == 0) {
+      if (atom_is(f, fn, "is_map_key")) *out = vbool(1);
+      else *out = part_of(m, mv, v, r.p);
+      return 0;
+    }
+  }
+  if (atom_is(f, fn, "is_map_key")) { *out = vbool(0); return 0; }
+  return -1;   /* map_get of a missing key: badarg */
+}
+
+/* element(N, T), tuple_size(T), byte_size(B), bit_size(B), size(T or B), map_size(M),
+** hd/tl/length(L), map_get(K, M), is_map_key(K, M). */
 static int builtin(ets_ms *m, const char *f, size_t fn, const val *a, const val *b,
                    val *out) {
   lpvm_tread r = {vptr(m, b ? b : a), vptr(m, b ? b : a) + (b ? b : a)->len, 0};
@@ -470,24 +589,67 @@ static int builtin(ets_ms *m, const char *f, size_t fn, const val *a, const val 
     for (int64_t k = 1; k < i; k++) lpvm_skip(&r);
     const uint8_t *p = r.p;
     lpvm_skip(&r);
-    if (b->p) { *out = lit(p, (size_t)(r.p - p)); return 0; }
-    *out = (val){NULL, b->off + (size_t)(p - vptr(m, b)), (size_t)(r.p - p)};
+    *out = part_of(m, b, p, r.p);
     return 0;
   }
-  size_t start = arena_start(m);
-  if (atom_is(f, fn, "tuple_size") && !b) {
-    if (lpvm_get_tuple(&r, &ar)) return -1;
-    lpvm_put_int(&m->arena, ar);
-    return arena_val(m, start, out);
+  if (b) {
+    if (atom_is(f, fn, "map_get") || atom_is(f, fn, "is_map_key")) return map_bif(m, f, fn, a, b, out);
+    return -1;
   }
-  if (atom_is(f, fn, "byte_size") && !b) {
+  if (atom_is(f, fn, "hd") || atom_is(f, fn, "tl") || atom_is(f, fn, "length"))
+    return list_bif(m, f, fn, a, out);
+  size_t start = arena_start(m);
+  int t = lpvm_get_type(&r);
+  int64_t v;
+  if ((atom_is(f, fn, "tuple_size") || atom_is(f, fn, "size")) && t == LPVM_T_TUPLE) {
+    if (lpvm_get_tuple(&r, &ar)) return -1;
+    v = ar;
+  } else if ((atom_is(f, fn, "byte_size") || atom_is(f, fn, "size") ||
+              atom_is(f, fn, "bit_size")) && t == LPVM_T_BINARY) {
     const uint8_t *p;
     size_t n;
     if (lpvm_get_binary(&r, &p, &n)) return -1;
-    lpvm_put_int(&m->arena, (int64_t)n);
-    return arena_val(m, start, out);
+    v = (int64_t)n * (f[0] == 'b' && f[1] == 'i' ? 8 : 1);
+  } else if (atom_is(f, fn, "map_size") && t == LPVM_T_MAP) {
+    if (lpvm_get_map(&r, &ar)) return -1;
+    v = ar;
+  } else {
+    return -1;
   }
-  return -1;
+  lpvm_put_int(&m->arena, v);
+  return arena_val(m, start, out);
+}
+
+/* binary_part(B, Start, Len) and is_record(T, Tag, Size): the calls of three. */
+static int builtin3(ets_ms *m, const char *f, size_t fn, const val *a, const val *b,
+                    const val *c, val *out) {
+  int64_t x, y;
+  double d;
+  lpvm_tread r = {vptr(m, a), vptr(m, a) + a->len, 0};
+  if (atom_is(f, fn, "is_record")) {
+    uint32_t ar;
+    if (v_type(m, b) != LPVM_T_ATOM || num_of(m, c, &y, &d) != 0) return -1;
+    int ok = lpvm_get_type(&r) == LPVM_T_TUPLE && lpvm_get_tuple(&r, &ar) == 0 && ar == y &&
+             ar > 0;
+    if (ok) {
+      const uint8_t *p = r.p;
+      ok = lpvm_skip(&r) == 0 && term_cmp(p, r.p, vptr(m, b), vptr(m, b) + b->len, 1) == 0;
+    }
+    *out = vbool(ok);
+    return 0;
+  }
+  if (!atom_is(f, fn, "binary_part")) return -1;
+  const uint8_t *p;
+  size_t n;
+  if (lpvm_get_binary(&r, &p, &n) || num_of(m, b, &x, &d) != 0 || num_of(m, c, &y, &d) != 0)
+    return -1;
+  if (y < 0) { x += y; y = -y; }   /* a negative length counts back from Start */
+  if (x < 0 || (uint64_t)x > n || (uint64_t)y > n - (uint64_t)x) return -1;
+  size_t at = (size_t)(p - vptr(m, a)) + (size_t)x;
+  size_t start = arena_start(m);
+  if (!lpvm_tbuf_room(&m->arena, 5 + (size_t)y)) return HARD;   /* no move in the put */
+  lpvm_put_binary(&m->arena, vptr(m, a) + at, (size_t)y);
+  return arena_val(m, start, out);
 }
 
 /* {F, A...}: a call; {{...}}: a tuple built from expressions. */
@@ -510,10 +672,7 @@ static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
     size_t start = arena_start(m);
     if (rc == 0) {
       lpvm_put_tuple(&m->arena, n);
-      for (uint32_t i = 0; i < n; i++) {
-        const uint8_t *p = vptr(m, &vs[i]);   /* re-resolved: the arena may move */
-        term_put_raw(&m->arena, p, vs[i].len);
-      }
+      for (uint32_t i = 0; i < n; i++) put_val(m, &vs[i]);
       rc = arena_val(m, start, out);
     }
     free(vs);
@@ -527,6 +686,16 @@ static int eval_tuple(ets_ms *m, const uint8_t *e, val *out, int depth) {
   }
   val a, b;
   int lazy = atom_is(f, fn, "andalso") || atom_is(f, fn, "orelse");
+  if (ar == 4) {   /* binary_part/3, is_record/3 */
+    val c;
+    int rc;
+    if ((rc = eval(m, r.p, &a, depth + 1)) != 0) return rc;
+    r.p = skip(r.p, m->end);
+    if ((rc = eval(m, r.p, &b, depth + 1)) != 0) return rc;
+    r.p = skip(r.p, m->end);
+    if ((rc = eval(m, r.p, &c, depth + 1)) != 0) return rc;
+    return builtin3(m, f, fn, &a, &b, &c, out);
+  }
   if (ar < 2 || ar > 3) return SOFT;
   int rc = eval(m, r.p, &a, depth + 1);
   if (rc) return rc;
@@ -605,7 +774,7 @@ static int eval(ets_ms *m, const uint8_t *e, val *out, int depth) {
     size_t start = arena_start(m);
     if (rc == 0) {
       lpvm_put_list(&m->arena, n);
-      for (uint32_t i = 0; i <= n; i++) term_put_raw(&m->arena, vptr(m, &vs[i]), vs[i].len);
+      for (uint32_t i = 0; i <= n; i++) put_val(m, &vs[i]);
       rc = arena_val(m, start, out);
     }
     free(vs);

@@ -406,6 +406,65 @@ int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
   return n;
 }
 
+/* lpvm_ets_lookup_ints: the object's integers decoded under the key's lock, straight
+** into the caller's array (no bytes copied out for the caller to parse again). One
+** object (a bag's key with more: ESPACE) whose tuple is at most cap integers in the
+** encodings int_put writes (SMALL_INTEGER_EXT, INTEGER_EXT); anything else is ESPACE,
+** and the caller asks lpvm_ets_lookup_into. So is a key outside 32 bits: any object
+** it has holds it (as its key, or one equal to it in an ordered_set), and obj_ints
+** would refuse that object. */
+static inline __attribute__((always_inline)) int obj_ints_n(const uint8_t *p,
+                                                             const uint8_t *end,
+                                                             int64_t *v, unsigned m) {
+  for (unsigned i = 0; i < m; i++) {
+    if (end - p >= 2 && p[0] == TAG_SMALL_INT) {
+      v[i] = p[1];
+      p += 2;
+    } else if (end - p >= 5 && p[0] == TAG_INT) {
+      v[i] = (int32_t)term_be32(p + 1);
+      p += 5;
+    } else {
+      return LPVM_ETS_ESPACE;
+    }
+  }
+  return p == end ? (int)m : LPVM_ETS_ESPACE;
+}
+
+/* With {Key, Value} (2) unrolled, as insert_ints. */
+static inline int obj_ints(const ets_obj *o, int64_t *v, size_t cap) {
+  const uint8_t *p = o->data + 1, *end = o->data + o->len;
+  if (end - p < 2 || p[0] != TAG_SMALL_TUPLE || p[1] == 0 || p[1] > cap)
+    return LPVM_ETS_ESPACE;
+  if (p[1] == 2) return obj_ints_n(p + 2, end, v, 2);
+  return obj_ints_n(p + 2, end, v, p[1]);
+}
+
+static inline __attribute__((always_inline)) int lookup_ints_at(lpvm_task *self,
+                                                                lpvm_tab tab,
+                                                                const ets_key *k,
+                                                                int64_t *v, size_t cap) {
+  ets_tab *t;
+  ets_stripe *st;
+  int fast;
+  int rc = key_enter(self, tab, 0, k, &t, &st, &fast);
+  if (rc) return rc;
+  /* ets_find, with a hash table's find inline (GCC keeps ets_find out of line here) */
+  ets_obj *o = tab_is_hash(t) ? hash_find(t, k) : tree_find(t, k);
+  if (o) rc = ets_same_next(t, o) ? LPVM_ETS_ESPACE : obj_ints(o, v, cap);
+  key_leave(t, 0, st, fast);
+  return rc;
+}
+
+int lpvm_ets_lookup_ints(lpvm_task *self, lpvm_tab tab, int64_t key, int64_t *v,
+                         size_t cap) {
+  if (!v && cap) return LPVM_EINVAL;
+  /* A key outside 32 bits: its object, if any, holds it, which obj_ints refuses. */
+  if ((uint64_t)key + UINT64_C(0x80000000) > UINT32_MAX) return LPVM_ETS_ESPACE;
+  uint8_t kb[5];   /* the key's term without its version byte, hashed from its value */
+  ets_key k = {kb, kb + int_put(kb, key), term_mix(TERM_HASH_NUM, (uint64_t)key)};
+  return lookup_ints_at(self, tab, &k, v, cap);
+}
+
 int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key, size_t klen) {
   ets_key k;
   ets_tab *t;
@@ -625,50 +684,63 @@ typedef struct sel_ud {
   int mode;
   lpvm_tbuf *out;
   uint32_t n;
-  ets_obj **hits;   /* select_delete: the objects to unlink after the walk */
+  ets_obj **hits;   /* select_delete, select_replace: the objects to change after */
   size_t nhits, cap;
   int err;
+  lpvm_tbuf *rb;    /* select_replace: the new objects, back to back */
+  size_t *off;      /* where hit i's new object starts in rb (its end: off[i + 1]) */
 } sel_ud;
 
 static int sel_one(ets_tab *t, ets_obj *o, void *ud) {
   (void)t;
   sel_ud *s = ud;
   int is_true = 0;
-  int m = ets_ms_run(s->ms, o, s->mode == LPVM_ETS_SELECT ? s->out : NULL, &is_true);
+  int rep = s->mode == LPVM_ETS_SELECT_REPLACE;
+  lpvm_tbuf *out = s->mode == LPVM_ETS_SELECT ? s->out : rep ? s->rb : NULL;
+  int m = ets_ms_run(s->ms, o, out, &is_true);
   if (m <= 0) return 0;
   if (s->mode == LPVM_ETS_SELECT) { s->n++; return s->out->err != 0; }
-  if (!is_true) return 0;
+  if (!is_true && !rep) return 0;
   s->n++;
-  if (s->mode == LPVM_ETS_SELECT_DELETE) {
-    if (s->nhits == s->cap) {
+  if (s->mode == LPVM_ETS_SELECT_DELETE || rep) {
+    if (s->nhits + 1 >= s->cap) {
       size_t cap = s->cap ? 2 * s->cap : 64;
       ets_obj **h = realloc(s->hits, cap * sizeof *h);
-      if (!h) { s->err = LPVM_ENOMEM; return 1; }
-      s->hits = h;
+      if (h) s->hits = h;
+      size_t *f = h && rep ? realloc(s->off, cap * sizeof *f) : NULL;
+      if (f) s->off = f;
+      if (!h || (rep && !f)) { s->err = LPVM_ENOMEM; return 1; }
       s->cap = cap;
     }
+    if (rep) s->off[s->nhits + 1] = s->rb->len;
     s->hits[s->nhits++] = o;
   }
-  return 0;
+  return rep && s->rb->err ? (s->err = s->rb->err, 1) : 0;
 }
 
 int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t len,
                     int mode, lpvm_tbuf *out) {
   ets_ms msbuf, *ms = &msbuf;
   ets_tab *t;
-  if (mode < LPVM_ETS_SELECT || mode > LPVM_ETS_SELECT_DELETE) return LPVM_EINVAL;
+  if (mode < LPVM_ETS_SELECT || mode > LPVM_ETS_SELECT_REPLACE) return LPVM_EINVAL;
   if (mode == LPVM_ETS_SELECT && !out) return LPVM_EINVAL;
   int rc = ets_ms_compile(msterm, len, ms);
   if (rc) return rc;
-  int del = mode == LPVM_ETS_SELECT_DELETE;
+  int rep = mode == LPVM_ETS_SELECT_REPLACE, del = mode == LPVM_ETS_SELECT_DELETE || rep;
   if ((rc = ets_enter(self, tab, del ? 2 : 0, del, &t)) != 0) {
     ets_ms_free(ms);
     return rc;
   }
-  sel_ud s = {ms, mode, out, 0, NULL, 0, 0, 0};
+  lpvm_tbuf rb;
+  if (rep) lpvm_tbuf_init(&rb);
+  sel_ud s = {ms, mode, out, 0, NULL, 0, 0, 0, rep ? &rb : NULL, NULL};
+  if (rep && t->type == LPVM_ETS_BAG) s.err = LPVM_ETS_ETYPE;   /* as ETS's */
+  else if (rep && rb.err) s.err = rb.err;
   size_t mark = mode == LPVM_ETS_SELECT ? ets_list_open(out) : 0;
   const uint8_t *kp, *kend;
-  if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
+  if (s.err) {
+    /* nothing to walk */
+  } else if (ets_ms_bound_key(ms, t->keypos, &kp, &kend) == 0) {   /* one key: no scan */
     ets_key k = {kp, kend, term_hash(kp, kend)};
     ets_stripe *st = ets_stripe_of(t, k.h);
     if (t->nstripes > 1) ets_stripe_rdlock(t, st);
@@ -677,11 +749,16 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
       if (sel_one(t, o, &s)) break;
     }
     if (t->nstripes > 1) ets_stripe_rdunlock(t, st);
-  } else {
+  } else if (!s.err) {
     ets_walk(t, sel_one, &s);
   }
   ets_obj *gone = NULL;
-  for (size_t i = 0; i < s.nhits && !s.err; i++) {
+  if (rep && !s.err && s.nhits) {
+    s.off[0] = 1;   /* after rb's version byte */
+    s.err = ets_replace_hits(t, s.hits, s.off, s.nhits, &rb, &gone);
+    s.nhits = 0;
+  }
+  for (size_t i = 0; i < s.nhits && !s.err && !rep; i++) {
     ets_remove_obj(t, s.hits[i]);
     s.hits[i]->link[0] = gone;
     gone = s.hits[i];
@@ -690,6 +767,8 @@ int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *msterm, size_t
   if (wants) ets_resize(t);
   ets_leave(t);
   free(s.hits);
+  free(s.off);
+  if (rep) lpvm_tbuf_free(&rb);
   free_chain(gone);
   ets_ms_free(ms);
   if (mode == LPVM_ETS_SELECT) ets_list_close(out, mark, s.n);

@@ -16,6 +16,7 @@
 ** Each key costs one step of the walk (ets_after_key) and one lookup (ets_find): more
 ** than the straight walk of select/2 (ets_ops.c), which select without a limit keeps.
 */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tasks/ets_int.h"
@@ -97,3 +98,48 @@ done:
   ets_ms_free(ms);
   return rc;
 }
+
+/* A hash table's object replaced where it is in its bucket (a duplicate_bag keeps the
+** order of its key's objects, as ETS does): nw has old's key, so old's hash. */
+static void hash_swap(ets_tab *t, ets_obj *old, ets_obj *nw) {
+  ets_obj **pp = &t->buckets[ets_bucket_of(t, old->hash)];
+  while (*pp && *pp != old) pp = &(*pp)->link[0];
+  if (!*pp) return;
+  nw->link[0] = old->link[0];
+  *pp = nw;
+  old->link[0] = NULL;
+  ets_count(t, ets_stripe_of(t, old->hash), 0, (long)obj_size(nw) - (long)obj_size(old));
+}
+
+/* select_replace: build every new object first, each checked to be a tuple whose key
+** is its old object's (=:= in a set, == in an ordered_set, as the table compares
+** keys), and only then put them, so that a bad one leaves the table as it was (ETS
+** refuses such a specification before it runs: badarg). */
+int ets_replace_hits(ets_tab *t, ets_obj **hits, const size_t *off, size_t n,
+                     const lpvm_tbuf *rb, ets_obj **gone) {
+  ets_obj **made = calloc(n, sizeof *made);
+  if (!made) return LPVM_ENOMEM;
+  int rc = 0, exact = t->type != LPVM_ETS_ORDERED_SET;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const uint8_t *p = rb->data + off[i], *end = rb->data + off[i + 1];
+    if (p >= end || (p[0] != TAG_SMALL_TUPLE && p[0] != TAG_LARGE_TUPLE) ||
+        ets_too_deep(p, end)) {
+      rc = LPVM_EINVAL;
+    } else if ((rc = ets_obj_new(t, p, end, &made[i])) != 0) {
+      if (rc != LPVM_ENOMEM) rc = LPVM_EINVAL;   /* shorter than keypos */
+    } else if (term_cmp(obj_key(made[i]), obj_key_end(made[i]), obj_key(hits[i]),
+                        obj_key_end(hits[i]), exact) != 0) {
+      rc = LPVM_EINVAL;   /* the key changed */
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (rc) { free(made[i]); continue; }
+    ets_obj *old = hits[i];
+    if (tab_is_hash(t)) hash_swap(t, old, made[i]);
+    else ets_put(t, made[i], &old);   /* the tree's node of that key */
+    if (old) { old->link[0] = *gone; *gone = old; }
+  }
+  free(made);
+  return rc;
+}
+

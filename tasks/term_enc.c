@@ -267,6 +267,21 @@ void lpvm_put_pid(lpvm_tbuf *b, lpvm_id id) {
   b->len += (size_t)(q - q0);
 }
 
+/* lpvm_put_pid's bytes for the common pid, written where the caller has room: a
+** message's first pid (vm/lterm_plain_msg.c) went through a builder made for it, the
+** light value's dispatch and lpvm_put_pid's room check, ~115 instructions a message
+** with a pid; this is ~35. */
+size_t lpvm_put_pid_at(uint8_t *q, lpvm_id id) {
+  if (id & (LPVM_ID_PORT_BIT | LPVM_ID_REMOTE_BIT)) return 0;   /* a port, another node's */
+  const node_desc *d = node_self();
+  size_t alen = 2 + (size_t)d->len;
+  if (alen > 16) return 0;
+  q[0] = TAG_NEW_PID;
+  memcpy(q + 1, d->atom, 16);   /* the words after it overwrite the rest */
+  uint8_t *e = wr32(wr32(wr32(q + 1 + alen, (uint32_t)id), (uint32_t)(id >> 32)), d->creation);
+  return (size_t)(e - q);
+}
+
 void lpvm_put_ref(lpvm_tbuf *b, uint64_t ref) {
   const node_desc *d = node_self();
   size_t alen = 2 + (size_t)d->len;

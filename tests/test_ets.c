@@ -102,6 +102,78 @@ Test(ets, lookup_into) {
   vm_stop();
 }
 
+/* lookup_ints: an integer key's object of integers decoded into C integers; anything
+** else ESPACE (the caller's cue to lookup_into), absent 0. */
+Test(ets, lookup_ints) {
+  vm_start_n(2, 1);
+  lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;
+  o.read_concurrency = o.write_concurrency = 1;
+  lpvm_tab t, bag, os;
+  cr_assert_eq(lpvm_ets_new(NULL, &o, &t), 0);
+  int64_t row[] = {8, 300, -5, -70000, 255, INT32_MIN, INT32_MAX};
+  cr_assert_eq(lpvm_ets_insert_ints(NULL, t, row, 7), 0);
+  int64_t kv[] = {7, 1};
+  cr_assert_eq(lpvm_ets_insert_ints(NULL, t, kv, 2), 0);
+  int64_t v[8] = {0};
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 7, v, 8), 2);
+  cr_assert(v[0] == 7 && v[1] == 1);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 8, v, 8), 7);
+  for (int i = 0; i < 7; i++) cr_assert_eq(v[i], row[i]);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 8, v, 6), LPVM_ETS_ESPACE);   /* 7 > cap */
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 9, v, 8), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 9, NULL, 0), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 7, NULL, 0), LPVM_ETS_ESPACE);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 7, NULL, 2), LPVM_EINVAL);
+  int64_t big[] = {10, INT64_C(1) << 40};   /* an element outside 32 bits */
+  cr_assert_eq(lpvm_ets_insert_ints(NULL, t, big, 2), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 10, v, 8), LPVM_ETS_ESPACE);
+  int64_t bigkey[] = {INT64_C(1) << 40, 1};
+  cr_assert_eq(lpvm_ets_insert_ints(NULL, t, bigkey, 2), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, INT64_C(1) << 40, v, 8), LPVM_ETS_ESPACE);
+  lpvm_tbuf b;   /* {11, 1.5} and {12, <<"x">>} */
+  lpvm_tbuf_init(&b);
+  lpvm_put_tuple(&b, 2);
+  lpvm_put_int(&b, 11);
+  lpvm_put_float(&b, 1.5);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  lpvm_tbuf_reset(&b);
+  lpvm_put_tuple(&b, 2);
+  lpvm_put_int(&b, 12);
+  lpvm_put_binary(&b, "x", 1);
+  cr_assert_eq(lpvm_ets_insert(NULL, t, b.data, b.len), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 11, v, 8), LPVM_ETS_ESPACE);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 12, v, 8), LPVM_ETS_ESPACE);
+  /* a bag: one object is answered, two are ESPACE */
+  lpvm_ets_opts ob = LPVM_ETS_OPTS_INIT;
+  ob.type = LPVM_ETS_BAG;
+  cr_assert_eq(lpvm_ets_new(NULL, &ob, &bag), 0);
+  cr_assert_eq(lpvm_ets_insert_ints(NULL, bag, kv, 2), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, bag, 7, v, 8), 2);
+  int64_t kv2[] = {7, 2};
+  cr_assert_eq(lpvm_ets_insert_ints(NULL, bag, kv2, 2), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, bag, 7, v, 8), LPVM_ETS_ESPACE);
+  /* an ordered_set finds {1.0, 5} by 1 (==): a float element, so ESPACE */
+  lpvm_ets_opts oo = LPVM_ETS_OPTS_INIT;
+  oo.type = LPVM_ETS_ORDERED_SET;
+  cr_assert_eq(lpvm_ets_new(NULL, &oo, &os), 0);
+  lpvm_tbuf_reset(&b);
+  lpvm_put_tuple(&b, 2);
+  lpvm_put_float(&b, 1.0);
+  lpvm_put_int(&b, 5);
+  cr_assert_eq(lpvm_ets_insert(NULL, os, b.data, b.len), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, os, 1, v, 8), LPVM_ETS_ESPACE);
+  int64_t kv3[] = {2, 6};
+  cr_assert_eq(lpvm_ets_insert_ints(NULL, os, kv3, 2), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, os, 2, v, 8), 2);
+  cr_assert(v[0] == 2 && v[1] == 6);
+  cr_assert_eq(lpvm_ets_delete(NULL, t), 0);
+  cr_assert_eq(lpvm_ets_lookup_ints(NULL, t, 7, v, 8), LPVM_ETS_ENOTAB);
+  cr_assert_eq(lpvm_ets_delete(NULL, bag), 0);
+  cr_assert_eq(lpvm_ets_delete(NULL, os), 0);
+  lpvm_tbuf_free(&b);
+  vm_stop();
+}
+
 Test(ets, ordered_set_term_order) {
   vm_start_n(1, 1);
   lpvm_ets_opts o = LPVM_ETS_OPTS_INIT;

@@ -17,6 +17,7 @@
 
 #include "lpvm/binary.h"
 #include "lpvm/term.h"
+#include "tasks/node.h"
 #include "testutil.h"
 
 /* ---- helpers --------------------------------------------------------------------- */
@@ -293,6 +294,44 @@ Test(golden, pids_and_ports) {
   check_id(g_pid, sizeof g_pid, 5 | UINT64_C(1) << 32, LPVM_T_PID);
   check_id(g_pid_max, sizeof g_pid_max, UINT64_C(0x3fffffffffffffff), LPVM_T_PID);
   check_id(g_port, sizeof g_port, LPVM_ID_PORT_BIT | 7 | UINT64_C(3) << 32, LPVM_T_PORT);
+}
+
+/* lpvm_put_pid_at writes lpvm_put_pid's bytes for a local pid whose node atom fits 16
+** bytes, and refuses (0, nothing written) every other id and a longer node name. */
+static void pid_at_as_put_pid(lpvm_id id, int same) {
+  uint8_t q[64];
+  memset(q, 0xAA, sizeof q);
+  size_t n = lpvm_put_pid_at(q, id);
+  if (!same) {
+    cr_assert_eq(n, 0, "id %llx taken", (unsigned long long)id);
+    cr_assert_eq(q[0], 0xAA);
+    return;
+  }
+  lpvm_tbuf b;
+  lpvm_tbuf_init(&b);
+  lpvm_put_pid(&b, id);
+  cr_assert(n > 0 && n <= 29 && n == b.len - 1 && !memcmp(q, b.data + 1, n),
+            "put_pid_at %s", hex(q, n));
+  cr_assert_eq(q[n], 0xAA, "wrote past its bytes");
+  lpvm_tbuf_free(&b);
+}
+
+Test(golden, pid_at) {
+  const lpvm_id ids[] = {5 | UINT64_C(1) << 32, UINT64_C(0x3fffffffffffffff), 0, 123456};
+  for (int named = 0; named < 3; named++) {
+    if (named == 1) cr_assert_eq(node_set_self("ab@cd", 5, 9), 0);
+    if (named == 2) cr_assert_eq(node_set_self("a_longer_name@host", 18, 9), 0);
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) pid_at_as_put_pid(ids[i], named < 2);
+    pid_at_as_put_pid(LPVM_ID_PORT_BIT | 7 | UINT64_C(3) << 32, 0);
+    pid_at_as_put_pid(LPVM_ID_REMOTE_BIT | 7, 0);
+    pid_at_as_put_pid(LPVM_ID_REF_TAG | 7, 0);
+  }
+  uint8_t q[64];
+  cr_assert_eq(node_set_self("ab@cd", 5, 9), 0);
+  cr_assert_eq(lpvm_put_pid_at(q, 5), 1 + 7 + 12);
+  cr_assert_eq(q[20 - 1], 9, "the creation");
+  cr_assert_eq(node_set_self(NULL, 0, 0), 0);
+  cr_assert_eq(lpvm_put_pid_at(q, 5), 1 + 15 + 12);
 }
 
 Test(golden, refs) {

@@ -13,6 +13,7 @@
 
 #include "vm/lets.h"
 #include "vm/lraw.h"
+#include "vm/lraw_new.h"
 #include "vm/lterm.h"
 #include "vm/lterm_int.h"
 
@@ -422,6 +423,37 @@ static void push_objects_raw(lua_State *L, const uint8_t *p, const uint8_t *end,
     }
     move_top(L, lh, &list[i], i + 1);
   }
+}
+
+/* lets_push_ints: the list and its tuple made inline at once (lraw_new_list1), else one
+** by one (lraw_new_here; lraw_new_array when the collector's debt or the thread's
+** lists say no) and the tuple moved into the list's slot; the integers stored in their
+** slots (not collectable: no barrier). */
+void lets_push_ints(lua_State *L, const int64_t *v, int m) {
+  if (m <= 0 || !lraw_ok()) {
+    lua_createtable(L, m > 0, 0);
+    if (m <= 0) return;
+    lua_createtable(L, m, 0);
+    for (int k = 0; k < m; k++) {
+      lua_pushinteger(L, (lua_Integer)v[k]);
+      lua_rawseti(L, -2, k + 1);
+    }
+    lua_rawseti(L, -2, 1);
+    return;
+  }
+  const lraw_state *st = (const lraw_state *)(void *)L;
+  lraw_tvalue *a = lraw_new_list1(L, (unsigned)m);
+  if (a) {   /* the tuple already in the list: its slots set before anything allocates */
+    for (int k = 0; k < m; k++) a[k].v.i = v[k], a[k].tt = LRAW_VNUMINT;
+    return;
+  }
+  lraw_tvalue *list = lraw_new_here(L, 1);
+  if (!list) list = lraw_new_array(L, 1);
+  const lraw_table *lh = st->top[-1].v.gc;
+  a = lraw_new_here(L, (unsigned)m);
+  if (!a) a = lraw_new_array(L, (unsigned)m);
+  for (int k = 0; k < m; k++) a[k].v.i = v[k], a[k].tt = LRAW_VNUMINT;
+  move_top(L, lh, &list[0], 1);
 }
 
 void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n) {

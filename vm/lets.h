@@ -71,6 +71,10 @@ static inline size_t lets_int_row(const lraw_table *t, int64_t *v, size_t cap) {
 ** stack slots without asking: call it with LUA_MINSTACK's slots free (as a C
 ** function is called). */
 void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n);
+/* Push lpvm_ets_lookup_ints's answer as lookup's list: {} for m 0, else {{v[0], ...,
+** v[m - 1]}}, each table of its exact size. The same slots and rule as
+** lets_push_objects. */
+void lets_push_ints(lua_State *L, const int64_t *v, int m);
 /* Push a whole term (version byte first) that is a list, as lterm.c would, with
 ** tuples, lists and scalars decoded here: 1, or 0 (nothing pushed) for another
 ** term. Raises on a malformed term. */
@@ -86,6 +90,8 @@ void lets_put_value(lua_State *L, int idx, lpvm_tbuf *b, int arg);
 /* lets_ms.c: the match specification at idx ({ {head, guards, body}, ... }) as
 ** Erlang's term; or one clause {pattern, [], [body]} (body: "$$", "$_", "true"). */
 void lets_put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg);
+/* The same for select_replace: a body's last table is the new object, a tuple. */
+void lets_put_ms_replace(lua_State *L, int idx, lpvm_tbuf *b, int arg);
 void lets_put_pattern_ms(lua_State *L, int idx, lpvm_tbuf *b, const char *body);
 
 /* lets_select.c: select/match/match_object with a limit (the argument limit_arg; 0:

@@ -122,22 +122,42 @@ static void put_head(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
   }
 }
 
-/* The list of one table's expressions (guards: calls; body: lists). */
-static void put_expr_list(lua_State *L, int idx, lpvm_tbuf *b, int arg, int call) {
+/* The list of one table's expressions (guards: calls; body: lists). tuple: the last
+** one, when a table, builds a tuple ({{E1, ..., En}}): select_replace's new object. */
+static void put_expr_list(lua_State *L, int idx, lpvm_tbuf *b, int arg, int call,
+                          int tuple) {
   if (lua_isnil(L, idx)) { lpvm_put_nil(b); return; }
   if (!lua_istable(L, idx)) luaL_argerror(L, arg, "guards and bodies are tables");
   lua_Unsigned n = lua_rawlen(L, idx);
   lpvm_put_list(b, (uint32_t)n);
   for (lua_Unsigned i = 1; i <= n; i++) {
-    lua_rawgeti(L, idx, (lua_Integer)i);
-    put_expr(L, -1, b, arg, call, 0);
+    if (lua_rawgeti(L, idx, (lua_Integer)i) == LUA_TTABLE && tuple && i == n) {
+      lua_Unsigned k = lua_rawlen(L, -1);
+      lpvm_put_tuple(b, 1);
+      lpvm_put_tuple(b, (uint32_t)k);
+      for (lua_Unsigned j = 1; j <= k; j++) {
+        lua_rawgeti(L, -1, (lua_Integer)j);
+        put_expr(L, -1, b, arg, call, 1);
+        lua_pop(L, 1);
+      }
+    } else {
+      put_expr(L, -1, b, arg, call, 0);
+    }
     lua_pop(L, 1);
   }
   lpvm_put_nil(b);
 }
 
+static void put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg, int tuple);
+
+void lets_put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg) { put_ms(L, idx, b, arg, 0); }
+
+void lets_put_ms_replace(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
+  put_ms(L, idx, b, arg, 1);
+}
+
 /* { {head, {guard...}, {body...}}, ... }: a missing body is {"$_"}. */
-void lets_put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
+static void put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg, int tuple) {
   luaL_checktype(L, idx, LUA_TTABLE);
   lua_Unsigned n = lua_rawlen(L, idx);
   lpvm_put_list(b, (uint32_t)n);
@@ -149,13 +169,13 @@ void lets_put_ms(lua_State *L, int idx, lpvm_tbuf *b, int arg) {
     lua_rawgeti(L, c, 1);
     put_head(L, -1, b, arg);
     lua_rawgeti(L, c, 2);
-    put_expr_list(L, -1, b, arg, 1);
+    put_expr_list(L, -1, b, arg, 1, 0);
     if (lua_rawgeti(L, c, 3) == LUA_TNIL) {
       lpvm_put_list(b, 1);
       lpvm_put_atom(b, "$_");
       lpvm_put_nil(b);
     } else {
-      put_expr_list(L, -1, b, arg, 0);
+      put_expr_list(L, -1, b, arg, 0, tuple);
     }
     lua_settop(L, c - 1);
   }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/dist.h"
 #include "lpvm/ets.h"
 #include "vm/lets.h"
 #include "vm/lraw.h"
@@ -229,6 +230,18 @@ static void opt_word(lua_State *L, const char *w, lpvm_ets_opts *o) {
     luaL_argerror(L, 2, lua_pushfstring(L, "unknown option '%s'", w));
 }
 
+/* The field k of the options (argument 2): absent, or one of its own words. */
+static void opt_field(lua_State *L, const char *k, const char *const *words, int *out) {
+  int ty = lua_getfield(L, 2, k), i = -1;
+  if (ty != LUA_TNIL && (ty != LUA_TSTRING || (i = find_word(lua_tostring(L, -1), words)) < 0))
+    luaL_argerror(L, 2, lua_pushfstring(L, "%s must be %s, not '%s'", k,
+                  words == types ? "set, ordered_set, bag or duplicate_bag"
+                                 : "protected, public or private",
+                  luaL_tolstring(L, -1, NULL)));
+  if (i >= 0) *out = i;
+  lua_pop(L, 1);
+}
+
 static int field_bool(lua_State *L, int t, const char *k, int dflt) {
   int r = lua_getfield(L, t, k) == LUA_TNIL ? dflt : lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -252,10 +265,9 @@ static int l_new(lua_State *L) {
       opt_word(L, lua_tostring(L, -1), &o);
       lua_pop(L, 1);
     }
-    if (lua_getfield(L, 2, "type") == LUA_TSTRING) opt_word(L, lua_tostring(L, -1), &o);
-    if (lua_getfield(L, 2, "access") == LUA_TSTRING) opt_word(L, lua_tostring(L, -1), &o);
-    if (lua_getfield(L, 2, "protection") == LUA_TSTRING) opt_word(L, lua_tostring(L, -1), &o);
-    lua_pop(L, 3);
+    opt_field(L, "type", types, &o.type);
+    opt_field(L, "access", accesses, &o.access);
+    opt_field(L, "protection", accesses, &o.access);
     o.named = field_bool(L, 2, "named_table", o.named);
     o.read_concurrency = field_bool(L, 2, "read_concurrency", o.read_concurrency);
     o.write_concurrency = field_bool(L, 2, "write_concurrency", o.write_concurrency);
@@ -349,12 +361,15 @@ static void push_info_item(lua_State *L, lpvm_tab t, const lpvm_ets_tabinfo *in,
   else if (strcmp(item, "read_concurrency") == 0) lua_pushboolean(L, in->read_concurrency);
   else if (strcmp(item, "write_concurrency") == 0) lua_pushboolean(L, in->write_concurrency);
   else if (strcmp(item, "id") == 0) lmod_push_ref(L, t);
+  else if (strcmp(item, "node") == 0) lua_pushstring(L, lpvm_node_name());
+  else if (strcmp(item, "compressed") == 0 || strcmp(item, "decentralized_counters") == 0)
+    lua_pushboolean(L, 0);   /* accepted by new, nothing to say: objects are compact */
   else luaL_argerror(L, 2, lua_pushfstring(L, "unknown info item '%s'", item));
 }
 
 static const char *const info_items[] = {"id", "name", "size", "memory", "owner", "heir",
     "type", "protection", "named_table", "keypos", "read_concurrency",
-    "write_concurrency", NULL};
+    "write_concurrency", "compressed", "decentralized_counters", "node", NULL};
 
 /* info(tab) -> a table of every item; info(tab, item) -> one; nil if no such table. */
 static int l_info(lua_State *L) {
@@ -365,7 +380,7 @@ static int l_info(lua_State *L) {
   const char *item = luaL_optstring(L, 2, NULL);
   if (!t || lpvm_ets_info(t, &in)) { lua_pushnil(L); return 1; }
   if (item) { push_info_item(L, t, &in, item); return 1; }
-  lua_createtable(L, 0, 12);
+  lua_createtable(L, 0, 15);
   for (int i = 0; info_items[i]; i++) {
     push_info_item(L, t, &in, info_items[i]);
     lua_setfield(L, -2, info_items[i]);
@@ -514,10 +529,23 @@ static int key_to_list(lua_State *L, key_out_fn fn) {
   return 1;
 }
 
-/* A scalar key's objects are copied to the stack and rebuilt directly (lets.c);
-** more than fit there take the general path. */
+/* An integer key's object of integers (the usual {k, v}) is decoded under the lock
+** into C integers and made into tables here (lpvm_ets_lookup_ints: no bytes copied out
+** and parsed again); any other scalar key's objects are copied to the stack and rebuilt
+** directly (lets.c); more than fit there take the general path. */
+#define LOOKUP_INTS 16
 static int l_lookup(lua_State *L) {
   lpvm_tab tab = check_tab(L, 1);
+  const lraw_tvalue *a;
+  if (lraw_ok() && (a = lraw_arg(L, 2)) != NULL && a->tt == LRAW_VNUMINT) {
+    int64_t v[LOOKUP_INTS];
+    int rc = lpvm_ets_lookup_ints(self_of(L), tab, a->v.i, v, LOOKUP_INTS);
+    if (rc >= 0) {
+      lets_push_ints(L, v, rc);
+      return 1;
+    }
+    if (rc != LPVM_ETS_ESPACE) return fail(L, rc, 2);
+  }
   uint8_t kb[LETS_KEYBUF], ob[LETS_OBJBUF];
   size_t kl = key_scalar(L, 2, kb, sizeof kb), ol;
   if (kl) {
@@ -710,9 +738,10 @@ static int l_tab2list(lua_State *L) {
   return 1;
 }
 
-/* foldl(fn, acc, tab): over a snapshot of the table (fn may change the table). The
-** table is argument 3: its errors name #3 and 'foldl' (fail() would say #1). */
-static int l_foldl(lua_State *L) {
+/* foldl(fn, acc, tab), foldr: over a snapshot of the table (fn may change the table),
+** first to last or last to first. The table is argument 3: its errors name #3 and the
+** function (fail() would say #1). */
+static int fold(lua_State *L, int backwards) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   lua_settop(L, 3);
   lpvm_tab tab = check_tab(L, 3);
@@ -725,13 +754,16 @@ static int l_foldl(lua_State *L) {
   lua_Integer n = (lua_Integer)lua_rawlen(L, 4);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_pushvalue(L, 1);
-    lua_rawgeti(L, 4, i);
+    lua_rawgeti(L, 4, backwards ? n + 1 - i : i);
     lua_pushvalue(L, 5);
     lua_call(L, 2, 1);
     lua_replace(L, 5);
   }
   return 1;
 }
+
+static int l_foldl(lua_State *L) { return fold(L, 0); }
+static int l_foldr(lua_State *L) { return fold(L, 1); }
 
 /* ---- match specifications (encoded by lets_ms.c) --------------------------------------- */
 
@@ -783,6 +815,20 @@ static int l_select_delete(lua_State *L) {
   return run_select(L, b, LPVM_ETS_SELECT_DELETE, 0);
 }
 
+/* select_replace(t, ms): each matched object becomes its body's result. */
+static int l_select_replace(lua_State *L) {
+  lpvm_tab tab = check_tab(L, 1);
+  lpvm_tbuf *b = in_buf(L);
+  lets_put_ms_replace(L, 2, b, 2);
+  if (b->err) return fail(L, b->err, 2);
+  int rc = lpvm_ets_select(self_of(L), tab, b->data, b->len, LPVM_ETS_SELECT_REPLACE, NULL);
+  if (rc == LPVM_EINVAL)
+    luaL_argerror(L, 2, "a result is not a tuple with its object's key: nothing replaced");
+  if (rc < 0) return fail(L, rc, rc == LPVM_ETS_ETYPE ? 1 : 2);
+  lua_pushinteger(L, rc);
+  return 1;
+}
+
 static int l_match(lua_State *L) {
   int n = nargs(L);
   if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
@@ -818,11 +864,12 @@ static const luaL_Reg ets_fns[] = {
   {"delete_object", l_delete_object}, {"delete_all_objects", l_delete_all_objects},
   {"update_counter", l_update_counter}, {"update_element", l_update_element},
   {"first", l_first}, {"last", l_last}, {"next", l_next}, {"prev", l_prev},
-  {"tab2list", l_tab2list}, {"foldl", l_foldl},
+  {"tab2list", l_tab2list}, {"foldl", l_foldl}, {"foldr", l_foldr},
   {"match", l_match}, {"match_object", l_match_object},
   {"select", l_select}, {"select_reverse", l_select_reverse},
   {"select_count", l_select_count},
   {"select_delete", l_select_delete}, {"match_delete", l_match_delete},
+  {"select_replace", l_select_replace},
   {NULL, NULL}
 };
 

@@ -25,6 +25,23 @@
 ** once by lraw_new_check (any thread that runs it), read by every maker. */
 extern _Atomic(void *) lraw_dummy_node;
 
+/* The stores of luaC_newobj and luaH_new, and luaH_resize's of the array a of n slots
+** (its slots the caller's), for a table h just allocated. */
+static inline void lraw_new_init(lraw_global *g, lraw_table *h, void *node, lraw_tvalue *a,
+                                 unsigned n) {
+  h->marked = g->currentwhite & LRAW_WHITES;   /* luaC_newobj: white, linked first */
+  h->tt = LRAW_VTABLE & 0x3F;
+  h->next = (void *)g->allgc;
+  g->allgc = h;
+  h->flags = LRAW_FLAGS_NEW;   /* luaH_new: no metamethods, the dummy node */
+  h->lsizenode = 0;
+  h->node = node;
+  h->lastfree = NULL;
+  h->metatable = NULL;
+  h->array = a;
+  h->alimit = n;   /* the real size: LRAW_BITRAS is clear */
+}
+
 /* Push a new table with n empty array slots, made here when the collector's debt
 ** stays <= 0 with both its blocks, and return its array; NULL (nothing pushed, made or
 ** counted) otherwise. Each block as g->frealloc(g->ud, NULL, tag, n) gives it: a
@@ -53,22 +70,49 @@ static inline lraw_tvalue *lraw_new_here(lua_State *L, unsigned n) {
     }
   }
   g->GCdebt += (ptrdiff_t)(sizeof *h + size);
-  h->marked = g->currentwhite & LRAW_WHITES;   /* luaC_newobj: white, linked first */
-  h->tt = LRAW_VTABLE & 0x3F;
-  h->next = (void *)g->allgc;
-  g->allgc = h;
-  h->flags = LRAW_FLAGS_NEW;   /* luaH_new: no metamethods, the dummy node */
-  h->lsizenode = 0;
-  h->node = node;
-  h->lastfree = NULL;
-  h->metatable = NULL;
+  lraw_new_init(g, h, node, a, n);
   for (unsigned i = 0; i < n; i++) a[i].tt = LRAW_VEMPTY;   /* luaH_resize's setempty */
-  h->array = a;
-  h->alimit = n;   /* the real size: LRAW_BITRAS is clear */
   lraw_tvalue *top = s->top;   /* lua_createtable's push */
   top->v.gc = h, top->tt = LRAW_VTABLE;
   s->top = top + 1;
   return a;
+}
+
+/* Push {{n slots}}, a list of one tuple (a lookup's usual answer: lets_push_ints), its
+** four blocks all from the thread's lists with one test of the owner and one of the
+** collector's debt, the tuple stored in the list's slot (both new and white: no
+** barrier, and nothing allocates between). Returns the tuple's array, whose n slots
+** are NOT set: the caller stores every one before anything else runs that can
+** allocate (a collection step would read them). NULL, nothing made or counted: the
+** cases lraw_new_here refuses, or a block the thread's lists lack (those taken are
+** put back). The same rules as lraw_new_here. */
+static inline lraw_tvalue *lraw_new_list1(lua_State *L, unsigned n) {
+  lraw_state *s = (lraw_state *)(void *)L;
+  lraw_global *g = s->l_G;
+  size_t size = (size_t)n * sizeof(lraw_tvalue);
+  size_t all = 2 * sizeof(lraw_table) + sizeof(lraw_tvalue) + size;
+  void *node = atomic_load_explicit(&lraw_dummy_node, memory_order_relaxed);
+  if (n - 1 >= LRAW_NEWMAX || !node || g->GCdebt + (ptrdiff_t)all > 0) return NULL;
+  lproc *p = g->frealloc == lproc_alloc ? lproc_alloc_direct(g->ud) : NULL;
+  if (!p) return NULL;
+  lraw_table *lh = lproc_small_pop(sizeof *lh), *th = NULL;
+  lraw_tvalue *la = NULL, *ta = NULL;
+  if (!lh || !(la = lproc_small_pop(sizeof *la)) || !(th = lproc_small_pop(sizeof *th)) ||
+      !(ta = lproc_small_pop(size))) {   /* each popped block has its room back */
+    if (th) lproc_small_push(th, sizeof *th);
+    if (la) lproc_small_push(la, sizeof *la);
+    if (lh) lproc_small_push(lh, sizeof *lh);
+    return NULL;
+  }
+  p->mem += all;
+  g->GCdebt += (ptrdiff_t)all;   /* luaM_malloc_'s and luaM_reallocvector's counts */
+  lraw_new_init(g, lh, node, la, 1);   /* lua_createtable's order: the list first */
+  lraw_new_init(g, th, node, ta, n);
+  la->v.gc = th, la->tt = LRAW_VTABLE;
+  lraw_tvalue *top = s->top;   /* the list's push */
+  top->v.gc = lh, top->tt = LRAW_VTABLE;
+  s->top = top + 1;
+  return ta;
 }
 
 /* Push a new empty table (lua_createtable(L, 0, 0)'s: no array, the dummy node), made

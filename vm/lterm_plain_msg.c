@@ -150,6 +150,25 @@ static size_t raw_list_size(const lraw_table *h, int depth, int *tables) {
   return sz;
 }
 
+/* Does the chain of last slots from h (a list's last element, if a table, and its
+** last, ...) hold a table past RAW_DEPTH levels? Then raw_list_size refuses h, but
+** only when it comes there, after sizing what stands before: very_big(15)'s nest
+** {{very_big(I-1)}} is each level's last element, and 37 elements were sized before
+** the fifth level refused the message (~860 instructions) for the general encoder.
+** A message's long list (8 slots or more: big()'s 4 are not probed) is probed once,
+** a few loads a level. Only a guess of which encoder to run, never of the bytes:
+** the general encoder writes the same ones, so the slots up to alimit are read (the
+** real size may be more, with nils past it: the probe just misses such a nest). */
+static inline int raw_deep_last(const lraw_table *h) {
+  if (h->alimit < 8) return 0;
+  for (int d = 1;; d++) {
+    unsigned int n = h->alimit;
+    if (n == 0 || h->array[n - 1].tt != LRAW_VTABLE) return 0;
+    if (d >= RAW_DEPTH) return 1;
+    h = h->array[n - 1].v.gc;
+  }
+}
+
 /* The block being written: its start (the header) and size; the bytes go through a
 ** pointer kept apart, so they stay in registers (only a pid's put sees the block). */
 typedef struct rawblk {
@@ -234,6 +253,10 @@ raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
         wr32be(q + n - 12, (uint32_t)id), wr32be(q + n - 8, (uint32_t)(id >> 32));
         return q + n;
       }
+      if (!n && (n = lpvm_put_pid_at(q, id)) != 0) {   /* the first: noted for the next */
+        r->pidat = (size_t)(q - r->data), r->pidlen = (uint8_t)n;
+        return q + n;
+      }
       return raw_put_light(r, q, id);
     }
     default: memcpy(q, "\x77\x03" "nil", 5); return q + 5;
@@ -261,7 +284,8 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
   size_t sz = 1 + (n != 1 ? 2 : 0), one;
   int tables = RAW_TABLES;
   for (int i = 0; i < n; i++) {
-    one = v[i].tt == LRAW_VTABLE ? (--tables < 0 ? 0 : raw_list_size(v[i].v.gc, RAW_DEPTH, &tables))
+    one = v[i].tt == LRAW_VTABLE ? (--tables < 0 || raw_deep_last(v[i].v.gc)
+                                        ? 0 : raw_list_size(v[i].v.gc, RAW_DEPTH, &tables))
                                  : raw_scalar_size(&v[i]);
     if (!one) return 0;
     sz += one;

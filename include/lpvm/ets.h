@@ -100,7 +100,7 @@ LPVM_API size_t lpvm_ets_all(lpvm_tab *out, size_t cap);
 LPVM_API int lpvm_ets_give_away(lpvm_task *self, lpvm_tab tab, lpvm_id to,
                                 const uint8_t *data, size_t len);
 LPVM_API int lpvm_ets_rename(lpvm_task *self, lpvm_tab tab, const char *name);
-/* setopts heir: the owner sets or clears (heir 0) the heir. */
+/* setopts heir: the owner sets or clears (heir 0) the heir; one not alive now is none. */
 LPVM_API int lpvm_ets_set_heir(lpvm_task *self, lpvm_tab tab, lpvm_id heir,
                                const uint8_t *data, size_t len);
 
@@ -130,6 +130,16 @@ LPVM_API int lpvm_ets_lookup_element(lpvm_task *self, lpvm_tab tab, const uint8_
 ** Only memcpy runs under the table's lock. */
 LPVM_API int lpvm_ets_lookup_into(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                                   size_t klen, uint8_t *buf, size_t cap, size_t *len);
+/* lookup of an integer key whose object is a tuple of integers, the row that
+** lpvm_ets_insert_ints writes: the object's integers decoded into v (cap of them at
+** most) under the key's lock; returns how many (>= 1), 0 when the key has no object,
+** or LPVM_ETS_ESPACE when the key is outside 32 bits or the object is anything else
+** (an element that is not an integer within 32 bits, more than cap of them, or a bag's
+** key with several objects: v's contents are then undefined; call
+** lpvm_ets_lookup_into or lpvm_ets_lookup, which answer every case).
+** The other errors as lpvm_ets_lookup's. ets.lookup(t, k) from Lua goes this way. */
+LPVM_API int lpvm_ets_lookup_ints(lpvm_task *self, lpvm_tab tab, int64_t key, int64_t *v,
+                                  size_t cap);
 LPVM_API int lpvm_ets_member(lpvm_task *self, lpvm_tab tab, const uint8_t *key,
                              size_t klen);
 /* lookup and delete in one atomic step. */
@@ -180,7 +190,10 @@ LPVM_API int lpvm_ets_tab2list(lpvm_task *self, lpvm_tab tab, lpvm_tbuf *out);
 enum {
   LPVM_ETS_SELECT = 0,       /* append the bodies' results as a list */
   LPVM_ETS_SELECT_COUNT,     /* count the objects for which a body returns true */
-  LPVM_ETS_SELECT_DELETE     /* delete them (same test); returns how many */
+  LPVM_ETS_SELECT_DELETE,    /* delete them (same test); returns how many */
+  LPVM_ETS_SELECT_REPLACE    /* replace each matched object by its body's result, which
+                                must be a tuple with the same key (else LPVM_EINVAL and
+                                nothing replaced); not for a bag (LPVM_ETS_ETYPE); how many */
 };
 LPVM_API int lpvm_ets_select(lpvm_task *self, lpvm_tab tab, const uint8_t *ms,
                              size_t len, int mode, lpvm_tbuf *out);

@@ -69,6 +69,11 @@ LPVM_API void lpvm_put_int(lpvm_tbuf *b, int64_t v);                   /* smalle
 LPVM_API void lpvm_put_float(lpvm_tbuf *b, double v);                  /* NEW_FLOAT_EXT */
 LPVM_API void lpvm_put_binary(lpvm_tbuf *b, const void *p, size_t len);
 LPVM_API void lpvm_put_pid(lpvm_tbuf *b, lpvm_id id);                  /* port ids as ports */
+/* A pid of this node (not a port) whose node atom takes at most 16 bytes
+** (nonode@nohost's 15) written at q, which has room for 29 bytes, without a builder:
+** the bytes written (lpvm_put_pid's), or 0 for any other id (nothing written: then
+** lpvm_put_pid). For a codec that writes its terms at lpvm_tbuf_room. */
+LPVM_API size_t lpvm_put_pid_at(uint8_t *q, lpvm_id id);
 LPVM_API void lpvm_put_ref(lpvm_tbuf *b, uint64_t ref);
 LPVM_API void lpvm_put_tuple(lpvm_tbuf *b, uint32_t arity);
 LPVM_API void lpvm_put_list(lpvm_tbuf *b, uint32_t n);  /* n elements, then a tail: put_nil */
