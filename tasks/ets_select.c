@@ -143,3 +143,23 @@ int ets_replace_hits(ets_tab *t, ets_obj **hits, const size_t *off, size_t n,
   return rc;
 }
 
+int lpvm_ets_test_ms(const uint8_t *obj, size_t olen, const uint8_t *ms, size_t len,
+                     lpvm_tbuf *out) {
+  if (!obj || !out) return LPVM_EINVAL;
+  if (lpvm_term_check(obj, olen) || ets_too_deep(obj + 1, obj + olen)) return LPVM_EBADTERM;
+  if (obj[1] != TAG_SMALL_TUPLE && obj[1] != TAG_LARGE_TUPLE) return LPVM_ETS_EOBJECT;
+  ets_ms m;
+  int rc = ets_ms_compile(ms, len, &m);
+  if (rc) return rc;
+  ets_obj *o = malloc(sizeof *o + olen);   /* an object of no table: only its bytes */
+  if (!o) { ets_ms_free(&m); return LPVM_ENOMEM; }
+  memset(o, 0, sizeof *o);
+  o->len = (uint32_t)olen;
+  memcpy(o->data, obj, olen);
+  int is_true;
+  rc = ets_ms_run(&m, o, out, &is_true);
+  free(o);
+  ets_ms_free(&m);
+  return out->err ? out->err : rc;
+}
+

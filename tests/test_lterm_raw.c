@@ -241,6 +241,82 @@ Test(lterm_raw, reader_refuses_every_prefix) {
   }
 }
 
+/* A message of two values, a string and each case's table ({"message", T}, as
+** lpvm.send(to, "message", t) sends it): the reader takes a list value of the tuple
+** straight to plain_seq; what it reads gives the same bytes again, every prefix is
+** refused, and an improper list ([1|2]) is left to the general decoder, raw or not,
+** the stack as it was. */
+Test(lterm_raw, reader_lists_in_a_tuple) {
+  cr_assert_eq(lraw_check(), 1);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    if (strstr(cases[i], "x =") || strstr(cases[i], "pack") || strstr(cases[i], "<<") ||
+        strstr(cases[i], "nil") || strstr(cases[i], "pid(") || strstr(cases[i], "print") ||
+        strstr(cases[i], "f = function"))
+      continue;   /* as reader_same_values_as_the_c_api: lists only, no big integers;
+                  ** no functions (a graph, the general decoder's) */
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    lua_pushstring(L, "message");
+    cr_assert_eq(luaL_dostring(L, cases[i]), LUA_OK, "%s", lua_tostring(L, -1));
+    lpvm_tbuf b;
+    lpvm_tbuf_init(&b);
+    char err[LTERM_ERRSZ] = "";
+    int rc = lterm_put_values(L, 1, 2, &b, err);
+    lua_close(L);
+    if (rc != 0) {   /* a case the encoder refuses (a cycle, a function) */
+      lpvm_tbuf_free(&b);
+      continue;
+    }
+    for (int raw = 0; raw < 2; raw++) {
+      L = luaL_newstate();
+      atomic_store(&lraw_layout, raw ? 1 : -1);
+      cr_assert_eq(lterm_push_plain(L, b.data, b.len, 0), 2, "%s: not read", cases[i]);
+      lpvm_tbuf again;
+      lpvm_tbuf_init(&again);
+      atomic_store(&lraw_layout, -1);
+      cr_assert_eq(lterm_put_values(L, 1, 2, &again, err), 0, "%s: %s", cases[i], err);
+      cr_assert(again.len == b.len && memcmp(again.data, b.data, b.len) == 0,
+                "%s: read back differently", cases[i]);
+      lpvm_tbuf_free(&again);
+      lua_settop(L, 0);
+      atomic_store(&lraw_layout, raw ? 1 : -1);
+      for (size_t cut = 0; cut < b.len; cut++) {
+        uint8_t *c = malloc(cut + 1);   /* its own block: a read past it is seen */
+        memcpy(c, b.data, cut);
+        cr_assert_eq(lterm_push_plain(L, c, cut, 0), -1, "%s: %zu of %zu bytes read",
+                     cases[i], cut, b.len);
+        cr_assert_eq(lua_gettop(L), 0);
+        free(c);
+      }
+      atomic_store(&lraw_layout, 1);
+      lua_close(L);
+    }
+    lpvm_tbuf_free(&b);
+  }
+  /* {"m", [1|2]} and {"m", [1, 2 | 3]} (with no byte past them and with one) */
+  static const uint8_t imp1[] = {131, 104, 2, 109, 0, 0, 0, 1, 'm',
+                                 108, 0, 0, 0, 1, 97, 1, 97, 2};
+  static const uint8_t imp2[] = {131, 104, 2, 109, 0, 0, 0, 1, 'm',
+                                 108, 0, 0, 0, 2, 97, 1, 97, 2, 97, 3, 106};
+  /* a tail of one byte that is not [] (malformed): refused, not stepped over */
+  static const uint8_t imp3[] = {131, 104, 2, 109, 0, 0, 0, 1, 'm',
+                                 108, 0, 0, 0, 1, 97, 1, 0};
+  for (int raw = 0; raw < 2; raw++) {
+    lua_State *L = luaL_newstate();
+    atomic_store(&lraw_layout, raw ? 1 : -1);
+    cr_assert_eq(lterm_push_plain(L, imp3, sizeof imp3, 0), -1);
+    cr_assert_eq(lua_gettop(L), 0);
+    cr_assert_eq(lterm_push_plain(L, imp1, sizeof imp1, 0), -1);
+    cr_assert_eq(lua_gettop(L), 0);
+    cr_assert_eq(lterm_push_plain(L, imp2, sizeof imp2, 0), -1);   /* a byte past */
+    cr_assert_eq(lua_gettop(L), 0);
+    cr_assert_eq(lterm_push_plain(L, imp2, sizeof imp2 - 1, 0), -1);
+    cr_assert_eq(lua_gettop(L), 0);
+    atomic_store(&lraw_layout, 1);
+    lua_close(L);
+  }
+}
+
 /* Every scalar the reader writes directly, in lists nested as EStone's very_big. */
 Test(lterm_raw, reader_direct_scalars) {
   lpvm_tbuf b;

@@ -829,6 +829,28 @@ static int l_select_replace(lua_State *L) {
   return 1;
 }
 
+/* test_ms(object, ms): the body's result on that object, or false when no clause
+** matches (erl: {ok, Result} or {ok, false}); a bad specification raises. */
+static int l_test_ms(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 2);
+  lpvm_tbuf *b = out_buf(L);
+  put_object(L, 1, b, 1);   /* the Lua array as the tuple, as insert takes it */
+  if (b->err) return fail(L, b->err, 1);
+  size_t olen = b->len;
+  uint8_t *obj = lua_newuserdatauv(L, olen, 0);   /* 3: the object's term (collected) */
+  memcpy(obj, b->data, olen);
+  lpvm_tbuf *ms = in_buf(L);
+  lets_put_ms(L, 2, ms, 2);
+  if (ms->err) return fail(L, ms->err, 2);
+  lpvm_tbuf *out = out_buf(L);
+  int rc = lpvm_ets_test_ms(obj, olen, ms->data, ms->len, out);
+  if (rc < 0) return fail(L, rc, rc == LPVM_ETS_EOBJECT ? 1 : 2);
+  if (rc == 0) lua_pushboolean(L, 0);
+  else push_term(L, out);
+  return 1;
+}
+
 static int l_match(lua_State *L) {
   int n = nargs(L);
   if (n == 1) return lets_select_next(L, self_of(L), out_buf(L));
@@ -869,7 +891,7 @@ static const luaL_Reg ets_fns[] = {
   {"select", l_select}, {"select_reverse", l_select_reverse},
   {"select_count", l_select_count},
   {"select_delete", l_select_delete}, {"match_delete", l_match_delete},
-  {"select_replace", l_select_replace},
+  {"select_replace", l_select_replace}, {"test_ms", l_test_ms},
   {NULL, NULL}
 };
 

@@ -609,6 +609,12 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
     p = q ? q : plain_nested(L, p, end, 0, &c);
   } else {
     for (uint32_t i = 0; i < n && p; i++) {
+      if ((size_t)(end - p) >= 5 && *p == T_LIST) {   /* a list value: plain_seq at once,
+                                                      ** not past plain_scalar's switch */
+        p = plain_seq(L, p + 5, end, be32(p + 1), 1, &c);
+        p = p && p < end && *p == T_NIL ? p + 1 : NULL;   /* an improper tail: the general */
+        continue;
+      }
       const uint8_t *q = plain_scalar(L, p, end, &c);
       p = q ? q : plain_nested(L, p, end, 1, &c);
     }

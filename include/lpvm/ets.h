@@ -210,6 +210,12 @@ LPVM_API int lpvm_ets_select_chunk(lpvm_task *self, lpvm_tab tab, const uint8_t 
                                    size_t len, int reverse, const uint8_t *after,
                                    size_t alen, size_t limit, lpvm_tbuf *out,
                                    lpvm_tbuf *next);
+/* ets:test_ms/2: run a match specification on one tuple (a whole term, version byte
+** first) with no table: 1 and the body's result appended to out, 0 when no clause
+** matches (ETS: {ok, false}), or an error (LPVM_ETS_EMATCH: a bad specification,
+** LPVM_ETS_EOBJECT: not a tuple). */
+LPVM_API int lpvm_ets_test_ms(const uint8_t *obj, size_t olen, const uint8_t *ms,
+                              size_t len, lpvm_tbuf *out);
 
 LPVM_API const char *lpvm_ets_strerror(int err);
 

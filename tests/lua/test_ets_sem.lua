@@ -186,4 +186,63 @@ test("foldr walks the other way from foldl, over a snapshot, errors naming #3", 
   ets.delete(o)
 end)
 
+-- ets:test_ms/2 was missing. erl: test_ms({1, <<"a">>, 3}, MS) gives {ok, [1, 3]},
+-- {ok, false} when no clause matches, {ok, Obj} for '$_', {error, _} for a bad one.
+test("test_ms runs a match specification on one object, as erl's", function()
+  local o = {1, "a", 3}
+  T.eq(ets.test_ms(o, {{{"$1", "_", "$2"}, {{">", "$2", 2}}, {"$$"}}}), {1, 3})
+  T.eq(ets.test_ms(o, {{{"$1", "_", "$2"}, {{">", "$2", 5}}, {"$$"}}}), false)
+  T.eq(ets.test_ms(o, {{{"$1", "_", "$2"}, {}, {"$_"}}}), o)
+  T.eq(ets.test_ms(o, {{{"_", "_"}, {}, {true}}, {"_", {}, {"$_"}}}), o)   -- 2nd clause
+  T.eq(ets.test_ms(o, {}), false)
+  T.eq(ets.test_ms({}, {{"_", {}, {true}}}), true)
+  T.raises(function() ets.test_ms(o, {{"_", {{"<=", 1, 2}}, {true}}}) end,
+           "bad argument #2 to 'test_ms'", "bad match specification")
+  T.raises(function() ets.test_ms("x", {}) end, "bad argument #1 to 'test_ms'")
+  T.raises(function() ets.test_ms({print}, {}) end, "bad argument #1 to 'test_ms'", "function")
+end)
+
+-- select_replace holds the table alone: readers by the key's stripe (read_concurrency +
+-- write_concurrency) see each object whole, old or new, while it changes their sizes.
+test("select_replace while other processes look the objects up by their stripes", function()
+  local me = lpvm.self()
+  local t = ets.new("t", {"set", "public", "read_concurrency", "write_concurrency"})
+  local keys = 100
+  for i = 1, keys do ets.insert(t, {i, 0, 0}) end
+  local refs = {}
+  for r = 1, 2 do
+    local pid, ref = lpvm.spawn_monitor(function()
+      local bad = 0
+      lpvm.send(me, "ready")
+      while lpvm.receive(function(m) return m == "stop" end, 0) == nil do
+        for i = 1, keys do
+          local o = ets.lookup(t, i)[1]
+          if not o or o[2] ~= o[3] then bad = bad + 1 end
+        end
+      end
+      lpvm.send(me, "bad", bad)
+    end)
+    refs[r] = {pid, ref}
+    lpvm.receive(function(m) return m == "ready" end, T.WAIT)
+  end
+  local rounds = T.scaled(150, 10)
+  for round = 1, rounds do
+    T.eq(ets.select_replace(t, {{{"$1", "_", "_"}, {}, {{"$1", round, round}}},
+                                {{"$1", "_", "_", "_"}, {}, {{"$1", round, round}}}}), keys)
+    if round % 2 == 0 then   -- a bigger object, so the next replace changes the size back
+      ets.select_replace(t, {{{"$1", "$2", "$3"}, {}, {{"$1", "$2", "$3", string.rep("p", 40)}}}})
+    end
+  end
+  for r = 1, 2 do lpvm.send(refs[r][1], "stop") end
+  for r = 1, 2 do
+    local _, bad = lpvm.receive(function(m) return m == "bad" end, T.WAIT)
+    T.eq(bad, 0)
+    lpvm.receive_ref(refs[r][2], T.WAIT)
+  end
+  T.eq(ets.info(t, "size"), keys)
+  local last = ets.lookup(t, 1)[1]
+  T.eq({last[2], last[3]}, {rounds, rounds})
+  ets.delete(t)
+end)
+
 T.run()
