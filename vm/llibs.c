@@ -170,22 +170,29 @@ static int require_lpvm(lua_State *L) {
   lua_pushvalue(L, 3);
   lua_settable(L, 4);                                    /* lpvm = module */
   lua_settop(L, 3);
-  lua_pushliteral(L, ":preload:");
+  lua_pushlstring(L, ":preload:", sizeof ":preload:" - 1);   /* no C-string cache */
   return 2;
 }
 
 static int light_require(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_settop(L, 1);
-  if (lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE) != LUA_TTABLE) {
+  /* the name "_LOADED" pushed once with its length (lua_getfield and lua_setfield
+  ** each took it through liblua's C-string cache) */
+  lua_pushlstring(L, LUA_LOADED_TABLE, sizeof LUA_LOADED_TABLE - 1);   /* 2 */
+  lua_pushvalue(L, 2);
+  if (lua_gettable(L, LUA_REGISTRYINDEX) != LUA_TTABLE) {             /* 3 */
     /* luaL_getsubtable's, with a slot for the module about to be loaded (a resize
     ** of the new empty table saved, ~800 instructions) */
     lua_pop(L, 1);
     lua_createtable(L, 0, 1);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    lua_settable(L, LUA_REGISTRYINDEX);
   }
-  if (lua_getfield(L, 2, name) != LUA_TNIL) return 1;   /* loaded already */
+  lua_replace(L, 2);                                                   /* 2: loaded */
+  lua_pushvalue(L, 1);   /* the name as a Lua string: no C-string cache, no interning */
+  if (lua_gettable(L, 2) != LUA_TNIL) return 1;         /* loaded already */
   lua_pop(L, 1);
   if (lua_rawlen(L, 1) == 4 && memcmp(name, "lpvm", 4) == 0) return require_lpvm(L);
   for (const lib *l = libs; l->name; l++)
@@ -284,11 +291,21 @@ ARITH(s_pow, "__pow")
 ARITH(s_unm, "__unm")
 ARITH(s_idiv, "__idiv")
 
-static const luaL_Reg string_stub[] = {
-    {"__index", string_index}, {"__add", s_add}, {"__sub", s_sub},
-    {"__mul", s_mul},         {"__div", s_div}, {"__mod", s_mod},
-    {"__pow", s_pow},         {"__unm", s_unm}, {"__idiv", s_idiv},
-    {NULL, NULL}};
+/* The stand-in's fields with their names' lengths: llibs_install pushes each name
+** with lua_pushlstring, which goes to the interning directly; lua_setfield's C name
+** first takes liblua's C-string cache (a modulo and two strcmp), which on a new state
+** never hits (every name is set once). All nine names are liblua's metamethod names,
+** interned by lua_newstate already, so no string is made. */
+#define STUB(k, f) {k, sizeof k - 1, f}
+static const struct {
+  const char *name;
+  size_t len;
+  lua_CFunction fn;
+} string_stub[] = {
+    STUB("__index", string_index), STUB("__add", s_add), STUB("__sub", s_sub),
+    STUB("__mul", s_mul),          STUB("__div", s_div), STUB("__mod", s_mod),
+    STUB("__pow", s_pow),          STUB("__unm", s_unm), STUB("__idiv", s_idiv)};
+#define NSTUB (sizeof string_stub / sizeof *string_stub)
 
 /* ---- warn(): off until "@on" (or lua -W), as the stand-alone lua ---------------------- */
 
@@ -422,15 +439,20 @@ void llibs_install(lua_State *L, int kept) {
     lua_pushvalue(L, kept);
   } else {
     lua_createtable(L, 0, 1);
+    lua_pushlstring(L, "__index", sizeof "__index" - 1);
     lua_pushcfunction(L, globals_index);
-    lua_setfield(L, -2, "__index");
+    lua_rawset(L, -3);   /* the table is new: raw is what lua_setfield did */
   }
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
   if (kept && lua_toboolean(L, kept + 1)) return;   /* the stand-in is still string's */
-  lua_pushliteral(L, "");
-  lua_createtable(L, 0, 9);
-  luaL_setfuncs(L, string_stub, 0);
+  lua_pushlstring(L, "", 0);   /* the C-string cache skipped, as below */
+  lua_createtable(L, 0, (int)NSTUB);
+  for (size_t i = 0; i < NSTUB; i++) {
+    lua_pushlstring(L, string_stub[i].name, string_stub[i].len);
+    lua_pushcfunction(L, string_stub[i].fn);
+    lua_rawset(L, -3);
+  }
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
 }

@@ -375,11 +375,13 @@ static int lmod_pairs(lua_State *L) {
 ** through a resize (~800 instructions); an unused module table keeps 24 B more. */
 int lmod_open(lua_State *L) {
   lua_createtable(L, 0, 1);
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 2);   /* names pushed with their lengths and set raw, as light_mt */
+  lua_pushlstring(L, "__index", sizeof "__index" - 1);
   lua_pushcfunction(L, lmod_index);
-  lua_setfield(L, -2, "__index");
+  lua_rawset(L, -3);
+  lua_pushlstring(L, "__pairs", sizeof "__pairs" - 1);
   lua_pushcfunction(L, lmod_pairs);
-  lua_setfield(L, -2, "__pairs");
+  lua_rawset(L, -3);
   lua_setmetatable(L, -2);
   return 1;
 }
