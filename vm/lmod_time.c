@@ -41,48 +41,35 @@ static int lmod_sleep(lua_State *L) {
   return lua_yieldk(L, 0, 0, sleep_k);
 }
 
-/* send_after(ms, pid | name, ...) -> reference. A name is looked up when the timer
-** fires (Erlang's send_after/3 with an atom): free then, the message is dropped; one
-** with a NUL can never be registered, so its message goes nowhere. */
-static int lmod_send_after(lua_State *L) {
+/* send_after(ms, pid | name, ...) and start_timer(ms, pid | name, ...) -> reference.
+** A name is looked up when the timer fires (Erlang's send_after/3 with an atom): free
+** then, the message is dropped; one with a NUL can never be registered, so its
+** message goes nowhere. start_timer (`tagged`) is Erlang's erlang:start_timer/3: the
+** message is "timeout", ref, ... ({timeout, TRef, Msg}), so a receiver can tell a
+** stale timer's message from the current one's by its reference. */
+static int timer_send(lua_State *L, int tagged, const char *fname) {
   lproc *p = lproc_check(L);
   int64_t ms = lmod_check_ms(L, 1);
   luaL_argcheck(L, ms >= 0, 1, "finite timeout expected (a message never sent is no message)");
   size_t nlen = 0;
   const char *name = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &nlen) : NULL;
   lpvm_id to = name ? LPVM_ID_DEAD : lmod_check_pid(L, 2);
-  lpvm_msg *m = lmod_build_msg(L, 3, "send_after");
-  uint64_t ref;
-  int rc = name && strlen(name) == nlen
-               ? lpvm_send_msg_after_name(&p->task, (uint64_t)ms, name, m, &ref)
-               : lpvm_send_msg_after(&p->task, (uint64_t)ms, to, m, &ref);   /* take m */
+  if (name && strlen(name) != nlen) name = NULL;   /* to LPVM_ID_DEAD: nowhere */
+  uint64_t ref = lpvm_make_ref();
+  if (tagged) {
+    lua_pushliteral(L, "timeout");
+    lmod_push_ref(L, ref);
+    lua_rotate(L, 3, 2);   /* ms, dest, "timeout", ref, ... */
+  }
+  lpvm_msg *m = lmod_build_msg(L, 3, fname);
+  int rc = lpvm_start_msg_timer(&p->task, (uint64_t)ms, to, name, m, ref);   /* takes m */
   if (rc != 0) return lmod_fail(L, rc);
   lmod_push_ref(L, ref);
   return 1;
 }
 
-/* start_timer(ms, pid | name, ...) -> ref: Erlang's erlang:start_timer/3. The message
-** is "timeout", ref, ... ({timeout, TRef, Msg}): a receiver can tell a stale timer's
-** message from the current one's by its reference. Everything else as send_after. */
-static int lmod_start_timer(lua_State *L) {
-  lproc *p = lproc_check(L);
-  int64_t ms = lmod_check_ms(L, 1);
-  luaL_argcheck(L, ms >= 0, 1, "finite timeout expected (a message never sent is no message)");
-  size_t nlen = 0;
-  const char *name = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &nlen) : NULL;
-  lpvm_id to = name ? LPVM_ID_DEAD : lmod_check_pid(L, 2);
-  uint64_t ref = lpvm_make_ref();
-  lua_pushliteral(L, "timeout");
-  lmod_push_ref(L, ref);
-  lua_rotate(L, 3, 2);   /* ms, dest, "timeout", ref, ... */
-  lpvm_msg *m = lmod_build_msg(L, 3, "start_timer");
-  int rc = name && strlen(name) != nlen
-               ? lpvm_start_msg_timer(&p->task, (uint64_t)ms, LPVM_ID_DEAD, NULL, m, ref)
-               : lpvm_start_msg_timer(&p->task, (uint64_t)ms, to, name, m, ref);  /* take m */
-  if (rc != 0) return lmod_fail(L, rc);
-  lmod_push_ref(L, ref);
-  return 1;
-}
+static int lmod_send_after(lua_State *L) { return timer_send(L, 0, "send_after"); }
+static int lmod_start_timer(lua_State *L) { return timer_send(L, 1, "start_timer"); }
 
 /* Options of cancel_timer and read_timer: nil or a table of booleans (known: async,
 ** and info if `info`); anything else raises naming it. */
