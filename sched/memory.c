@@ -25,16 +25,16 @@
 ** about a quarter of what its 512 small pages cost (zeroing dominates, not the faults):
 ** ring100k's system time fell from 0.69 to 0.21-0.28 s and create100k's from 0.53-0.67
 ** to 0.19-0.22 s (docs/performance.md, "Huge pages"). jemalloc's own `thp:always` gave
-** no huge pages. Not on a guest whose balloon reports free pages to its host (below):
-** there a huge page is always discarded memory, and costs twice what small pages cost
-** to touch first (docs/perf/create.md). LPVM_THP=0 in the environment turns the advice
-** off, LPVM_THP=1 on.
+** no huge pages. On a guest whose balloon reports free pages to its host a huge page
+** is memory the host discarded, and its first touch costs more (docs/perf/create.md);
+** small pages there were measured no faster in quiet side-by-side runs (create100k,
+** spawn+exit and ring100k slower), so the advice stays. LPVM_THP=0 in the
+** environment turns it off (LPVM_THP=1: on, the default).
 ** Purging (dirty decay) splits a huge page when part of it is given back; khugepaged
 ** may later put one together again, which is the RSS that 4 KiB pages would not have.
 ** A helper thread of the VM (the state maker, vm/lproc_maker.c) gets an arena of the
 ** same kind through lpvm_aux_arena.
 */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -89,33 +89,6 @@ static void *populate_alloc(extent_hooks_t *h, void *new_addr, size_t size,
   return p;
 }
 
-/* A virtio balloon that reports free pages to the host (feature bit 5,
-** VIRTIO_BALLOON_F_REPORTING): the guest hands its free blocks of 2 MiB and more back
-** to the host, which discards them, so a huge page (such a block) is always memory the
-** host must fault in and zero again at its first touch, while small pages come first
-** from the guest's fragmented, still backed free memory. Measured on such a guest
-** (docs/perf/create.md): a first touch 6.5-7.1 us a 4 KiB page in huge pages against
-** 3.0-3.6 in small ones; create100k's system time 1.2-1.6 s against 0.6-0.75 s. */
-static bool guest_reports_free_pages(void) {
-  static const char dir[] = "/sys/bus/virtio/drivers/virtio_balloon";
-  DIR *d = opendir(dir);
-  if (!d) return false;
-  bool on = false;
-  struct dirent *de;
-  while (!on && (de = readdir(d)) != NULL) {
-    if (strncmp(de->d_name, "virtio", 6) != 0) continue;
-    char path[512], bits[80] = "";
-    snprintf(path, sizeof path, "%s/%s/features", dir, de->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    /* one '0' or '1' a feature bit, bit 0 first */
-    on = fgets(bits, sizeof bits, f) && strlen(bits) > 5 && bits[5] == '1';
-    fclose(f);
-  }
-  closedir(d);
-  return on;
-}
-
 static void init_hooks(void) {
   size_t sz = sizeof dflt;
   if (mallctl("arena.0.extent_hooks", &dflt, &sz, NULL, 0) != 0) {
@@ -125,9 +98,7 @@ static void init_hooks(void) {
   hooks = *dflt;
   hooks.alloc = populate_alloc;
   const char *e = getenv("LPVM_THP");
-  if (e && strcmp(e, "0") == 0) huge_on = false;
-  else if (e && strcmp(e, "1") == 0) huge_on = true;
-  else huge_on = !guest_reports_free_pages();
+  huge_on = !(e && strcmp(e, "0") == 0);
   /* in `never` mode the advice is taken and ignored: the pages are populated as small */
   FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   char mode[128] = "";
