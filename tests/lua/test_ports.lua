@@ -520,17 +520,23 @@ port_test("recv on a passive connection that ended on a write error gives the re
   lpvm.port_close(l)
 end)
 
-port_test("recv timeout: nothing is lost, the next recv gets what came later", function()
+-- A passive connection c whose peer sends `data` at the first message to srv and
+-- closes at the second.
+local function late_sender(data)
   local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0))
-  local go = {}
   local srv = lpvm.spawn(function()
     local c = assert(lpvm.tcp_accept(l))
     lpvm.receive()
-    lpvm.port_send(c, "late")
+    lpvm.port_send(c, data)
     lpvm.receive()
     lpvm.port_close(c)
   end)
-  local c = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false }))
+  return assert(lpvm.tcp_connect("127.0.0.1", port, { active = false })), srv, l
+end
+
+port_test("recv timeout: nothing is lost, the next recv gets what came later", function()
+  local c, srv, l = late_sender("late")
+  local go = {}
   T.eqv(table.pack(lpvm.recv(c, 0, 30)), table.pack(nil, "timeout"))
   lpvm.send(srv, go)
   T.eq(lpvm.recv(c, 0, 5000), "late")
@@ -545,15 +551,7 @@ end)
 -- socket and the next recv asks for its own length. lpvm's timed-out request stayed
 -- with the port, and the next recv(c, 5) got the first one's 10 bytes.
 port_test("recv timeout withdraws the request: the next recv gets its own n", function()
-  local l, port = assert(lpvm.tcp_listen("127.0.0.1", 0))
-  local srv = lpvm.spawn(function()
-    local c = assert(lpvm.tcp_accept(l))
-    lpvm.receive()
-    lpvm.port_send(c, "abcdefghijklmnopqrstuvwxyz")
-    lpvm.receive()
-    lpvm.port_close(c)
-  end)
-  local c = assert(lpvm.tcp_connect("127.0.0.1", port, { active = false }))
+  local c, srv, l = late_sender("abcdefghijklmnopqrstuvwxyz")
   T.eqv(table.pack(lpvm.recv(c, 10, 20)), table.pack(nil, "timeout"))
   -- many timed-out requests leave no answer behind in the mailbox
   for _ = 1, 200 do
