@@ -351,6 +351,38 @@ test("a finalizer that makes objects while its state is cleaned: the state is cl
   lpvm.recycle(old)
 end)
 
+-- A finalizer that gives its own object its metatable again makes nothing new: the
+-- object waits for finalization once more after the cleaning's last collection, and
+-- its finalizer would run in the next owner's life, as the next owner (lpvm.self,
+-- send, exit, register). Such a state is closed (lproc_pool.c clean_cf).
+test("a finalizer that rearms itself while its state is cleaned: the state is closed", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(1)
+  for round = 1, 3 do
+    run(function(parent)
+      local l = require "lpvm"
+      local sm, pc = setmetatable, pcall
+      local mt, n = {}, 0
+      -- (rearmed first: a send while the state is cleaned, nobody's, ends the finalizer)
+      mt.__gc = function(o) n = n + 1; sm(o, mt); if n > 2 then pc(l.send, parent, "ghost", l.self()) end end
+      sm({}, mt)
+      l.send(parent, "armed")
+    end)
+    -- the observer collects (a pending finalizer would run now) and then reports:
+    -- its messages come in the order it sent them, so a ghost would come first
+    local pid, ref = lpvm.spawn_monitor(function(parent)
+      local l = require "lpvm"
+      for _ = 1, 4 do collectgarbage() end
+      l.send(parent, "observer", l.self(), l.info(l.self()).recycled)
+    end, lpvm.self())
+    local m = T.recv()
+    T.eq(m[1], "observer", "round " .. round .. ": " .. tostring(m[1]) .. " " .. tostring(m[2]))
+    T.eq(m[2], pid)
+    T.down(ref)
+  end
+  lpvm.recycle(old)
+end)
+
 test("many recycled processes in a row, some failing, some killed", function()
   local n = T.scaled(400, 40)
   local me = lpvm.self()
