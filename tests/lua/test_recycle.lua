@@ -383,6 +383,39 @@ test("a finalizer that rearms itself while its state is cleaned: the state is cl
   lpvm.recycle(old)
 end)
 
+-- Lua seeds a state's generator (and math.randomseed()) from the time in seconds and
+-- the state's address: a recycled state keeps its address, so processes started in
+-- one second drew the same numbers (new states too, at a freed state's address).
+-- Each process draws its own (llibs.c open_math), as each Erlang process seeds rand
+-- its own way; an explicit seed still gives Lua's sequence for it.
+test("math.random: each process, recycled or new, draws its own numbers", function()
+  local old = lpvm.recycle()
+  local seen, n = {}, 0
+  local function draw(parent, reseed)
+    local l = require "lpvm"
+    if reseed == "none" then math.randomseed() elseif reseed then math.randomseed(reseed) end
+    l.send(parent, math.random(0) .. " " .. math.random(0), l.info(l.self()).recycled)
+  end
+  for _, bound in ipairs { 1, 0 } do   -- recycled states, then new ones
+    lpvm.recycle(bound)
+    for i = 1, 6 do
+      local reseed = i % 3 == 2 and "none" or nil
+      local got = run(draw, nil, reseed)
+      if bound == 1 and i > 1 then T.eq(got[2], true, "recycled") end
+      T.eq(seen[got[1]], nil, "the same numbers twice: " .. got[1])
+      seen[got[1]] = true
+      n = n + 1
+    end
+  end
+  T.eq(n, 12)
+  -- a seed given: the same numbers in every process, and the next one its own again
+  lpvm.recycle(1)
+  local a = run(draw, nil, 42)[1]
+  T.eq(run(draw, nil, 42)[1], a, "randomseed(42) twice")
+  T.ok(run(draw)[1] ~= a, "after randomseed(42), the next process's own seed")
+  lpvm.recycle(old)
+end)
+
 test("many recycled processes in a row, some failing, some killed", function()
   local n = T.scaled(400, 40)
   local me = lpvm.self()
