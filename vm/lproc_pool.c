@@ -342,6 +342,12 @@ static int clean_cf(lua_State *L) {
     int kept = wipe_registry(L, 1);
     reset_gc_params(p, L);
     watched_collect(p, L);         /* old owner's finalizers run now... */
+    /* ...and then those of what the finalizers left over from its life kept alive (an
+    ** emergency collection at max_heap separates the dead but runs none: what they
+    ** reach lived through this collection), while C libraries' metatables are still
+    ** registered. Without the mirror (vm/lraw.h) that is not seen: once more. */
+    for (int i = 0; i < 3 && !p->clean_new && (lraw_ok() ? lraw_finalizers_pending(L) : !i); i++)
+      watched_collect(p, L);
     if (p->libs_exposed) {         /* ...one of which may have reached them */
       lua_settop(L, 1);
       lua_settop(L, KEPT + 1);

@@ -463,6 +463,37 @@ test("a C finalizer finds its metatable while the state is cleaned: io files clo
   lpvm.recycle(old)
 end)
 
+-- An owner killed at max_heap leaves finalizers that the emergency collection
+-- separated and did not run: what they reach (its globals, a file there) lives
+-- through the cleaning's first collection, and was finalized only after its C
+-- library's metatable was gone from the registry: the file stayed open, unflushed.
+test("killed at max_heap with finalizers pending: its files are still closed and flushed", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(4)
+  local name = os.tmpname()
+  local pid, ref = lpvm.spawn_monitor({ max_heap = 1 << 20 }, function(file)
+    kept_file = assert(io.open(file, "w"))
+    kept_file:write("flushed by __gc")   -- left in the buffer: only fclose writes it
+    setmetatable({}, { __gc = function() touched = kept_file end })   -- reaches _ENV
+    collectgarbage("stop")   -- its only collection is the emergency one
+    local t = {}
+    for i = 1, 1e7 do t[i] = ("x"):rep(100) .. i end
+  end, name)
+  local _, reason = T.down(ref)
+  T.eq(reason, "max_heap")
+  -- the state is cleaned (then closed: a heap limit was hit) after the DOWN is sent
+  local got = T.wait_until(function()
+    local f = assert(io.open(name))
+    local s = f:read("a")
+    f:close()
+    return s ~= "" and s
+  end)
+  T.eq(got, "flushed by __gc")
+  os.remove(name)
+  T.ok(pid)
+  lpvm.recycle(old)
+end)
+
 -- The pool is shared by every worker: spawners on all of them take and give back
 -- states at once (a stress test for ThreadSanitizer).
 test("concurrent spawners share the pool", function()
