@@ -405,9 +405,10 @@ void lproc_pool_release(lproc *p) {
     lua_insert(L, 1);
     lua_settop(L, 1);
   }
-  /* Finalizers and __close handlers are bounded by the closing hook: armed before any
-  ** of them can run (resetthread, the cleaning, lua_close); the bare cleaning runs
-  ** no Lua code and sets the new owner's hook itself. */
+  /* __close handlers (and the code they call) are bounded by the closing hook: armed
+  ** before any of them can run (resetthread, the cleaning, lua_close); the bare
+  ** cleaning runs no Lua code and sets the new owner's hook itself. A __gc runs with
+  ** Lua's hooks off (lgc.c GCTM): nothing bounds it (lua-api.md says so). */
   int closing = !kept;
   if (closing) lproc_slice_closing(L);
   if (room && (kept || lua_resetthread(L) == LUA_OK)) {
