@@ -135,6 +135,34 @@ lpvm_msg *lpvm_msg_new_term(const uint8_t *term, size_t len, lpvm_binrefs *refs)
   return m;
 }
 
+/* A message that is one shared binary, as the encoder writes lpvm.send(pid, b) (the
+** term [131, TAG_LPVM_BINREF, 0 0 0 0], a table of one entry at pos 1), made without
+** it: the general encoder's set-up, its builder and the copy into a second block were
+** ~1,000 instructions of a 100 KB binary's ~2,800 (docs/perf/bin.md). */
+lpvm_msg *lpvm_msg_new_bin(lpvm_bin *bin, size_t off, size_t len) {
+  if (!bin || off > bin->len || len > bin->len - off) return NULL;
+  lpvm_msg *m = mbox_msg_alloc(6, 2 + sizeof(bin_table) + sizeof(lpvm_binref));
+  if (!m) return NULL;
+  static const uint8_t term[6] = {TERM_VERSION, TAG_LPVM_BINREF, 0, 0, 0, 0};
+  memcpy(lpvm_msg_data(m), term, sizeof term);
+  bin_table *t = table_of(m);
+  t->n = 1;
+  t->pad = 0;
+  t->v[0] = (lpvm_binref){bin, (uint32_t)off, (uint32_t)len, 1, 0};
+  lpvm_bin_keep(bin);
+  m->flags |= LPVM_MSGF_BINS;
+  return m;
+}
+
+const lpvm_binref *lpvm_msg_lone_bin(const lpvm_msg *m) {
+  static const uint8_t term[6] = {TERM_VERSION, TAG_LPVM_BINREF, 0, 0, 0, 0};
+  if (!(m->flags & LPVM_MSGF_BINS) || m->len != sizeof term ||
+      memcmp(m + 1, term, sizeof term) != 0)
+    return NULL;
+  bin_table *t = table_of(m);
+  return t->n == 1 ? t->v : NULL;
+}
+
 lpvm_msg *lpvm_tbuf_to_msg_bins(lpvm_tbuf *b, lpvm_binrefs *refs) {
   if (refs->n == 0 || b->err || !b->data) {
     refs->n = 0;

@@ -101,6 +101,10 @@ LPVM_API lpvm_msg *lpvm_msg_new_term(const uint8_t *term, size_t len, lpvm_binre
 LPVM_API void lpvm_msg_build(lpvm_tbuf *b, size_t hint);
 LPVM_API lpvm_msg *lpvm_msg_built(lpvm_tbuf *b, lpvm_binrefs *refs);
 LPVM_API void lpvm_binrefs_free(lpvm_binrefs *refs);
+/* A message that is the one shared binary [off, off + len) of bin (what building
+** it with lpvm_put_bin alone makes), taking a reference; NULL when out of memory or
+** the range is outside bin. */
+LPVM_API lpvm_msg *lpvm_msg_new_bin(lpvm_bin *bin, size_t off, size_t len);
 
 /* ---- reading one ----------------------------------------------------------------------- */
 
@@ -114,6 +118,9 @@ LPVM_API int lpvm_get_bytes(lpvm_tread *r, const lpvm_binref *bins, uint32_t nbi
                             const uint8_t **data, size_t *len);
 /* The table of m's binaries (NULL, *n = 0 without). */
 LPVM_API const lpvm_binref *lpvm_msg_bins(const lpvm_msg *m, uint32_t *n);
+/* If m is one shared binary and nothing else (lpvm_msg_new_bin's, or the same term
+** built otherwise): its entry (no new reference), else NULL. */
+LPVM_API const lpvm_binref *lpvm_msg_lone_bin(const lpvm_msg *m);
 
 /* The term of m as it leaves the node: every shared binary a BINARY_EXT. flat_len is
 ** its length (lpvm_msg_len(m) plus the binaries' bytes); flat_write writes it. */
