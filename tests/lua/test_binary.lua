@@ -84,6 +84,24 @@ test("==, <, .. : by bytes between binaries; strings come out of a concatenation
   T.eq(t[lpvm.binary("abc")], nil, "as a table key a binary is itself (as any userdata)")
 end)
 
+test("other userdata are not binaries, whatever their metatable's first slot holds", function()
+  -- lbin_to reads a userdata's metatable in place (vm/lraw.h): only the binaries'
+  -- mark, a pointer no Lua value equals, makes one
+  local f = assert(io.tmpfile())
+  T.eq(lpvm.is_binary(f), false)
+  T.raises(function() lpvm.send(lpvm.self(), f) end, "cannot send")
+  if debug and debug.setmetatable then
+    local own = debug.getmetatable(f)
+    for _, first in ipairs({ lpvm.self(), true, "binary" }) do
+      debug.setmetatable(f, { first, {} })
+      T.eq(lpvm.is_binary(f), false)
+      T.raises(function() lpvm.send(lpvm.self(), f) end, "cannot send")
+    end
+    debug.setmetatable(f, own)
+  end
+  f:close()
+end)
+
 test("bad arguments raise naming the argument", function()
   T.raises(function() lpvm.binary(1) end, "bad argument #1", "string expected, got number")
   T.raises(function() lpvm.binary() end, "bad argument #1", "string expected, got no value")
