@@ -89,6 +89,12 @@ void bin_msg_release(lpvm_msg *m) {
   t->n = 0;
 }
 
+void lpvm_msg_drop_bins(lpvm_msg *m) {
+  if (!(m->flags & LPVM_MSGF_BINS)) return;
+  bin_msg_release(m);
+  m->flags &= (uint16_t)~LPVM_MSGF_BINS;
+}
+
 /* ---- building ---------------------------------------------------------------------------- */
 
 void lpvm_put_bin(lpvm_tbuf *b, lpvm_binrefs *refs, lpvm_bin *bin, size_t off, size_t len) {
@@ -139,10 +145,20 @@ lpvm_msg *lpvm_msg_new_term(const uint8_t *term, size_t len, lpvm_binrefs *refs)
 ** term [131, TAG_LPVM_BINREF, 0 0 0 0], a table of one entry at pos 1), made without
 ** it: the general encoder's set-up, its builder and the copy into a second block were
 ** ~1,000 instructions of a 100 KB binary's ~2,800 (docs/perf/bin.md). */
+#define BIN_MSG_SIZE (sizeof(lpvm_msg) + 8 + sizeof(bin_table) + sizeof(lpvm_binref))
+
+size_t lpvm_msg_bin_size(void) { return BIN_MSG_SIZE; }
+
 lpvm_msg *lpvm_msg_new_bin(lpvm_bin *bin, size_t off, size_t len) {
-  if (!bin || off > bin->len || len > bin->len - off) return NULL;
-  lpvm_msg *m = mbox_msg_alloc(6, 2 + sizeof(bin_table) + sizeof(lpvm_binref));
-  if (!m) return NULL;
+  void *block = malloc(BIN_MSG_SIZE);
+  lpvm_msg *m = block ? lpvm_msg_bin_init(block, bin, off, len) : NULL;
+  if (!m) free(block);
+  return m;
+}
+
+lpvm_msg *lpvm_msg_bin_init(void *block, lpvm_bin *bin, size_t off, size_t len) {
+  if (!block || !bin || off > bin->len || len > bin->len - off) return NULL;
+  lpvm_msg *m = lpvm_msg_init(block, 6);
   static const uint8_t term[6] = {TERM_VERSION, TAG_LPVM_BINREF, 0, 0, 0, 0};
   memcpy(lpvm_msg_data(m), term, sizeof term);
   bin_table *t = table_of(m);

@@ -241,6 +241,20 @@ Test(binary, a_lone_binary_message_is_the_builders) {
   lpvm_tbuf_free(&plain);
   cr_assert_null(lpvm_msg_new_bin(bin, 4, 5), "a range past the end");
   cr_assert_null(lpvm_msg_new_bin(bin, 9, 0), "an offset past the end");
+  cr_assert_null(lpvm_msg_bin_init(NULL, bin, 0, 8), "no block");
+  /* in a block of the caller's: the same; its binaries dropped, it is a block only */
+  void *block = malloc(lpvm_msg_bin_size());
+  lpvm_msg *own = lpvm_msg_bin_init(block, bin, 0, 8);
+  cr_assert_eq((void *)own, block);
+  cr_assert_not_null(lpvm_msg_lone_bin(own));
+  cr_assert_eq(live(), base + 1);
+  lpvm_bin_keep(bin);
+  lpvm_msg_drop_bins(own);
+  cr_assert_null(lpvm_msg_bins(own, &n), "no table after the drop");
+  lpvm_msg_drop_bins(own);   /* nothing more: the reference went once */
+  lpvm_bin_drop(bin);
+  cr_assert_eq(live(), base + 1, "bin's own reference is still there");
+  lpvm_msg_free(own);
   lpvm_bin_drop(bin);
   lpvm_msg_free(built);
   cr_assert_eq(live(), base + 1, "the lone message holds its reference");

@@ -345,9 +345,16 @@ lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
   if (n == 1 && lua_type(L, idx) == LUA_TUSERDATA) {   /* lpvm.send(pid, b): shared */
     size_t off, len;
     lpvm_bin *bin = lbin_to(L, idx, &off, &len);
-    if (bin) {
+    if (bin) {   /* its block from the small lists too, where msg_done puts it back */
+      size_t sz = lpvm_msg_bin_size();
+      void *block = lproc_small_alloc(sz);
       *hint = 0;
-      return lpvm_msg_new_bin(bin, off, len);
+      if (!(m = lpvm_msg_bin_init(block, bin, off, len))) {
+        if (block) lproc_small_free(block, sz);
+        return NULL;
+      }
+      m->flags |= LPVM_MSGF_SMALL;
+      return m;
     }
   }
   int ty[LTERM_PLAIN_MAX];

@@ -44,7 +44,7 @@ extern "C" {
 /* lpvm_sig.flags: the message's block holds its header and term rounded up to 8 bytes
 ** (vm/lterm_plain.c's, from vm/lproc_small.h's free lists), so its taker may put it
 ** back in the list of that size (vm/lmod_msg.c) */
-#define LPVM_MSGF_SMALL 8u
+#define LPVM_MSGF_SMALL 8u   /* with LPVM_MSGF_BINS: a lone binary's, lpvm_msg_bin_size() */
 /* lpvm_sig.flags, set by its receiver (vm/lmod_msg.c): a message sent to an alias
 ** that came before the DOWN which ended the alias, so it stays deliverable */
 #define LPVM_MSGF_ADMIT 16u
@@ -105,6 +105,13 @@ LPVM_API void lpvm_binrefs_free(lpvm_binrefs *refs);
 ** it with lpvm_put_bin alone makes), taking a reference; NULL when out of memory or
 ** the range is outside bin. */
 LPVM_API lpvm_msg *lpvm_msg_new_bin(lpvm_bin *bin, size_t off, size_t len);
+/* The same in a block of lpvm_msg_bin_size() bytes the caller has (NULL: block NULL or
+** the range outside bin, the block untouched), which lpvm_msg_free can free. */
+LPVM_API size_t lpvm_msg_bin_size(void);
+LPVM_API lpvm_msg *lpvm_msg_bin_init(void *block, lpvm_bin *bin, size_t off, size_t len);
+/* Drop the references m's binaries hold (each once) and forget them: m is then its
+** block only, as a message without binaries, for a taker that keeps blocks. */
+LPVM_API void lpvm_msg_drop_bins(lpvm_msg *m);
 
 /* ---- reading one ----------------------------------------------------------------------- */
 
