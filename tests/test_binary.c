@@ -223,6 +223,7 @@ Test(binary, a_lone_binary_message_is_the_builders) {
   lpvm_tbuf_init(&b);
   lpvm_put_bin(&b, &refs, bin, 2, 5);
   lpvm_msg *built = lpvm_tbuf_to_msg_bins(&b, &refs);
+  lpvm_binrefs_free(&refs);
   lpvm_msg *m = lpvm_msg_new_bin(bin, 2, 5);
   cr_assert(built && m);
   cr_assert_eq(lpvm_msg_len(m), lpvm_msg_len(built));
