@@ -444,6 +444,11 @@ void lets_push_ints(lua_State *L, const int64_t *v, int m) {
   const lraw_state *st = (const lraw_state *)(void *)L;
   lraw_tvalue *a = lraw_new_list1(L, (unsigned)m);
   if (a) {   /* the tuple already in the list: its slots set before anything allocates */
+    if (m == 2) {   /* {K, V}: no loop */
+      a[0].v.i = v[0], a[0].tt = LRAW_VNUMINT;
+      a[1].v.i = v[1], a[1].tt = LRAW_VNUMINT;
+      return;
+    }
     for (int k = 0; k < m; k++) a[k].v.i = v[k], a[k].tt = LRAW_VNUMINT;
     return;
   }
