@@ -535,13 +535,13 @@ static int key_to_list(lua_State *L, key_out_fn fn) {
 ** and parsed again); any other scalar key's objects are copied to the stack and rebuilt
 ** directly (lets.c); more than fit there take the general path. */
 #define LOOKUP_INTS 16
-static int lookup_any(lua_State *L);
+static int lookup_any(lua_State *L, int ints_tried);
 
 /* lookup(tab, k) by the held reference with an integer key, the usual call: its
 ** arguments, the process and the answer's tables read and made after one lraw_ok()
 ** (check_tab, self_of and lets_push_ints each ask it again), as l_insert. Anything
-** else, or an object that is not a tuple of integers: lookup_any, from the start
-** (nothing was changed). */
+** else: lookup_any, from the start (nothing was changed); an object that is not a
+** tuple of integers (ESPACE) without asking lpvm_ets_lookup_ints again. */
 static int l_lookup(lua_State *L) {
   if (lraw_ok()) {
     lraw_state *s = (lraw_state *)(void *)L;
@@ -564,15 +564,16 @@ static int l_lookup(lua_State *L) {
         return 1;
       }
       if (rc != LPVM_ETS_ESPACE) return fail(L, rc, 2);
+      return lookup_any(L, 1);
     }
   }
-  return lookup_any(L);
+  return lookup_any(L, 0);
 }
 
-static __attribute__((noinline)) int lookup_any(lua_State *L) {
+static __attribute__((noinline)) int lookup_any(lua_State *L, int ints_tried) {
   lpvm_tab tab = check_tab(L, 1);
   const lraw_tvalue *a;
-  if (lraw_ok() && (a = lraw_arg(L, 2)) != NULL && a->tt == LRAW_VNUMINT) {
+  if (!ints_tried && lraw_ok() && (a = lraw_arg(L, 2)) != NULL && a->tt == LRAW_VNUMINT) {
     int64_t v[LOOKUP_INTS];
     int rc = lpvm_ets_lookup_ints(self_of(L), tab, a->v.i, v, LOOKUP_INTS);
     if (rc >= 0) {
