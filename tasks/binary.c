@@ -179,6 +179,23 @@ const lpvm_binref *lpvm_msg_lone_bin(const lpvm_msg *m) {
   return t->n == 1 ? t->v : NULL;
 }
 
+/* A message written in place with binaries (vm/lterm_plain_msg.c: {tag, b},
+** lpvm.send(pid, "data", b)): its block holds the term and the table after it, as
+** lpvm_msg_new_term lays them out, so lpvm_msg_free and the flattener read it alike. */
+size_t lpvm_msg_bins_room(size_t len, uint32_t n) {
+  return sizeof(lpvm_msg) + align8(len) + sizeof(bin_table) + (size_t)n * sizeof(lpvm_binref);
+}
+
+void lpvm_msg_set_bins(lpvm_msg *m, const lpvm_binref *v, uint32_t n) {
+  if (n == 0) return;
+  bin_table *t = table_of(m);
+  t->n = n;
+  t->pad = 0;
+  memcpy(t->v, v, (size_t)n * sizeof(lpvm_binref));
+  for (uint32_t i = 0; i < n; i++) lpvm_bin_keep(t->v[i].bin);
+  m->flags |= LPVM_MSGF_BINS;
+}
+
 lpvm_msg *lpvm_tbuf_to_msg_bins(lpvm_tbuf *b, lpvm_binrefs *refs) {
   if (refs->n == 0 || b->err || !b->data) {
     refs->n = 0;

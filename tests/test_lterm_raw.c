@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "vm/lterm.h"
+#include "vm/lproc_int.h"
 #include "vm/lterm_int.h"
 #include "vm/lraw.h"
 
@@ -413,4 +414,77 @@ Test(lterm_raw, reader_cache_forgets_a_replaced_value) {
   }
   lua_close(L);
   lpvm_tbuf_free(&b);
+}
+
+/* Messages with shared binaries (lpvm.send(pid, "data", b), {tag, b}, binaries in
+** nested lists, a sub-binary, more than the in-place writer takes): lterm_msg with
+** the mirror trusted (lterm_plain_msg.c writes them in place) gives the bytes and
+** the table (each entry's buffer, range and position) of the general encoder's
+** (the mirror not trusted); read back (lterm_plain.c's reader, raw and not), the
+** values write the same message again; every reference is dropped at the end. */
+static const char *const bin_cases[] = {
+  "return 'data', B1",
+  "return {'data', B1}",
+  "return B1, 'x', 7, B2",
+  "return {B1, {B2, {1.5, B1}}, true}, B2",
+  "return 'tag', {B2:sub(2, 4), 'abc', {}}",
+  "return {B1, B1, B1, B1, B1, B1, B1, B1, B2}",   /* 9: the general encoder */
+  "return {B1, x = B2}",                           /* a map: the general encoder */
+};
+
+static lpvm_msg *bin_msg(lua_State *L, int n, int raw, const char *src) {
+  char err[LTERM_ERRSZ] = "";
+  atomic_store(&lraw_layout, raw ? 1 : -1);
+  lpvm_msg *m = lterm_msg(L, 1, n, err);
+  atomic_store(&lraw_layout, 1);
+  cr_assert(m, "%s: %s", src, err);
+  return m;
+}
+
+static void same_msg(const lpvm_msg *a, const lpvm_msg *b, const char *src) {
+  cr_assert(a->len == b->len && memcmp(lpvm_msg_data((lpvm_msg *)a),
+                                       lpvm_msg_data((lpvm_msg *)b), a->len) == 0,
+            "%s: other bytes", src);
+  uint32_t na, nb;
+  const lpvm_binref *va = lpvm_msg_bins(a, &na), *vb = lpvm_msg_bins(b, &nb);
+  cr_assert(na == nb && na > 0, "%s: %u binaries against %u", src, na, nb);
+  for (uint32_t i = 0; i < na; i++)
+    cr_assert(va[i].bin == vb[i].bin && va[i].off == vb[i].off && va[i].len == vb[i].len &&
+                  va[i].pos == vb[i].pos, "%s: binary %u differs", src, i);
+}
+
+Test(lterm_raw, binaries_in_place_as_the_encoder) {
+  cr_assert_eq(lraw_check(), 1);
+  size_t live0;
+  lpvm_bin_stats(&live0, NULL);
+  for (size_t i = 0; i < sizeof bin_cases / sizeof *bin_cases; i++)
+    for (int raw = 0; raw < 2; raw++) {
+      lua_State *L = luaL_newstate();
+      luaL_openlibs(L);
+      lpvm_bin *b1 = lpvm_bin_new("one binary", 10), *b2 = lpvm_bin_new("another one", 11);
+      cr_assert(b1 && b2);
+      lbin_push(L, b1, 0, 10);
+      lua_setglobal(L, "B1");
+      lbin_push(L, b2, 0, 11);
+      lua_setglobal(L, "B2");
+      lpvm_bin_drop(b1);   /* the state's values hold them now */
+      lpvm_bin_drop(b2);
+      cr_assert_eq(luaL_dostring(L, bin_cases[i]), LUA_OK, "%s", lua_tostring(L, -1));
+      int n = lua_gettop(L);
+      lpvm_msg *m1 = bin_msg(L, n, 1, bin_cases[i]), *m2 = bin_msg(L, n, 0, bin_cases[i]);
+      same_msg(m1, m2, bin_cases[i]);
+      lua_settop(L, 0);
+      atomic_store(&lraw_layout, raw ? 1 : -1);
+      cr_assert_eq(lterm_push_msg(L, m1), n, "%s: read", bin_cases[i]);
+      atomic_store(&lraw_layout, 1);
+      lpvm_msg *m3 = bin_msg(L, n, 1, bin_cases[i]);
+      same_msg(m3, m2, bin_cases[i]);
+      lpvm_msg_free(m1);
+      lpvm_msg_free(m2);
+      lpvm_msg_free(m3);
+      lua_close(L);
+      size_t live;
+      lpvm_bin_stats(&live, NULL);
+      cr_assert_eq(live, live0, "%s: %zu binaries left", bin_cases[i], live - live0);
+    }
 }

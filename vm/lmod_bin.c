@@ -44,16 +44,28 @@ enum { MT_MARK = 1, MT_INTERN = 2 };
 /* The binary at stack index idx > 0 read in place (vm/lraw.h): its userdata's
 ** metatable's mark, ~15 instructions where the C API's calls took ~190 of a 100 KB
 ** binary's message (docs/perf/bin.md). NULL: not a binary. */
-static lbin *raw_bin(lua_State *L, int idx) {
-  const lraw_state *s = (const lraw_state *)(void *)L;
-  const lraw_tvalue *v = s->ci->func + idx;
-  if (v >= s->top || v->tt != LRAW_VUSERDATA) return NULL;
+static lbin *raw_bin_at(const lraw_tvalue *v) {
+  if (v->tt != LRAW_VUSERDATA) return NULL;
   const lraw_udata0 *u = v->v.gc;
   const lraw_table *mt = u->metatable;
   if (u->nuvalue != 0 || !mt || lraw_real_asize(mt) < MT_MARK) return NULL;
   const lraw_tvalue *mark = &mt->array[MT_MARK - 1];
   if (mark->tt != LRAW_VLIGHTUD || mark->v.p != (void *)&bin_mt_key) return NULL;
   return lraw_udata_block(u);
+}
+
+static lbin *raw_bin(lua_State *L, int idx) {
+  const lraw_state *s = (const lraw_state *)(void *)L;
+  const lraw_tvalue *v = s->ci->func + idx;
+  return v < s->top ? raw_bin_at(v) : NULL;
+}
+
+lpvm_bin *lbin_raw(const void *tv, size_t *off, size_t *len) {
+  lbin *b = raw_bin_at(tv);
+  if (!b || !b->bin) return NULL;
+  *off = b->off;
+  *len = b->len;
+  return b->bin;
 }
 
 lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len) {

@@ -397,6 +397,9 @@ extern const lmod_fn lmod_call_fns[];   /* lmod_call.c: caller, handle_call */
 extern const lmod_fn lmod_bin_fns[];    /* lmod_bin.c: binary, is_binary, binary_stats */
 /* lmod_bin.c: the shared binary at idx (its buffer, and the range shown), or NULL. */
 struct lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len);
+/* lbin_to of a value read in place (a vm/lraw.h lraw_tvalue, the mirror trusted):
+** lterm_plain_msg.c's writer meets binaries in tables' slots, not on the stack. */
+struct lpvm_bin *lbin_raw(const void *tv, size_t *off, size_t *len);
 /* Its bytes, or NULL if idx is no binary. */
 const char *lbin_bytes(lua_State *L, int idx, size_t *len);
 /* Push a binary showing [off, off + len) of bin; it takes a reference of its own. */

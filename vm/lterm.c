@@ -841,11 +841,15 @@ static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
       int n = lterm_push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len, skip);
       if (n >= 0) return n;
     }
-  } else if (!skip) {   /* lpvm.send(pid, b): the binary, without the decoder's set-up */
-    const lpvm_binref *one = lpvm_msg_lone_bin(m);
-    if (one) {
+  } else {
+    const lpvm_binref *one = skip ? NULL : lpvm_msg_lone_bin(m);
+    if (one) {   /* lpvm.send(pid, b): the binary, without the decoder's set-up */
       lbin_push_received(L, one->bin, one->off, one->len);
       return 1;
+    }
+    if (!lpvm_id_is_remote(m->from)) {   /* {tag, b}: read in place as well */
+      int n = lterm_push_plain_bins(L, m, skip);
+      if (n >= 0) return n;
     }
   }
   int remote = lpvm_id_is_remote(lpvm_msg_from(m));

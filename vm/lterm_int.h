@@ -128,6 +128,9 @@ lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint);
 ** skip, all but a leading reference): how many were pushed, or -1 (nothing pushed)
 ** when the general decoder must read it. */
 int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip);
+/* The same for a local message with shared binaries (LPVM_MSGF_BINS): its table's
+** entries pushed where their tags are. */
+int lterm_push_plain_bins(lua_State *L, const lpvm_msg *m, int skip);
 /* The one value at p (before end) pushed the same way: past it, or NULL (nothing
 ** pushed). */
 const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end);

@@ -5,7 +5,8 @@
 ** Most messages are a few scalars, or tables of scalars and pids (EStone's msgp
 ** shapes): received millions of times, they must not pay for what the general
 ** decoder keeps for the rare cases (function graphs, shared binaries, foreign terms,
-** big integers, reasons). Here any local message of scalars, pids and nested lists,
+** big integers, reasons). Here any local message of scalars, pids, shared binaries
+** (their message's table's entries, lbin_push_received) and nested lists,
 ** tuples and maps is read straight from its bytes into Lua values (a list's table
 ** made and filled in place through vm/lraw.h when the mirror is trusted), and
 ** anything else is handed back (-1) to the general decoder, which reads it whole
@@ -28,7 +29,7 @@
 enum {
   T_NEW_FLOAT = 70, T_NEW_PID = 88, T_SMALL_INT = 97, T_INT = 98, T_SMALL_TUPLE = 104,
   T_NIL = 106, T_STRING = 107, T_LIST = 108, T_BINARY = 109, T_MAP = 116,
-  T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90, T_SMALL_BIG = 110
+  T_SMALL_ATOM_UTF8 = 119, T_NEWER_REF = 90, T_SMALL_BIG = 110, T_LPVM_BINREF = 200
 };
 
 static uint32_t be32(const uint8_t *p) {
@@ -91,6 +92,8 @@ typedef struct strs {
   uint8_t pidn;    /* a local pid's tag and node atom: their length (9 to 16) */
   const uint8_t *pid0;   /* ... where they are: local_pid0, or in the message (seen_pid) */
   lproc *proc;     /* the state's process when the mirror is trusted (strc), else NULL */
+  const lpvm_binref *bins;   /* the message's shared binaries (lpvm_msg_bins), or NULL */
+  uint32_t nbins;
   const lraw_string *s[STR_SLOTS];
   uint64_t key[STR_SLOTS];   /* a string of 0-3 bytes: its element's bytes (word_key), else 0 */
 } strs;
@@ -257,7 +260,7 @@ static const uint8_t local_pid0[16] = {T_NEW_PID, T_SMALL_ATOM_UTF8, 13, 'n', 'o
 
 /* The per-message state: c->proc set when the mirror is trusted. */
 static inline void strs_init(lua_State *L, strs *c) {
-  c->used = 0, c->pids = 0, c->room = 0;
+  c->used = 0, c->pids = 0, c->room = 0, c->bins = NULL, c->nbins = 0;
   c->pid0 = local_pid0, c->pidn = sizeof local_pid0;   /* until a named node's is noted */
   c->proc = lraw_ok() ? (lproc *)((const lraw_state *)(const void *)L)->l_G->ud : NULL;
 }
@@ -344,6 +347,14 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
       if (c->proc) lraw_new_empty(L);
       else lua_createtable(L, 0, 0);
       return p + 1;
+    case T_LPVM_BINREF: {   /* a shared binary of the message's table, as the decoder's */
+      uint32_t i;
+      if (left < 5 || (i = be32(p + 1)) >= c->nbins) return NULL;
+      /* a new value's push takes 4 more slots (seq_room's room, or asked for) */
+      if (!(c->proc && lraw_top(L) + 6 <= c->room) && !lua_checkstack(L, 6)) return NULL;
+      lbin_push_received(L, c->bins[i].bin, c->bins[i].off, c->bins[i].len);
+      return p + 5;
+    }
     case T_NEWER_REF: {
       uint64_t ref;
       const uint8_t *q = local_ref(p, left, &ref);
@@ -578,7 +589,9 @@ static const uint8_t *plain_nested(lua_State *L, const uint8_t *p, const uint8_t
 ** value must be this node's reference and is stepped over (a reply's tag,
 ** lterm_push_msg_tail). -1 (nothing pushed) for anything else, which the general
 ** decoder then reads, and for {lpvm_graph, _}, a graph (lfun.c). */
-int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
+static inline __attribute__((always_inline)) int
+push_plain(lua_State *L, const uint8_t *p, size_t len, int skip, const lpvm_binref *bins,
+           uint32_t nbins) {
   const uint8_t *end = p + len;
   uint32_t n = 1;
   uint64_t ref;
@@ -600,6 +613,7 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   if (!lua_checkstack(L, (int)n + 3 + 20)) return -1;
   strs c;
   strs_init(L, &c);
+  c.bins = bins, c.nbins = nbins;
   int base = c.proc ? lraw_top(L) : lua_gettop(L);
   /* the n values and a sequence's 4 past the last one's, and seq_room's 20 more at
   ** once (a nested list in the first sequence asked lua_checkstack again: ~28) */
@@ -622,6 +636,16 @@ int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
   if (p == end) return (int)n;
   lua_settop(L, base);
   return -1;
+}
+
+int lterm_push_plain(lua_State *L, const uint8_t *p, size_t len, int skip) {
+  return push_plain(L, p, len, skip, NULL, 0);
+}
+
+int lterm_push_plain_bins(lua_State *L, const lpvm_msg *m, int skip) {
+  uint32_t nbins;
+  const lpvm_binref *bins = lpvm_msg_bins(m, &nbins);
+  return push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len, skip, bins, nbins);
 }
 
 const uint8_t *lterm_plain_at(lua_State *L, const uint8_t *p, const uint8_t *end) {

@@ -4,9 +4,10 @@
 **
 ** Most messages are a few scalars, or lists of scalars and pids (EStone's msgp
 ** shapes): sent millions of times, they must not pay for what the general encoder
-** keeps for the rare cases (function graphs, shared binaries, cycles, maps). Here a
-** message of scalars, and of lists of scalars and a few levels of lists, is read in
-** place (vm/lraw.h), sized exactly and written straight into its block; anything
+** keeps for the rare cases (function graphs, cycles, maps). Here a message of
+** scalars and shared binaries, and of lists of them and a few levels of lists, is
+** read in place (vm/lraw.h), sized exactly and written straight into its block (a
+** binary as its TAG_LPVM_BINREF, the table of binaries after the term); anything
 ** else goes to the general encoder (lterm.c's lterm_msg), with a first guess of its
 ** size. The bytes are the general encoder's.
 */
@@ -82,8 +83,8 @@ void lterm_put_scalar(lua_State *L, int idx, int t, uint64_t ref, lpvm_tbuf *b) 
 }
 
 /* lterm_msg_plain (below) read in place (vm/lraw.h) for the commonest values:
-** up to LTERM_PLAIN_MAX nil, booleans, numbers, strings, pids and references, and
-** lists of such values (a table whose array part holds them from 1 to its first nil
+** up to LTERM_PLAIN_MAX nil, booleans, numbers, strings, pids, shared binaries (up to
+** RAW_BINS in all) and references, and lists of such values (a table whose array part holds them from 1 to its first nil
 ** and whose hash part is empty: EStone generic's request {"abc"}) and of such lists
 ** (a few levels and tables: RAW_DEPTH, RAW_TABLES; msgp_medium's big()), sized from their
 ** tags and lengths and written straight into a block lpvm_msg_new made, without
@@ -98,11 +99,24 @@ static inline void wr32be(uint8_t *q, uint32_t v) {
   memcpy(q, &v, 4);
 }
 
+/* Shared binaries written in place in one message (lpvm.send(pid, "data", b),
+** {tag, b}): each is TAG_LPVM_BINREF and its index, as lpvm_put_bin writes it, with
+** the message's table after the term (lpvm_msg_set_bins); more go to the general
+** encoder. */
+#define RAW_BINS 8
+typedef struct rawbins {
+  uint32_t n;   /* sized (raw_scalar_size), then written (raw_put) */
+  lpvm_binref v[RAW_BINS];
+} rawbins;
+
 /* The bytes a scalar takes: exactly, but a pid or a reference at most (a node name
 ** of up to 48 bytes, a longer one grows the block); 0 for another value. (Exact, the
-** block goes back to the free list it came from: see vm/lmod_msg.c's msg_done.) */
-static inline size_t raw_scalar_size(const lraw_tvalue *v) {
-  size_t len;
+** block goes back to the free list it came from: see vm/lmod_msg.c's msg_done.) A
+** shared binary takes its tag's 5 and its entry in bins (filled in order: raw_put
+** writes them in the same order, and sets their positions). */
+static inline size_t raw_scalar_size(const lraw_tvalue *v, rawbins *bins) {
+  size_t len, off;
+  lpvm_bin *bin;
   switch (v->tt) {
     case LRAW_VSHRSTR: case LRAW_VLNGSTR:
       lraw_str(v, &len);
@@ -118,6 +132,10 @@ static inline size_t raw_scalar_size(const lraw_tvalue *v) {
     case LRAW_VTRUE: return 6;
     case LRAW_VFALSE: return 7;
     case LRAW_VLIGHTUD: return 72;
+    case LRAW_VUSERDATA:
+      if (bins->n >= RAW_BINS || !(bin = lbin_raw(v, &off, &len))) return 0;
+      bins->v[bins->n++] = (lpvm_binref){bin, (uint32_t)off, (uint32_t)len, 0, 0};
+      return 5;
     default: return lraw_is_nil(v) ? 5 : 0;
   }
 }
@@ -132,16 +150,17 @@ static inline size_t raw_scalar_size(const lraw_tvalue *v) {
 /* A list table's elements (its array part's up to the first nil) and its lists',
 ** depth levels down at most, *tables more tables at most (counted down): what they
 ** and the lists' framing take, or 0 if h or a list in it is not such a list. */
-static size_t raw_list_size(const lraw_table *h, int depth, int *tables) {
+static size_t raw_list_size(const lraw_table *h, int depth, int *tables, rawbins *bins) {
   if (h->lastfree) return 0;   /* a hash part: the general encoder */
   unsigned int asize = lraw_real_asize(h), i = 0;
   const lraw_tvalue *a = h->array;
   size_t sz = 6, one;          /* LIST_EXT's 5 bytes and the [] tail */
   for (; i < asize && !lraw_is_nil(&a[i]); i++) {
     if (a[i].tt == LRAW_VTABLE) {
-      if (depth <= 1 || --*tables < 0 || !(one = raw_list_size(a[i].v.gc, depth - 1, tables)))
+      if (depth <= 1 || --*tables < 0 ||
+          !(one = raw_list_size(a[i].v.gc, depth - 1, tables, bins)))
         return 0;
-    } else if (!(one = raw_scalar_size(&a[i]))) {
+    } else if (!(one = raw_scalar_size(&a[i], bins))) {
       return 0;
     }
     sz += one;
@@ -180,6 +199,7 @@ typedef struct rawblk {
   uint8_t pidcopy;   /* pid[] holds them (copied at the second local pid) */
   size_t pidat;
   uint8_t pid[LTERM_PID_MAX];
+  rawbins *bins;                   /* the shared binaries sized, and n of them written */
 } rawblk;
 
 /* A pid or a reference put at q by lmod_put_light, which grows the block for a node
@@ -240,6 +260,13 @@ raw_put(rawblk *r, uint8_t *q, const lraw_tvalue *v) {
       wr32be(q + 1, (uint32_t)(bits >> 32)), wr32be(q + 5, (uint32_t)bits);
       return q + 9;
     }
+    case LRAW_VUSERDATA: {   /* a shared binary (raw_scalar_size's): its entry's index */
+      uint32_t i = r->bins->n++;
+      r->bins->v[i].pos = (uint32_t)(q - r->data - sizeof(lpvm_msg));
+      q[0] = 200;   /* TAG_LPVM_BINREF (tasks/term_int.h) */
+      wr32be(q + 1, i);
+      return q + 5;
+    }
     case LRAW_VTRUE: memcpy(q, "\x77\x04" "true", 6); return q + 6;
     case LRAW_VFALSE: memcpy(q, "\x77\x05" "false", 7); return q + 7;
     case LRAW_VLIGHTUD: {   /* a local pid as the message's first, its own ID words */
@@ -284,22 +311,27 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
   const lraw_tvalue *v = ((const lraw_state *)(void *)L)->ci->func + idx;
   size_t sz = 1 + (n != 1 ? 2 : 0), one;
   int tables = RAW_TABLES;
+  rawbins bins;   /* (v[] is written before it is read: not cleared) */
+  bins.n = 0;
   for (int i = 0; i < n; i++) {
     one = v[i].tt == LRAW_VTABLE ? (--tables < 0 || raw_deep_last(v[i].v.gc)
-                                        ? 0 : raw_list_size(v[i].v.gc, RAW_DEPTH, &tables))
-                                 : raw_scalar_size(&v[i]);
+                                        ? 0 : raw_list_size(v[i].v.gc, RAW_DEPTH, &tables, &bins))
+                                 : raw_scalar_size(&v[i], &bins);
     if (!one) return 0;
     sz += one;
   }
   /* a small block from the thread's free lists (vm/lproc_small.h), where the
-  ** receiver's take puts it back (vm/lmod_msg.c): malloc and free cost ~70 */
-  lpvm_msg *m = lpvm_msg_init(lproc_small_alloc(sizeof(lpvm_msg) + sz), sz);
+  ** receiver's take puts it back (vm/lmod_msg.c): malloc and free cost ~70. With
+  ** shared binaries, malloc's block with room for their table (lpvm_msg_free's) */
+  uint32_t nb = bins.n;
+  size_t cap = nb ? lpvm_msg_bins_room(sz, nb) : sizeof(lpvm_msg) + sz;
+  lpvm_msg *m = lpvm_msg_init(nb ? malloc(cap) : lproc_small_alloc(cap), sz);
   *out = m;
   if (!m) return 1;
   /* the block as a builder's (lpvm_msg_build): a pid's put may grow it */
-  rawblk r;   /* (pid[] is written before it is read: not cleared) */
-  r.data = (uint8_t *)m, r.cap = sizeof(lpvm_msg) + sz, r.all = sz, r.err = 0, r.pidlen = 0;
-  r.pidcopy = 0;
+  rawblk r;   /* (pid[] and bins[] are written before they are read: not cleared) */
+  r.data = (uint8_t *)m, r.cap = cap, r.all = sz, r.err = 0, r.pidlen = 0;
+  r.pidcopy = 0, r.bins = &bins, bins.n = 0;
   uint8_t *q = r.data + sizeof(lpvm_msg);
   *q++ = 131;
   if (n != 1) *q++ = T_SMALL_TUPLE, *q++ = (uint8_t)n;
@@ -316,9 +348,20 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
     return 1;
   }
   int exact = r.data == (uint8_t *)m && (size_t)(q - r.data) == sizeof(lpvm_msg) + sz;
+  size_t len = (size_t)(q - r.data - sizeof(lpvm_msg));
+  if (nb && lpvm_msg_bins_room(len, nb) > r.cap) {   /* a pid grew the block */
+    uint8_t *d = realloc(r.data, lpvm_msg_bins_room(len, nb));
+    if (!d) {
+      free(r.data);
+      *out = NULL;
+      return 1;
+    }
+    r.data = d;
+  }
   m = (lpvm_msg *)(void *)r.data;
-  m->len = (uint32_t)(q - r.data - sizeof(lpvm_msg));
-  if (exact) m->flags |= LPVM_MSGF_SMALL;   /* its block: lproc_small_size of it */
+  m->len = (uint32_t)len;
+  if (nb) lpvm_msg_set_bins(m, bins.v, nb);   /* each takes a reference */
+  else if (exact) m->flags |= LPVM_MSGF_SMALL;           /* its block: lproc_small_size of it */
   *out = m;
   return 1;
 }

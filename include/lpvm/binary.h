@@ -128,6 +128,11 @@ LPVM_API const lpvm_binref *lpvm_msg_bins(const lpvm_msg *m, uint32_t *n);
 /* If m is one shared binary and nothing else (lpvm_msg_new_bin's, or the same term
 ** built otherwise): its entry (no new reference), else NULL. */
 LPVM_API const lpvm_binref *lpvm_msg_lone_bin(const lpvm_msg *m);
+/* A message whose term (len bytes) was written in place with n shared binaries: the
+** block size it needs (header, term, table), and its table set from v (each entry
+** takes a reference; m's len is the term's). */
+LPVM_API size_t lpvm_msg_bins_room(size_t len, uint32_t n);
+LPVM_API void lpvm_msg_set_bins(lpvm_msg *m, const lpvm_binref *v, uint32_t n);
 
 /* The term of m as it leaves the node: every shared binary a BINARY_EXT. flat_len is
 ** its length (lpvm_msg_len(m) plus the binaries' bytes); flat_write writes it. */

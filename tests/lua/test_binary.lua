@@ -142,6 +142,53 @@ test("a binary in a message is shared: the receiver gets the same bytes, no copy
   settle(base)
 end)
 
+test("binaries beside other values and in lists: read as sent, each buffer shared", function()
+  local base = baseline()
+  local a, b = lpvm.binary(string.rep("a", 3000)), lpvm.binary("bee")
+  local me = lpvm.self()
+  local pid = lpvm.spawn(function(parent)
+    for _ = 1, 5 do
+      local v = table.pack(lpvm.receive())
+      lpvm.send(parent, v, lpvm.binary_stats())
+    end
+  end, me)
+  local ref = lpvm.make_ref()
+  lpvm.send(pid, "data", a)
+  lpvm.send(pid, { "tag", b })
+  lpvm.send(pid, me, ref, { a:sub(2, 5), { b, 7, { 1.5, a } } }, true)
+  lpvm.send(pid, { a, a, a, a, a, a, a, a, b })   -- nine: the general encoder
+  lpvm.send(pid, a, "x", b)
+  local r = T.recv()
+  T.eq(r[1].n, 2)
+  T.eq(r[1][1], "data")
+  T.ok(rawequal(r[1][2], a), "the same value back (interned)")
+  T.eq(r[2], base + 2, "no copy")
+  r = T.recv()
+  T.eq(r[1][1][1], "tag")
+  T.ok(lpvm.is_binary(r[1][1][2]))
+  T.eq(tostring(r[1][1][2]), "bee")
+  r = T.recv()
+  local v = r[1]
+  T.eq(v.n, 4)
+  T.ok(v[1] == me)
+  T.ok(v[2] == ref)
+  T.eq(tostring(v[3][1]), "aaaa")
+  T.ok(rawequal(v[3][2][1], b))
+  T.eq(v[3][2][2], 7)
+  T.eq(v[3][2][3][1], 1.5)
+  T.ok(rawequal(v[3][2][3][2], a))
+  T.eq(v[4], true)
+  r = T.recv()
+  T.eq(#r[1][1], 9)
+  T.ok(rawequal(r[1][1][1], a) and rawequal(r[1][1][8], a) and rawequal(r[1][1][9], b))
+  r = T.recv()
+  T.eq(r[1].n, 3)
+  T.ok(rawequal(r[1][1], a) and r[1][2] == "x" and rawequal(r[1][3], b))
+  T.eq(r[2], base + 2, "no copy")
+  a, b, r, v = nil, nil, nil, nil
+  settle(base)
+end)
+
 test("a binary sent alone: whole or a part, taken by a predicate or in order", function()
   -- lpvm.send(pid, b) is built and read without the term codec (lpvm_msg_new_bin,
   -- lpvm_msg_lone_bin): the same values, the same references
