@@ -536,7 +536,7 @@ static int lproc_first(lproc *p) {
     p->L = s->L;
     atomic_store_explicit(&p->task.hint, (const void *)p->L, memory_order_relaxed);
     p->nargs = s->nargs;
-    p->libs_exposed = 1;   /* its Lua code may have run before it was ours */
+    p->libs_exposed = 2;   /* its Lua code may have run before it was ours (llibs.c) */
     lua_setallocf(p->L, lproc_alloc, p);
     p->mem = lproc_state_bytes(p->L);
     p->start = NULL;

@@ -124,7 +124,8 @@ typedef struct lproc {
   uint16_t fn_len;          /* bytecode length of the function: the kept one's until
                             ** the decoder sees this process's (0: not known) */
   uint8_t libs_exposed;     /* llibs.c: Lua code may hold the lazy globals' metatable or the
-                            ** string stand-in (getmetatable, debug, package); written by
+                            ** string stand-in (getmetatable, debug, package): 1; 2 an
+                            ** adopted state's (they may still be one table); written by
                             ** the worker running p */
   uint8_t blk_bump;         /* lproc_block.c: new objects are bumped from blk (made by p's
                             ** lua_newstate, none has failed to fit yet); set with blk
