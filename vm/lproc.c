@@ -255,6 +255,7 @@ void lproc_state_init(lua_State *L, int kept) {
   if (kept == 0) gc_first_debt(L);
   memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
   llibs_install(L, kept);
+  if (kept == 0) lproc_block_to_line(lproc_of(L));   /* the body's objects on lines */
   lproc_slice_init(L);
 }
 

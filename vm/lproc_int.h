@@ -221,6 +221,7 @@ void *lproc_block_first(lproc *p, size_t nsize);   /* make the block, or NULL */
 void lproc_block_drop(lproc *p);                    /* free the block */
 void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
 void lproc_block_close(lua_State *L, char *blk);     /* close an owner-less state */
+void lproc_block_to_line(lproc *p);   /* the next object bumped starts a cache line */
 
 /* ptr (not NULL) is one of the block's objects. Without a block this is false too:
 ** no heap object lies below address LPROC_BLOCK. */
