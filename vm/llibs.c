@@ -24,9 +24,12 @@
 #include <pthread.h>
 #include <lualib.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "vm/lproc_int.h"
 #include "vm/lraw.h"
@@ -52,9 +55,65 @@ static int open_io(lua_State *L) {
   return 1;
 }
 
+/* math with a seed of each state's own. Lua seeds a new state's generator, and
+** math.randomseed() without arguments, from the time in seconds and the state's
+** address: a recycled state (lproc_pool.c) keeps its address and a new one often
+** gets a freed one's, so processes started in one second drew the same numbers.
+** Each opening, and each randomseed(), takes the VM's next seed instead (splitmix64
+** over a counter from a start that differs per run and per OS process), as each
+** Erlang process gets rand's seed of its own. */
+static uint64_t seed_base;
+static _Atomic uint64_t seed_count;
+static pthread_once_t seed_once = PTHREAD_ONCE_INIT;
+
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+static void seed_init(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  seed_base = mix64((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+              mix64((uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)&ts);
+}
+
+static void push_seeds(lua_State *L) {
+  pthread_once(&seed_once, seed_init);
+  uint64_t x = seed_base + atomic_fetch_add_explicit(&seed_count, 1, memory_order_relaxed) *
+                               2 * 0x9e3779b97f4a7c15u;
+  lua_pushinteger(L, (lua_Integer)mix64(x));
+  lua_pushinteger(L, (lua_Integer)mix64(x + 0x9e3779b97f4a7c15u));
+}
+
+/* math.randomseed: liblua's, run in this frame (its upvalue 1, the generator, is this
+** closure's too, and an error names 'randomseed'); without arguments, the next seed. */
+static int math_randomseed(lua_State *L) {
+  lua_CFunction seed = lua_tocfunction(L, lua_upvalueindex(2));
+  if (lua_isnone(L, 1)) push_seeds(L);
+  return seed(L);
+}
+
+static int open_math(lua_State *L) {
+  luaopen_math(L);
+  int t = lua_gettop(L);
+  lua_getfield(L, t, "randomseed");
+  if (lua_iscfunction(L, -1) && lua_getupvalue(L, -1, 1)) {   /* the generator */
+    lua_pushvalue(L, -2);
+    lua_pushcclosure(L, math_randomseed, 2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, t, "randomseed");
+    push_seeds(L);
+    lua_call(L, 2, 0);
+  }
+  lua_settop(L, t);
+  return 1;
+}
+
 static const lib libs[] = {
     {"string", luaopen_string}, {"table", luaopen_table},
-    {"math", luaopen_math},     {"io", open_io},
+    {"math", open_math},     {"io", open_io},
     {"os", open_os},         {"coroutine", open_coroutine},
     {"utf8", luaopen_utf8},     {"debug", luaopen_debug},
     {"package", open_package},  {"lpvm", lmod_open},

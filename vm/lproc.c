@@ -96,8 +96,10 @@ __attribute__((noinline)) static void *alloc_slow(lproc *p, void *ptr, size_t os
     if (nsize == 0) return NULL;
     if (!p) return lproc_small_alloc(nsize);
     if (p->max_heap && over_heap(p, 0, nsize)) return NULL;
-    /* see clean_cf: only a table or a full userdata can get a finalizer */
-    if (p->clean_watch && (osize == LUA_TTABLE || osize == LUA_TUSERDATA)) p->clean_new = 1;
+    /* see clean_cf: only a table or a full userdata can get a finalizer (2: any
+    ** new object, finalizer_ran) */
+    if (p->clean_watch && (osize == LUA_TTABLE || osize == LUA_TUSERDATA || p->clean_watch == 2))
+      p->clean_new = 1;
     if (!p->blk_bump || !(q = lproc_block_alloc(p, nsize)))   /* lproc_block.c */
       q = lproc_small_alloc(nsize);
     if (q) p->mem += nsize;

@@ -69,7 +69,7 @@ static int tostring_cf(lua_State *L) {
 ** malloc'd; NULL when it has none, or it raised, ran too long or found no memory. Its
 ** Lua needs a live thread: the dead one is reset first (its __close handlers run now,
 ** not at release, and its frames go: take the traceback before), and everything runs
-** under the hook that bounds finalizers at exit (p->closing: an error after ~2M
+** under the hook that bounds __close handlers at exit (p->closing: an error after ~2M
 ** instructions), so a __tostring that loops or raises cannot hang or crash the worker. */
 static char *error_text(lproc *p, size_t *len) {
   lua_State *L = p->L;

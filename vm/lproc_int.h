@@ -110,7 +110,7 @@ typedef struct lproc {
   uint8_t closing;          /* terminate: the state is being closed */
   uint8_t boot;             /* the boot process (lproc_boot_ok, crash log) */
   uint8_t failed;           /* it ended by itself: error, exit(reason), max_heap */
-  uint8_t clean_watch;      /* clean_cf: its collection runs (the allocator watches) */
+  uint8_t clean_watch;      /* clean_cf: its collection runs (the allocator watches; 2: all) */
   uint8_t clean_new;        /* an object was made while clean_watch was set */
   uint8_t recycled;         /* its state came from the pool (1, info's `recycled`) or
                             ** the maker's stock (LPROC_STOCK, info's `stock`) */

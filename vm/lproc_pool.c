@@ -274,8 +274,9 @@ static void reset_gc_params(lproc *p, lua_State *L) {
 ** finalizer of theirs now, while the state is nobody's; whatever a finalizer leaves
 ** behind is cleared again. A finalizer that makes a new table or userdata might have
 ** registered another finalizer, which would run in the next owner's life: the
-** allocator sets clean_new then, and the state is closed instead. (One that gives an
-** existing object a finalizing metatable again, making nothing, is not seen.) */
+** allocator sets clean_new then, and the state is closed instead. One that gives an
+** existing object a finalizing metatable again, making nothing, leaves a finalizer
+** pending after the last collection: closed too (clean_cf). */
 static void watched_collect(lproc *p, lua_State *L) {
   p->clean_watch = 1;
   lua_gc(L, LUA_GCCOLLECT, 0);
@@ -305,17 +306,35 @@ static int clean_bare(lua_State *L) {
          registry_bare(L) && llibs_in_place(L);
 }
 
+/* Without the mirror (vm/lraw.h) a pending finalizer is seen by running it: a
+** collection started from a new thread calls each finalizer on that thread, whose
+** first call needs a CallInfo the thread has not got yet, a new allocation; a
+** collection that calls none makes nothing new; one more frees the thread (a new
+** state has no such garbage). Returns 1 if one ran (or it cannot be told). */
+static int finalizer_ran(lproc *p, lua_State *L) {
+  if (!lua_checkstack(L, 1)) return 1;
+  lua_State *C = lua_newthread(L);
+  p->clean_watch = 2;
+  p->clean_new = 0;
+  lua_gc(C, LUA_GCCOLLECT, 0);
+  p->clean_watch = 0;
+  lua_pop(L, 1);
+  if (!p->clean_new) lua_gc(L, LUA_GCCOLLECT, 0);
+  return p->clean_new;
+}
+
 static int clean_cf(lua_State *L) {
   lproc *p = lproc_of(L);
   lua_settop(L, 1);   /* the kept function, or nil */
   p->clean_new = 0;
-  int collected = 1, bare = clean_bare(L);
+  int collected = 1, bare = clean_bare(L), finalized = 0;
   if (bare) {
     collected = 0;
   } else if (lraw_ok() && !lraw_finalizers_pending(L)) {   /* vm/lraw.h: the collector's lists */
     clean_quick(p, L);
     collected = 0;
   } else {
+    finalized = 1;
     lua_gc(L, LUA_GCSTOP);   /* no finalizer runs before the watched collection */
     if (!detach_upvalues(L, 1)) return 0;
     llibs_take(L);
@@ -323,6 +342,12 @@ static int clean_cf(lua_State *L) {
     int kept = wipe_registry(L, 1);
     reset_gc_params(p, L);
     watched_collect(p, L);         /* old owner's finalizers run now... */
+    /* ...and then those of what the finalizers left over from its life kept alive (an
+    ** emergency collection at max_heap separates the dead but runs none: what they
+    ** reach lived through this collection), while C libraries' metatables are still
+    ** registered. Without the mirror (vm/lraw.h) that is not seen: once more. */
+    for (int i = 0; i < 3 && !p->clean_new && (lraw_ok() ? lraw_finalizers_pending(L) : !i); i++)
+      watched_collect(p, L);
     if (p->libs_exposed) {         /* ...one of which may have reached them */
       lua_settop(L, 1);
       lua_settop(L, KEPT + 1);
@@ -337,7 +362,12 @@ static int clean_cf(lua_State *L) {
   size_t fn_len = lua_type(L, 1) == LUA_TFUNCTION ? p->fn_len : 0;
   for (int i = 0; i < 2 && !p->clean_new && p->mem > pool_max_bytes(collected, fn_len); i++)
     watched_collect(p, L), collected = 1;
+  /* A finalizer that gave its object (or another old one) a finalizing metatable
+  ** again made nothing the allocator saw, and would run in the next owner's life, as
+  ** that owner (lpvm.self, send, exit): such a state is closed. Without the mirror
+  ** (vm/lraw.h) one more collection runs them, and tells if one ran. */
   if (p->clean_new) return 0;
+  if (finalized && (lraw_ok() ? lraw_finalizers_pending(L) : finalizer_ran(p, L))) return 0;
   drop_upvalues(L, 1);
   lproc_state_init(L, bare ? LLIBS_IN_PLACE : 2);
   lua_settop(L, 1);
@@ -375,9 +405,10 @@ void lproc_pool_release(lproc *p) {
     lua_insert(L, 1);
     lua_settop(L, 1);
   }
-  /* Finalizers and __close handlers are bounded by the closing hook: armed before any
-  ** of them can run (resetthread, the cleaning, lua_close); the bare cleaning runs
-  ** no Lua code and sets the new owner's hook itself. */
+  /* __close handlers (and the code they call) are bounded by the closing hook: armed
+  ** before any of them can run (resetthread, the cleaning, lua_close); the bare
+  ** cleaning runs no Lua code and sets the new owner's hook itself. A __gc runs with
+  ** Lua's hooks off (lgc.c GCTM): nothing bounds it (lua-api.md says so). */
   int closing = !kept;
   if (closing) lproc_slice_closing(L);
   if (room && (kept || lua_resetthread(L) == LUA_OK)) {

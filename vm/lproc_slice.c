@@ -232,7 +232,7 @@ static void lproc_hook(lua_State *L, lua_Debug *ar) {
     if (!counting()) own_restore(L);
     return;
   }
-  if (p->closing) {   /* finalizers at close: bounded, then an error (a warning) */
+  if (p->closing) {   /* __close at exit, __tostring: bounded (a __gc runs hookless) */
     if (++p->slices > 2000) luaL_error(L, "finalizer ran too long at process exit");
     return;
   }

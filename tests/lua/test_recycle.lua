@@ -357,6 +357,71 @@ test("a finalizer that makes objects while its state is cleaned: the state is cl
   lpvm.recycle(old)
 end)
 
+-- A finalizer that gives its own object its metatable again makes nothing new: the
+-- object waits for finalization once more after the cleaning's last collection, and
+-- its finalizer would run in the next owner's life, as the next owner (lpvm.self,
+-- send, exit, register). Such a state is closed (lproc_pool.c clean_cf).
+test("a finalizer that rearms itself while its state is cleaned: the state is closed", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(1)
+  for round = 1, 3 do
+    run(function(parent)
+      local l = require "lpvm"
+      local sm, pc = setmetatable, pcall
+      local mt, n = {}, 0
+      -- (rearmed first: a send while the state is cleaned, nobody's, ends the finalizer)
+      mt.__gc = function(o) n = n + 1; sm(o, mt); if n > 2 then pc(l.send, parent, "ghost", l.self()) end end
+      sm({}, mt)
+      l.send(parent, "armed")
+    end)
+    -- the observer collects (a pending finalizer would run now) and then reports:
+    -- its messages come in the order it sent them, so a ghost would come first
+    local pid, ref = lpvm.spawn_monitor(function(parent)
+      local l = require "lpvm"
+      for _ = 1, 4 do collectgarbage() end
+      l.send(parent, "observer", l.self(), l.info(l.self()).recycled)
+    end, lpvm.self())
+    local m = T.recv()
+    T.eq(m[1], "observer", "round " .. round .. ": " .. tostring(m[1]) .. " " .. tostring(m[2]))
+    T.eq(m[2], pid)
+    T.down(ref)
+  end
+  lpvm.recycle(old)
+end)
+
+-- Lua seeds a state's generator (and math.randomseed()) from the time in seconds and
+-- the state's address: a recycled state keeps its address, so processes started in
+-- one second drew the same numbers (new states too, at a freed state's address).
+-- Each process draws its own (llibs.c open_math), as each Erlang process seeds rand
+-- its own way; an explicit seed still gives Lua's sequence for it.
+test("math.random: each process, recycled or new, draws its own numbers", function()
+  local old = lpvm.recycle()
+  local seen, n = {}, 0
+  local function draw(parent, reseed)
+    local l = require "lpvm"
+    if reseed == "none" then math.randomseed() elseif reseed then math.randomseed(reseed) end
+    l.send(parent, math.random(0) .. " " .. math.random(0), l.info(l.self()).recycled)
+  end
+  for _, bound in ipairs { 1, 0 } do   -- recycled states, then new ones
+    lpvm.recycle(bound)
+    for i = 1, 6 do
+      local reseed = i % 3 == 2 and "none" or nil
+      local got = run(draw, nil, reseed)
+      if bound == 1 and i > 1 then T.eq(got[2], true, "recycled") end
+      T.eq(seen[got[1]], nil, "the same numbers twice: " .. got[1])
+      seen[got[1]] = true
+      n = n + 1
+    end
+  end
+  T.eq(n, 12)
+  -- a seed given: the same numbers in every process, and the next one its own again
+  lpvm.recycle(1)
+  local a = run(draw, nil, 42)[1]
+  T.eq(run(draw, nil, 42)[1], a, "randomseed(42) twice")
+  T.ok(run(draw)[1] ~= a, "after randomseed(42), the next process's own seed")
+  lpvm.recycle(old)
+end)
+
 test("many recycled processes in a row, some failing, some killed", function()
   local n = T.scaled(400, 40)
   local me = lpvm.self()
@@ -401,6 +466,37 @@ test("a C finalizer finds its metatable while the state is cleaned: io files clo
   T.eq(f:read("a"), "flushed by __gc")
   f:close()
   os.remove(name)
+  lpvm.recycle(old)
+end)
+
+-- An owner killed at max_heap leaves finalizers that the emergency collection
+-- separated and did not run: what they reach (its globals, a file there) lives
+-- through the cleaning's first collection, and was finalized only after its C
+-- library's metatable was gone from the registry: the file stayed open, unflushed.
+test("killed at max_heap with finalizers pending: its files are still closed and flushed", function()
+  local old = lpvm.recycle(0)
+  lpvm.recycle(4)
+  local name = os.tmpname()
+  local pid, ref = lpvm.spawn_monitor({ max_heap = 1 << 20 }, function(file)
+    kept_file = assert(io.open(file, "w"))
+    kept_file:write("flushed by __gc")   -- left in the buffer: only fclose writes it
+    setmetatable({}, { __gc = function() touched = kept_file end })   -- reaches _ENV
+    collectgarbage("stop")   -- its only collection is the emergency one
+    local t = {}
+    for i = 1, 1e7 do t[i] = ("x"):rep(100) .. i end
+  end, name)
+  local _, reason = T.down(ref)
+  T.eq(reason, "max_heap")
+  -- the state is cleaned (then closed: a heap limit was hit) after the DOWN is sent
+  local got = T.wait_until(function()
+    local f = assert(io.open(name))
+    local s = f:read("a")
+    f:close()
+    return s ~= "" and s
+  end)
+  T.eq(got, "flushed by __gc")
+  os.remove(name)
+  T.ok(pid)
   lpvm.recycle(old)
 end)
 
