@@ -211,3 +211,64 @@ Test(binary, threads_share_and_release_binaries) {
   for (int i = 0; i < 8; i++) lpvm_bin_drop(shared_bins[i]);
   cr_assert_eq(live(), base);
 }
+
+/* lpvm_msg_new_bin (lpvm.send(pid, b)'s message) is byte for byte what the builder
+** makes of the binary alone, holds one reference, flattens to the binary's bytes;
+** lpvm_msg_lone_bin finds it there and only there. */
+Test(binary, a_lone_binary_message_is_the_builders) {
+  size_t base = live();
+  lpvm_bin *bin = lpvm_bin_new("abcdefgh", 8);
+  lpvm_tbuf b;
+  lpvm_binrefs refs = {0};
+  lpvm_tbuf_init(&b);
+  lpvm_put_bin(&b, &refs, bin, 2, 5);
+  lpvm_msg *built = lpvm_tbuf_to_msg_bins(&b, &refs);
+  lpvm_binrefs_free(&refs);
+  lpvm_msg *m = lpvm_msg_new_bin(bin, 2, 5);
+  cr_assert(built && m);
+  cr_assert_eq(lpvm_msg_len(m), lpvm_msg_len(built));
+  cr_assert_eq(memcmp(lpvm_msg_data(m), lpvm_msg_data(built), lpvm_msg_len(m)), 0);
+  uint32_t n, nb;
+  const lpvm_binref *v = lpvm_msg_bins(m, &n), *vb = lpvm_msg_bins(built, &nb);
+  cr_assert_eq(n, 1);
+  cr_assert_eq(nb, 1);
+  cr_assert(v[0].bin == bin && v[0].off == 2 && v[0].len == 5 && v[0].pos == vb[0].pos);
+  cr_assert_eq(lpvm_msg_lone_bin(m), v);
+  cr_assert_eq(lpvm_msg_lone_bin(built), vb);
+  lpvm_tbuf plain;
+  lpvm_msg *tuple = build(bin, &plain);   /* {Bin, Sub, ok, Bin}: not a lone one */
+  cr_assert_null(lpvm_msg_lone_bin(tuple));
+  lpvm_msg_free(tuple);
+  lpvm_tbuf_free(&plain);
+  cr_assert_null(lpvm_msg_new_bin(bin, 4, 5), "a range past the end");
+  cr_assert_null(lpvm_msg_new_bin(bin, 9, 0), "an offset past the end");
+  cr_assert_null(lpvm_msg_bin_init(NULL, bin, 0, 8), "no block");
+  /* in a block of the caller's: the same; its binaries dropped, it is a block only */
+  void *block = malloc(lpvm_msg_bin_size());
+  lpvm_msg *own = lpvm_msg_bin_init(block, bin, 0, 8);
+  cr_assert_eq((void *)own, block);
+  cr_assert_not_null(lpvm_msg_lone_bin(own));
+  cr_assert_eq(live(), base + 1);
+  lpvm_bin_keep(bin);
+  lpvm_msg_drop_bins(own);
+  cr_assert_null(lpvm_msg_bins(own, &n), "no table after the drop");
+  lpvm_msg_drop_bins(own);   /* nothing more: the reference went once */
+  lpvm_bin_drop(bin);
+  cr_assert_eq(live(), base + 1, "bin's own reference is still there");
+  lpvm_msg_free(own);
+  lpvm_bin_drop(bin);
+  lpvm_msg_free(built);
+  cr_assert_eq(live(), base + 1, "the lone message holds its reference");
+  lpvm_msg *f = lpvm_msg_flatten(m);   /* frees m: the last reference goes */
+  cr_assert_not_null(f);
+  cr_assert_eq(live(), base);
+  cr_assert_null(lpvm_msg_lone_bin(f));
+  lpvm_tread r;
+  const uint8_t *p;
+  size_t len;
+  cr_assert_eq(lpvm_tread_init(&r, lpvm_msg_data(f), lpvm_msg_len(f)), 0);
+  cr_assert_eq(lpvm_get_binary(&r, &p, &len), 0);
+  cr_assert_eq(len, 5);
+  cr_assert_eq(memcmp(p, "cdefg", 5), 0);
+  lpvm_msg_free(f);
+}

@@ -441,9 +441,22 @@ void lets_push_ints(lua_State *L, const int64_t *v, int m) {
     lua_rawseti(L, -2, 1);
     return;
   }
+  lets_push_ints_raw(L, v, m);
+}
+
+void lets_push_ints_raw(lua_State *L, const int64_t *v, int m) {
+  if (m <= 0) {
+    lraw_new_empty(L);
+    return;
+  }
   const lraw_state *st = (const lraw_state *)(void *)L;
   lraw_tvalue *a = lraw_new_list1(L, (unsigned)m);
   if (a) {   /* the tuple already in the list: its slots set before anything allocates */
+    if (m == 2) {   /* {K, V}: no loop */
+      a[0].v.i = v[0], a[0].tt = LRAW_VNUMINT;
+      a[1].v.i = v[1], a[1].tt = LRAW_VNUMINT;
+      return;
+    }
     for (int k = 0; k < m; k++) a[k].v.i = v[k], a[k].tt = LRAW_VNUMINT;
     return;
   }

@@ -75,6 +75,8 @@ void lets_push_objects(lua_State *L, const uint8_t *p, size_t len, int n);
 ** v[m - 1]}}, each table of its exact size. The same slots and rule as
 ** lets_push_objects. */
 void lets_push_ints(lua_State *L, const int64_t *v, int m);
+/* The same, with the mirror already trusted (lraw_ok() said so). */
+void lets_push_ints_raw(lua_State *L, const int64_t *v, int m);
 /* Push a whole term (version byte first) that is a list, as lterm.c would, with
 ** tuples, lists and scalars decoded here: 1, or 0 (nothing pushed) for another
 ** term. Raises on a malformed term. */

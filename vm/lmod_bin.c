@@ -23,6 +23,7 @@
 
 #include "lpvm/binary.h"
 #include "vm/lproc_int.h"
+#include "vm/lraw.h"
 
 typedef struct lbin {
   lpvm_bin *bin;   /* NULL only while it is being made */
@@ -40,7 +41,29 @@ static const char *lbin_data(const lbin *b) {
 ** [MT_INTERN] the state's interned binaries (push_whole). */
 enum { MT_MARK = 1, MT_INTERN = 2 };
 
+/* The binary at stack index idx > 0 read in place (vm/lraw.h): its userdata's
+** metatable's mark, ~15 instructions where the C API's calls took ~190 of a 100 KB
+** binary's message (docs/perf/bin.md). NULL: not a binary. */
+static lbin *raw_bin(lua_State *L, int idx) {
+  const lraw_state *s = (const lraw_state *)(void *)L;
+  const lraw_tvalue *v = s->ci->func + idx;
+  if (v >= s->top || v->tt != LRAW_VUSERDATA) return NULL;
+  const lraw_udata0 *u = v->v.gc;
+  const lraw_table *mt = u->metatable;
+  if (u->nuvalue != 0 || !mt || lraw_real_asize(mt) < MT_MARK) return NULL;
+  const lraw_tvalue *mark = &mt->array[MT_MARK - 1];
+  if (mark->tt != LRAW_VLIGHTUD || mark->v.p != (void *)&bin_mt_key) return NULL;
+  return lraw_udata_block(u);
+}
+
 lpvm_bin *lbin_to(lua_State *L, int idx, size_t *off, size_t *len) {
+  if (idx > 0 && lraw_ok()) {
+    lbin *b = raw_bin(L, idx);
+    if (!b || !b->bin) return NULL;
+    *off = b->off;
+    *len = b->len;
+    return b->bin;
+  }
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
   int same = lua_rawgeti(L, -1, MT_MARK) == LUA_TLIGHTUSERDATA &&
              lua_touserdata(L, -1) == (void *)&bin_mt_key;
@@ -122,8 +145,30 @@ void lbin_push(lua_State *L, lpvm_bin *bin, size_t off, size_t len) {
 ** no new userdata, no finalizer call, no collector charge (those were most of a
 ** message's cost). The table's value holds its own reference, so the buffer cannot
 ** be freed and its address reused while the entry exists. */
+/* The interned value of buffer bin found in place (vm/lraw.h) and pushed, as
+** lua_rawgetp pushes a value it finds (no barrier: a stack is traversed again at the
+** end of every cycle, and a weak table holds no dead value past that), in the slot
+** the C API's push would take: 1, or 0 if not found so (the C API's way then). The
+** registry's and the intern table's lookups through the C API were ~300 of a 100 KB
+** binary's ~1,730 instructions a message (docs/perf/bin.md). */
+static int raw_interned(lua_State *L, lpvm_bin *bin) {
+  const lraw_global *g = lraw_g(L);
+  if (g->l_registry.tt != LRAW_VTABLE) return 0;
+  const lraw_tvalue *v = lraw_get_lightud(g->l_registry.v.gc, &bin_mt_key);
+  if (!v || v->tt != LRAW_VTABLE) return 0;
+  const lraw_table *mt = v->v.gc;
+  if (lraw_real_asize(mt) < MT_INTERN || mt->array[MT_INTERN - 1].tt != LRAW_VTABLE) return 0;
+  v = lraw_get_lightud(mt->array[MT_INTERN - 1].v.gc, bin);
+  if (!v || v->tt != LRAW_VUSERDATA) return 0;
+  lraw_state *st = (lraw_state *)(void *)L;
+  *st->top = *v;
+  st->top++;
+  return 1;
+}
+
 /* Push the whole binary of buffer bin: the interned value, or a new one (interned). */
 static void push_whole(lua_State *L, lpvm_bin *bin) {
+  if (lraw_ok() && raw_interned(L, bin)) return;
   push_metatable(L);                                       /* mt */
   lua_rawgeti(L, -1, MT_INTERN);                           /* mt T */
   if (lua_rawgetp(L, -1, bin) == LUA_TUSERDATA) {          /* mt T b */

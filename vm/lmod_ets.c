@@ -19,6 +19,7 @@
 #include "lpvm/ets.h"
 #include "vm/lets.h"
 #include "vm/lraw.h"
+#include "vm/lraw_new.h"
 #include "vm/lproc_int.h"
 #include "vm/lterm.h"
 
@@ -534,10 +535,45 @@ static int key_to_list(lua_State *L, key_out_fn fn) {
 ** and parsed again); any other scalar key's objects are copied to the stack and rebuilt
 ** directly (lets.c); more than fit there take the general path. */
 #define LOOKUP_INTS 16
+static int lookup_any(lua_State *L, int ints_tried);
+
+/* lookup(tab, k) by the held reference with an integer key, the usual call: its
+** arguments, the process and the answer's tables read and made after one lraw_ok()
+** (check_tab, self_of and lets_push_ints each ask it again), as l_insert. Anything
+** else: lookup_any, from the start (nothing was changed); an object that is not a
+** tuple of integers (ESPACE) without asking lpvm_ets_lookup_ints again. */
 static int l_lookup(lua_State *L) {
+  if (lraw_ok()) {
+    lraw_state *s = (lraw_state *)(void *)L;
+    const lraw_tvalue *a = s->ci->func + 1, *held = lraw_upvalue(L, 3);
+    if (s->top - a >= 2 && a[0].tt == LRAW_VUSERDATA && held->tt == LRAW_VUSERDATA &&
+        a[0].v.gc == held->v.gc && a[1].tt == LRAW_VNUMINT) {
+      lproc *p = (lproc *)s->l_G->ud;   /* lproc_check's, the layout trusted above */
+      if (!p || !p->L) lproc_not_a_process(L);
+      int64_t v[LOOKUP_INTS];
+      int rc = lpvm_ets_lookup_ints(&p->task, (lpvm_tab)lraw_upvalue(L, 4)->v.i, a[1].v.i,
+                                    v, LOOKUP_INTS);
+      lraw_tvalue *o;
+      if (rc == 2 && (o = lraw_new_list1(L, 2)) != NULL) {   /* {{K, V}} made here */
+        o[0].v.i = v[0], o[0].tt = LRAW_VNUMINT;   /* before anything can allocate */
+        o[1].v.i = v[1], o[1].tt = LRAW_VNUMINT;
+        return 1;
+      }
+      if (rc >= 0) {
+        lets_push_ints_raw(L, v, rc);
+        return 1;
+      }
+      if (rc != LPVM_ETS_ESPACE) return fail(L, rc, 2);
+      return lookup_any(L, 1);
+    }
+  }
+  return lookup_any(L, 0);
+}
+
+static __attribute__((noinline)) int lookup_any(lua_State *L, int ints_tried) {
   lpvm_tab tab = check_tab(L, 1);
   const lraw_tvalue *a;
-  if (lraw_ok() && (a = lraw_arg(L, 2)) != NULL && a->tt == LRAW_VNUMINT) {
+  if (!ints_tried && lraw_ok() && (a = lraw_arg(L, 2)) != NULL && a->tt == LRAW_VNUMINT) {
     int64_t v[LOOKUP_INTS];
     int rc = lpvm_ets_lookup_ints(self_of(L), tab, a->v.i, v, LOOKUP_INTS);
     if (rc >= 0) {

@@ -270,11 +270,19 @@ void lmod_recv_finish(lproc *p) {
 ** must fit every request of its class. One the in-place writer made to its term's
 ** size (LPVM_MSGF_SMALL) goes back to the class it came from; any other holds its
 ** header and term at least (one made elsewhere may be malloc's exact size), rounded
-** down to the lists' 8 bytes. */
+** down to the lists' 8 bytes. A lone binary's (lterm_plain_msg.c, LPVM_MSGF_SMALL
+** with LPVM_MSGF_BINS) drops its reference and goes back to its class too. */
 static inline void msg_done(lpvm_msg *m) {
   size_t sz = sizeof(lpvm_msg) + m->len;
-  if (m->flags & LPVM_MSGF_BINS) lpvm_msg_free(m);
-  else lproc_small_free(m, (m->flags & LPVM_MSGF_SMALL) ? sz : sz & ~(size_t)7);
+  if (m->flags & LPVM_MSGF_BINS) {
+    if (!(m->flags & LPVM_MSGF_SMALL)) {
+      lpvm_msg_free(m);
+      return;
+    }
+    lpvm_msg_drop_bins(m);
+    sz = lpvm_msg_bin_size();
+  }
+  lproc_small_free(m, (m->flags & LPVM_MSGF_SMALL) ? sz : sz & ~(size_t)7);
 }
 
 /* Take m out of the mailbox and push its values. */

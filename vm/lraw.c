@@ -86,6 +86,44 @@ static int arrays_ok(lua_State *L) {
   return ok && lraw_new_check();   /* lraw_new.c's tables, on a state of its own */
 }
 
+/* Full userdata without user values (vm/lmod_bin.c reads a binary's in place): the
+** tag, the header, the metatable (or none), the block's address; and values at
+** light-userdata keys (its interned binaries). */
+static int udata_ok(lua_State *L) {
+  lua_createtable(L, 1, 0);
+  int t = lua_gettop(L);
+  void *p = lua_newuserdatauv(L, 24, 0);
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setmetatable(L, -3);   /* t ud mt */
+  lua_pushvalue(L, -2), lua_rawseti(L, t, 1);
+  const lraw_table *h = lraw_table_at(L, t);
+  const lraw_udata0 *u = h->array[0].v.gc;
+  int ok = h->array[0].tt == LRAW_VUSERDATA && u->tt == (LRAW_VUSERDATA & 0x3F) &&
+           u->nuvalue == 0 && u->len == 24 && u->metatable == lua_topointer(L, -1) &&
+           lraw_udata_block(u) == p;
+  p = lua_newuserdatauv(L, 8, 0);
+  lua_rawseti(L, t, 1);
+  u = h->array[0].v.gc;
+  ok = ok && u->metatable == NULL && u->len == 8 && lraw_udata_block(u) == p;
+  /* light-userdata keys (lraw_get_lightud): 40 of them, some colliding, in the
+  ** registry too; each found with its value, an absent one not */
+  static const char keys[48];
+  lua_newtable(L);
+  for (int i = 0; i < 40; i++) lua_pushinteger(L, i), lua_rawsetp(L, -2, keys + i);
+  lua_pushinteger(L, 7), lua_rawsetp(L, LUA_REGISTRYINDEX, keys + 47);
+  const lraw_table *k = lraw_table_at(L, -1), *reg = lraw_table_at(L, LUA_REGISTRYINDEX);
+  for (int i = 0; ok && i < 40; i++) {
+    const lraw_tvalue *v = lraw_get_lightud(k, keys + i);
+    ok = v && v->tt == LRAW_VNUMINT && v->v.i == i;
+  }
+  const lraw_tvalue *r = lraw_get_lightud(reg, keys + 47);
+  ok = ok && !lraw_get_lightud(k, keys + 41) && r && r->tt == LRAW_VNUMINT && r->v.i == 7;
+  lua_pushnil(L), lua_rawsetp(L, LUA_REGISTRYINDEX, keys + 47);
+  lua_settop(L, t - 1);
+  return ok;
+}
+
 /* A hash part of 4 nodes holding two values: exactly those two, by their keys; a
 ** table with an array and a hash part. */
 static int hashes_ok(lua_State *L) {
@@ -338,7 +376,7 @@ static void *check_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 static int check_cf(lua_State *L) {
   int *ran = lua_touserdata(L, 1);
   lua_settop(L, 0);
-  int ok = arrays_ok(L) && hashes_ok(L) && writes_ok(L) && frames_ok(L) &&
+  int ok = arrays_ok(L) && udata_ok(L) && hashes_ok(L) && writes_ok(L) && frames_ok(L) &&
            closures_ok(L) && collector_ok(L, ran);
   lua_pushboolean(L, ok);
   lua_pushboolean(L, ok && tail_check(L));
@@ -351,7 +389,8 @@ static void check_once(void) {
   lua_State *L = NULL;
   const char *off = getenv("LPVM_NO_LRAW");   /* to compare both ways, or rule it out */
   if (!(off && *off && strcmp(off, "0") != 0) && LUA_VERSION_NUM == 504 && sizeof(lraw_tvalue) == 16 &&
-      offsetof(lraw_string, contents) == 24 && offsetof(lraw_cclosure, upvalue) == 32)
+      offsetof(lraw_string, contents) == 24 && offsetof(lraw_cclosure, upvalue) == 32 &&
+      sizeof(lraw_udata0) == 32)
     L = lua_newstate(check_alloc, &token);
   if (L) {
     const lraw_global *g = ((const lraw_state *)(void *)L)->l_G;

@@ -20,7 +20,7 @@
 ** "alimit is not the size" flag, hash nodes and their keys, values written in place
 ** read back, a C function's arguments and upvalues, two closures of one body sharing
 ** a prototype, the collector's finobj list and black bit, the allocator and registry
-** in the global state. Another Lua (or a build with other options) fails some part of
+** in the global state, a full userdata's metatable and block. Another Lua (or a build with other options) fails some part of
 ** it, lraw_ok() answers 0, and every user keeps to the C API: the same results, by the
 ** slower way. Users must call lraw_ok() (one relaxed load) before each use.
 **
@@ -85,6 +85,18 @@ typedef struct lraw_table {
 #define LRAW_WHITES 0x18   /* an object's marked: lgc.h's two white bits */
 #define LRAW_BLACK 0x20    /* an object's marked: lgc.h's BLACKBIT */
 #define LRAW_SHORTMAX 40   /* LUAI_MAXSHORTLEN: longer strings are not interned */
+
+/* lobject.h's Udata0 (a full userdata without user values) up to its metatable; its
+** block (bindata, maximally aligned) follows: lraw_udata_block. */
+typedef struct lraw_udata0 {
+  void *next;
+  unsigned char tt, marked;
+  unsigned short nuvalue;
+  size_t len;
+  lraw_table *metatable;
+} lraw_udata0;
+
+static inline void *lraw_udata_block(const lraw_udata0 *u) { return (void *)(u + 1); }
 
 /* lobject.h's Node: the value, the key's tag, the chain, the key. */
 typedef struct lraw_node {
@@ -291,6 +303,23 @@ static inline const lraw_tvalue *lraw_get_shrstr(const lraw_table *h, const lraw
   const lraw_node *n = (const lraw_node *)h->node + (k->hash & (size - 1));
   for (size_t steps = 0; steps < size; steps++) {
     if (n->key_tt == LRAW_VSHRSTR && n->key.gc == k)
+      return lraw_is_nil((const lraw_tvalue *)n) ? NULL : (const lraw_tvalue *)n;
+    if (n->next == 0) break;
+    n += n->next;
+  }
+  return NULL;
+}
+
+/* The value at light-userdata key p in table h, or NULL when absent or nil: ltable.c's
+** main position of a pointer (its low 32 bits modulo the node count less one, made
+** odd) and the chain from there (a wrong guess only misses: keys are compared). */
+static inline const lraw_tvalue *lraw_get_lightud(const lraw_table *h, const void *p) {
+  if (!h->lastfree) return NULL;
+  size_t size = (size_t)1 << h->lsizenode;
+  unsigned int u = (unsigned int)((size_t)p & 0xFFFFFFFFu);
+  const lraw_node *n = (const lraw_node *)h->node + (u % (unsigned int)((size - 1) | 1));
+  for (size_t steps = 0; steps < size; steps++) {
+    if (n->key_tt == LRAW_VLIGHTUD && n->key.p == p)
       return lraw_is_nil((const lraw_tvalue *)n) ? NULL : (const lraw_tvalue *)n;
     if (n->next == 0) break;
     n += n->next;

@@ -836,9 +836,17 @@ static void gc_before(lua_State *L, size_t len) {
 
 static int push_msg(lua_State *L, const lpvm_msg *m, int skip) {
   gc_before(L, m->len);
-  if (!(m->flags & LPVM_MSGF_BINS) && !lpvm_id_is_remote(m->from)) {
-    int n = lterm_push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len, skip);
-    if (n >= 0) return n;
+  if (!(m->flags & LPVM_MSGF_BINS)) {
+    if (!lpvm_id_is_remote(m->from)) {
+      int n = lterm_push_plain(L, lpvm_msg_data((lpvm_msg *)m), m->len, skip);
+      if (n >= 0) return n;
+    }
+  } else if (!skip) {   /* lpvm.send(pid, b): the binary, without the decoder's set-up */
+    const lpvm_binref *one = lpvm_msg_lone_bin(m);
+    if (one) {
+      lbin_push_received(L, one->bin, one->off, one->len);
+      return 1;
+    }
   }
   int remote = lpvm_id_is_remote(lpvm_msg_from(m));
   int trusted = !remote || atomic_load(&trust_remote);

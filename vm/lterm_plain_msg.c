@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lpvm/binary.h"
 #include "lpvm/dist.h"
 #include "vm/lproc_int.h"
 #include "vm/lproc_small.h"
@@ -333,12 +334,40 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
 ** the thread's last message of tables when that was bigger, and a block left with
 ** more than 256 bytes spare is reallocated to its size (tasks/mailbox.c), which cost
 ** EStone generic's call (a request {"abc"}, ~120 bytes in all) ~740 instructions in
-** jemalloc when a table guessed 256. */
+** jemalloc when a table guessed 256. A message of one binary (lpvm.send(pid, b)) is
+** made here too, without the encoder (lpvm_msg_new_bin: its bytes are the encoder's). */
+/* The message of the lone binary bin (lbin_to's): its block from the small lists,
+** where msg_done puts it back (NULL out of memory). */
+static lpvm_msg *lone_bin(lpvm_bin *bin, size_t off, size_t len) {
+  size_t sz = lpvm_msg_bin_size();
+  void *block = lproc_small_alloc(sz);
+  lpvm_msg *m = lpvm_msg_bin_init(block, bin, off, len);
+  if (!m) {
+    if (block) lproc_small_free(block, sz);
+    return NULL;
+  }
+  m->flags |= LPVM_MSGF_SMALL;
+  return m;
+}
+
 lpvm_msg *lterm_msg_plain(lua_State *L, int idx, int n, size_t *hint) {
   lpvm_msg *m;
-  if (lraw_ok() && plain_raw(L, idx, n, &m)) {
+  size_t off, len;
+  lpvm_bin *bin;
+  if (lraw_ok()) {   /* lpvm.send(pid, b): a userdata's tag read first, no lua_type */
+    int ud = n == 1 && (((const lraw_state *)(void *)L)->ci->func + idx)->tt == LRAW_VUSERDATA;
+    if (!ud && plain_raw(L, idx, n, &m)) {
+      *hint = 0;
+      return m;
+    }
+    if (ud && (bin = lbin_to(L, idx, &off, &len)) != NULL) {
+      *hint = 0;
+      return lone_bin(bin, off, len);
+    }
+  } else if (n == 1 && lua_type(L, idx) == LUA_TUSERDATA &&
+             (bin = lbin_to(L, idx, &off, &len)) != NULL) {
     *hint = 0;
-    return m;
+    return lone_bin(bin, off, len);
   }
   int ty[LTERM_PLAIN_MAX];
   uint64_t refs[LTERM_PLAIN_MAX];   /* a reference's id; a string's length */

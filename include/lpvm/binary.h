@@ -44,7 +44,7 @@ extern "C" {
 /* lpvm_sig.flags: the message's block holds its header and term rounded up to 8 bytes
 ** (vm/lterm_plain.c's, from vm/lproc_small.h's free lists), so its taker may put it
 ** back in the list of that size (vm/lmod_msg.c) */
-#define LPVM_MSGF_SMALL 8u
+#define LPVM_MSGF_SMALL 8u   /* with LPVM_MSGF_BINS: a lone binary's, lpvm_msg_bin_size() */
 /* lpvm_sig.flags, set by its receiver (vm/lmod_msg.c): a message sent to an alias
 ** that came before the DOWN which ended the alias, so it stays deliverable */
 #define LPVM_MSGF_ADMIT 16u
@@ -101,6 +101,17 @@ LPVM_API lpvm_msg *lpvm_msg_new_term(const uint8_t *term, size_t len, lpvm_binre
 LPVM_API void lpvm_msg_build(lpvm_tbuf *b, size_t hint);
 LPVM_API lpvm_msg *lpvm_msg_built(lpvm_tbuf *b, lpvm_binrefs *refs);
 LPVM_API void lpvm_binrefs_free(lpvm_binrefs *refs);
+/* A message that is the one shared binary [off, off + len) of bin (what building
+** it with lpvm_put_bin alone makes), taking a reference; NULL when out of memory or
+** the range is outside bin. */
+LPVM_API lpvm_msg *lpvm_msg_new_bin(lpvm_bin *bin, size_t off, size_t len);
+/* The same in a block of lpvm_msg_bin_size() bytes the caller has (NULL: block NULL or
+** the range outside bin, the block untouched), which lpvm_msg_free can free. */
+LPVM_API size_t lpvm_msg_bin_size(void);
+LPVM_API lpvm_msg *lpvm_msg_bin_init(void *block, lpvm_bin *bin, size_t off, size_t len);
+/* Drop the references m's binaries hold (each once) and forget them: m is then its
+** block only, as a message without binaries, for a taker that keeps blocks. */
+LPVM_API void lpvm_msg_drop_bins(lpvm_msg *m);
 
 /* ---- reading one ----------------------------------------------------------------------- */
 
@@ -114,6 +125,9 @@ LPVM_API int lpvm_get_bytes(lpvm_tread *r, const lpvm_binref *bins, uint32_t nbi
                             const uint8_t **data, size_t *len);
 /* The table of m's binaries (NULL, *n = 0 without). */
 LPVM_API const lpvm_binref *lpvm_msg_bins(const lpvm_msg *m, uint32_t *n);
+/* If m is one shared binary and nothing else (lpvm_msg_new_bin's, or the same term
+** built otherwise): its entry (no new reference), else NULL. */
+LPVM_API const lpvm_binref *lpvm_msg_lone_bin(const lpvm_msg *m);
 
 /* The term of m as it leaves the node: every shared binary a BINARY_EXT. flat_len is
 ** its length (lpvm_msg_len(m) plus the binaries' bytes); flat_write writes it. */

@@ -84,6 +84,24 @@ test("==, <, .. : by bytes between binaries; strings come out of a concatenation
   T.eq(t[lpvm.binary("abc")], nil, "as a table key a binary is itself (as any userdata)")
 end)
 
+test("other userdata are not binaries, whatever their metatable's first slot holds", function()
+  -- lbin_to reads a userdata's metatable in place (vm/lraw.h): only the binaries'
+  -- mark, a pointer no Lua value equals, makes one
+  local f = assert(io.tmpfile())
+  T.eq(lpvm.is_binary(f), false)
+  T.raises(function() lpvm.send(lpvm.self(), f) end, "cannot send")
+  if debug and debug.setmetatable then
+    local own = debug.getmetatable(f)
+    for _, first in ipairs({ lpvm.self(), true, "binary" }) do
+      debug.setmetatable(f, { first, {} })
+      T.eq(lpvm.is_binary(f), false)
+      T.raises(function() lpvm.send(lpvm.self(), f) end, "cannot send")
+    end
+    debug.setmetatable(f, own)
+  end
+  f:close()
+end)
+
 test("bad arguments raise naming the argument", function()
   T.raises(function() lpvm.binary(1) end, "bad argument #1", "string expected, got number")
   T.raises(function() lpvm.binary() end, "bad argument #1", "string expected, got no value")
@@ -124,6 +142,41 @@ test("a binary in a message is shared: the receiver gets the same bytes, no copy
   settle(base)
 end)
 
+test("a binary sent alone: whole or a part, taken by a predicate or in order", function()
+  -- lpvm.send(pid, b) is built and read without the term codec (lpvm_msg_new_bin,
+  -- lpvm_msg_lone_bin): the same values, the same references
+  local base = baseline()
+  local big = lpvm.binary(string.rep("0123456789abcdef", 4096))   -- 64 KiB
+  local me = lpvm.self()
+  local pid = lpvm.spawn(function(parent)
+    lpvm.send(parent, "ready")
+    -- the part first (a predicate skips the whole one), then the rest in order
+    local part = lpvm.receive(function(x) return lpvm.is_binary(x) and #x == 3 end)
+    local whole = lpvm.receive()
+    local again = lpvm.receive()
+    local last = lpvm.receive()
+    lpvm.send(parent, tostring(part), lpvm.is_binary(whole), #whole, rawequal(whole, again),
+              tostring(last), lpvm.binary_stats())
+    lpvm.send(parent, whole)
+  end, me)
+  T.eq(T.recv()[1], "ready")
+  lpvm.send(pid, big)
+  lpvm.send(pid, big:sub(-3))
+  lpvm.send(pid, big)
+  lpvm.send(pid, big:sub(1, 2))
+  local r = T.recv()
+  T.eq(r[1], "def")
+  T.eq(r[2], true)
+  T.eq(r[3], 64 * 1024)
+  T.eq(r[4], true, "the same buffer received twice is one value")
+  T.eq(r[5], "01")
+  T.eq(r[6], base + 1, "one buffer for every holder")
+  local back = T.recv()
+  T.ok(rawequal(back[1], big), "back alone: the sender's own value (interned)")
+  big, r, back = nil, nil, nil
+  settle(base)
+end)
+
 test("a table read as a list up to a hole and then as a map keeps its binary once", function()
   -- vm/lterm_raw.c puts a list's elements as they come; at a non-nil past a nil it
   -- takes back what it put, and the binaries it recorded, before the map is put
@@ -160,7 +213,11 @@ test("a binary to a dead pid, to a process that dies with it queued, or flushed"
       lpvm.receive(function(x) return x == "go" end)
       if h == "crash" then error("boom") end
     end, how)
-    for i = 1, 50 do lpvm.send(pid, b, b:sub(i, i + 10), { b }) end
+    for i = 1, 50 do
+      lpvm.send(pid, b, b:sub(i, i + 10), { b })
+      lpvm.send(pid, b)                -- alone: lpvm_msg_new_bin's message
+      lpvm.send(pid, b:sub(i, i + 10))
+    end
     if how == "kill" then lpvm.exit(pid, "kill") else lpvm.send(pid, "go") end
     T.down(ref)
   end

@@ -70,15 +70,23 @@ test("a server that dies mid-call raises its exit reason, tables too", function(
 end)
 
 test("timeout raises 'timeout'; the late reply and the monitor leave nothing behind", function()
-  local srv = server(function(from, ref, req)
-    lpvm.sleep(req)
+  -- The server answers only when told to, after the call gave up: with a reply after a
+  -- 100 ms sleep against a 20 ms timeout, a loaded machine once let the reply win.
+  -- "replied" follows the late reply from the same sender, so once it is here the
+  -- late one has arrived (and was dropped).
+  local srv = server(function(from, ref)
+    lpvm.receive(function(t) return t == "go" end)
     lpvm.send_alias(from, ref, "late")
+    lpvm.send(from, "replied")
   end)
   local t0 = lpvm.now()
-  T.eq(select(2, pcall(lpvm.call, srv, "l", 100, 20)), "timeout")
+  T.eq(select(2, pcall(lpvm.call, srv, "l", 0, 20)), "timeout")
   T.ok(lpvm.now() - t0 >= 19, "waited its 20 ms")
-  T.eq(select(2, pcall(lpvm.call, srv, "l", 50, 0)), "timeout", "0: poll once")
-  lpvm.sleep(200)
+  lpvm.send(srv, "go")
+  T.recv_match(function(t) return t == "replied" end)
+  T.eq(select(2, pcall(lpvm.call, srv, "l", 0, 0)), "timeout", "0: poll once")
+  lpvm.send(srv, "go")
+  T.recv_match(function(t) return t == "replied" end)
   T.no_msg(20)
   T.eq(lpvm.info().message_queue_len, 0, "not even counted in the mailbox")
   lpvm.exit(srv, "kill")

@@ -190,6 +190,19 @@ test("a message from erl nested deeper than a Lua value is dropped; the mailbox 
   lpvm.trap_exit(false)
 end)
 
+test("a binary sent alone to an erl process arrives as that binary", function()
+  -- lpvm.send(pid, b) builds its message without the encoder (lpvm_msg_new_bin):
+  -- the router flattens it as any other; erl's process waits for exactly <<"go">>
+  lpvm.trap_exit(true)
+  lpvm.send(agent, "die_deep", lpvm.self(), 3)
+  local linked = T.recv_match(function(t) return t == "deep_linked" end)[2]
+  lpvm.send(linked, lpvm.binary("xgox"):sub(2, 3))
+  local reason = T.exit_from(linked, 15000)
+  T.eq(type(reason[1][1][1]), "table", "nest(3): [[[[]]]], the exit after <<\"go\">>")
+  T.eq(next(reason[1][1][1]), nil)
+  lpvm.trap_exit(false)
+end)
+
 test("link to an erl process: its exit reaches us; ours reaches it", function()
   lpvm.trap_exit(true)
   local p = erl_idle()
