@@ -7,6 +7,7 @@
 #ifndef LPVM_LETS_H
 #define LPVM_LETS_H
 
+#include <lauxlib.h>
 #include <lua.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -110,5 +111,22 @@ int lets_select_next(lua_State *L, lpvm_task *self, lpvm_tbuf *out);
 lpvm_tab lets_by_name(lua_State *L, int arg);
 /* The cache itself, made when the module is opened. */
 void lets_new_cache(lua_State *L);
+
+/* lmod_ets.c's helpers for the module's other files (lets_admin.c, lets_select.c),
+** each called inside one of the module's functions (check_tab reads its upvalues):
+** the thread's output builder, the input scratch, a term decoded as one Lua value,
+** an ETS error raised as ETS's badarg naming arg, the calling process, a table
+** argument, an optional term argument (NULL when nil), a Lua array as a tuple. */
+lpvm_tbuf *lets_out(lua_State *L);
+lpvm_tbuf *lets_in(lua_State *L);
+void lets_push_term(lua_State *L, lpvm_tbuf *b);
+int lets_fail(lua_State *L, int rc, int arg);
+lpvm_task *lets_self(lua_State *L);
+lpvm_tab lets_check_tab(lua_State *L, int arg);
+lpvm_tbuf *lets_opt_term(lua_State *L, int idx, int arg);
+void lets_put_object(lua_State *L, int idx, lpvm_tbuf *b, int arg);
+/* The functions of lets_admin.c (new, info, ...) and lets_select.c (select, match, ...). */
+extern const luaL_Reg lets_admin_fns[];
+extern const luaL_Reg lets_ms_fns[];
 
 #endif

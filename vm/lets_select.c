@@ -1,6 +1,8 @@
 /*
-** lets_select.c -- select/match with a limit, their continuations, and
-** select_reverse, for `require "ets"` (vm/lmod_ets.c calls in here).
+** lets_select.c -- select, match and their kin for `require "ets"` (select_count,
+** select_delete, select_replace, match_object, match_delete, test_ms: registered by
+** vm/lmod_ets.c with its upvalues), and select/match with a limit, their
+** continuations, and select_reverse.
 **
 **   local objs, cont = ets.select(t, ms, limit)   -- nil when nothing matched at all
 **   while objs do ...; objs, cont = ets.select(cont) end
@@ -154,3 +156,122 @@ int lets_select_next(lua_State *L, lpvm_task *self, lpvm_tbuf *out) {
   return chunk(L, self, (lpvm_tab)tab, 3, (size_t)limit, lua_toboolean(L, 5), after, alen,
                out, 1);
 }
+
+/* ---- select, match and their kin (specifications encoded by lets_ms.c) --------------------------------------- */
+
+static int run_select(lua_State *L, lpvm_tbuf *ms, int mode, int ret_true) {
+  lpvm_tab tab = lets_check_tab(L, 1);
+  if (ms->err) return lets_fail(L, ms->err, 2);
+  lpvm_tbuf *out = mode == LPVM_ETS_SELECT ? lets_out(L) : NULL;
+  int rc = lpvm_ets_select(lets_self(L), tab, ms->data, ms->len, mode, out);
+  if (rc < 0) return lets_fail(L, rc, 2);
+  if (out) lets_push_term(L, out);
+  else if (ret_true)
+    lua_pushboolean(L, 1);   /* match_delete returns true */
+  else lua_pushinteger(L, rc);
+  return 1;
+}
+
+/* With a limit (argument 3), or a continuation alone: lets_select.c. */
+static int run_limited(lua_State *L, lpvm_tbuf *ms, int limit_arg, int reverse) {
+  lpvm_tab tab = lets_check_tab(L, 1);
+  return lets_select_first(L, lets_self(L), tab, ms, limit_arg, reverse, lets_out(L));
+}
+
+static int l_select(lua_State *L) {
+  int n = lua_gettop(L);
+  if (n == 1) return lets_select_next(L, lets_self(L), lets_out(L));
+  lpvm_tbuf *b = lets_in(L);
+  lets_put_ms(L, 2, b, 2);
+  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
+  return run_select(L, b, LPVM_ETS_SELECT, 0);
+}
+
+static int l_select_reverse(lua_State *L) {
+  int n = lua_gettop(L);
+  if (n == 1) return lets_select_next(L, lets_self(L), lets_out(L));
+  lpvm_tbuf *b = lets_in(L);
+  lets_put_ms(L, 2, b, 2);
+  return run_limited(L, b, n >= 3 && !lua_isnil(L, 3) ? 3 : 0, 1);
+}
+
+static int l_select_count(lua_State *L) {
+  lpvm_tbuf *b = lets_in(L);
+  lets_put_ms(L, 2, b, 2);
+  return run_select(L, b, LPVM_ETS_SELECT_COUNT, 0);
+}
+
+static int l_select_delete(lua_State *L) {
+  lpvm_tbuf *b = lets_in(L);
+  lets_put_ms(L, 2, b, 2);
+  return run_select(L, b, LPVM_ETS_SELECT_DELETE, 0);
+}
+
+/* select_replace(t, ms): each matched object becomes its body's result. */
+static int l_select_replace(lua_State *L) {
+  lpvm_tab tab = lets_check_tab(L, 1);
+  lpvm_tbuf *b = lets_in(L);
+  lets_put_ms_replace(L, 2, b, 2);
+  if (b->err) return lets_fail(L, b->err, 2);
+  int rc = lpvm_ets_select(lets_self(L), tab, b->data, b->len, LPVM_ETS_SELECT_REPLACE, NULL);
+  if (rc == LPVM_EINVAL)
+    luaL_argerror(L, 2, "a result is not a tuple with its object's key: nothing replaced");
+  if (rc < 0) return lets_fail(L, rc, rc == LPVM_ETS_ETYPE ? 1 : 2);
+  lua_pushinteger(L, rc);
+  return 1;
+}
+
+/* test_ms(object, ms): the body's result on that object, or false when no clause
+** matches (erl: {ok, Result} or {ok, false}); a bad specification raises. */
+static int l_test_ms(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 2);
+  lpvm_tbuf *b = lets_out(L);
+  lets_put_object(L, 1, b, 1);   /* the Lua array as the tuple, as insert takes it */
+  if (b->err) return lets_fail(L, b->err, 1);
+  size_t olen = b->len;
+  uint8_t *obj = lua_newuserdatauv(L, olen, 0);   /* 3: the object's term (collected) */
+  memcpy(obj, b->data, olen);
+  lpvm_tbuf *ms = lets_in(L);
+  lets_put_ms(L, 2, ms, 2);
+  if (ms->err) return lets_fail(L, ms->err, 2);
+  lpvm_tbuf *out = lets_out(L);
+  int rc = lpvm_ets_test_ms(obj, olen, ms->data, ms->len, out);
+  if (rc < 0) return lets_fail(L, rc, rc == LPVM_ETS_EOBJECT ? 1 : 2);
+  if (rc == 0) lua_pushboolean(L, 0);
+  else lets_push_term(L, out);
+  return 1;
+}
+
+static int l_match(lua_State *L) {
+  int n = lua_gettop(L);
+  if (n == 1) return lets_select_next(L, lets_self(L), lets_out(L));
+  lpvm_tbuf *b = lets_in(L);
+  lets_put_pattern_ms(L, 2, b, "$$");
+  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
+  return run_select(L, b, LPVM_ETS_SELECT, 0);
+}
+
+static int l_match_object(lua_State *L) {
+  int n = lua_gettop(L);
+  if (n == 1) return lets_select_next(L, lets_self(L), lets_out(L));
+  lpvm_tbuf *b = lets_in(L);
+  lets_put_pattern_ms(L, 2, b, "$_");
+  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
+  return run_select(L, b, LPVM_ETS_SELECT, 0);
+}
+
+static int l_match_delete(lua_State *L) {
+  lpvm_tbuf *b = lets_in(L);
+  lets_put_pattern_ms(L, 2, b, "true");
+  return run_select(L, b, LPVM_ETS_SELECT_DELETE, 1);
+}
+
+const luaL_Reg lets_ms_fns[] = {
+  {"match", l_match}, {"match_object", l_match_object},
+  {"select", l_select}, {"select_reverse", l_select_reverse},
+  {"select_count", l_select_count},
+  {"select_delete", l_select_delete}, {"match_delete", l_match_delete},
+  {"select_replace", l_select_replace}, {"test_ms", l_test_ms},
+  {NULL, NULL}
+};
