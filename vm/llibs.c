@@ -7,8 +7,9 @@
 ** a scratch table and copies just that function, `lpvm` opens the module. The result
 ** is stored in the globals table, so the next access is a plain table hit. Strings
 ** get a stand-in metatable whose __index and arithmetic metamethods open the string
-** library, which then installs its own metatable. An idle process thus holds only
-** what it used (Figure 2 of the luaproc paper: a state with every library is 4x the
+** library, which then installs its own metatable. Both are one table until Lua code
+** could reach it (`exposed`: then two, as lua5.4's would be): 80 bytes a process.
+** An idle process thus holds only what it used (Figure 2 of the luaproc paper: a state with every library is 4x the
 ** size of a bare one).
 **
 ** Coroutines: `coroutine.resume` and `coroutine.wrap` are replaced by versions that
@@ -125,11 +126,16 @@ static const char *const base_names[] = {
     "rawlen", "rawget", "rawset", "select", "setmetatable", "tonumber", "tostring",
     "type", "xpcall", NULL};
 
+static void split(lua_State *L);
+
 /* Lua code may from now on hold the lazy globals' metatable or the string stand-in
-** (debug.getmetatable, getmetatable, a C module): the cleaning of the state
-** (lproc_pool.c) then makes both anew instead of keeping them (llibs_take). */
+** (debug.getmetatable, getmetatable, a C module): first they become two tables (split),
+** as a stand-alone lua's would be; the cleaning of the state (lproc_pool.c) then makes
+** them anew instead of keeping them (llibs_take). libs_exposed 2 (an adopted state,
+** lproc.c): exposed, but the tables may still be one. */
 static void exposed(lua_State *L) {
   lproc *p = lproc_of(L);
+  if (!p || p->libs_exposed != 1) split(L);
   if (p) p->libs_exposed = 1;
 }
 
@@ -331,13 +337,47 @@ static int string_index(lua_State *L) {
   return 1;
 }
 
-/* Arithmetic on strings ("10" + 1) is the string library's metamethods in 5.4. */
+static int lazy_index(lua_State *L);
+static int has_index(lua_State *L, int t, lua_CFunction f);
+
+/* The error of arithmetic with the globals table (operands 1 and 2), where the first
+** Lua function up the stack is: with a string, the string library's ("attempt to add
+** a 'string' with a 'table'"), else the VM's (less the variable's name). */
+static int arith_error(lua_State *L, const char *event) {
+  lua_Debug ar;
+  int lvl = 1;
+  while (lua_getstack(L, lvl, &ar) && lua_getinfo(L, "l", &ar) && ar.currentline <= 0) lvl++;
+  luaL_where(L, lvl);
+  if (lua_type(L, 1) == LUA_TSTRING || lua_type(L, 2) == LUA_TSTRING)
+    lua_pushfstring(L, "%sattempt to %s a '%s' with a '%s'", lua_tostring(L, -1), event + 2,
+                    luaL_typename(L, 1), luaL_typename(L, 2));
+  else
+    lua_pushfstring(L, "%sattempt to perform arithmetic on a %s value", lua_tostring(L, -1),
+                    luaL_typename(L, lua_type(L, 1) == LUA_TNUMBER ? 2 : 1));
+  return lua_error(L);
+}
+
+/* Arithmetic on strings ("10" + 1) is the string library's metamethods in 5.4. The
+** globals table shares this metatable until it is exposed (llibs_install): arithmetic
+** with it is the error a stand-alone lua raises (less the variable's name), not the
+** string library's, whose trymt would call this stub of the other operand again. */
 static int string_arith(lua_State *L, const char *event) {
   lua_settop(L, 2);
+  for (int i = 1; i <= 2; i++) {
+    if (lua_type(L, i) == LUA_TTABLE && lua_getmetatable(L, i) && has_index(L, 3, lazy_index))
+      return arith_error(L, event);
+    lua_settop(L, 2);
+  }
   string_real(L, event);
   lua_insert(L, 1);
   lua_call(L, 2, 1);
   return 1;
+}
+
+/* __index of the one table llibs_install makes for both the globals and strings: a
+** string's lookup is the stand-in's, any other the globals'. */
+static int lazy_index(lua_State *L) {
+  return lua_type(L, 1) == LUA_TSTRING ? string_index(L) : globals_index(L);
 }
 
 #define ARITH(fn, ev) static int fn(lua_State *L) { return string_arith(L, ev); }
@@ -354,14 +394,16 @@ ARITH(s_idiv, "__idiv")
 ** with lua_pushlstring, which goes to the interning directly; lua_setfield's C name
 ** first takes liblua's C-string cache (a modulo and two strcmp), which on a new state
 ** never hits (every name is set once). All nine names are liblua's metamethod names,
-** interned by lua_newstate already, so no string is made. */
+** interned by lua_newstate already, so no string is made. The same table is the
+** globals' metatable (its __index, lazy_index, tells the two apart) until Lua code
+** could reach it (exposed: split). */
 #define STUB(k, f) {k, sizeof k - 1, f}
 static const struct {
   const char *name;
   size_t len;
   lua_CFunction fn;
 } string_stub[] = {
-    STUB("__index", string_index), STUB("__add", s_add), STUB("__sub", s_sub),
+    STUB("__index", lazy_index), STUB("__add", s_add), STUB("__sub", s_sub),
     STUB("__mul", s_mul),          STUB("__div", s_div), STUB("__mod", s_mod),
     STUB("__pow", s_pow),          STUB("__unm", s_unm), STUB("__idiv", s_idiv)};
 #define NSTUB (sizeof string_stub / sizeof *string_stub)
@@ -440,8 +482,8 @@ int llibs_take(lua_State *L) {
   if (keep && lraw_tail_ok()) {
     const lraw_global *g = lraw_g(L);
     const lraw_table *G = raw_globals(g);
-    int kg = G && raw_has_index(g, G->metatable, globals_index);
-    int ks = raw_has_index(g, g->mt[LUA_TSTRING], string_index);
+    int kg = G && raw_has_index(g, G->metatable, lazy_index);
+    int ks = raw_has_index(g, g->mt[LUA_TSTRING], lazy_index);
     if (kg) {
       lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
       lua_getmetatable(L, top + 1);
@@ -453,14 +495,14 @@ int llibs_take(lua_State *L) {
     return ks;
   }
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* top + 1 */
-  if (keep && lua_getmetatable(L, top + 1) && has_index(L, top + 2, globals_index)) {
+  if (keep && lua_getmetatable(L, top + 1) && has_index(L, top + 2, lazy_index)) {
     lua_replace(L, top + 1);
   } else {
     lua_settop(L, top);
     lua_pushnil(L);
   }
   lua_pushliteral(L, "");                                /* top + 2 */
-  if (keep && lua_getmetatable(L, top + 2) && has_index(L, top + 3, string_index)) {
+  if (keep && lua_getmetatable(L, top + 2) && has_index(L, top + 3, lazy_index)) {
     lua_replace(L, top + 2);
   } else {
     lua_settop(L, top + 1);
@@ -484,36 +526,69 @@ int llibs_in_place(lua_State *L) {
     return 0;
   const lraw_table *G = raw_globals(g);
   return G && !G->lastfree && lraw_real_asize(G) == 0 &&
-         raw_has_index(g, G->metatable, globals_index) &&
-         raw_has_index(g, g->mt[LUA_TSTRING], string_index);
+         raw_has_index(g, G->metatable, lazy_index) &&
+         raw_has_index(g, g->mt[LUA_TSTRING], lazy_index);
 }
 
-/* Lazy globals and the string stand-in. kept: the stack index of llibs_take's two
-** values (the globals' metatable, the stand-in; either nil), or 0 for a new state. */
+/* Lazy globals and the string stand-in: one table, the metatable of both (stub's
+** fields; its __index, lazy_index, tells a string from the globals table), which
+** saves a new state a table and its node (80 B) and their making; exposed() splits
+** it in two before Lua code can reach either. kept: the stack index of llibs_take's
+** two values (the globals' metatable, the stand-in kept: either nil), or 0 for a new
+** state. */
 void llibs_install(lua_State *L, int kept) {
   lua_setwarnf(L, lproc_cfg.warnings ? warn_on : warn_off, L);
   if (kept == LLIBS_IN_PLACE) return;   /* llibs_in_place: both where they were */
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  int ks = kept && lua_toboolean(L, kept + 1);   /* the table is still string's */
   if (kept && lua_type(L, kept) == LUA_TTABLE) {
     lua_pushvalue(L, kept);
+  } else if (ks) {
+    lua_pushlstring(L, "", 0);
+    lua_getmetatable(L, -1);
+    lua_remove(L, -2);
   } else {
+    lua_createtable(L, 0, (int)NSTUB);
+    for (size_t i = 0; i < NSTUB; i++) {
+      lua_pushlstring(L, string_stub[i].name, string_stub[i].len);
+      lua_pushcfunction(L, string_stub[i].fn);
+      lua_rawset(L, -3);   /* the table is new: raw is what lua_setfield did */
+    }
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  lua_pushvalue(L, -2);
+  lua_setmetatable(L, -2);
+  lua_pop(L, 1);
+  if (!ks) {
+    lua_pushlstring(L, "", 0);   /* the C-string cache skipped */
+    lua_pushvalue(L, -2);
+    lua_setmetatable(L, -2);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+/* The one table of llibs_install made two, before Lua code can reach it: the globals
+** get a metatable of their own (__index only), and the table, if still string's,
+** becomes the stand-in alone (__index string_index). Nothing held it, so no one
+** sees the change. */
+static void split(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* G */
+  int g = lua_gettop(L);
+  if (lua_getmetatable(L, g) && has_index(L, g + 1, lazy_index)) {   /* G T */
+    lua_pushlstring(L, "", 0);
+    if (lua_getmetatable(L, -1) && lua_rawequal(L, -1, g + 1)) {
+      lua_pushlstring(L, "__index", sizeof "__index" - 1);
+      lua_pushcfunction(L, string_index);
+      lua_rawset(L, g + 1);
+    }
+    lua_settop(L, g);
     lua_createtable(L, 0, 1);
     lua_pushlstring(L, "__index", sizeof "__index" - 1);
     lua_pushcfunction(L, globals_index);
-    lua_rawset(L, -3);   /* the table is new: raw is what lua_setfield did */
-  }
-  lua_setmetatable(L, -2);
-  lua_pop(L, 1);
-  if (kept && lua_toboolean(L, kept + 1)) return;   /* the stand-in is still string's */
-  lua_pushlstring(L, "", 0);   /* the C-string cache skipped, as below */
-  lua_createtable(L, 0, (int)NSTUB);
-  for (size_t i = 0; i < NSTUB; i++) {
-    lua_pushlstring(L, string_stub[i].name, string_stub[i].len);
-    lua_pushcfunction(L, string_stub[i].fn);
     lua_rawset(L, -3);
+    lua_setmetatable(L, g);
   }
-  lua_setmetatable(L, -2);
-  lua_pop(L, 1);
+  lua_settop(L, g - 1);
 }
 /* ---- package: `require "lpvm"` finds the module ---------------------------------------- */
 

@@ -257,6 +257,7 @@ void lproc_state_init(lua_State *L, int kept) {
   if (kept == 0) gc_first_debt(L);
   memset(lua_getextraspace(L), 0, LUA_EXTRASPACE);   /* lmod_bin.c's GC debt */
   llibs_install(L, kept);
+  if (kept == 0) lproc_block_to_line(lproc_of(L));   /* the body's objects on lines */
   lproc_slice_init(L);
 }
 
@@ -538,7 +539,7 @@ static int lproc_first(lproc *p) {
     p->L = s->L;
     atomic_store_explicit(&p->task.hint, (const void *)p->L, memory_order_relaxed);
     p->nargs = s->nargs;
-    p->libs_exposed = 1;   /* its Lua code may have run before it was ours */
+    p->libs_exposed = 2;   /* its Lua code may have run before it was ours (llibs.c) */
     lua_setallocf(p->L, lproc_alloc, p);
     p->mem = lproc_state_bytes(p->L);
     p->start = NULL;

@@ -124,7 +124,8 @@ typedef struct lproc {
   uint16_t fn_len;          /* bytecode length of the function: the kept one's until
                             ** the decoder sees this process's (0: not known) */
   uint8_t libs_exposed;     /* llibs.c: Lua code may hold the lazy globals' metatable or the
-                            ** string stand-in (getmetatable, debug, package); written by
+                            ** string stand-in (getmetatable, debug, package): 1; 2 an
+                            ** adopted state's (they may still be one table); written by
                             ** the worker running p */
   uint8_t blk_bump;         /* lproc_block.c: new objects are bumped from blk (made by p's
                             ** lua_newstate, none has failed to fit yet); set with blk
@@ -220,6 +221,7 @@ void *lproc_block_first(lproc *p, size_t nsize);   /* make the block, or NULL */
 void lproc_block_drop(lproc *p);                    /* free the block */
 void *lproc_block_realloc(lproc *p, void *ptr, size_t osize, size_t nsize);
 void lproc_block_close(lua_State *L, char *blk);     /* close an owner-less state */
+void lproc_block_to_line(lproc *p);   /* the next object bumped starts a cache line */
 
 /* ptr (not NULL) is one of the block's objects. Without a block this is false too:
 ** no heap object lies below address LPROC_BLOCK. */

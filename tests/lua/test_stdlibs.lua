@@ -38,6 +38,50 @@ test("require 'lpvm' first thing: the module, ':preload:', package.loaded and th
                              true, "function"))
 end)
 
+-- The globals and strings share one lazy metatable until Lua code can reach it
+-- (vm/llibs.c): reached, they are two tables, as in lua5.4; changing the string
+-- metatable (a common idiom) leaves the lazy globals alone; arithmetic with _G fails
+-- as lua5.4's does (less the variable's name), before and after the string library.
+test("the lazy metatables: one until reached, two after; _G in arithmetic fails", function()
+  local me = lpvm.self()
+  lpvm.spawn(function(parent)
+    local l = require "lpvm"
+    local errs = {}   -- no string method here: the idiom below replaces them
+    local function err(f)
+      local ok, e = pcall(f)
+      errs[#errs + 1] = ok and "no error" or e
+    end
+    err(function() return _G + 1 end)
+    err(function() return 1 - _G end)
+    err(function() return "10" * _G end)
+    err(function() return -_G end)
+    local coerce = "10" + 1                       -- the stand-in's arithmetic
+    local gmt, smt = getmetatable(_G), getmetatable("")
+    local two = gmt ~= smt and type(gmt.__index) == "function" and gmt.__add == nil
+    local keys = 0
+    for _ in pairs(smt) do keys = keys + 1 end
+    local sub = string.sub
+    getmetatable("").__index = function(s, i) return sub(s, i, i) end   -- the idiom
+    local idx = ("abc")[2]
+    err(function() return "10" + _G end)          -- the string library is open now
+    l.send(parent, errs, coerce, two, keys, idx, type(print), type(os.time),
+           type(string.rep))
+  end, me)
+  local errs, coerce, two, keys, idx, tp, tos, trep = table.unpack(T.recv(), 1, 8)
+  for i, e in ipairs(errs) do errs[i] = tostring(e):gsub("^[^:]*:%d+: ", "") end
+  T.eq(table.concat(errs, "; "), "attempt to perform arithmetic on a table value; " ..
+       "attempt to perform arithmetic on a table value; attempt to mul a 'string' with a " ..
+       "'table'; attempt to perform arithmetic on a table value; attempt to add a 'string' " ..
+       "with a 'table'")
+  T.eq(coerce, 11)
+  T.eq(two, true, "getmetatable(_G) and getmetatable('') are two tables")
+  T.eq(keys, 9, "the string stand-in's fields")
+  T.eq(idx, "b")
+  T.eq(tp, "function", "lazy globals after the string metatable changed")
+  T.eq(tos, "function")
+  T.eq(trep, "function")
+end)
+
 -- Each worker process requires the three modules and uses them for real: a TCP
 -- round trip over loopback with lua-socket, a JSON round trip with lua-cjson, a
 -- grammar with lua-lpeg. Worker-mode and thread-mode processes, many at once.
