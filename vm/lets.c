@@ -338,7 +338,7 @@ static inline void move_top(lua_State *L, const lraw_table *h, lraw_tvalue *v,
   }
 }
 
-/* Anything else: lterm.c's decoder, as the general path would at this depth (inside
+/* Anything else: lterm_dec.c's decoder, as the general path would at this depth (inside
 ** a list or tuple of the result: never a graph). */
 static void push_slow(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
   lpvm_tread r = {*pp, end, 0};
@@ -356,7 +356,7 @@ static size_t seq_header(const uint8_t *p, const uint8_t *end, uint32_t *n) {
 }
 
 /* One value: scalars, tuples and lists (as lterm.c makes them: sequences of their
-** exact size, an improper tail dropped) here, anything else by lterm.c. */
+** exact size, an improper tail dropped) here, anything else by lterm_dec.c. */
 static void push_any(lua_State *L, const uint8_t **pp, const uint8_t *end, int depth) {
   if (push_fast(L, pp, end)) return;
   const uint8_t *p = *pp;

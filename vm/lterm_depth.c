@@ -1,7 +1,7 @@
 /*
 ** lterm_depth.c -- is a message nested deeper than a Lua value can be?
 **
-** lpvm's decoder stops at LTERM_DEPTH levels (vm/lterm.c: "message nested too deep").
+** lpvm's decoder stops at LTERM_DEPTH levels (vm/lterm_dec.c: "message nested too deep").
 ** A process's own sends can never be that deep (the encoder stops at the same depth),
 ** but a C task builds its terms itself (lpvm_put_list a thousand times is a
 ** thousand levels), and so do ports and the C API's lpvm_send. Left in a Lua process's

@@ -1,5 +1,5 @@
 /*
-** lterm_int.h -- what the term codec (lterm.c) and the function codec (lfun.c) share:
+** lterm_int.h -- what the term codec (lterm.c, lterm_dec.c) and the function codec (lfun.c) share:
 ** the encoder's and decoder's state. Not for other files: they use vm/lterm.h.
 */
 #ifndef LPVM_LTERM_INT_H
@@ -13,7 +13,7 @@
 #include "lpvm/term.h"
 
 #define LTERM_DEPTH 200   /* nesting limit, both ways */
-/* lterm.c gc_before: a message of LTERM_GC_BEFORE bytes or more is decoded after the
+/* lterm_dec.c gc_before: a message of LTERM_GC_BEFORE bytes or more is decoded after the
 ** collection its tables would bring forward, guessed at LTERM_GC_FACTOR times its
 ** bytes (very_big(15) makes 2.8), at most LTERM_GC_ROOM */
 #define LTERM_GC_BEFORE 256

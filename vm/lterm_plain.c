@@ -1,6 +1,6 @@
 /*
 ** lterm_plain.c -- the receiver's fast path of local messages (lterm_plain_msg.c
-** writes them; lterm.c is the general codec).
+** writes them; lterm.c and lterm_dec.c are the general codec).
 **
 ** Most messages are a few scalars, or tables of scalars and pids (EStone's msgp
 ** shapes): received millions of times, they must not pay for what the general

@@ -1,6 +1,6 @@
 /*
 ** lterm_plain_msg.c -- the sender's fast path of local messages (lterm_plain.c reads
-** them; lterm.c is the general codec).
+** them; lterm.c and lterm_dec.c are the general codec).
 **
 ** Most messages are a few scalars, or lists of scalars and pids (EStone's msgp
 ** shapes): sent millions of times, they must not pay for what the general encoder
