@@ -284,6 +284,18 @@ static inline void note_pid(const uint8_t *p, const uint8_t *q, strs *c) {
   if (n >= 9 && n <= 16) c->pid0 = p, c->pidn = (uint8_t)n;
 }
 
+/* A shared binary's TAG_LPVM_BINREF: the entry of the message's table it names. Out of
+** line: a message of scalars must not pay registers for it in plain_scalar. */
+static __attribute__((noinline)) const uint8_t *
+plain_binref(lua_State *L, const uint8_t *p, size_t left, strs *c) {
+  uint32_t i;
+  if (left < 5 || (i = be32(p + 1)) >= c->nbins) return NULL;
+  /* a new value's push takes 4 more slots (seq_room's room, or asked for) */
+  if (!(c->proc && lraw_top(L) + 6 <= c->room) && !lua_checkstack(L, 6)) return NULL;
+  lbin_push_received(L, c->bins[i].bin, c->bins[i].off, c->bins[i].len);
+  return p + 5;
+}
+
 /* Push the value at p if it is a scalar (or []), inline in every loop: past it, or
 ** NULL for anything else (nothing pushed), which plain_value then reads. The stack
 ** has room for three more values: a pid's first push makes the state's pid
@@ -347,14 +359,6 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
       if (c->proc) lraw_new_empty(L);
       else lua_createtable(L, 0, 0);
       return p + 1;
-    case T_LPVM_BINREF: {   /* a shared binary of the message's table, as the decoder's */
-      uint32_t i;
-      if (left < 5 || (i = be32(p + 1)) >= c->nbins) return NULL;
-      /* a new value's push takes 4 more slots (seq_room's room, or asked for) */
-      if (!(c->proc && lraw_top(L) + 6 <= c->room) && !lua_checkstack(L, 6)) return NULL;
-      lbin_push_received(L, c->bins[i].bin, c->bins[i].off, c->bins[i].len);
-      return p + 5;
-    }
     case T_NEWER_REF: {
       uint64_t ref;
       const uint8_t *q = local_ref(p, left, &ref);
@@ -362,7 +366,9 @@ plain_scalar(lua_State *L, const uint8_t *p, const uint8_t *end, strs *c) {
       lmod_push_ref(L, ref);
       return q;
     }
-    default: return NULL;
+    default:   /* a shared binary of the message's table (tag 200, out of the switch's
+               ** range of the common tags), as the decoder's */
+      return p[0] == T_LPVM_BINREF ? plain_binref(L, p, left, c) : NULL;
   }
 }
 

@@ -109,14 +109,23 @@ typedef struct rawbins {
   lpvm_binref v[RAW_BINS];
 } rawbins;
 
+/* A shared binary noted in bins: its tag's 5 bytes, or 0 (another userdata, or more
+** than RAW_BINS). Out of line: a message of scalars must not pay registers for it. */
+static __attribute__((noinline)) size_t raw_bin_size(const lraw_tvalue *v, rawbins *bins) {
+  size_t off, len;
+  lpvm_bin *bin;
+  if (bins->n >= RAW_BINS || !(bin = lbin_raw(v, &off, &len))) return 0;
+  bins->v[bins->n++] = (lpvm_binref){bin, (uint32_t)off, (uint32_t)len, 0, 0};
+  return 5;
+}
+
 /* The bytes a scalar takes: exactly, but a pid or a reference at most (a node name
 ** of up to 48 bytes, a longer one grows the block); 0 for another value. (Exact, the
 ** block goes back to the free list it came from: see vm/lmod_msg.c's msg_done.) A
 ** shared binary takes its tag's 5 and its entry in bins (filled in order: raw_put
 ** writes them in the same order, and sets their positions). */
 static inline size_t raw_scalar_size(const lraw_tvalue *v, rawbins *bins) {
-  size_t len, off;
-  lpvm_bin *bin;
+  size_t len;
   switch (v->tt) {
     case LRAW_VSHRSTR: case LRAW_VLNGSTR:
       lraw_str(v, &len);
@@ -132,10 +141,7 @@ static inline size_t raw_scalar_size(const lraw_tvalue *v, rawbins *bins) {
     case LRAW_VTRUE: return 6;
     case LRAW_VFALSE: return 7;
     case LRAW_VLIGHTUD: return 72;
-    case LRAW_VUSERDATA:
-      if (bins->n >= RAW_BINS || !(bin = lbin_raw(v, &off, &len))) return 0;
-      bins->v[bins->n++] = (lpvm_binref){bin, (uint32_t)off, (uint32_t)len, 0, 0};
-      return 5;
+    case LRAW_VUSERDATA: return raw_bin_size(v, bins);
     default: return lraw_is_nil(v) ? 5 : 0;
   }
 }
@@ -307,23 +313,15 @@ static uint8_t *raw_put_list(rawblk *r, uint8_t *q, const lraw_table *h) {
   return q;
 }
 
-static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
-  const lraw_tvalue *v = ((const lraw_state *)(void *)L)->ci->func + idx;
-  size_t sz = 1 + (n != 1 ? 2 : 0), one;
-  int tables = RAW_TABLES;
-  rawbins bins;   /* (v[] is written before it is read: not cleared) */
-  bins.n = 0;
-  for (int i = 0; i < n; i++) {
-    one = v[i].tt == LRAW_VTABLE ? (--tables < 0 || raw_deep_last(v[i].v.gc)
-                                        ? 0 : raw_list_size(v[i].v.gc, RAW_DEPTH, &tables, &bins))
-                                 : raw_scalar_size(&v[i], &bins);
-    if (!one) return 0;
-    sz += one;
-  }
+/* plain_raw's second half: the block made and written, the values sized to sz, bins
+** the shared binaries among them (NULL: none, the common case, for which this is
+** inlined without their code). */
+static inline __attribute__((always_inline)) int
+raw_write(const lraw_tvalue *v, int n, size_t sz, rawbins *bins, lpvm_msg **out) {
   /* a small block from the thread's free lists (vm/lproc_small.h), where the
   ** receiver's take puts it back (vm/lmod_msg.c): malloc and free cost ~70. With
   ** shared binaries, malloc's block with room for their table (lpvm_msg_free's) */
-  uint32_t nb = bins.n;
+  uint32_t nb = bins ? bins->n : 0;
   size_t cap = nb ? lpvm_msg_bins_room(sz, nb) : sizeof(lpvm_msg) + sz;
   lpvm_msg *m = lpvm_msg_init(nb ? malloc(cap) : lproc_small_alloc(cap), sz);
   *out = m;
@@ -331,7 +329,8 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
   /* the block as a builder's (lpvm_msg_build): a pid's put may grow it */
   rawblk r;   /* (pid[] and bins[] are written before they are read: not cleared) */
   r.data = (uint8_t *)m, r.cap = cap, r.all = sz, r.err = 0, r.pidlen = 0;
-  r.pidcopy = 0, r.bins = &bins, bins.n = 0;
+  r.pidcopy = 0, r.bins = bins;
+  if (bins) bins->n = 0;
   uint8_t *q = r.data + sizeof(lpvm_msg);
   *q++ = 131;
   if (n != 1) *q++ = T_SMALL_TUPLE, *q++ = (uint8_t)n;
@@ -360,10 +359,33 @@ static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
   }
   m = (lpvm_msg *)(void *)r.data;
   m->len = (uint32_t)len;
-  if (nb) lpvm_msg_set_bins(m, bins.v, nb);   /* each takes a reference */
-  else if (exact) m->flags |= LPVM_MSGF_SMALL;           /* its block: lproc_small_size of it */
+  if (nb) lpvm_msg_set_bins(m, bins->v, nb);   /* each takes a reference */
+  else if (exact) m->flags |= LPVM_MSGF_SMALL;   /* its block: lproc_small_size of it */
   *out = m;
   return 1;
+}
+
+/* A message with shared binaries: out of line, so that the common one does not carry
+** their code. */
+static __attribute__((noinline)) int raw_write_bins(const lraw_tvalue *v, int n, size_t sz,
+                                                    rawbins *bins, lpvm_msg **out) {
+  return raw_write(v, n, sz, bins, out);
+}
+
+static int plain_raw(lua_State *L, int idx, int n, lpvm_msg **out) {
+  const lraw_tvalue *v = ((const lraw_state *)(void *)L)->ci->func + idx;
+  size_t sz = 1 + (n != 1 ? 2 : 0), one;
+  int tables = RAW_TABLES;
+  rawbins bins;   /* (v[] is written before it is read: not cleared) */
+  bins.n = 0;
+  for (int i = 0; i < n; i++) {
+    one = v[i].tt == LRAW_VTABLE ? (--tables < 0 || raw_deep_last(v[i].v.gc)
+                                        ? 0 : raw_list_size(v[i].v.gc, RAW_DEPTH, &tables, &bins))
+                                 : raw_scalar_size(&v[i], &bins);
+    if (!one) return 0;
+    sz += one;
+  }
+  return bins.n ? raw_write_bins(v, n, sz, &bins, out) : raw_write(v, n, sz, NULL, out);
 }
 
 /* The common message: up to LTERM_PLAIN_MAX scalars (nil, booleans, numbers,
