@@ -243,23 +243,19 @@ static int l_test_ms(lua_State *L) {
   return 1;
 }
 
-static int l_match(lua_State *L) {
+/* match and match_object: the pattern as a specification whose body is "$$" (the
+** bindings) or "$_" (the object); a continuation alone continues, a limit chunks. */
+static int match_with(lua_State *L, const char *body) {
   int n = lua_gettop(L);
   if (n == 1) return lets_select_next(L, lets_self(L), lets_out(L));
   lpvm_tbuf *b = lets_in(L);
-  lets_put_pattern_ms(L, 2, b, "$$");
+  lets_put_pattern_ms(L, 2, b, body);
   if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
   return run_select(L, b, LPVM_ETS_SELECT, 0);
 }
 
-static int l_match_object(lua_State *L) {
-  int n = lua_gettop(L);
-  if (n == 1) return lets_select_next(L, lets_self(L), lets_out(L));
-  lpvm_tbuf *b = lets_in(L);
-  lets_put_pattern_ms(L, 2, b, "$_");
-  if (n >= 3 && !lua_isnil(L, 3)) return run_limited(L, b, 3, 0);
-  return run_select(L, b, LPVM_ETS_SELECT, 0);
-}
+static int l_match(lua_State *L) { return match_with(L, "$$"); }
+static int l_match_object(lua_State *L) { return match_with(L, "$_"); }
 
 static int l_match_delete(lua_State *L) {
   lpvm_tbuf *b = lets_in(L);
